@@ -1,0 +1,101 @@
+"""`minibroker` / `python -m broker`: parse the command line, run the broker until a signal."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import signal
+import sys
+
+import structlog
+
+from broker import logging as broker_logging
+from broker.config import BrokerConfig, ConfigError, read_properties_file
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="minibroker", description="A single-process Kafka-compatible broker.")
+    p.add_argument("--host", help="bind address (default from listeners: 127.0.0.1)")
+    p.add_argument("--port", type=int, help="bind port; 0 picks a free one (default 9092)")
+    p.add_argument("--data-dir", help="data directory (log.dirs; default ./data)")
+    p.add_argument("--config", help="Kafka-style properties file")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override one property")
+    p.add_argument("--port-file", help="write the bound port here once ready")
+    p.add_argument("--log-level", default="info", choices=sorted(broker_logging.LEVELS))
+    p.add_argument("--log-format", default="console", choices=["console", "json"])
+    return p.parse_args(argv)
+
+
+def build_config(args: argparse.Namespace) -> BrokerConfig:
+    values: dict[str, str] = {}
+    if args.config:
+        values.update(read_properties_file(args.config))
+    config = BrokerConfig(values)
+    if args.data_dir:
+        config.set("log.dirs", args.data_dir)
+    if args.host is not None or args.port is not None:
+        host, port = config.listener
+        host = args.host if args.host is not None else host
+        port = args.port if args.port is not None else port
+        config.set("listeners", f"PLAINTEXT://{host}:{port}")
+    for item in args.set:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise ConfigError(f"--set {item!r}: expected key=value")
+        config.set(key.strip(), value)
+    return config
+
+
+def write_port_file(path: str, port: int) -> None:
+    tmp = f"{path}.tmp{os.getpid()}"
+    with open(tmp, "w") as f:
+        f.write(f"{port}\n")
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+async def serve(config: BrokerConfig, port_file: str | None) -> None:
+    from broker.state import Broker  # imported here so --help stays fast
+
+    broker = Broker(config)
+    await broker.start()
+    if port_file:
+        write_port_file(port_file, broker.port)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+    await broker.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    broker_logging.configure(args.log_level, args.log_format)
+    log = structlog.get_logger("broker")
+    try:
+        config = build_config(args)
+    except ConfigError as exc:
+        log.error("invalid configuration", problem=str(exc))
+        return 2
+    try:
+        import uvloop
+
+        runner = uvloop.run
+    except ImportError:
+        runner = asyncio.run
+    try:
+        runner(serve(config, args.port_file))
+    except ConfigError as exc:
+        log.error("invalid configuration", problem=str(exc))
+        return 2
+    except OSError as exc:
+        log.error("cannot start", problem=str(exc))
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,45 @@
+"""AddPartitionsToTxn (24), versions 0-3 (the client versions; 4+ are broker-to-broker).
+
+As Kafka: if any partition is unknown, nothing is added; unknown ones get
+UNKNOWN_TOPIC_OR_PARTITION and the others OPERATION_NOT_ATTEMPTED. Otherwise the coordinator's
+single answer goes to every partition (PRODUCER_FENCED becomes INVALID_PRODUCER_EPOCH below v2)."""
+
+from protocol.errors import ErrorCode
+
+API_KEY = 24
+MIN_VERSION, MAX_VERSION = 0, 3
+
+
+def _results(topics, code_for) -> list[dict]:
+    out = []
+    for t in topics:
+        out.append(dict(name=t.name, results_by_partition=[
+            dict(partition_index=p, partition_error_code=code_for(t.name, p))
+            for p in t.partitions]))
+    return out
+
+
+async def handle(ctx, req):
+    broker = ctx.broker
+    topics = req.v3_and_below_topics
+    unknown = set()
+    for t in topics:
+        info = broker.logs.topics.get(t.name)
+        for p in t.partitions:
+            if info is None or not 0 <= p < info.num_partitions:
+                unknown.add((t.name, p))
+    if unknown:
+        results = _results(topics, lambda t, p: ErrorCode.unknown_topic_or_partition
+                           if (t, p) in unknown else ErrorCode.operation_not_attempted)
+    else:
+        if broker.txns is None:
+            error = ErrorCode.coordinator_not_available
+        else:
+            error = await broker.txns.add_partitions(
+                req.v3_and_below_transactional_id, req.v3_and_below_producer_id,
+                req.v3_and_below_producer_epoch,
+                [(t.name, p) for t in topics for p in t.partitions])
+        if error == ErrorCode.producer_fenced and ctx.api_version < 2:
+            error = ErrorCode.invalid_producer_epoch
+        results = _results(topics, lambda t, p: error)
+    return ctx.response(throttle_time_ms=0, results_by_topic_v3_and_below=results)

@@ -1,0 +1,31 @@
+"""CreatePartitions (37): grow a topic's partition count."""
+
+from protocol.errors import ErrorCode
+from storage.errors import KafkaStorageError
+
+API_KEY = 37
+MIN_VERSION, MAX_VERSION = 0, 3
+
+
+def _grow(broker, t, validate_only: bool) -> dict:
+    info = broker.logs.topics.get(t.name)
+    if info is None:
+        return dict(name=t.name, error_code=ErrorCode.unknown_topic_or_partition)
+    if t.count <= info.num_partitions:
+        return dict(name=t.name, error_code=ErrorCode.invalid_partitions,
+                    error_message=f"topic has {info.num_partitions} partitions; the new count must be larger, got {t.count}")
+    if t.assignments and any(list(a.broker_ids) != [broker.node_id] for a in t.assignments):
+        return dict(name=t.name, error_code=ErrorCode.invalid_replica_assignment,
+                    error_message=f"this cluster has one broker, node {broker.node_id}")
+    if validate_only:
+        return dict(name=t.name, error_code=ErrorCode.none)
+    try:
+        broker.logs.create_partitions(t.name, t.count)
+    except KafkaStorageError as exc:
+        return dict(name=t.name, error_code=exc.error_code, error_message=exc.message)
+    return dict(name=t.name, error_code=ErrorCode.none)
+
+
+async def handle(ctx, req):
+    results = [_grow(ctx.broker, t, req.validate_only) for t in req.topics]
+    return ctx.response(throttle_time_ms=0, results=results)

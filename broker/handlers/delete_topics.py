@@ -1,0 +1,37 @@
+"""DeleteTopics (20): by name, or by topic id from v6."""
+
+from protocol.errors import ErrorCode
+from storage.errors import KafkaStorageError
+
+API_KEY = 20
+MIN_VERSION, MAX_VERSION = 1, 6
+
+
+def _delete(broker, name, topic_id) -> dict:
+    if name is None:
+        info = next((i for i in broker.logs.topics.values() if i.topic_id == topic_id), None)
+        if info is None:
+            return dict(name=None, topic_id=topic_id, error_code=ErrorCode.unknown_topic_id)
+        name = info.name
+    info = broker.logs.topics.get(name)
+    if info is None:
+        return dict(name=name, topic_id=topic_id, error_code=ErrorCode.unknown_topic_or_partition)
+    if not broker.config["delete.topic.enable"]:
+        return dict(name=name, topic_id=info.topic_id, error_code=ErrorCode.topic_deletion_disabled)
+    if info.internal:
+        return dict(name=name, topic_id=info.topic_id, error_code=ErrorCode.invalid_topic_exception,
+                    error_message=f"{name} is an internal topic")
+    try:
+        broker.logs.delete_topic(name)
+    except KafkaStorageError as exc:
+        return dict(name=name, topic_id=info.topic_id, error_code=exc.error_code, error_message=exc.message)
+    broker.data_waiters.notify_all()  # fetches waiting on it answer now (unknown partition)
+    return dict(name=name, topic_id=info.topic_id, error_code=ErrorCode.none)
+
+
+async def handle(ctx, req):
+    if ctx.api_version >= 6:
+        results = [_delete(ctx.broker, t.name, t.topic_id) for t in req.topics]
+    else:
+        results = [_delete(ctx.broker, name, None) for name in req.topic_names]
+    return ctx.response(throttle_time_ms=0, responses=results)

@@ -1,0 +1,17 @@
+"""DescribeCluster (60): one broker, which is also the controller."""
+
+from protocol.errors import ErrorCode
+
+API_KEY = 60
+MIN_VERSION, MAX_VERSION = 0, 1
+
+
+async def handle(ctx, req):
+    b = ctx.broker
+    if getattr(req, "endpoint_type", 1) != 1:
+        return ctx.response(throttle_time_ms=0, error_code=ErrorCode.unsupported_endpoint_type,
+                            error_message="only broker endpoints are served", cluster_id=b.logs.cluster_id)
+    return ctx.response(
+        throttle_time_ms=0, error_code=ErrorCode.none, cluster_id=b.logs.cluster_id,
+        controller_id=b.node_id, brokers=[dict(broker_id=b.node_id, host=b.host, port=b.port)],
+    )

@@ -1,0 +1,31 @@
+"""DescribeProducers (61), version 0 (`kafka-transactions.sh --describe-producers`): the active
+producers of each requested partition, from its producer state (epoch, last sequence, last
+timestamp, coordinator epoch, first offset of the open transaction or -1)."""
+
+from protocol.errors import ErrorCode
+
+API_KEY = 61
+MIN_VERSION, MAX_VERSION = 0, 0
+
+
+def _partition(broker, topic: str, index: int) -> dict:
+    plog = broker.logs.get_log(topic, index) if topic in broker.logs.topics else None
+    if plog is None:
+        return dict(partition_index=index, error_code=ErrorCode.unknown_topic_or_partition,
+                    error_message=None, active_producers=[])
+    producers = []
+    for e in sorted(plog.producer_state.producers(), key=lambda e: e.producer_id):
+        first = e.current_txn_first_offset
+        producers.append(dict(
+            producer_id=e.producer_id, producer_epoch=e.epoch, last_sequence=e.last_sequence,
+            last_timestamp=e.last_timestamp, coordinator_epoch=e.coordinator_epoch,
+            current_txn_start_offset=-1 if first is None else first))
+    return dict(partition_index=index, error_code=ErrorCode.none, error_message=None,
+                active_producers=producers)
+
+
+async def handle(ctx, req):
+    topics = [dict(name=t.name, partitions=[_partition(ctx.broker, t.name, p)
+                                            for p in t.partition_indexes])
+              for t in req.topics]
+    return ctx.response(throttle_time_ms=0, topics=topics)

@@ -1,0 +1,33 @@
+"""DescribeTransactions (65), version 0 (`kafka-transactions.sh --describe`): state, timeout,
+start time, producer id/epoch and partitions of each transactional id;
+TRANSACTIONAL_ID_NOT_FOUND for unknown (or expiring) ids."""
+
+import datetime
+
+from protocol.errors import ErrorCode
+
+API_KEY = 65
+MIN_VERSION, MAX_VERSION = 0, 0
+
+_UTC = datetime.timezone.utc
+
+
+def _timestamp(ms: int) -> datetime.datetime:
+    # kio's field is a datetime; -1 (no transaction) must still encode as -1
+    return datetime.datetime.fromtimestamp(ms / 1000, tz=_UTC)
+
+
+async def handle(ctx, req):
+    txns = ctx.broker.txns
+    states = []
+    for txn_id in req.transactional_ids:
+        if txns is None:
+            entry = dict(transactional_id=txn_id, transaction_state="",
+                         transaction_timeout_ms=0, transaction_start_time_ms=-1,
+                         producer_id=-1, producer_epoch=-1, topics=[],
+                         error_code=ErrorCode.coordinator_not_available)
+        else:
+            entry = txns.describe_transaction(txn_id)
+        entry["transaction_start_time"] = _timestamp(entry.pop("transaction_start_time_ms"))
+        states.append(entry)
+    return ctx.response(throttle_time_ms=0, transaction_states=states)

@@ -1,0 +1,22 @@
+"""EndTxn (26), versions 0-4 (v5 is KIP-890 transaction version 2, not offered): commit or abort.
+Answered once the outcome is durable and, normally, after every marker is written and the
+CompleteCommit/CompleteAbort state is durable. A retry after completion with the same outcome
+gets NONE, the opposite outcome INVALID_TXN_STATE; PRODUCER_FENCED becomes
+INVALID_PRODUCER_EPOCH below v2."""
+
+from protocol.errors import ErrorCode
+
+API_KEY = 26
+MIN_VERSION, MAX_VERSION = 0, 4
+
+
+async def handle(ctx, req):
+    txns = ctx.broker.txns
+    if txns is None:
+        error = ErrorCode.coordinator_not_available
+    else:
+        error = await txns.end_txn(req.transactional_id, req.producer_id, req.producer_epoch,
+                                   bool(req.committed))
+    if error == ErrorCode.producer_fenced and ctx.api_version < 2:
+        error = ErrorCode.invalid_producer_epoch
+    return ctx.response(throttle_time_ms=0, error_code=error)

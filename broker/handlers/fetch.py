@@ -1,0 +1,87 @@
+"""Fetch (1): whole record batches from the segment files, long-polling for min_bytes.
+
+Every requested partition is answered (Java drops a full-fetch response that omits one). Records
+come back as file slices that the connection writes without decoding them. read_committed
+(isolation 1) stops at the last stable offset and lists the aborted transactions the returned
+range spans. No fetch sessions: session id 0 tells clients to keep sending full fetches.
+"""
+
+import time
+
+from broker.context import RawResponse
+from protocol.codec import millis
+from protocol.errors import ErrorCode
+from protocol.fetch_response import PartitionData, encode
+from storage.errors import KafkaStorageError
+
+API_KEY = 1
+MIN_VERSION, MAX_VERSION = 4, 12
+
+
+def leader_epoch_error(current_leader_epoch: int, leader_epoch: int) -> ErrorCode:
+    """Kafka's check of a client's idea of the leader epoch (-1 means 'not known')."""
+    if current_leader_epoch == -1 or current_leader_epoch == leader_epoch:
+        return ErrorCode.none
+    if current_leader_epoch > leader_epoch:
+        return ErrorCode.unknown_leader_epoch
+    return ErrorCode.fenced_leader_epoch
+
+
+def _read_all(broker, req, isolation: int) -> tuple[list, int, bool]:
+    """One pass over the requested partitions: (topics, record bytes, any error)."""
+    budget = req.max_bytes
+    total = 0
+    any_error = False
+    topics = []
+    for t in req.topics:
+        partitions = []
+        for fp in t.partitions:
+            out = PartitionData(fp.partition)
+            partitions.append(out)
+            plog = broker.get_log(t.topic, fp.partition)
+            if plog is None:
+                out.error_code = ErrorCode.unknown_topic_or_partition
+                any_error = True
+                continue
+            out.high_watermark = plog.high_watermark
+            out.last_stable_offset = plog.last_stable_offset
+            out.log_start_offset = plog.log_start_offset
+            error = leader_epoch_error(fp.current_leader_epoch, plog.leader_epoch)
+            if error:
+                out.error_code = error
+                any_error = True
+                continue
+            if budget <= 0 and fp.fetch_offset <= plog.log_end_offset and fp.fetch_offset >= plog.log_start_offset:
+                continue  # response full: answer the partition with no records
+            try:
+                result = plog.read(fp.fetch_offset, min(fp.partition_max_bytes, budget), isolation)
+            except KafkaStorageError as exc:
+                out.error_code = exc.error_code
+                any_error = True
+                continue
+            out.high_watermark = result.high_watermark
+            out.last_stable_offset = result.last_stable_offset
+            out.log_start_offset = result.log_start_offset
+            out.aborted = result.aborted if isolation == 1 else None
+            out.chunks = result.chunks
+            out.records_size = sum(c.length for c in result.chunks)
+            budget -= out.records_size
+            total += out.records_size
+        topics.append((t.topic, partitions))
+    return topics, total, any_error
+
+
+async def handle(ctx, req):
+    broker = ctx.broker
+    isolation = req.isolation_level
+    deadline = time.monotonic() + max(millis(req.max_wait), 0) / 1000
+    keys = [(t.topic, p.partition) for t in req.topics for p in t.partitions]
+    while True:
+        topics, total, any_error = _read_all(broker, req, isolation)
+        remaining = deadline - time.monotonic()
+        if total >= req.min_bytes or any_error or remaining <= 0 or not keys:
+            break
+        # Nothing (or too little) yet: wait for an append, a marker or an LSO move, then re-read.
+        await broker.data_waiters.wait(keys, remaining)
+    parts, size = encode(ctx.api_version, topics)
+    return RawResponse(parts, size)

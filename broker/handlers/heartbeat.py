@@ -1,0 +1,10 @@
+"""Heartbeat (12): keeps a member's session alive; REBALANCE_IN_PROGRESS tells it to rejoin."""
+
+API_KEY = 12
+MIN_VERSION, MAX_VERSION = 0, 4
+
+
+async def handle(ctx, req):
+    error = ctx.broker.groups.heartbeat(
+        req.group_id, req.member_id, getattr(req, "group_instance_id", None), req.generation_id)
+    return ctx.response(throttle_time_ms=0, error_code=error)

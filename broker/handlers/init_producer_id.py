@@ -1,0 +1,29 @@
+"""InitProducerId (22), versions 0-5: a producer id and epoch for an idempotent producer (fresh id,
+epoch 0) or a transactional id (coordinator/transactions.py: epoch bump, fencing, KIP-360
+producer id/epoch fields from v3, INVALID_TRANSACTION_TIMEOUT, CONCURRENT_TRANSACTIONS while the
+previous instance's transaction is being aborted). PRODUCER_FENCED exists from v4; older versions
+get INVALID_PRODUCER_EPOCH, as Kafka answers them."""
+
+from protocol.codec import millis
+from protocol.errors import ErrorCode
+
+API_KEY = 22
+MIN_VERSION, MAX_VERSION = 0, 5
+
+
+async def handle(ctx, req):
+    broker = ctx.broker
+    pid = getattr(req, "producer_id", -1)
+    epoch = getattr(req, "producer_epoch", -1)
+    timeout_ms = millis(req.transaction_timeout)
+    if broker.txns is not None:
+        error, pid, epoch = await broker.txns.init_producer_id(
+            req.transactional_id, timeout_ms, pid, epoch)
+    elif req.transactional_id is None:
+        error, pid, epoch = ErrorCode.none, broker.producer_ids.allocate(), 0
+    else:
+        error, pid, epoch = ErrorCode.coordinator_not_available, -1, -1
+    if error == ErrorCode.producer_fenced and ctx.api_version < 4:
+        error = ErrorCode.invalid_producer_epoch
+    return ctx.response(throttle_time_ms=0, error_code=error, producer_id=pid,
+                        producer_epoch=epoch)

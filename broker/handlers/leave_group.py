@@ -1,0 +1,22 @@
+"""LeaveGroup (13): one member (v0-2) or a batch of members by id or group instance id (v3+)."""
+
+from protocol.errors import ErrorCode
+
+API_KEY = 13
+MIN_VERSION, MAX_VERSION = 0, 5
+
+
+async def handle(ctx, req):
+    groups = ctx.broker.groups
+    if ctx.api_version < 3:
+        top, results = groups.leave_group(req.group_id, [(req.member_id, None)])
+        if top == ErrorCode.none and results:
+            top = results[0][2]
+        return ctx.response(throttle_time_ms=0, error_code=top)
+    top, results = groups.leave_group(
+        req.group_id, [(m.member_id, m.group_instance_id) for m in req.members])
+    return ctx.response(
+        throttle_time_ms=0,
+        error_code=top,
+        members=[dict(member_id=m, group_instance_id=i, error_code=e) for m, i, e in results],
+    )

@@ -1,0 +1,23 @@
+"""OffsetCommit (8), v2-9: group members commit with their generation; a group with no members
+also accepts "simple" commits (generation -1, empty member id). committed_leader_epoch (v6+)
+and metadata are stored and returned by OffsetFetch."""
+
+API_KEY = 8
+MIN_VERSION, MAX_VERSION = 2, 9
+
+
+async def handle(ctx, req):
+    offsets = [
+        (t.name, p.partition_index, p.committed_offset,
+         getattr(p, "committed_leader_epoch", -1), p.committed_metadata)
+        for t in req.topics for p in t.partitions
+    ]
+    results = ctx.broker.groups.commit_offsets(
+        req.group_id, req.member_id, getattr(req, "group_instance_id", None),
+        req.generation_id_or_member_epoch, offsets)
+    return ctx.response(
+        throttle_time_ms=0,
+        topics=[dict(name=t.name, partitions=[
+            dict(partition_index=p.partition_index, error_code=results[(t.name, p.partition_index)])
+            for p in t.partitions]) for t in req.topics],
+    )

@@ -1,0 +1,28 @@
+"""OffsetForLeaderEpoch (23): trivial with one constant leader epoch. Clients use it to validate
+their position after a metadata change; any epoch at or below ours ends at the log end offset."""
+
+from broker.handlers.fetch import leader_epoch_error
+from protocol.errors import ErrorCode
+
+API_KEY = 23
+MIN_VERSION, MAX_VERSION = 2, 4
+
+
+def _answer(broker, topic: str, p) -> dict:
+    plog = broker.get_log(topic, p.partition)
+    if plog is None:
+        return dict(error_code=ErrorCode.unknown_topic_or_partition, partition=p.partition)
+    error = leader_epoch_error(p.current_leader_epoch, plog.leader_epoch)
+    if error:
+        return dict(error_code=error, partition=p.partition)
+    if p.leader_epoch > plog.leader_epoch:
+        # An epoch this log never had: Kafka answers UNDEFINED_EPOCH (-1) / UNDEFINED_OFFSET.
+        return dict(error_code=ErrorCode.none, partition=p.partition, leader_epoch=-1, end_offset=-1)
+    return dict(error_code=ErrorCode.none, partition=p.partition,
+                leader_epoch=plog.leader_epoch, end_offset=plog.log_end_offset)
+
+
+async def handle(ctx, req):
+    topics = [dict(topic=t.topic, partitions=[_answer(ctx.broker, t.topic, p) for p in t.partitions])
+              for t in req.topics]
+    return ctx.response(throttle_time_ms=0, topics=topics)

@@ -1,0 +1,57 @@
+"""Produce (0): append one record batch per partition, answer with its base offset.
+
+Versions 0-2 are advertised, as Apache Kafka 4 does, because librdkafka before 2.11.1 turns off
+features when Produce v0 is missing; they carry magic 0/1 message sets, which are not served:
+such a request is logged and the connection closed (there is no schema for an error answer).
+The batch stays opaque bytes: storage checks and patches its 61-byte header and writes it.
+"""
+
+from broker.context import NO_RESPONSE
+from protocol.errors import ErrorCode
+from storage.errors import KafkaStorageError
+
+API_KEY = 0
+MIN_VERSION, MAX_VERSION = 0, 12
+
+
+def _append(ctx, topic: str, index: int, records, transactional_id) -> dict:
+    broker = ctx.broker
+    plog = broker.get_log(topic, index)
+    if plog is None:
+        return dict(index=index, error_code=ErrorCode.unknown_topic_or_partition, base_offset=-1)
+    if broker.logs.topics[topic].internal:
+        return dict(index=index, error_code=ErrorCode.invalid_topic_exception, base_offset=-1,
+                    error_message=f"{topic} is an internal topic")
+    try:
+        if broker.txns is not None:
+            broker.txns.verify_produce(transactional_id, topic, index, records)
+        info = plog.append(records or b"")
+    except KafkaStorageError as exc:
+        return dict(index=index, error_code=exc.error_code, base_offset=-1,
+                    log_start_offset=plog.log_start_offset, error_message=exc.message)
+    return dict(
+        index=index,
+        error_code=ErrorCode.none,
+        base_offset=info.base_offset,
+        log_append_time=info.log_append_time_ms,
+        log_start_offset=info.log_start_offset,
+    )
+
+
+async def handle(ctx, req):
+    if req.acks not in (-1, 0, 1):
+        responses = [
+            dict(name=t.name, partition_responses=[
+                dict(index=p.index, error_code=ErrorCode.invalid_required_acks, base_offset=-1)
+                for p in t.partition_data])
+            for t in req.topic_data
+        ]
+        return ctx.response(responses=responses, throttle_time_ms=0)
+    responses = [
+        dict(name=t.name, partition_responses=[
+            _append(ctx, t.name, p.index, p.records, req.transactional_id) for p in t.partition_data])
+        for t in req.topic_data
+    ]
+    if req.acks == 0:
+        return NO_RESPONSE
+    return ctx.response(responses=responses, throttle_time_ms=0)

@@ -1,0 +1,33 @@
+"""SyncGroup (14): followers wait (an asyncio Future) for the leader's assignment."""
+
+import asyncio
+
+API_KEY = 14
+MIN_VERSION, MAX_VERSION = 0, 5
+
+
+async def handle(ctx, req):
+    future = asyncio.get_running_loop().create_future()
+
+    def done(result) -> None:
+        if not future.done():
+            future.set_result(result)
+
+    ctx.broker.groups.sync_group(
+        req.group_id,
+        req.generation_id,
+        req.member_id,
+        getattr(req, "group_instance_id", None),
+        getattr(req, "protocol_type", None),
+        getattr(req, "protocol_name", None),
+        {a.member_id: a.assignment for a in req.assignments},
+        done,
+    )
+    result = await future
+    return ctx.response(
+        throttle_time_ms=0,
+        error_code=result.error,
+        protocol_type=result.protocol_type,
+        protocol_name=result.protocol_name,
+        assignment=result.assignment,
+    )

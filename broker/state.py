@@ -1,0 +1,119 @@
+"""The Broker: every piece of broker state, owned by the one event loop.
+
+Handlers reach storage and the coordinators only through this object. Startup opens (and if
+needed recovers) the logs, then loads the coordinators from their internal topics; shutdown stops
+the server first, so no request is half-served, then flushes and marks the stop clean.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import structlog
+
+from broker.config import BrokerConfig, parse_listener
+from broker.server import Server
+from broker.waiters import DataWaiters
+from coordinator.groups import GroupCoordinator
+from coordinator.producer_ids import ProducerIdManager
+from coordinator.transactions import TransactionCoordinator
+from protocol.errors import ErrorCode
+from storage.errors import KafkaStorageError
+from storage.log_manager import LogManager
+
+log = structlog.get_logger("broker")
+
+
+class Broker:
+    def __init__(self, config: BrokerConfig) -> None:
+        self.config = config
+        self.data_dir = config["log.dirs"]
+        self.node_id = config["node.id"]
+        self.logs = LogManager(self.data_dir, config)
+        self.producer_ids = ProducerIdManager(self.data_dir)
+        self.data_waiters = DataWaiters()
+        self.groups = GroupCoordinator(config, self.logs)
+        self.txns = TransactionCoordinator(self)
+        self.server = Server(self)
+        self.host = "127.0.0.1"
+        self.port = 0
+        self._tasks: list[asyncio.Task] = []
+        self._watched: set[int] = set()
+
+    # --- lifecycle ------------------------------------------------------------------------------
+    async def start(self) -> None:
+        started = time.monotonic()
+        self.logs.open()
+        for loader in (self.groups, self.txns):
+            if loader is not None:
+                await loader.load()
+        bind_host, bind_port = self.config.listener
+        _, self.port = await self.server.start(bind_host, bind_port)
+        advertised = self.config["advertised.listeners"]
+        if advertised:
+            self.host, adv_port = parse_listener(advertised, "advertised.listeners")
+            self.port = adv_port or self.port
+        else:
+            self.host = bind_host if bind_host not in ("0.0.0.0", "::", "") else "127.0.0.1"
+        self._start_background_tasks()
+        log.info(
+            "broker ready", host=self.host, port=self.port, data_dir=self.data_dir,
+            cluster_id=self.logs.cluster_id, node_id=self.node_id,
+            startup_ms=round((time.monotonic() - started) * 1000, 1),
+        )
+
+    async def stop(self) -> None:
+        log.info("broker stopping")
+        await self.server.stop()
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self.logs.close()
+        log.info("broker stopped cleanly")
+
+    def every(self, interval_ms: int, duty, name: str) -> None:
+        """Run `duty()` on the event loop every interval (background duties: flush, expiry)."""
+
+        async def loop() -> None:
+            while True:
+                await asyncio.sleep(interval_ms / 1000)
+                try:
+                    result = duty()
+                    if asyncio.iscoroutine(result):
+                        await result
+                except Exception:  # noqa: BLE001 - a failing duty is logged and retried
+                    log.exception("background duty failed", duty=name)
+
+        self._tasks.append(asyncio.create_task(loop(), name=name))
+
+    def _start_background_tasks(self) -> None:
+        flush_ms = self.config["log.flush.interval.ms"]
+        if flush_ms is not None:
+            self.every(max(flush_ms, 10), self.logs.flush, "log-flush")
+        self.every(self.config["producer.id.expiration.check.interval.ms"],
+                   lambda: self.logs.remove_expired_producers(int(time.time() * 1000)),
+                   "producer-expiration")
+
+    # --- shared helpers for handlers ------------------------------------------------------------
+    def get_log(self, topic: str, partition: int):
+        """The partition's log, with long-poll wake-ups wired to it."""
+        plog = self.logs.get_log(topic, partition)
+        if plog is not None and id(plog) not in self._watched:
+            self._watched.add(id(plog))
+            plog.add_listener(lambda t=topic, p=partition: self.data_waiters.notify(t, p))
+        return plog
+
+    def auto_create_topic(self, name: str) -> ErrorCode:
+        """Create `name` with broker defaults if auto.create.topics.enable; returns the error
+        code a client should see (NONE when the topic now exists)."""
+        if name in self.logs.topics:
+            return ErrorCode.none
+        if not self.config["auto.create.topics.enable"]:
+            return ErrorCode.unknown_topic_or_partition
+        try:
+            self.logs.create_topic(name, self.config["num.partitions"], {})
+        except KafkaStorageError as exc:
+            return exc.error_code
+        log.info("topic auto-created", topic=name, partitions=self.config["num.partitions"])
+        return ErrorCode.none

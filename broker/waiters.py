@@ -1,0 +1,45 @@
+"""Long-poll wake-ups: fetches (and anything else) waiting for a partition to change.
+
+PartitionLog calls its listeners on the event loop after every append or LSO change; the broker
+turns that into `notify(topic, partition)`, which wakes every waiter registered for the partition.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+
+class DataWaiters:
+    def __init__(self) -> None:
+        self._by_partition: dict[tuple[str, int], set[asyncio.Future]] = {}
+
+    def notify(self, topic: str, partition: int) -> None:
+        waiters = self._by_partition.pop((topic, partition), None)
+        if waiters:
+            for fut in waiters:
+                if not fut.done():
+                    fut.set_result(None)
+
+    def notify_all(self) -> None:
+        for key in list(self._by_partition):
+            self.notify(*key)
+
+    async def wait(self, keys: list[tuple[str, int]], timeout_s: float) -> bool:
+        """Wait until one of `keys` changes or the timeout passes; True if woken by a change."""
+        if timeout_s <= 0:
+            return False
+        fut = asyncio.get_running_loop().create_future()
+        for key in keys:
+            self._by_partition.setdefault(key, set()).add(fut)
+        try:
+            await asyncio.wait_for(fut, timeout_s)
+            return True
+        except asyncio.TimeoutError:
+            return False
+        finally:
+            for key in keys:
+                waiters = self._by_partition.get(key)
+                if waiters is not None:
+                    waiters.discard(fut)
+                    if not waiters:
+                        del self._by_partition[key]

@@ -1,0 +1,1260 @@
+"""The classic group coordinator (JoinGroup/SyncGroup/Heartbeat/LeaveGroup and offsets).
+
+A port of Apache Kafka's GroupCoordinator (the 3.x `kafka.coordinator.group` design): one state
+machine per group, Empty -> PreparingRebalance -> CompletingRebalance -> Stable (-> Dead when
+deleted). It knows nothing about sockets: requests arrive as method calls, delayed answers
+(JoinGroup waiting for the rebalance, SyncGroup waiting for the leader) are given to callbacks,
+and time comes from an injected scheduler (`now_ms()`, `call_later(delay_ms, fn) -> handle`).
+`LoopScheduler` is the thin asyncio layer the broker uses; unit tests use a fake clock.
+
+Kafka's purgatories map to timers here:
+- initial rebalance delay (`group.initial.rebalance.delay.ms`, an Empty group's first rebalance
+  waits this long, extended while new members keep arriving, up to the rebalance timeout),
+- the rebalance (join) timeout: members that have not rejoined by then are removed,
+- the pending-sync timeout: members that do not SyncGroup within the rebalance timeout after the
+  join phase are removed and the group rebalances,
+- per member session timeout (heartbeat expiry), and for members admitted by MEMBER_ID_REQUIRED
+  but not yet rejoined, a pending-member expiry of one session timeout.
+
+Durability: offsets and group metadata are appended to __consumer_offsets (Kafka's record
+formats, coordinator/group_records.py) before a request is answered, and replayed by `load()`.
+Transactional offsets (KIP-447) are appended in a transactional batch and stay pending until the
+transaction coordinator writes the marker and calls `complete_txn`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from typing import Any, Callable, Iterable
+
+import structlog
+
+from coordinator.group_metadata import (
+    Group,
+    GroupState,
+    JoinCallback,
+    JoinResult,
+    Member,
+    OffsetAndMetadata,
+    SyncCallback,
+    SyncResult,
+)
+from coordinator.group_records import (
+    GroupKey,
+    GroupValue,
+    MemberValue,
+    OffsetKey,
+    OffsetValue,
+    decode_group_value,
+    decode_key,
+    decode_offset_value,
+    encode_group_key,
+    encode_group_value,
+    encode_offset_key,
+    encode_offset_value,
+)
+from coordinator.group_store import OFFSETS_TOPIC, LogOffsetsStore, MemoryOffsetsStore
+from protocol.errors import ErrorCode
+
+__all__ = ["GroupCoordinator", "LoopScheduler", "OFFSETS_TOPIC", "java_string_hash"]
+
+log = structlog.get_logger("coordinator.groups")
+
+E = ErrorCode
+NEW_MEMBER_JOIN_TIMEOUT_MS = 5 * 60 * 1000  # Kafka's GroupCoordinator.NewMemberJoinTimeoutMs
+OFFSET_METADATA_MAX_BYTES = 4096  # Kafka's offset.metadata.max.bytes default
+
+TopicPartition = tuple[str, int]
+
+
+class LoopScheduler:
+    """Timers on the running asyncio loop; wall-clock milliseconds for timestamps."""
+
+    def now_ms(self) -> int:
+        return int(time.time() * 1000)
+
+    def call_later(self, delay_ms: int, fn: Callable[[], None]):
+        return asyncio.get_running_loop().call_later(max(delay_ms, 0) / 1000, _guarded(fn))
+
+
+def _guarded(fn: Callable[[], None]) -> Callable[[], None]:
+    def run() -> None:
+        try:
+            fn()
+        except Exception:  # noqa: BLE001 - a timer must never take the loop down
+            log.exception("group coordinator timer failed")
+
+    return run
+
+
+def java_string_hash(text: str) -> int:
+    """Java's String.hashCode (over UTF-16 code units), as a signed 32-bit int."""
+    h = 0
+    data = text.encode("utf-16-be")
+    for i in range(0, len(data), 2):
+        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+def _cfg(config, name: str, default):
+    try:
+        value = config[name]
+    except (KeyError, TypeError):
+        return default
+    return default if value is None else value
+
+
+class GroupCoordinator:
+    def __init__(self, config=None, logs=None, *, scheduler=None, store=None):
+        self.config = config if config is not None else {}
+        self.scheduler = scheduler if scheduler is not None else LoopScheduler()
+        self.logs = logs
+        if store is None:
+            partitions = _cfg(self.config, "offsets.topic.num.partitions", 1)
+            store = LogOffsetsStore(logs, partitions) if logs is not None else MemoryOffsetsStore(partitions)
+        self.store = store
+        self.groups: dict[str, Group] = {}
+        # producer id -> ids of groups holding its pending transactional offsets
+        self._txn_groups: dict[int, set[str]] = {}
+        # (offsets partition, producer id) -> (epoch, next sequence) of transactional appends
+        self._sequences: dict[tuple[int, int], tuple[int, int]] = {}
+        self.loaded = False
+
+    # --- configuration -------------------------------------------------------------------------
+    @property
+    def initial_rebalance_delay_ms(self) -> int:
+        return _cfg(self.config, "group.initial.rebalance.delay.ms", 3000)
+
+    @property
+    def min_session_timeout_ms(self) -> int:
+        return _cfg(self.config, "group.min.session.timeout.ms", 6000)
+
+    @property
+    def max_session_timeout_ms(self) -> int:
+        return _cfg(self.config, "group.max.session.timeout.ms", 1800000)
+
+    @property
+    def max_group_size(self) -> int:
+        return _cfg(self.config, "group.max.size", 2**31 - 1)
+
+    @property
+    def metadata_max_bytes(self) -> int:
+        return _cfg(self.config, "offset.metadata.max.bytes", OFFSET_METADATA_MAX_BYTES)
+
+    def _now(self) -> int:
+        return self.scheduler.now_ms()
+
+    def partition_for(self, group_id: str) -> int:
+        """The __consumer_offsets partition that holds this group (Kafka's formula)."""
+        return (java_string_hash(group_id) & 0x7FFFFFFF) % self.store.num_partitions()
+
+    def _topic_exists(self, topic: str, partition: int) -> bool:
+        if self.logs is None:
+            return True
+        info = self.logs.topics.get(topic)
+        return info is not None and 0 <= partition < info.num_partitions
+
+    # ===========================================================================================
+    # JoinGroup
+    # ===========================================================================================
+    def join_group(
+        self,
+        group_id: str,
+        member_id: str,
+        group_instance_id: str | None,
+        client_id: str,
+        client_host: str,
+        session_timeout_ms: int,
+        rebalance_timeout_ms: int,
+        protocol_type: str,
+        protocols: list[tuple[str, bytes]],
+        callback: JoinCallback,
+        *,
+        require_known_member_id: bool = True,
+        supports_skip_assignment: bool = False,
+        reason: str | None = None,
+    ) -> None:
+        """Answer through `callback(JoinResult)`, now or when the rebalance completes."""
+        protocols = [(name, bytes(meta)) for name, meta in protocols]
+        if not group_id:
+            callback(JoinResult(E.invalid_group_id, member_id))
+            return
+        if not self.min_session_timeout_ms <= session_timeout_ms <= self.max_session_timeout_ms:
+            callback(JoinResult(E.invalid_session_timeout, member_id))
+            return
+        require_known = require_known_member_id and group_instance_id is None
+        is_unknown = member_id == ""
+        group = self.groups.get(group_id)
+        if group is None:
+            if not is_unknown:
+                callback(JoinResult(E.unknown_member_id, member_id))
+                return
+            group = self.groups[group_id] = Group(group_id, GroupState.EMPTY, self._now())
+        if not self._accept_joining_member(group, member_id):
+            existing = group.members.get(member_id)
+            if existing is not None:
+                self._remove_member_and_update_group(group, existing, "group max size reached")
+            callback(JoinResult(E.group_max_size_reached, ""))
+        elif is_unknown:
+            self._new_member_join(group, group_instance_id, require_known, client_id, client_host,
+                                  rebalance_timeout_ms, session_timeout_ms, protocol_type,
+                                  protocols, callback, supports_skip_assignment, reason)
+        else:
+            self._current_member_join(group, member_id, group_instance_id, client_id, client_host,
+                                      rebalance_timeout_ms, session_timeout_ms, protocol_type,
+                                      protocols, callback, reason)
+        if group.is_state(GroupState.PREPARING_REBALANCE):
+            self._try_complete_join(group)
+
+    def _accept_joining_member(self, group: Group, member_id: str) -> bool:
+        state = group.state
+        if state in (GroupState.EMPTY, GroupState.DEAD):
+            return True
+        if state is GroupState.PREPARING_REBALANCE:
+            member = group.members.get(member_id)
+            return (member is not None and member.awaiting_join) or \
+                group.num_awaiting_join < self.max_group_size
+        return group.has(member_id) or group.size < self.max_group_size
+
+    def _new_member_join(self, group, group_instance_id, require_known, client_id, client_host,
+                         rebalance_timeout_ms, session_timeout_ms, protocol_type, protocols,
+                         callback, supports_skip_assignment, reason) -> None:
+        if group.is_state(GroupState.DEAD):
+            callback(JoinResult(E.coordinator_not_available, ""))
+            return
+        if not group.supports_protocols(protocol_type, [n for n, _ in protocols]):
+            callback(JoinResult(E.inconsistent_group_protocol, ""))
+            return
+        prefix = group_instance_id if group_instance_id is not None else (client_id or "")
+        new_member_id = f"{prefix}-{uuid.uuid4()}"
+        if group_instance_id is not None:
+            old_member_id = group.static_member_id(group_instance_id)
+            if old_member_id is not None:
+                log.info("static member rejoined with a new member id", group=group.group_id,
+                         instance=group_instance_id, old=old_member_id, new=new_member_id)
+                self._update_static_member_and_rebalance(
+                    group, old_member_id, new_member_id, group_instance_id, protocols,
+                    rebalance_timeout_ms, session_timeout_ms, callback, supports_skip_assignment)
+            else:
+                self._add_member_and_rebalance(group, new_member_id, group_instance_id, client_id,
+                                               client_host, rebalance_timeout_ms, session_timeout_ms,
+                                               protocol_type, protocols, callback, reason)
+        elif require_known:
+            # KIP-394: hand out the id, expect the member to come back with it
+            self._add_pending_member(group, new_member_id, session_timeout_ms)
+            callback(JoinResult(E.member_id_required, new_member_id))
+        else:
+            self._add_member_and_rebalance(group, new_member_id, None, client_id, client_host,
+                                           rebalance_timeout_ms, session_timeout_ms, protocol_type,
+                                           protocols, callback, reason)
+
+    def _current_member_join(self, group, member_id, group_instance_id, client_id, client_host,
+                             rebalance_timeout_ms, session_timeout_ms, protocol_type, protocols,
+                             callback, reason) -> None:
+        if group.is_state(GroupState.DEAD):
+            callback(JoinResult(E.coordinator_not_available, member_id))
+            return
+        if not group.supports_protocols(protocol_type, [n for n, _ in protocols]):
+            callback(JoinResult(E.inconsistent_group_protocol, member_id))
+            return
+        if group.is_pending_member(member_id):
+            if group_instance_id is not None:
+                # a pending member is always dynamic; a static join with its id is a mismatch
+                callback(JoinResult(E.unknown_member_id, member_id))
+                return
+            self._add_member_and_rebalance(group, member_id, None, client_id, client_host,
+                                           rebalance_timeout_ms, session_timeout_ms, protocol_type,
+                                           protocols, callback, reason)
+            return
+        instance_not_found = group_instance_id is not None and \
+            group.static_member_id(group_instance_id) is None
+        if group.is_static_member_fenced(group_instance_id, member_id):
+            callback(JoinResult(E.fenced_instance_id, member_id))
+            return
+        if not group.has(member_id) or instance_not_found:
+            callback(JoinResult(E.unknown_member_id, member_id))
+            return
+        member = group.members[member_id]
+        state = group.state
+        if state is GroupState.PREPARING_REBALANCE:
+            self._update_member_and_rebalance(group, member, protocols, rebalance_timeout_ms,
+                                              session_timeout_ms, callback, "member joining during rebalance")
+        elif state is GroupState.COMPLETING_REBALANCE:
+            if member.matches(protocols):
+                # it missed the join response: send the current generation again
+                callback(self._join_result_for(group, member))
+            else:
+                self._update_member_and_rebalance(group, member, protocols, rebalance_timeout_ms,
+                                                  session_timeout_ms, callback, "metadata changed")
+        elif state is GroupState.STABLE:
+            if group.is_leader(member_id) or not member.matches(protocols):
+                # the leader's rejoin forces a rebalance (topic metadata changes, KIP-?),
+                # as does a follower whose metadata changed
+                self._update_member_and_rebalance(
+                    group, member, protocols, rebalance_timeout_ms, session_timeout_ms, callback,
+                    "leader rejoined" if group.is_leader(member_id) else "metadata changed")
+            else:
+                callback(JoinResult(E.none, member_id, group.generation_id, group.protocol_type,
+                                    group.protocol_name, group.leader_id or "", False, []))
+        else:  # Empty/Dead: the member must reset and rejoin
+            callback(JoinResult(E.unknown_member_id, member_id))
+
+    def _join_result_for(self, group: Group, member: Member, skip_assignment: bool = False) -> JoinResult:
+        return JoinResult(
+            E.none,
+            member.member_id,
+            group.generation_id,
+            group.protocol_type,
+            group.protocol_name,
+            group.leader_id or "",
+            skip_assignment,
+            group.current_member_metadata() if group.is_leader(member.member_id) else [],
+        )
+
+    def _add_pending_member(self, group: Group, member_id: str, session_timeout_ms: int) -> None:
+        def expire() -> None:
+            if self.groups.get(group.group_id) is not group or member_id not in group.pending_members:
+                return
+            log.info("pending member expired", group=group.group_id, member=member_id)
+            self._remove_pending_member_and_update_group(group, member_id)
+
+        group.pending_members[member_id] = self.scheduler.call_later(session_timeout_ms, expire)
+
+    def _remove_pending_member_and_update_group(self, group: Group, member_id: str) -> None:
+        handle = group.pending_members.pop(member_id, None)
+        _cancel(handle)
+        if group.is_state(GroupState.PREPARING_REBALANCE):
+            self._try_complete_join(group)
+
+    def _add_member_and_rebalance(self, group, member_id, group_instance_id, client_id, client_host,
+                                  rebalance_timeout_ms, session_timeout_ms, protocol_type, protocols,
+                                  callback, reason) -> None:
+        member = Member(member_id, group_instance_id, client_id, client_host, rebalance_timeout_ms,
+                        session_timeout_ms, protocol_type, list(protocols))
+        member.is_new = True
+        member.join_callback = callback
+        if group.is_state(GroupState.PREPARING_REBALANCE) and group.generation_id == 0:
+            group.new_member_added = True
+        pending = group.pending_members.pop(member_id, None)
+        _cancel(pending)
+        group.add(member)
+        # A new member cannot heartbeat while its JoinGroup waits; expire abandoned joins.
+        self._schedule_heartbeat(group, member, NEW_MEMBER_JOIN_TIMEOUT_MS)
+        log.info("member added", group=group.group_id, member=member_id,
+                 instance=group_instance_id, reason=reason)
+        self._maybe_prepare_rebalance(group, f"adding new member {member_id}")
+
+    def _update_member_and_rebalance(self, group, member, protocols, rebalance_timeout_ms,
+                                     session_timeout_ms, callback, reason) -> None:
+        self._replace_join_callback(member)
+        group.update_member(member, protocols, rebalance_timeout_ms, session_timeout_ms, callback)
+        self._maybe_prepare_rebalance(group, reason)
+
+    @staticmethod
+    def _replace_join_callback(member: Member) -> None:
+        # a second JoinGroup from the same member supersedes the first; answer the old one so
+        # its request does not hang (Kafka drops it silently)
+        old = member.join_callback
+        if old is not None:
+            member.join_callback = None
+            old(JoinResult(E.rebalance_in_progress, member.member_id))
+
+    def _update_static_member_and_rebalance(self, group, old_member_id, new_member_id,
+                                            group_instance_id, protocols, rebalance_timeout_ms,
+                                            session_timeout_ms, callback,
+                                            supports_skip_assignment) -> None:
+        current_leader = group.leader_id
+        old = group.members[old_member_id]
+        # the previous incarnation is fenced: answer its outstanding requests
+        if old.join_callback is not None:
+            cb, old.join_callback = old.join_callback, None
+            cb(JoinResult(E.fenced_instance_id, old_member_id))
+        if old.sync_callback is not None:
+            cb, old.sync_callback = old.sync_callback, None
+            cb(SyncResult(E.fenced_instance_id))
+        old_protocols = list(old.protocols)
+        old_rebalance, old_session = old.rebalance_timeout_ms, old.session_timeout_ms
+        member = group.replace_static_member(group_instance_id, old_member_id, new_member_id)
+        self._schedule_heartbeat(group, member)
+        group.update_member(member, protocols, rebalance_timeout_ms, session_timeout_ms, callback)
+        state = group.state
+        if state is GroupState.STABLE:
+            if group.protocol_name == group.select_protocol():
+                # no change of protocol: persist the new member id and answer without a rebalance
+                assignment = {m.member_id: m.assignment for m in group.members.values()}
+                error = self._store_group(group, assignment)
+                if error != E.none:
+                    # revert to the old member id and protocols
+                    group.replace_static_member(group_instance_id, new_member_id, old_member_id)
+                    group.update_member(member, old_protocols, old_rebalance, old_session, None)
+                    if current_leader == old_member_id:
+                        group.leader_id = old_member_id
+                    callback(JoinResult(error, ""))
+                    return
+                member.join_callback = None
+                if supports_skip_assignment:
+                    is_leader = group.is_leader(new_member_id)
+                    callback(self._join_result_for(group, member, skip_assignment=is_leader))
+                else:
+                    # the old leader id: the member must not think it leads and re-assign
+                    callback(JoinResult(E.none, new_member_id, group.generation_id,
+                                        group.protocol_type, group.protocol_name,
+                                        current_leader or "", False, []))
+            else:
+                self._maybe_prepare_rebalance(group, "static member changed protocols")
+        elif state is GroupState.COMPLETING_REBALANCE:
+            # the leader may have seen the old member id: rebalance so assignments line up
+            self._prepare_rebalance(group, "static member rejoined during CompletingRebalance")
+        # PreparingRebalance: the member simply waits for the join to complete
+
+    # --- rebalance machinery --------------------------------------------------------------------
+    def _maybe_prepare_rebalance(self, group: Group, reason: str) -> None:
+        if group.can_rebalance():
+            self._prepare_rebalance(group, reason)
+
+    def _prepare_rebalance(self, group: Group, reason: str) -> None:
+        if group.is_state(GroupState.COMPLETING_REBALANCE):
+            self._reset_and_propagate_assignment_error(group, E.rebalance_in_progress)
+        self._cancel_sync_timer(group)
+        was_empty = group.is_state(GroupState.EMPTY)
+        group.transition_to(GroupState.PREPARING_REBALANCE, self._now())
+        log.info("preparing to rebalance", group=group.group_id, generation=group.generation_id,
+                 reason=reason)
+        if was_empty:
+            delay = self.initial_rebalance_delay_ms
+            remaining = max(group.rebalance_timeout_ms() - delay, 0)
+            self._schedule_initial_join(group, delay, delay, remaining)
+        else:
+            self._schedule_join(group, group.rebalance_timeout_ms())
+            self._try_complete_join(group)
+
+    def _schedule_join(self, group: Group, timeout_ms: int) -> None:
+        _cancel(group.join_timer)
+        group.initial_join = False
+
+        def expire() -> None:
+            if group.join_timer is not handle or not group.is_state(GroupState.PREPARING_REBALANCE):
+                return
+            group.join_timer = None
+            self._complete_join(group)
+
+        handle = self.scheduler.call_later(timeout_ms, expire)
+        group.join_timer = handle
+
+    def _schedule_initial_join(self, group: Group, configured_delay: int, delay: int,
+                               remaining: int) -> None:
+        _cancel(group.join_timer)
+        group.initial_join = True
+
+        def expire() -> None:
+            if group.join_timer is not handle or not group.is_state(GroupState.PREPARING_REBALANCE):
+                return
+            group.join_timer = None
+            if group.new_member_added and remaining != 0:
+                group.new_member_added = False
+                next_delay = min(configured_delay, remaining)
+                self._schedule_initial_join(group, configured_delay, next_delay,
+                                            max(remaining - delay, 0))
+            else:
+                self._complete_join(group)
+
+        handle = self.scheduler.call_later(delay, expire)
+        group.join_timer = handle
+
+    def _try_complete_join(self, group: Group) -> None:
+        """Kafka's DelayedJoin.tryComplete: done early when every member has rejoined (the
+        initial delay never completes early)."""
+        if not group.is_state(GroupState.PREPARING_REBALANCE) or group.initial_join:
+            return
+        if group.has_all_members_joined():
+            self._complete_join(group)
+
+    def _complete_join(self, group: Group) -> None:
+        """Kafka's onCompleteJoin."""
+        _cancel(group.join_timer)
+        group.join_timer = None
+        group.initial_join = False
+        for member in group.not_yet_rejoined_members():
+            if not member.is_static:
+                log.info("member did not rejoin in time, removing it", group=group.group_id,
+                         member=member.member_id)
+                self._drop_member(group, member)
+        if group.is_state(GroupState.DEAD):
+            return
+        if not group.maybe_elect_new_joined_leader() and group.members:
+            # only static members that have not rejoined remain: wait for them (or their session
+            # timeouts)
+            log.warning("no member rejoined, waiting another rebalance timeout", group=group.group_id)
+            self._schedule_join(group, group.rebalance_timeout_ms())
+            return
+        group.init_next_generation(self._now())
+        if group.is_state(GroupState.EMPTY):
+            log.info("group is now empty", group=group.group_id, generation=group.generation_id)
+            error = self._store_group(group, {})
+            if error != E.none:
+                log.warning("failed to store empty group", group=group.group_id, error=error.name)
+            return
+        log.info("group stabilized, awaiting sync", group=group.group_id,
+                 generation=group.generation_id, protocol=group.protocol_name,
+                 members=len(group.members), leader=group.leader_id)
+        for member in list(group.members.values()):
+            callback, member.join_callback = member.join_callback, None
+            if callback is not None:
+                callback(self._join_result_for(group, member))
+            self._schedule_heartbeat(group, member)
+            member.is_new = False
+        self._schedule_pending_sync(group)
+
+    def _schedule_pending_sync(self, group: Group) -> None:
+        self._cancel_sync_timer(group)
+        generation = group.generation_id
+
+        def expire() -> None:
+            if group.sync_timer is not handle:
+                return
+            group.sync_timer = None
+            if generation != group.generation_id or group.state not in (
+                    GroupState.COMPLETING_REBALANCE, GroupState.STABLE):
+                return
+            if not group.pending_sync_members:
+                return
+            missing = sorted(group.pending_sync_members)
+            log.info("members did not sync in time, removing them", group=group.group_id,
+                     members=missing)
+            for member_id in missing:
+                member = group.members.get(member_id)
+                if member is not None:
+                    self._drop_member(group, member)
+            self._prepare_rebalance(group, "pending sync expired")
+
+        handle = self.scheduler.call_later(group.rebalance_timeout_ms(), expire)
+        group.sync_timer = handle
+
+    def _cancel_sync_timer(self, group: Group) -> None:
+        _cancel(group.sync_timer)
+        group.sync_timer = None
+
+    def _remove_pending_sync_member(self, group: Group, member_id: str) -> None:
+        group.pending_sync_members.discard(member_id)
+        if not group.pending_sync_members:
+            self._cancel_sync_timer(group)
+
+    def _reset_and_propagate_assignment_error(self, group: Group, error: int) -> None:
+        for member in group.members.values():
+            member.assignment = b""
+        self._propagate_assignment(group, error)
+
+    def _propagate_assignment(self, group: Group, error: int) -> None:
+        ok = error == E.none
+        for member in list(group.members.values()):
+            callback, member.sync_callback = member.sync_callback, None
+            if callback is not None:
+                callback(SyncResult(error, group.protocol_type if ok else None,
+                                    group.protocol_name if ok else None, member.assignment))
+                self._schedule_heartbeat(group, member)
+
+    # --- members leaving ------------------------------------------------------------------------
+    def _drop_member(self, group: Group, member: Member) -> None:
+        """Take a member out of the group, answering whatever it is waiting for."""
+        _cancel(member.heartbeat_timer)
+        member.heartbeat_timer = None
+        if member.join_callback is not None:
+            cb, member.join_callback = member.join_callback, None
+            cb(JoinResult(E.unknown_member_id, ""))
+        if member.sync_callback is not None:
+            cb, member.sync_callback = member.sync_callback, None
+            cb(SyncResult(E.unknown_member_id))
+        group.remove(member.member_id)
+        if not group.pending_sync_members:
+            self._cancel_sync_timer(group)
+
+    def _remove_member_and_update_group(self, group: Group, member: Member, reason: str) -> None:
+        self._drop_member(group, member)
+        log.info("member removed", group=group.group_id, member=member.member_id, reason=reason)
+        state = group.state
+        if state in (GroupState.STABLE, GroupState.COMPLETING_REBALANCE):
+            self._maybe_prepare_rebalance(group, reason)
+        elif state is GroupState.PREPARING_REBALANCE:
+            self._try_complete_join(group)
+
+    # --- heartbeats / session expiry ------------------------------------------------------------
+    def _schedule_heartbeat(self, group: Group, member: Member, timeout_ms: int | None = None) -> None:
+        """Kafka's completeAndScheduleNextExpiration: the member must heartbeat (or be waiting
+        in a join/sync) within its session timeout from now."""
+        _cancel(member.heartbeat_timer)
+        member.heartbeat_satisfied = False
+        timeout = member.session_timeout_ms if timeout_ms is None else timeout_ms
+
+        def expire() -> None:
+            if member.heartbeat_timer is not handle:
+                return
+            member.heartbeat_timer = None
+            if self.groups.get(group.group_id) is not group or \
+                    group.members.get(member.member_id) is not member:
+                return
+            if not member.has_satisfied_heartbeat():
+                log.info("member session expired, removing it", group=group.group_id,
+                         member=member.member_id, session_timeout_ms=member.session_timeout_ms)
+                self._remove_member_and_update_group(group, member, "session timeout")
+
+        handle = self.scheduler.call_later(timeout, expire)
+        member.heartbeat_timer = handle
+
+    def _validate_current_member(self, group: Group, member_id: str,
+                                 group_instance_id: str | None) -> int | None:
+        if group.is_static_member_fenced(group_instance_id, member_id):
+            return E.fenced_instance_id
+        if not group.has(member_id):
+            return E.unknown_member_id
+        return None
+
+    # ===========================================================================================
+    # SyncGroup
+    # ===========================================================================================
+    def sync_group(
+        self,
+        group_id: str,
+        generation_id: int,
+        member_id: str,
+        group_instance_id: str | None,
+        protocol_type: str | None,
+        protocol_name: str | None,
+        assignments: dict[str, bytes],
+        callback: SyncCallback,
+    ) -> None:
+        if not group_id:
+            callback(SyncResult(E.invalid_group_id))
+            return
+        group = self.groups.get(group_id)
+        if group is None:
+            callback(SyncResult(E.unknown_member_id))
+            return
+        if group.is_state(GroupState.DEAD):
+            callback(SyncResult(E.coordinator_not_available))
+            return
+        error = self._validate_current_member(group, member_id, group_instance_id)
+        if error is not None:
+            callback(SyncResult(error))
+            return
+        if generation_id != group.generation_id:
+            callback(SyncResult(E.illegal_generation))
+            return
+        if (protocol_type is not None and protocol_type != group.protocol_type) or \
+                (protocol_name is not None and protocol_name != group.protocol_name):
+            callback(SyncResult(E.inconsistent_group_protocol))
+            return
+        state = group.state
+        if state is GroupState.EMPTY:
+            callback(SyncResult(E.unknown_member_id))
+        elif state is GroupState.PREPARING_REBALANCE:
+            callback(SyncResult(E.rebalance_in_progress))
+        elif state is GroupState.COMPLETING_REBALANCE:
+            member = group.members[member_id]
+            if member.sync_callback is not None:
+                cb, member.sync_callback = member.sync_callback, None
+                cb(SyncResult(E.rebalance_in_progress))
+            member.sync_callback = callback
+            self._remove_pending_sync_member(group, member_id)
+            if group.is_leader(member_id):
+                log.info("assignment received from leader", group=group.group_id,
+                         generation=group.generation_id, members=len(group.members))
+                assignment = {mid: bytes(assignments.get(mid, b"")) for mid in group.members}
+                store_error = self._store_group(group, assignment)
+                if group.is_state(GroupState.COMPLETING_REBALANCE) and generation_id == group.generation_id:
+                    if store_error != E.none:
+                        self._reset_and_propagate_assignment_error(group, store_error)
+                        self._maybe_prepare_rebalance(group, "failed to store group assignment")
+                    else:
+                        for mid, member_assignment in assignment.items():
+                            group.members[mid].assignment = member_assignment
+                        self._propagate_assignment(group, E.none)
+                        group.transition_to(GroupState.STABLE, self._now())
+        elif state is GroupState.STABLE:
+            self._remove_pending_sync_member(group, member_id)
+            member = group.members[member_id]
+            callback(SyncResult(E.none, group.protocol_type, group.protocol_name, member.assignment))
+            self._schedule_heartbeat(group, member)
+        else:  # pragma: no cover - Dead handled above
+            callback(SyncResult(E.coordinator_not_available))
+
+    # ===========================================================================================
+    # Heartbeat / LeaveGroup
+    # ===========================================================================================
+    def heartbeat(self, group_id: str, member_id: str, group_instance_id: str | None,
+                  generation_id: int) -> int:
+        if not group_id:
+            return E.invalid_group_id
+        group = self.groups.get(group_id)
+        if group is None:
+            return E.unknown_member_id
+        if group.is_state(GroupState.DEAD):
+            return E.coordinator_not_available
+        error = self._validate_current_member(group, member_id, group_instance_id)
+        if error is not None:
+            return error
+        if generation_id != group.generation_id:
+            return E.illegal_generation
+        state = group.state
+        if state is GroupState.EMPTY:
+            return E.unknown_member_id
+        member = group.members[member_id]
+        self._schedule_heartbeat(group, member)
+        if state is GroupState.PREPARING_REBALANCE:
+            return E.rebalance_in_progress
+        return E.none
+
+    def leave_group(self, group_id: str, members: Iterable[tuple[str, str | None]]
+                    ) -> tuple[int, list[tuple[str, str | None, int]]]:
+        """Remove members (member_id, group_instance_id); an empty member id with an instance id
+        removes that static member (admin removal). Returns (top-level error, per member)."""
+        members = list(members)
+        if not group_id:
+            return E.invalid_group_id, []
+        group = self.groups.get(group_id)
+        if group is None:
+            return E.none, [(m, i, E.unknown_member_id) for m, i in members]
+        if group.is_state(GroupState.DEAD):
+            return E.coordinator_not_available, []
+        results = []
+        for member_id, instance_id in members:
+            if member_id == "":
+                current = group.static_member_id(instance_id)
+                if current is not None:
+                    self._remove_member_and_update_group(group, group.members[current],
+                                                         "static member removed by LeaveGroup")
+                    results.append((member_id, instance_id, E.none))
+                else:
+                    results.append((member_id, instance_id, E.unknown_member_id))
+            elif group.is_pending_member(member_id):
+                self._remove_pending_member_and_update_group(group, member_id)
+                results.append((member_id, instance_id, E.none))
+            else:
+                error = self._validate_current_member(group, member_id, instance_id)
+                if error is None:
+                    self._remove_member_and_update_group(group, group.members[member_id],
+                                                         "member left the group")
+                    error = E.none
+                results.append((member_id, instance_id, error))
+        return E.none, results
+
+    # ===========================================================================================
+    # Offsets
+    # ===========================================================================================
+    def commit_offsets(
+        self,
+        group_id: str,
+        member_id: str,
+        group_instance_id: str | None,
+        generation_id: int,
+        offsets: Iterable[tuple[str, int, int, int, str | None]],
+    ) -> dict[TopicPartition, int]:
+        """OffsetCommit: offsets are (topic, partition, offset, leader_epoch, metadata).
+        Returns the error code of every partition."""
+        offsets = list(offsets)
+        results: dict[TopicPartition, int] = {}
+        group = self.groups.get(group_id)
+        error: int | None = None
+        if group is None:
+            if generation_id >= 0:
+                # a member of a group this coordinator does not know: a stale generation
+                error = E.illegal_generation
+            else:
+                error = self._validate_offset_commit(Group(group_id), generation_id, member_id,
+                                                     group_instance_id, transactional=False)
+        else:
+            error = self._validate_offset_commit(group, generation_id, member_id,
+                                                 group_instance_id, transactional=False)
+            if error is None and group.is_state(GroupState.COMPLETING_REBALANCE):
+                error = E.rebalance_in_progress
+        if error is not None:
+            return {(t, p): error for t, p, *_ in offsets}
+        valid = []
+        for topic, partition, offset, leader_epoch, metadata in offsets:
+            tp = (topic, partition)
+            if not self._topic_exists(topic, partition):
+                results[tp] = E.unknown_topic_or_partition
+            elif metadata is not None and len(metadata.encode("utf-8")) > self.metadata_max_bytes:
+                results[tp] = E.offset_metadata_too_large
+            else:
+                valid.append((tp, offset, leader_epoch, metadata))
+        if not valid:
+            return results
+        if group is None:
+            group = self.groups[group_id] = Group(group_id, GroupState.EMPTY, self._now())
+        elif group.state in (GroupState.STABLE, GroupState.PREPARING_REBALANCE) and group.has(member_id):
+            self._schedule_heartbeat(group, group.members[member_id])
+        now = self._now()
+        values = [(tp, OffsetAndMetadata(offset, leader_epoch if leader_epoch is not None else -1,
+                                         metadata or "", now))
+                  for tp, offset, leader_epoch, metadata in valid]
+        records = [(encode_offset_key(group_id, tp[0], tp[1]), encode_offset_value(
+            OffsetValue(om.offset, om.leader_epoch, om.metadata, om.commit_timestamp)))
+            for tp, om in values]
+        try:
+            base = self.store.append(self.partition_for(group_id), records)
+        except Exception as exc:  # noqa: BLE001 - storage failure -> retriable error
+            error = _storage_error_for_commit(exc)
+            log.warning("offset commit append failed", group=group_id, error=str(exc))
+            for tp, _ in values:
+                results[tp] = error
+            return results
+        for i, (tp, om) in enumerate(values):
+            om.record_offset = base + i
+            group.offsets[tp] = om
+            results[tp] = E.none
+        return results
+
+    def _validate_offset_commit(self, group: Group, generation_id: int, member_id: str,
+                                group_instance_id: str | None, transactional: bool) -> int | None:
+        """Kafka's validateOffsetCommit."""
+        if group.is_state(GroupState.DEAD):
+            return E.coordinator_not_available
+        if generation_id >= 0 or member_id != "" or group_instance_id is not None:
+            error = self._validate_current_member(group, member_id, group_instance_id)
+            if error is not None:
+                return error
+            if generation_id != group.generation_id:
+                return E.illegal_generation
+            return None
+        if not transactional and not group.is_state(GroupState.EMPTY):
+            # while the group has members, only members may commit
+            return E.unknown_member_id
+        return None
+
+    def fetch_offsets(self, group_id: str, partitions: Iterable[TopicPartition] | None,
+                      require_stable: bool = False
+                      ) -> tuple[int, list[tuple[str, int, int, int, str, int]]]:
+        """OffsetFetch: (group error, [(topic, partition, offset, leader_epoch, metadata, error)]).
+        `partitions=None` means every partition the group has an offset for."""
+        group = self.groups.get(group_id)
+        out = []
+        if partitions is None:
+            if group is None or group.is_state(GroupState.DEAD):
+                return E.none, []
+            wanted = sorted(group.offsets)
+        else:
+            wanted = list(partitions)
+        for tp in wanted:
+            if group is not None and require_stable and group.has_pending_offsets(tp):
+                out.append((tp[0], tp[1], -1, -1, "", E.unstable_offset_commit))
+                continue
+            om = group.offsets.get(tp) if group is not None else None
+            if om is None:
+                out.append((tp[0], tp[1], -1, -1, "", E.none))
+            else:
+                out.append((tp[0], tp[1], om.offset, om.leader_epoch, om.metadata, E.none))
+        return E.none, out
+
+    def delete_offsets(self, group_id: str, partitions: Iterable[TopicPartition]
+                       ) -> tuple[int, dict[TopicPartition, int]]:
+        """OffsetDelete: (group error, per-partition errors)."""
+        partitions = list(partitions)
+        if not group_id:
+            return E.invalid_group_id, {}
+        group = self.groups.get(group_id)
+        if group is None or group.is_state(GroupState.DEAD):
+            return E.group_id_not_found, {}
+        results: dict[TopicPartition, int] = {}
+        eligible: list[TopicPartition] = []
+        if group.is_state(GroupState.EMPTY):
+            eligible = list(partitions)
+        elif group.is_consumer_group():
+            for tp in partitions:
+                if group.is_subscribed_to_topic(tp[0]):
+                    results[tp] = E.group_subscribed_to_topic
+                else:
+                    eligible.append(tp)
+        else:
+            return E.non_empty_group, {}
+        checked = []
+        for tp in eligible:
+            if not self._topic_exists(*tp):
+                results[tp] = E.unknown_topic_or_partition
+            else:
+                checked.append(tp)
+        present = [tp for tp in checked if tp in group.offsets]
+        if present:
+            records = [(encode_offset_key(group_id, t, p), None) for t, p in present]
+            try:
+                self.store.append(self.partition_for(group_id), records)
+            except Exception as exc:  # noqa: BLE001
+                log.warning("offset delete append failed", group=group_id, error=str(exc))
+                return E.coordinator_not_available, {}
+            for tp in present:
+                del group.offsets[tp]
+        for tp in checked:
+            results[tp] = E.none
+        return E.none, results
+
+    # ===========================================================================================
+    # Transactional offsets (KIP-447), used by TxnOffsetCommit and the transaction coordinator
+    # ===========================================================================================
+    def stage_txn_offsets(
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        group_id: str,
+        generation_id: int,
+        member_id: str,
+        group_instance_id: str | None,
+        topics: Iterable[Any],
+    ) -> dict[str, dict[int, int]]:
+        """Append offsets inside the producer's transaction; they stay pending (invisible to
+        OffsetFetch, UNSTABLE_OFFSET_COMMIT with require_stable) until `complete_txn`.
+
+        `topics`: TxnOffsetCommit request topics (kio entities or dicts) with `name` and
+        `partitions` of `partition_index`, `committed_offset`, `committed_leader_epoch` (optional),
+        `committed_metadata`. Pass generation_id=-1, member_id="", group_instance_id=None for
+        requests below v3. Returns {topic: {partition: error code}}.
+        """
+        entries = []
+        for topic in topics:
+            name = _get(topic, "name")
+            for part in _get(topic, "partitions") or ():
+                entries.append((name, int(_get(part, "partition_index")),
+                                int(_get(part, "committed_offset")),
+                                int(_get(part, "committed_leader_epoch", -1)),
+                                _get(part, "committed_metadata")))
+        results: dict[str, dict[int, int]] = {}
+
+        def put(tp_topic: str, partition: int, error: int) -> None:
+            results.setdefault(tp_topic, {})[partition] = int(error)
+
+        if not group_id:
+            for t, p, *_ in entries:
+                put(t, p, E.invalid_group_id)
+            return results
+        group = self.groups.get(group_id)
+        # an unknown group is validated as an empty one (Kafka creates it first)
+        error = self._validate_offset_commit(group or Group(group_id), generation_id, member_id,
+                                             group_instance_id, transactional=True)
+        if error is not None:
+            for t, p, *_ in entries:
+                put(t, p, error)
+            return results
+        valid = []
+        for topic, partition, offset, leader_epoch, metadata in entries:
+            if not self._topic_exists(topic, partition):
+                put(topic, partition, E.unknown_topic_or_partition)
+            elif metadata is not None and len(metadata.encode("utf-8")) > self.metadata_max_bytes:
+                put(topic, partition, E.offset_metadata_too_large)
+            else:
+                valid.append(((topic, partition), offset, leader_epoch, metadata))
+        if not valid:
+            return results
+        if group is None:
+            group = self.groups[group_id] = Group(group_id, GroupState.EMPTY, self._now())
+        now = self._now()
+        values = [(tp, OffsetAndMetadata(offset, leader_epoch, metadata or "", now))
+                  for tp, offset, leader_epoch, metadata in valid]
+        records = [(encode_offset_key(group_id, tp[0], tp[1]), encode_offset_value(
+            OffsetValue(om.offset, om.leader_epoch, om.metadata, om.commit_timestamp)))
+            for tp, om in values]
+        partition = self.partition_for(group_id)
+        # storage checks sequences of internal appends too: continue the producer's sequence on
+        # this partition (0 for a new epoch), as a client would
+        seq_key = (partition, producer_id)
+        epoch, next_seq = self._sequences.get(seq_key, (None, 0))
+        base_sequence = next_seq if epoch == producer_epoch else 0
+        try:
+            base = self.store.append(partition, records, producer_id=producer_id,
+                                     producer_epoch=producer_epoch, base_sequence=base_sequence,
+                                     transactional=True)
+        except Exception as exc:  # noqa: BLE001
+            error = _storage_error_for_commit(exc)
+            log.warning("transactional offset append failed", group=group_id, error=str(exc))
+            for tp, _ in values:
+                put(tp[0], tp[1], error)
+            return results
+        self._sequences[seq_key] = (producer_epoch, (base_sequence + len(records)) & 0x7FFFFFFF)
+        pending = group.pending_txn_offsets.setdefault(producer_id, {})
+        for i, (tp, om) in enumerate(values):
+            om.record_offset = base + i
+            pending[tp] = om
+            put(tp[0], tp[1], E.none)
+        self._txn_groups.setdefault(producer_id, set()).add(group_id)
+        return results
+
+    def complete_txn(self, producer_id: int, commit: bool, partition: int | None = None) -> None:
+        """The marker for `producer_id` was written to __consumer_offsets (`partition`, or every
+        partition if None): apply (commit) or drop (abort) its pending offsets there."""
+        group_ids = self._txn_groups.get(producer_id)
+        if not group_ids:
+            return
+        for group_id in list(group_ids):
+            if partition is not None and self.partition_for(group_id) != partition:
+                continue
+            group_ids.discard(group_id)
+            group = self.groups.get(group_id)
+            if group is None:
+                continue
+            pending = group.pending_txn_offsets.pop(producer_id, None)
+            if pending and commit:
+                _apply_txn_offsets(group, pending)
+        if not group_ids:
+            self._txn_groups.pop(producer_id, None)
+
+    def has_pending_txn_offsets(self, producer_id: int) -> bool:
+        return bool(self._txn_groups.get(producer_id))
+
+    # ===========================================================================================
+    # Group administration
+    # ===========================================================================================
+    def list_groups(self, states: Iterable[str] = (), types: Iterable[str] = ()
+                    ) -> list[dict]:
+        wanted_states = {s.lower() for s in states}
+        wanted_types = {t.lower() for t in types}
+        if wanted_types and "classic" not in wanted_types:
+            return []
+        out = []
+        for group in self.groups.values():
+            if group.is_state(GroupState.DEAD):
+                continue
+            if wanted_states and group.state.value.lower() not in wanted_states:
+                continue
+            out.append(dict(group_id=group.group_id, protocol_type=group.protocol_type or "",
+                            group_state=group.state.value, group_type="classic"))
+        return out
+
+    def describe_group(self, group_id: str) -> tuple[int, dict]:
+        """(error, summary) as Kafka's handleDescribeGroup; an unknown group is Dead."""
+        group = self.groups.get(group_id)
+        if group is None:
+            return E.none, dict(group_state=GroupState.DEAD.value, protocol_type="",
+                                protocol_data="", members=[])
+        stable = group.is_state(GroupState.STABLE)
+        members = []
+        for m in group.members.values():
+            members.append(dict(
+                member_id=m.member_id,
+                group_instance_id=m.group_instance_id,
+                client_id=m.client_id,
+                client_host=m.client_host,
+                member_metadata=m.metadata(group.protocol_name) if stable and group.protocol_name else b"",
+                member_assignment=m.assignment if stable else b"",
+            ))
+        return E.none, dict(
+            group_state=group.state.value,
+            protocol_type=group.protocol_type or "",
+            protocol_data=(group.protocol_name or "") if stable else "",
+            members=members,
+        )
+
+    def delete_groups(self, group_ids: Iterable[str]) -> dict[str, int]:
+        results: dict[str, int] = {}
+        for group_id in group_ids:
+            group = self.groups.get(group_id)
+            if group is None or group.is_state(GroupState.DEAD):
+                results[group_id] = E.group_id_not_found
+                continue
+            if not group.is_state(GroupState.EMPTY):
+                results[group_id] = E.non_empty_group
+                continue
+            records = [(encode_offset_key(group_id, t, p), None) for t, p in group.offsets]
+            records.append((encode_group_key(group_id), None))
+            try:
+                self.store.append(self.partition_for(group_id), records)
+            except Exception as exc:  # noqa: BLE001
+                log.warning("group delete append failed", group=group_id, error=str(exc))
+                results[group_id] = E.coordinator_not_available
+                continue
+            group.transition_to(GroupState.DEAD, self._now())
+            for producer_id in group.pending_txn_offsets:
+                self._txn_groups.get(producer_id, set()).discard(group_id)
+            del self.groups[group_id]
+            results[group_id] = E.none
+            log.info("group deleted", group=group_id)
+        return results
+
+    # ===========================================================================================
+    # Persistence
+    # ===========================================================================================
+    def _store_group(self, group: Group, assignment: dict[str, bytes]) -> int:
+        """Append the group's metadata record (Kafka's storeGroup); returns an error code."""
+        members = []
+        if group.protocol_name is not None:
+            for m in group.members.values():
+                members.append(MemberValue(
+                    m.member_id, m.group_instance_id, m.client_id, m.client_host,
+                    m.rebalance_timeout_ms, m.session_timeout_ms,
+                    m.metadata(group.protocol_name), assignment.get(m.member_id, b"")))
+        value = GroupValue(group.protocol_type or "", group.generation_id, group.protocol_name,
+                           group.leader_id, self._now(), tuple(members))
+        try:
+            self.store.append(self.partition_for(group.group_id),
+                              [(encode_group_key(group.group_id), encode_group_value(value))])
+        except Exception as exc:  # noqa: BLE001
+            log.warning("group metadata append failed", group=group.group_id, error=str(exc))
+            return E.coordinator_not_available
+        return E.none
+
+    async def load(self) -> None:
+        """Rebuild groups and offsets from __consumer_offsets (called once at broker start)."""
+        self.load_sync()
+
+    def load_sync(self) -> None:
+        started = time.monotonic()
+        records = 0
+        for partition in range(self.store.num_partitions()):
+            records += self._load_partition(partition)
+        self.loaded = True
+        log.info("group coordinator loaded", groups=len(self.groups), records=records,
+                 pending_txns=len(self._txn_groups),
+                 ms=round((time.monotonic() - started) * 1000, 1))
+
+    def _load_partition(self, partition: int) -> int:
+        offsets: dict[str, dict[TopicPartition, OffsetAndMetadata]] = {}
+        pending: dict[int, dict[str, dict[TopicPartition, OffsetAndMetadata]]] = {}
+        group_values: dict[str, GroupValue | None] = {}
+        count = 0
+        for batch in self.store.batches(partition):
+            if batch.producer_id >= 0:
+                seq_key = (partition, batch.producer_id)
+                if batch.is_control:
+                    if self._sequences.get(seq_key, (None,))[0] != batch.producer_epoch:
+                        self._sequences[seq_key] = (batch.producer_epoch, 0)
+                elif batch.base_sequence >= 0:
+                    self._sequences[seq_key] = (
+                        batch.producer_epoch,
+                        (batch.base_sequence + len(batch.records)) & 0x7FFFFFFF)
+            if batch.is_control:
+                by_group = pending.pop(batch.producer_id, {})
+                if batch.commit:
+                    for group_id, txn_offsets in by_group.items():
+                        current = offsets.setdefault(group_id, {})
+                        for tp, om in txn_offsets.items():
+                            old = current.get(tp)
+                            if old is None or old.record_offset < om.record_offset:
+                                current[tp] = om
+                continue
+            for record_offset, key, value in batch.records:
+                count += 1
+                if key is None:
+                    continue
+                try:
+                    parsed = decode_key(key)
+                except (ValueError, UnicodeDecodeError):
+                    log.warning("skipping unreadable __consumer_offsets key", offset=record_offset)
+                    continue
+                if isinstance(parsed, OffsetKey):
+                    tp = (parsed.topic, parsed.partition)
+                    target = (pending.setdefault(batch.producer_id, {}) if batch.is_transactional
+                              else offsets).setdefault(parsed.group, {})
+                    if value is None:
+                        target.pop(tp, None)
+                        continue
+                    try:
+                        ov = decode_offset_value(value)
+                    except (ValueError, UnicodeDecodeError):
+                        log.warning("skipping unreadable offset value", offset=record_offset)
+                        continue
+                    target[tp] = OffsetAndMetadata(ov.offset, ov.leader_epoch, ov.metadata,
+                                                   ov.commit_timestamp, ov.expire_timestamp,
+                                                   record_offset)
+                elif isinstance(parsed, GroupKey):
+                    if value is None:
+                        group_values[parsed.group] = None
+                        continue
+                    try:
+                        group_values[parsed.group] = decode_group_value(value)
+                    except (ValueError, UnicodeDecodeError):
+                        log.warning("skipping unreadable group value", offset=record_offset)
+        group_ids = set(offsets) | {g for g, v in group_values.items() if v is not None}
+        for by_group in pending.values():
+            group_ids |= set(by_group)
+        for group_id in group_ids:
+            group = self._restore_group(group_id, group_values.get(group_id))
+            group.offsets.update(offsets.get(group_id, {}))
+        for producer_id, by_group in pending.items():
+            for group_id, txn_offsets in by_group.items():
+                if not txn_offsets:
+                    continue
+                self.groups[group_id].pending_txn_offsets[producer_id] = dict(txn_offsets)
+                self._txn_groups.setdefault(producer_id, set()).add(group_id)
+        # offsets-only groups whose offsets were all deleted and which have no metadata vanish
+        for group_id in group_ids:
+            group = self.groups[group_id]
+            if not group.members and not group.has_offsets() and group_values.get(group_id) is None:
+                del self.groups[group_id]
+        return count
+
+    def _restore_group(self, group_id: str, value: GroupValue | None) -> Group:
+        group = Group(group_id, GroupState.EMPTY, self._now())
+        self.groups[group_id] = group
+        if value is None:
+            return group
+        group.generation_id = value.generation
+        group.protocol_type = value.protocol_type or None
+        group.protocol_name = value.protocol
+        group.leader_id = value.leader
+        for mv in value.members:
+            member = Member(mv.member_id, mv.group_instance_id, mv.client_id, mv.client_host,
+                            mv.rebalance_timeout_ms, mv.session_timeout_ms,
+                            value.protocol_type, [(value.protocol or "", mv.subscription)],
+                            assignment=mv.assignment)
+            group.add(member)
+        if group.members:
+            group.state = GroupState.STABLE
+            group.subscribed_topics = group._compute_subscribed_topics()
+            if group.leader_id not in group.members:
+                group.leader_id = next(iter(group.members))
+            for member in group.members.values():
+                self._schedule_heartbeat(group, member)
+        else:
+            group.leader_id = None
+            group.protocol_name = None
+        return group
+
+    def close(self) -> None:
+        """Answer every waiting JoinGroup/SyncGroup (NOT_COORDINATOR, so clients rediscover the
+        coordinator) and cancel all timers; for broker shutdown."""
+        for group in self.groups.values():
+            _cancel(group.join_timer)
+            _cancel(group.sync_timer)
+            group.join_timer = group.sync_timer = None
+            for handle in group.pending_members.values():
+                _cancel(handle)
+            for member in group.members.values():
+                _cancel(member.heartbeat_timer)
+                member.heartbeat_timer = None
+                if member.join_callback is not None:
+                    cb, member.join_callback = member.join_callback, None
+                    cb(JoinResult(E.not_coordinator, member.member_id))
+                if member.sync_callback is not None:
+                    cb, member.sync_callback = member.sync_callback, None
+                    cb(SyncResult(E.not_coordinator))
+
+
+def _apply_txn_offsets(group: Group, pending: dict[TopicPartition, OffsetAndMetadata]) -> None:
+    for tp, om in pending.items():
+        current = group.offsets.get(tp)
+        if current is None or current.record_offset < om.record_offset:
+            group.offsets[tp] = om
+
+
+def _storage_error_for_commit(exc: Exception) -> int:
+    """Kafka's GroupMetadataManager mapping of append errors for offset commits."""
+    code = getattr(exc, "error_code", None)
+    if code is None:
+        return E.coordinator_not_available
+    if code in (E.unknown_topic_or_partition, E.not_enough_replicas,
+                E.not_enough_replicas_after_append):
+        return E.coordinator_not_available
+    if code in (E.not_leader_or_follower, E.kafka_storage_error):
+        return E.not_coordinator
+    if code in (E.message_too_large, E.record_list_too_large, E.invalid_fetch_size):
+        return E.invalid_commit_offset_size
+    return code
+
+
+def _get(obj, name: str, default=None):
+    if isinstance(obj, dict):
+        return obj.get(name, default)
+    return getattr(obj, name, default)
+
+
+def _cancel(handle) -> None:
+    if handle is not None:
+        handle.cancel()

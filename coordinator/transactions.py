@@ -1,0 +1,546 @@
+"""The transaction coordinator (Apache Kafka's TransactionCoordinator for one broker).
+
+It decides (the state machine is in coordinator/txn_state.py), persists every transition to the
+internal topic `__transaction_state` (coordinator/txn_log.py) before anyone is answered, writes
+the transaction markers through storage, and tells the group coordinator when transactional
+offsets become visible or are dropped.
+
+Rules that hold everywhere in this module:
+- A transition is installed in memory only after its record is durable (appended and fsynced);
+  a failed write leaves the previous state (and answers COORDINATOR_NOT_AVAILABLE, retriable).
+- EndTxn is two-phase: PrepareCommit/PrepareAbort durable -> one control batch per partition of
+  the transaction (fsynced) -> staged group offsets applied or dropped -> CompleteCommit /
+  CompleteAbort durable -> answer. A crash anywhere in between is finished by `load()`, which
+  re-drives every PrepareX it finds (markers are idempotent for the partitions).
+- While a multi-step operation on a transactional id is in progress (there can be awaits in it,
+  e.g. an asynchronous group coordinator), other requests for that id get
+  CONCURRENT_TRANSACTIONS (Kafka's pendingState).
+- Errors are Kafka's, from the coordinator's point of view (PRODUCER_FENCED etc.); handlers map
+  them to what each request version may carry.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import struct
+import sys
+import time
+from typing import Iterable
+
+import structlog
+
+from coordinator.txn_log import TXN_TOPIC, LogTxnStore, flush_partition
+from coordinator.txn_state import (
+    NO_PRODUCER_EPOCH,
+    NO_PRODUCER_ID,
+    IllegalTransition,
+    TransactionMetadata,
+    TxnState,
+    decode_key,
+    decode_value,
+    encode_key,
+    encode_value,
+    partition_for,
+    plan_init_producer_id,
+    state_from_name,
+)
+from protocol.errors import ErrorCode
+from storage.errors import KafkaStorageError
+
+__all__ = ["TransactionCoordinator", "OFFSETS_TOPIC", "FAULT_POINTS"]
+
+log = structlog.get_logger("coordinator.transactions")
+
+OFFSETS_TOPIC = "__consumer_offsets"
+
+#: Values of the test-only property `minibroker.test.fault` (comma separated) that make the
+#: process exit with code 137 (as if SIGKILLed) at that point of a transaction's completion.
+FAULT_POINTS = (
+    "crash-after-prepare-commit",   # PrepareCommit durable, no marker written
+    "crash-after-prepare-abort",    # PrepareAbort durable, no marker written
+    "crash-after-first-marker",     # the first of the transaction's markers written
+    "crash-before-complete",        # all markers written and offsets applied, CompleteX not
+)
+
+_ATTR_TRANSACTIONAL = 0x10
+_HEADER_SIZE = 61
+_PID = struct.Struct(">qh")  # producer id, producer epoch at offset 43
+
+
+async def _maybe_await(value):
+    if inspect.isawaitable(value):
+        return await value
+    return value
+
+
+class TransactionCoordinator:
+    def __init__(self, broker, store=None, clock=None) -> None:
+        self.broker = broker
+        config = broker.config
+        self.max_timeout_ms = config["transaction.max.timeout.ms"]
+        self.expiration_ms = config["transactional.id.expiration.ms"]
+        self.abort_interval_ms = config[
+            "transaction.abort.timed.out.transaction.cleanup.interval.ms"]
+        self.remove_interval_ms = config[
+            "transaction.remove.expired.transaction.cleanup.interval.ms"]
+        faults = config["minibroker.test.fault"] or ""
+        self.faults = {f.strip() for f in faults.split(",") if f.strip()}
+        unknown = self.faults - set(FAULT_POINTS)
+        if unknown:
+            log.warning("unknown test fault points ignored", faults=sorted(unknown))
+        self.store = store if store is not None else LogTxnStore(
+            broker.logs, config["transaction.state.log.num.partitions"])
+        self._clock = clock or (lambda: int(time.time() * 1000))
+        self.txns: dict[str, TransactionMetadata] = {}
+        self._by_pid: dict[int, str] = {}
+        self._pending: dict[str, TxnState] = {}
+        self.loaded = False
+
+    # ------------------------------------------------------------------ helpers
+    def _now(self) -> int:
+        return self._clock()
+
+    def _partition(self, transactional_id: str) -> int:
+        return partition_for(transactional_id, self.store.num_partitions())
+
+    def _allocate(self) -> int:
+        return self.broker.producer_ids.allocate()
+
+    def _install(self, meta: TransactionMetadata) -> None:
+        old = self.txns.get(meta.transactional_id)
+        if old is not None and old.producer_id != meta.producer_id:
+            if self._by_pid.get(old.producer_id) == meta.transactional_id:
+                del self._by_pid[old.producer_id]
+        self.txns[meta.transactional_id] = meta
+        self._by_pid[meta.producer_id] = meta.transactional_id
+
+    def _remove(self, transactional_id: str) -> None:
+        meta = self.txns.pop(transactional_id, None)
+        if meta is not None and self._by_pid.get(meta.producer_id) == transactional_id:
+            del self._by_pid[meta.producer_id]
+
+    def _persist(self, meta: TransactionMetadata, *, tombstone: bool = False) -> ErrorCode:
+        """Append the transition to __transaction_state and fsync it."""
+        txn_id = meta.transactional_id
+        try:
+            self.store.append(self._partition(txn_id), encode_key(txn_id),
+                              None if tombstone else encode_value(meta))
+        except Exception as exc:  # noqa: BLE001 - storage failure: state unchanged, retriable
+            log.error("could not write transaction state", transactional_id=txn_id,
+                      state=meta.state.display, error=repr(exc))
+            return ErrorCode.coordinator_not_available
+        return ErrorCode.none
+
+    def _fault(self, point: str) -> None:
+        if point in self.faults:
+            log.warning("test fault hook: exiting now", fault=point)
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(137)
+
+    def _get_log(self, topic: str, partition: int):
+        getter = getattr(self.broker, "get_log", None)
+        if getter is not None:
+            return getter(topic, partition)
+        return self.broker.logs.get_log(topic, partition)
+
+    def offsets_partition(self, group_id: str) -> int:
+        groups = self.broker.groups
+        if groups is not None and hasattr(groups, "partition_for"):
+            return groups.partition_for(group_id)
+        info = self.broker.logs.topics.get(OFFSETS_TOPIC)
+        n = info.num_partitions if info is not None else \
+            self.broker.config["offsets.topic.num.partitions"]
+        return partition_for(group_id, n)
+
+    # ------------------------------------------------------------------ startup
+    async def load(self) -> None:
+        """Replay __transaction_state, finish what a crash interrupted, start the duties."""
+        started = time.monotonic()
+        latest: dict[str, bytes | None] = {}
+        records = 0
+        for key, value in self.store.replay():
+            records += 1
+            try:
+                txn_id = decode_key(key)
+            except (ValueError, UnicodeDecodeError, struct.error) as exc:
+                log.warning("skipping unreadable transaction log key", error=str(exc))
+                continue
+            latest[txn_id] = value
+        for txn_id, value in latest.items():
+            if value is None:
+                continue
+            try:
+                meta = decode_value(txn_id, value)
+            except (ValueError, UnicodeDecodeError, struct.error) as exc:
+                log.error("skipping unreadable transaction state", transactional_id=txn_id,
+                          error=str(exc))
+                continue
+            if meta.state in (TxnState.DEAD, TxnState.PREPARE_EPOCH_FENCE):
+                continue
+            self._install(meta)
+        now = self._now()
+        completed = aborted = 0
+        for txn_id, meta in list(self.txns.items()):
+            if meta.state.is_prepare:
+                log.info("completing transaction interrupted by a restart",
+                         transactional_id=txn_id, state=meta.state.display,
+                         partitions=len(meta.partitions))
+                await self._complete(txn_id)
+                completed += 1
+            elif meta.timed_out(now):
+                await self._abort_timed_out(txn_id)
+                aborted += 1
+        self.loaded = True
+        log.info("transaction coordinator loaded", transactional_ids=len(self.txns),
+                 records=records, completed=completed, timed_out_aborted=aborted,
+                 ongoing=sum(1 for m in self.txns.values() if m.state == TxnState.ONGOING),
+                 load_ms=round((time.monotonic() - started) * 1000, 1))
+        every = getattr(self.broker, "every", None)
+        if every is not None:
+            every(self.abort_interval_ms, self.abort_timed_out_transactions,
+                  "txn-abort-timed-out")
+            every(self.remove_interval_ms, self.remove_expired_transactional_ids,
+                  "txn-remove-expired")
+
+    # ------------------------------------------------------------------ InitProducerId
+    async def init_producer_id(self, transactional_id: str | None, timeout_ms: int,
+                               producer_id: int = NO_PRODUCER_ID,
+                               producer_epoch: int = NO_PRODUCER_EPOCH
+                               ) -> tuple[ErrorCode, int, int]:
+        fail = (NO_PRODUCER_ID, NO_PRODUCER_EPOCH)
+        if producer_id == NO_PRODUCER_ID and producer_epoch == NO_PRODUCER_EPOCH:
+            expected = None
+        elif producer_id == NO_PRODUCER_ID or producer_epoch == NO_PRODUCER_EPOCH:
+            return (ErrorCode.invalid_request, *fail)
+        else:
+            expected = (producer_id, producer_epoch)
+        if transactional_id is None:
+            # idempotent producer: always a fresh id at epoch 0 (Kafka)
+            return ErrorCode.none, self._allocate(), 0
+        if transactional_id == "":
+            return (ErrorCode.invalid_request, *fail)
+        if not 0 < timeout_ms <= self.max_timeout_ms:
+            return (ErrorCode.invalid_transaction_timeout, *fail)
+        now = self._now()
+        meta = self.txns.get(transactional_id)
+        if meta is None:
+            meta = TransactionMetadata(transactional_id, producer_id=self._allocate(),
+                                       producer_epoch=NO_PRODUCER_EPOCH, timeout_ms=timeout_ms,
+                                       state=TxnState.EMPTY, last_update_ms=now)
+            self._install(meta)
+        if transactional_id in self._pending or meta.state == TxnState.DEAD:
+            return (ErrorCode.concurrent_transactions, *fail)
+        plan = plan_init_producer_id(meta, timeout_ms, expected, now, self._allocate)
+        if isinstance(plan, ErrorCode):
+            return (plan, *fail)
+        if plan.state == TxnState.PREPARE_EPOCH_FENCE:
+            # Abort the transaction the previous instance left open (markers at the bumped
+            # epoch fence it), then let the client retry, which bumps the epoch once more.
+            log.info("fencing producer with an open transaction", transactional_id=transactional_id,
+                     producer_id=meta.producer_id, epoch=meta.producer_epoch,
+                     fence_epoch=plan.producer_epoch)
+            err = await self._end_transaction(transactional_id, plan.producer_id,
+                                              plan.producer_epoch, commit=False,
+                                              from_client=False, fence=True)
+            return (ErrorCode.concurrent_transactions if err == ErrorCode.none else err, *fail)
+        err = self._persist(plan)
+        if err != ErrorCode.none:
+            return (err, *fail)
+        self._install(plan)
+        log.info("initialized transactional id", transactional_id=transactional_id,
+                 producer_id=plan.producer_id, epoch=plan.producer_epoch)
+        return ErrorCode.none, plan.producer_id, plan.producer_epoch
+
+    # ------------------------------------------------------------------ AddPartitions/Offsets
+    async def add_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                             partitions: Iterable[tuple[str, int]]) -> ErrorCode:
+        if not transactional_id:
+            return ErrorCode.invalid_request
+        parts = frozenset(partitions)
+        meta = self.txns.get(transactional_id)
+        if meta is None:
+            return ErrorCode.invalid_producer_id_mapping
+        if meta.producer_id != producer_id:
+            return ErrorCode.invalid_producer_id_mapping
+        if meta.producer_epoch != producer_epoch:
+            return ErrorCode.producer_fenced
+        if transactional_id in self._pending:
+            return ErrorCode.concurrent_transactions
+        err = meta.add_partitions_check(producer_id, producer_epoch, parts)
+        if err is not None:
+            return err
+        new = meta.prepare_add_partitions(parts, self._now())
+        err = self._persist(new)
+        if err == ErrorCode.none:
+            self._install(new)
+        return err
+
+    async def add_offsets(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                          group_id: str) -> ErrorCode:
+        partition = (OFFSETS_TOPIC, self.offsets_partition(group_id))
+        return await self.add_partitions(transactional_id, producer_id, producer_epoch,
+                                         [partition])
+
+    def check_txn_offset_commit(self, transactional_id: str, producer_id: int,
+                                producer_epoch: int, group_id: str,
+                                api_version: int) -> ErrorCode:
+        """What Kafka's transaction verification answers for the group's __consumer_offsets
+        partition before TxnOffsetCommit stages anything: the group must have been added with
+        AddOffsetsToTxn (INVALID_TXN_STATE up to v3, TRANSACTION_ABORTABLE from v4), a stale
+        epoch is INVALID_PRODUCER_EPOCH."""
+        if not transactional_id:
+            return ErrorCode.invalid_request
+        meta = self.txns.get(transactional_id)
+        if meta is None or meta.state == TxnState.DEAD:
+            return ErrorCode.invalid_producer_id_mapping
+        err = meta.verify_check(producer_id, producer_epoch,
+                                (OFFSETS_TOPIC, self.offsets_partition(group_id)))
+        if err == ErrorCode.transaction_abortable and api_version < 4:
+            err = ErrorCode.invalid_txn_state
+        return err
+
+    # ------------------------------------------------------------------ EndTxn
+    async def end_txn(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                      commit: bool) -> ErrorCode:
+        return await self._end_transaction(transactional_id, producer_id, producer_epoch,
+                                           commit, from_client=True)
+
+    async def _end_transaction(self, transactional_id: str, producer_id: int,
+                               producer_epoch: int, commit: bool, *, from_client: bool,
+                               fence: bool = False) -> ErrorCode:
+        if not transactional_id:
+            return ErrorCode.invalid_request
+        meta = self.txns.get(transactional_id)
+        if meta is None or meta.state == TxnState.DEAD:
+            return ErrorCode.invalid_producer_id_mapping
+        if transactional_id in self._pending:
+            if meta.producer_id != producer_id:
+                return ErrorCode.invalid_producer_id_mapping
+            if producer_epoch < meta.producer_epoch or (
+                    from_client and producer_epoch != meta.producer_epoch):
+                return ErrorCode.producer_fenced
+            return ErrorCode.concurrent_transactions
+        err = meta.end_txn_check(producer_id, producer_epoch, commit, from_client)
+        if err is not None:
+            if err != ErrorCode.none:
+                log.info("EndTxn refused", transactional_id=transactional_id,
+                         state=meta.state.display, commit=commit, error=err.name)
+            return err
+        if fence:
+            # Kafka bumps the epoch in memory before the write: even if the write fails the
+            # old producer is fenced, and a later fence does not bump again.
+            meta.producer_epoch = producer_epoch
+            meta.last_producer_epoch = NO_PRODUCER_EPOCH
+        prepared = meta.prepare_abort_or_commit(commit, self._now())
+        self._pending[transactional_id] = prepared.state
+        try:
+            err = self._persist(prepared)
+            if err != ErrorCode.none:
+                if fence:
+                    meta.has_failed_epoch_fence = True
+                return err
+            self._install(prepared)
+        finally:
+            self._pending.pop(transactional_id, None)
+        self._fault("crash-after-prepare-commit" if commit else "crash-after-prepare-abort")
+        # The outcome is decided and durable from here on: if completing fails now, the
+        # background duty (and the next startup) finishes it; the client is told NONE, as Kafka
+        # tells it once PrepareX is written.
+        await self._complete(transactional_id)
+        return ErrorCode.none
+
+    async def _complete(self, transactional_id: str) -> ErrorCode:
+        """Markers, group offsets and CompleteX for a transaction in PrepareX."""
+        meta = self.txns.get(transactional_id)
+        if meta is None or not meta.state.is_prepare or transactional_id in self._pending:
+            return ErrorCode.concurrent_transactions
+        commit = meta.state == TxnState.PREPARE_COMMIT
+        self._pending[transactional_id] = (TxnState.COMPLETE_COMMIT if commit
+                                           else TxnState.COMPLETE_ABORT)
+        try:
+            try:
+                self._write_markers(meta, commit)
+                groups = self.broker.groups
+                if groups is not None and hasattr(groups, "complete_txn"):
+                    await _maybe_await(groups.complete_txn(meta.producer_id, commit))
+            except Exception as exc:  # noqa: BLE001 - retried by the duty and at startup
+                log.error("could not complete transaction; will retry",
+                          transactional_id=transactional_id, commit=commit, error=repr(exc))
+                return ErrorCode.coordinator_not_available
+            self._fault("crash-before-complete")
+            meta = self.txns[transactional_id]
+            completed = meta.prepare_complete(self._now())
+            err = self._persist(completed)
+            if err == ErrorCode.none:
+                self._install(completed)
+                log.info("transaction completed", transactional_id=transactional_id,
+                         producer_id=meta.producer_id, epoch=meta.producer_epoch,
+                         result="commit" if commit else "abort",
+                         partitions=len(meta.partitions))
+            return err
+        finally:
+            self._pending.pop(transactional_id, None)
+
+    def _write_markers(self, meta: TransactionMetadata, commit: bool) -> None:
+        coordinator_epoch = self.store.coordinator_epoch(self._partition(meta.transactional_id))
+        written = []
+        first = True
+        for topic, partition in sorted(meta.partitions):
+            plog = self._get_log(topic, partition)
+            if plog is None:
+                log.warning("transaction marker skipped: partition does not exist",
+                            transactional_id=meta.transactional_id, topic=topic,
+                            partition=partition)
+                continue
+            try:
+                plog.append_marker(meta.producer_id, meta.producer_epoch, commit,
+                                   coordinator_epoch)
+            except KafkaStorageError as exc:
+                if exc.error_code in (ErrorCode.invalid_producer_epoch,
+                                      ErrorCode.transaction_coordinator_fenced):
+                    # the partition has seen a newer producer epoch: nothing of ours is open
+                    log.error("transaction marker refused", transactional_id=meta.transactional_id,
+                              topic=topic, partition=partition, error=exc.error_code.name)
+                    continue
+                raise
+            written.append(plog)
+            if first:
+                first = False
+                self._fault("crash-after-first-marker")
+        seen = set()
+        for plog in written:
+            if id(plog) not in seen:
+                seen.add(id(plog))
+                flush_partition(plog, self.broker.logs)
+
+    # ------------------------------------------------------------------ background duties
+    async def _abort_timed_out(self, transactional_id: str) -> None:
+        meta = self.txns.get(transactional_id)
+        if meta is None or transactional_id in self._pending or not meta.timed_out(self._now()):
+            return
+        try:
+            fence_epoch = meta.fence_epoch()
+        except IllegalTransition as exc:
+            log.error("cannot abort timed-out transaction", transactional_id=transactional_id,
+                      error=str(exc))
+            return
+        log.info("aborting timed-out transaction", transactional_id=transactional_id,
+                 producer_id=meta.producer_id, epoch=meta.producer_epoch,
+                 fence_epoch=fence_epoch, timeout_ms=meta.timeout_ms)
+        err = await self._end_transaction(transactional_id, meta.producer_id, fence_epoch,
+                                          commit=False, from_client=False, fence=True)
+        if err != ErrorCode.none:
+            log.warning("timed-out transaction not aborted", transactional_id=transactional_id,
+                        error=err.name)
+
+    async def abort_timed_out_transactions(self) -> None:
+        """Abort (with an epoch bump) transactions Ongoing longer than their timeout, and finish
+        any PrepareX whose completion failed earlier."""
+        now = self._now()
+        for txn_id, meta in list(self.txns.items()):
+            if txn_id in self._pending:
+                continue
+            if meta.state.is_prepare:
+                await self._complete(txn_id)
+            elif meta.timed_out(now):
+                await self._abort_timed_out(txn_id)
+
+    async def remove_expired_transactional_ids(self) -> None:
+        """Expire ids idle longer than transactional.id.expiration.ms: Dead, tombstone, gone."""
+        now = self._now()
+        for txn_id, meta in list(self.txns.items()):
+            if txn_id in self._pending or not meta.expired(now, self.expiration_ms):
+                continue
+            dead = meta.prepare_dead()
+            self._pending[txn_id] = TxnState.DEAD
+            try:
+                if self._persist(dead, tombstone=True) == ErrorCode.none:
+                    self._remove(txn_id)
+                    log.info("transactional id expired", transactional_id=txn_id,
+                             producer_id=meta.producer_id)
+            finally:
+                self._pending.pop(txn_id, None)
+
+    # ------------------------------------------------------------------ produce path
+    def verify_produce(self, transactional_id: str | None, topic: str, partition: int,
+                       records, api_version: int | None = None) -> None:
+        """Called by Produce before appending. A no-op for non-transactional batches (one byte
+        of the header is read). A transactional batch must come from the transactional id's
+        current producer id and epoch and go to a partition added to its Ongoing transaction;
+        otherwise KafkaStorageError with Kafka's verification errors: INVALID_PRODUCER_EPOCH,
+        INVALID_PRODUCER_ID_MAPPING, CONCURRENT_TRANSACTIONS, INVALID_TXN_STATE (Produce <= v10)
+        or TRANSACTION_ABORTABLE (v11+, when the caller passes api_version)."""
+        if records is None or len(records) < _HEADER_SIZE or not records[22] & _ATTR_TRANSACTIONAL:
+            return
+        pid, epoch = _PID.unpack_from(records, 43)
+        if transactional_id is None:
+            raise KafkaStorageError(ErrorCode.transactional_id_authorization_failed,
+                                    "transactional records without a transactional id")
+        meta = self.txns.get(transactional_id)
+        if meta is None or meta.state == TxnState.DEAD:
+            raise KafkaStorageError(ErrorCode.invalid_producer_id_mapping,
+                                    f"unknown transactional id {transactional_id!r}")
+        err = meta.verify_check(pid, epoch, (topic, partition))
+        if err == ErrorCode.none:
+            return
+        if err == ErrorCode.transaction_abortable and (api_version is None or api_version <= 10):
+            err = ErrorCode.invalid_txn_state
+        raise KafkaStorageError(
+            err, f"transactional batch of producer {pid} epoch {epoch} for {topic}-{partition}: "
+                 f"transaction {transactional_id!r} is {meta.state.display} with producer "
+                 f"{meta.producer_id} epoch {meta.producer_epoch}")
+
+    # ------------------------------------------------------------------ inspection
+    def list_transactions(self, state_filters: Iterable[str], producer_id_filters: Iterable[int],
+                          duration_filter_ms: int = -1) -> tuple[list[str], list[dict]]:
+        """(unknown state filters, [{transactional_id, producer_id, transaction_state}])."""
+        names = list(state_filters)
+        pids = set(producer_id_filters)
+        wanted: set[TxnState] = set()
+        unknown: list[str] = []
+        for name in names:
+            st = state_from_name(name)
+            if st is None:
+                unknown.append(name)
+            else:
+                wanted.add(st)
+        now = self._now()
+        out = []
+        for txn_id, meta in sorted(self.txns.items()):
+            if meta.state == TxnState.DEAD:
+                continue
+            if pids and meta.producer_id not in pids:
+                continue
+            if names and meta.state not in wanted:
+                continue
+            if duration_filter_ms >= 0 and now - meta.txn_start_ms <= duration_filter_ms:
+                continue
+            out.append(dict(transactional_id=txn_id, producer_id=meta.producer_id,
+                            transaction_state=meta.state.display))
+        return unknown, out
+
+    def describe_transaction(self, transactional_id: str) -> dict:
+        entry = dict(transactional_id=transactional_id, transaction_state="",
+                     transaction_timeout_ms=0, transaction_start_time_ms=-1, producer_id=-1,
+                     producer_epoch=-1, topics=[])
+        if transactional_id is None or transactional_id == "":
+            entry["error_code"] = ErrorCode.invalid_request
+            return entry
+        meta = self.txns.get(transactional_id)
+        if meta is None or meta.state == TxnState.DEAD:
+            entry["error_code"] = ErrorCode.transactional_id_not_found
+            return entry
+        entry.update(
+            error_code=ErrorCode.none, transaction_state=meta.state.display,
+            transaction_timeout_ms=meta.timeout_ms, transaction_start_time_ms=meta.txn_start_ms,
+            producer_id=meta.producer_id, producer_epoch=meta.producer_epoch,
+            topics=[dict(topic=t, partitions=ps) for t, ps in meta.topics().items()])
+        return entry
+
+    def state_of(self, transactional_id: str) -> TransactionMetadata | None:
+        return self.txns.get(transactional_id)
+
+
+__all__ += ["TXN_TOPIC"]

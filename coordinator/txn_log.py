@@ -1,0 +1,142 @@
+"""Where the transaction coordinator's state goes: the internal topic `__transaction_state`.
+
+The coordinator sees it through a small interface, so its state machine can be tested without
+disks:
+  num_partitions()                  partitions of the topic (existing, else configured)
+  coordinator_epoch(partition)      the partition's leader epoch (stamped into markers)
+  append(partition, key, value)     append one record (value None = tombstone) and make it
+                                    durable (fsync) before returning; raises on failure
+  replay()                          (key, value) of every record, in log order per partition
+
+`LogTxnStore` is the real one over storage.LogManager (one magic-2 batch per record, built with
+protocol.record_batch.build_batch, appended with PartitionLog.append(internal=True), then
+flushed); `MemoryTxnStore` keeps records in lists (unit tests). The topic is created on the first
+write with `cleanup.policy=compact`: records are keyed by transactional id, so compaction keeps
+each id's latest state.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Iterator
+
+__all__ = ["TXN_TOPIC", "LogTxnStore", "MemoryTxnStore"]
+
+TXN_TOPIC = "__transaction_state"
+
+
+class MemoryTxnStore:
+    """In-memory stand-in: one list of (key, value) per partition."""
+
+    def __init__(self, partitions: int = 1):
+        self._partitions = partitions
+        self.records: dict[int, list[tuple[bytes, bytes | None]]] = {
+            p: [] for p in range(partitions)}
+        self.fail_with: Exception | None = None  # raise this from the next append
+        self.appends = 0
+
+    def num_partitions(self) -> int:
+        return self._partitions
+
+    def coordinator_epoch(self, partition: int) -> int:
+        return 0
+
+    def append(self, partition: int, key: bytes, value: bytes | None) -> None:
+        if self.fail_with is not None:
+            exc, self.fail_with = self.fail_with, None
+            raise exc
+        self.records[partition].append((key, value))
+        self.appends += 1
+
+    def replay(self) -> Iterator[tuple[bytes, bytes | None]]:
+        for p in range(self._partitions):
+            yield from list(self.records[p])
+
+
+class LogTxnStore:
+    """__transaction_state in the broker's own storage engine."""
+
+    def __init__(self, logs, configured_partitions: int):
+        self.logs = logs
+        self.configured_partitions = configured_partitions
+
+    def num_partitions(self) -> int:
+        info = self.logs.topics.get(TXN_TOPIC)
+        return info.num_partitions if info is not None else self.configured_partitions
+
+    def _log(self, partition: int, create: bool):
+        if TXN_TOPIC not in self.logs.topics:
+            if not create:
+                return None
+            self.logs.create_topic(TXN_TOPIC, self.configured_partitions,
+                                   {"cleanup.policy": "compact"})
+        return self.logs.get_log(TXN_TOPIC, partition)
+
+    def coordinator_epoch(self, partition: int) -> int:
+        plog = self._log(partition, create=False)
+        epoch = getattr(plog, "leader_epoch", 0) if plog is not None else 0
+        return max(int(epoch), 0)
+
+    def append(self, partition: int, key: bytes, value: bytes | None) -> None:
+        from protocol.record_batch import build_batch
+
+        plog = self._log(partition, create=True)
+        if plog is None:
+            raise RuntimeError(f"{TXN_TOPIC}-{partition} does not exist")
+        batch = build_batch([(key, value)], timestamp=int(time.time() * 1000))
+        plog.append(batch, internal=True)
+        flush_partition(plog, self.logs)
+
+    def replay(self) -> Iterator[tuple[bytes, bytes | None]]:
+        from protocol.record_batch import iter_batches_with_records
+
+        for partition in range(self.num_partitions()):
+            plog = self._log(partition, create=False)
+            if plog is None:
+                continue
+            offset = plog.log_start_offset
+            end = plog.log_end_offset
+            while offset < end:
+                result = plog.read(offset, 1 << 20, 0)
+                data = b"".join(read_slice(chunk) for chunk in result.chunks)
+                if not data:
+                    break
+                advanced = False
+                for header, records in iter_batches_with_records(data):
+                    last = header.base_offset + header.last_offset_delta
+                    if last < offset:
+                        continue
+                    advanced = True
+                    offset = last + 1
+                    if header.is_control:
+                        continue
+                    for rec_offset, key, value in records:
+                        if key is not None:
+                            yield key, value
+                if not advanced:
+                    break
+
+
+def flush_partition(plog, logs=None) -> None:
+    """fsync one partition (PartitionLog.flush when storage has it, else the whole LogManager)."""
+    flush = getattr(plog, "flush", None)
+    if callable(flush):
+        flush()
+    elif logs is not None:
+        logs.flush()
+
+
+def read_slice(chunk) -> bytes:
+    if isinstance(chunk, (bytes, bytearray, memoryview)):
+        return bytes(chunk)
+    out = bytearray()
+    position, remaining = chunk.position, chunk.length
+    while remaining > 0:
+        piece = os.pread(chunk.fd, remaining, position)
+        if not piece:
+            break
+        out += piece
+        position += len(piece)
+        remaining -= len(piece)
+    return bytes(out)

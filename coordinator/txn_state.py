@@ -1,0 +1,489 @@
+"""The transaction coordinator's pure state machine and its log record format. No I/O.
+
+One `TransactionMetadata` per transactional id, with Apache Kafka's states and transitions
+(`TransactionState`, `TransactionMetadata.prepare*` in Kafka's transaction coordinator)::
+
+    Empty -> Ongoing -> PrepareCommit -> CompleteCommit -> Ongoing | Empty ...
+                     -> PrepareAbort  -> CompleteAbort  -> ...
+    Ongoing -> PrepareEpochFence (in memory only) -> PrepareAbort      (fencing, timeouts)
+    Empty | CompleteCommit | CompleteAbort -> Dead                     (id expiration)
+
+A transition is computed as a new immutable-by-convention metadata object (`prepare_*`); the
+coordinator makes it durable in `__transaction_state` and only then installs it, so a failed write
+leaves the state as it was (Kafka's TxnTransitMetadata / completeTransitionTo).
+
+Record format: Kafka's own `TransactionLogKey` (v0) and `TransactionLogValue` (v0, or v1 when a
+tagged field is needed), so Kafka's TransactionLogMessageFormatter can read the topic::
+
+    key   = int16 version 0 | string transactional_id (int16 length)
+    value = int16 version | int64 producer_id | int16 producer_epoch | int32 timeout_ms
+            | int8 status | [topic string, [int32 partition]] (nullable) | int64 last_update_ms
+            | int64 txn_start_ms  (v1: compact strings/arrays + tagged fields:
+              0 = PreviousProducerId, 1 = NextProducerId, 2 = ClientTransactionVersion,
+              10000 = LastProducerEpoch (minibroker's own tag; Kafka readers skip unknown tags))
+    a null value (tombstone) removes the transactional id (expiration).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import struct
+from enum import IntEnum
+from typing import Iterable
+
+from protocol.errors import ErrorCode
+
+__all__ = [
+    "TxnState",
+    "TransactionMetadata",
+    "STATE_NAMES",
+    "state_from_name",
+    "partition_for",
+    "java_string_hash",
+    "encode_key",
+    "decode_key",
+    "encode_value",
+    "decode_value",
+    "NO_PRODUCER_ID",
+    "NO_PRODUCER_EPOCH",
+    "SHORT_MAX",
+]
+
+NO_PRODUCER_ID = -1
+NO_PRODUCER_EPOCH = -1
+SHORT_MAX = 32767
+LAST_PRODUCER_EPOCH_TAG = 10000
+
+
+class TxnState(IntEnum):
+    """Kafka's TransactionState with its on-disk status byte."""
+
+    EMPTY = 0
+    ONGOING = 1
+    PREPARE_COMMIT = 2
+    PREPARE_ABORT = 3
+    COMPLETE_COMMIT = 4
+    COMPLETE_ABORT = 5
+    DEAD = 6
+    PREPARE_EPOCH_FENCE = 7
+
+    @property
+    def display(self) -> str:
+        return STATE_NAMES[self]
+
+    @property
+    def is_prepare(self) -> bool:
+        return self in (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT)
+
+    @property
+    def is_complete(self) -> bool:
+        return self in (TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT)
+
+    @property
+    def expiration_allowed(self) -> bool:
+        return self in (TxnState.EMPTY, TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT)
+
+
+STATE_NAMES = {
+    TxnState.EMPTY: "Empty",
+    TxnState.ONGOING: "Ongoing",
+    TxnState.PREPARE_COMMIT: "PrepareCommit",
+    TxnState.PREPARE_ABORT: "PrepareAbort",
+    TxnState.COMPLETE_COMMIT: "CompleteCommit",
+    TxnState.COMPLETE_ABORT: "CompleteAbort",
+    TxnState.DEAD: "Dead",
+    TxnState.PREPARE_EPOCH_FENCE: "PrepareEpochFence",
+}
+_BY_NAME = {v: k for k, v in STATE_NAMES.items()}
+
+# Kafka's TransactionState.validPreviousStates
+VALID_PREVIOUS: dict[TxnState, frozenset[TxnState]] = {
+    TxnState.EMPTY: frozenset({TxnState.EMPTY, TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT}),
+    TxnState.ONGOING: frozenset({TxnState.ONGOING, TxnState.EMPTY, TxnState.COMPLETE_COMMIT,
+                                 TxnState.COMPLETE_ABORT}),
+    TxnState.PREPARE_COMMIT: frozenset({TxnState.ONGOING}),
+    TxnState.PREPARE_ABORT: frozenset({TxnState.ONGOING, TxnState.PREPARE_EPOCH_FENCE}),
+    TxnState.COMPLETE_COMMIT: frozenset({TxnState.PREPARE_COMMIT}),
+    TxnState.COMPLETE_ABORT: frozenset({TxnState.PREPARE_ABORT}),
+    TxnState.DEAD: frozenset({TxnState.EMPTY, TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT}),
+    TxnState.PREPARE_EPOCH_FENCE: frozenset({TxnState.ONGOING}),
+}
+
+
+def state_from_name(name: str) -> TxnState | None:
+    return _BY_NAME.get(name)
+
+
+def java_string_hash(s: str) -> int:
+    """Java's String.hashCode (over UTF-16 code units, int32 arithmetic)."""
+    h = 0
+    data = s.encode("utf-16-be")
+    for i in range(0, len(data), 2):
+        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
+    return h - (1 << 32) if h & 0x80000000 else h
+
+
+def partition_for(key: str, num_partitions: int) -> int:
+    """Kafka's `Utils.abs(key.hashCode) % partitions` (Utils.abs maps MIN_VALUE to 0)."""
+    h = java_string_hash(key)
+    h = 0 if h == -(1 << 31) else abs(h)
+    return h % num_partitions
+
+
+class IllegalTransition(RuntimeError):
+    """A transition Kafka's coordinator would treat as a fatal bug."""
+
+
+@dataclasses.dataclass(slots=True)
+class TransactionMetadata:
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int = NO_PRODUCER_EPOCH
+    timeout_ms: int = 60000
+    state: TxnState = TxnState.EMPTY
+    partitions: frozenset = frozenset()  # of (topic, partition)
+    txn_start_ms: int = -1
+    last_update_ms: int = -1
+    last_producer_id: int = NO_PRODUCER_ID  # Kafka's previousProducerId (KIP-360)
+    last_producer_epoch: int = NO_PRODUCER_EPOCH
+    next_producer_id: int = NO_PRODUCER_ID
+    has_failed_epoch_fence: bool = False  # in memory only
+
+    # ------------------------------------------------------------------ queries
+    @property
+    def epoch_exhausted(self) -> bool:
+        return is_epoch_exhausted(self.producer_epoch)
+
+    def timed_out(self, now_ms: int) -> bool:
+        """Kafka: Ongoing and txnStartTimestamp + txnTimeoutMs < now."""
+        return self.state == TxnState.ONGOING and self.txn_start_ms + self.timeout_ms < now_ms
+
+    def expired(self, now_ms: int, expiration_ms: int) -> bool:
+        return self.state.expiration_allowed and self.last_update_ms <= now_ms - expiration_ms
+
+    def topics(self) -> dict[str, list[int]]:
+        out: dict[str, list[int]] = {}
+        for topic, p in sorted(self.partitions):
+            out.setdefault(topic, []).append(p)
+        return out
+
+    # ------------------------------------------------------------------ transitions
+    def _to(self, state: TxnState, **changes) -> "TransactionMetadata":
+        if self.state not in VALID_PREVIOUS[state]:
+            raise IllegalTransition(
+                f"transactional id {self.transactional_id}: illegal transition "
+                f"{self.state.display} -> {state.display}")
+        changes.setdefault("has_failed_epoch_fence", False)
+        return dataclasses.replace(self, state=state, **changes)
+
+    def prepare_increment_epoch(self, timeout_ms: int, expected_epoch: int | None,
+                                now_ms: int) -> "TransactionMetadata | ErrorCode":
+        """InitProducerId on Empty/CompleteX: bump the epoch (or recognise a retry)."""
+        if self.epoch_exhausted:
+            raise IllegalTransition(f"cannot bump exhausted epoch of producer {self.producer_id}")
+        bumped = self.producer_epoch + 1
+        if expected_epoch is None:
+            next_epoch, last_epoch = bumped, NO_PRODUCER_EPOCH
+        elif self.producer_epoch == NO_PRODUCER_EPOCH or expected_epoch == self.producer_epoch:
+            next_epoch, last_epoch = bumped, self.producer_epoch
+        elif expected_epoch == self.last_producer_epoch:
+            # a retry of an InitProducerId that already bumped: answer the current epoch again
+            next_epoch, last_epoch = self.producer_epoch, self.last_producer_epoch
+        else:
+            return ErrorCode.producer_fenced
+        return self._to(TxnState.EMPTY, producer_epoch=next_epoch, last_producer_epoch=last_epoch,
+                        last_producer_id=self.producer_id, timeout_ms=timeout_ms,
+                        partitions=frozenset(), txn_start_ms=-1, last_update_ms=now_ms)
+
+    def prepare_producer_id_rotation(self, new_producer_id: int, timeout_ms: int, now_ms: int,
+                                     record_last_epoch: bool) -> "TransactionMetadata":
+        """InitProducerId with an exhausted epoch: a new producer id at epoch 0."""
+        return self._to(TxnState.EMPTY, producer_id=new_producer_id, producer_epoch=0,
+                        last_producer_id=self.producer_id,
+                        last_producer_epoch=self.producer_epoch if record_last_epoch
+                        else NO_PRODUCER_EPOCH,
+                        timeout_ms=timeout_ms, partitions=frozenset(), txn_start_ms=-1,
+                        last_update_ms=now_ms)
+
+    def fence_epoch(self) -> int:
+        """The epoch an epoch fence (InitProducerId over Ongoing, timeout) moves to."""
+        if self.producer_epoch >= SHORT_MAX:
+            raise IllegalTransition(f"cannot fence producer {self.producer_id} at epoch "
+                                    f"{self.producer_epoch}")
+        return self.producer_epoch if self.has_failed_epoch_fence else self.producer_epoch + 1
+
+    def prepare_add_partitions(self, added: Iterable[tuple[str, int]],
+                               now_ms: int) -> "TransactionMetadata":
+        start = now_ms if self.state in (TxnState.EMPTY, TxnState.COMPLETE_COMMIT,
+                                         TxnState.COMPLETE_ABORT) else self.txn_start_ms
+        return self._to(TxnState.ONGOING, partitions=self.partitions | frozenset(added),
+                        txn_start_ms=start, last_update_ms=now_ms)
+
+    def prepare_abort_or_commit(self, commit: bool, now_ms: int) -> "TransactionMetadata":
+        state = TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT
+        return self._to(state, last_update_ms=now_ms)
+
+    def prepare_complete(self, now_ms: int) -> "TransactionMetadata":
+        if self.state == TxnState.PREPARE_COMMIT:
+            state = TxnState.COMPLETE_COMMIT
+        elif self.state == TxnState.PREPARE_ABORT:
+            state = TxnState.COMPLETE_ABORT
+        else:
+            raise IllegalTransition(f"{self.transactional_id}: complete from {self.state.display}")
+        return self._to(state, partitions=frozenset(), last_update_ms=now_ms)
+
+    def prepare_dead(self) -> "TransactionMetadata":
+        return self._to(TxnState.DEAD, partitions=frozenset())
+
+    # ------------------------------------------------------------------ decisions (Kafka rules)
+    def end_txn_check(self, producer_id: int, producer_epoch: int, commit: bool,
+                      from_client: bool) -> ErrorCode | None:
+        """Errors EndTxn answers before any state change; None when Ongoing may be ended.
+        ErrorCode.none means 'already done' (a retry of a completed EndTxn)."""
+        if self.producer_id != producer_id:
+            return ErrorCode.invalid_producer_id_mapping
+        if (from_client and producer_epoch != self.producer_epoch) or \
+                producer_epoch < self.producer_epoch:
+            return ErrorCode.producer_fenced
+        st = self.state
+        if st == TxnState.ONGOING:
+            return None
+        if st == TxnState.COMPLETE_COMMIT:
+            return ErrorCode.none if commit else ErrorCode.invalid_txn_state
+        if st == TxnState.COMPLETE_ABORT:
+            return ErrorCode.none if not commit else ErrorCode.invalid_txn_state
+        if st == TxnState.PREPARE_COMMIT:
+            return ErrorCode.concurrent_transactions if commit else ErrorCode.invalid_txn_state
+        if st == TxnState.PREPARE_ABORT:
+            return ErrorCode.concurrent_transactions if not commit else ErrorCode.invalid_txn_state
+        if st == TxnState.EMPTY:
+            return ErrorCode.invalid_txn_state
+        raise IllegalTransition(f"{self.transactional_id}: EndTxn in state {st.display}")
+
+    def add_partitions_check(self, producer_id: int, producer_epoch: int,
+                             partitions: Iterable[tuple[str, int]]) -> ErrorCode | None:
+        """Errors AddPartitionsToTxn answers without a state change (NONE: already added);
+        None when the partitions must be added."""
+        if self.producer_id != producer_id:
+            return ErrorCode.invalid_producer_id_mapping
+        if self.producer_epoch != producer_epoch:
+            return ErrorCode.producer_fenced
+        if self.state.is_prepare:
+            return ErrorCode.concurrent_transactions
+        if self.state == TxnState.DEAD:
+            return ErrorCode.invalid_producer_id_mapping
+        if self.state == TxnState.ONGOING and frozenset(partitions) <= self.partitions:
+            return ErrorCode.none
+        return None
+
+    def verify_check(self, producer_id: int, producer_epoch: int,
+                     partition: tuple[str, int]) -> ErrorCode:
+        """Kafka's handleVerifyPartitionsInTransaction for one partition, with the translation
+        the partition leader applies (PRODUCER_FENCED -> INVALID_PRODUCER_EPOCH); a partition not
+        in the transaction gives TRANSACTION_ABORTABLE, which callers map by request version."""
+        if self.producer_id != producer_id:
+            return ErrorCode.invalid_producer_id_mapping
+        if self.producer_epoch != producer_epoch:
+            return ErrorCode.invalid_producer_epoch
+        if self.state.is_prepare:
+            return ErrorCode.concurrent_transactions
+        if self.state != TxnState.ONGOING or partition not in self.partitions:
+            return ErrorCode.transaction_abortable
+        return ErrorCode.none
+
+
+def is_epoch_exhausted(epoch: int) -> bool:
+    return epoch >= SHORT_MAX - 1
+
+
+def plan_init_producer_id(meta: TransactionMetadata, timeout_ms: int,
+                          expected: tuple[int, int] | None, now_ms: int,
+                          allocate_producer_id) -> "TransactionMetadata | ErrorCode":
+    """Kafka's prepareInitProducerIdTransit for an existing (or just created) metadata.
+
+    Returns the metadata to persist (state Empty), the marker `TxnState.PREPARE_EPOCH_FENCE`
+    wrapped as metadata when an Ongoing transaction must first be aborted, or an error."""
+
+    def valid_producer_id(pid: int, epoch: int) -> bool:
+        return (meta.producer_epoch == NO_PRODUCER_EPOCH
+                or pid == meta.producer_id
+                or (pid == meta.last_producer_id and is_epoch_exhausted(epoch)))
+
+    if expected is not None and not valid_producer_id(*expected):
+        return ErrorCode.producer_fenced
+    st = meta.state
+    if st.is_prepare:
+        return ErrorCode.concurrent_transactions
+    if st in (TxnState.EMPTY, TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT):
+        if meta.epoch_exhausted and (expected is None or expected[1] == meta.producer_epoch):
+            return meta.prepare_producer_id_rotation(allocate_producer_id(), timeout_ms, now_ms,
+                                                     expected is not None)
+        return meta.prepare_increment_epoch(timeout_ms, None if expected is None else expected[1],
+                                            now_ms)
+    if st == TxnState.ONGOING:
+        return dataclasses.replace(meta, state=TxnState.PREPARE_EPOCH_FENCE,
+                                   producer_epoch=meta.fence_epoch(),
+                                   last_producer_epoch=NO_PRODUCER_EPOCH)
+    raise IllegalTransition(f"{meta.transactional_id}: InitProducerId in state {st.display}")
+
+
+# ---------------------------------------------------------------------- record format
+_I16 = struct.Struct(">h")
+_I32 = struct.Struct(">i")
+_I64 = struct.Struct(">q")
+
+
+def encode_key(transactional_id: str) -> bytes:
+    raw = transactional_id.encode()
+    return _I16.pack(0) + _I16.pack(len(raw)) + raw
+
+
+def decode_key(data: bytes) -> str:
+    version, = _I16.unpack_from(data, 0)
+    if version != 0:
+        raise ValueError(f"unknown TransactionLogKey version {version}")
+    n, = _I16.unpack_from(data, 2)
+    if n < 0 or 4 + n > len(data):
+        raise ValueError("bad TransactionLogKey string length")
+    return bytes(data[4:4 + n]).decode()
+
+
+def _uvarint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        if n:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def encode_value(meta: TransactionMetadata) -> bytes:
+    """TransactionLogValue; v0 unless a tagged field carries information."""
+    tags: list[tuple[int, bytes]] = []
+    if meta.last_producer_id not in (NO_PRODUCER_ID, meta.producer_id):
+        tags.append((0, _I64.pack(meta.last_producer_id)))
+    if meta.next_producer_id != NO_PRODUCER_ID:
+        tags.append((1, _I64.pack(meta.next_producer_id)))
+    if meta.last_producer_epoch != NO_PRODUCER_EPOCH:
+        tags.append((LAST_PRODUCER_EPOCH_TAG, _I16.pack(meta.last_producer_epoch)))
+    flexible = bool(tags)
+    out = bytearray(_I16.pack(1 if flexible else 0))
+    out += _I64.pack(meta.producer_id)
+    out += _I16.pack(meta.producer_epoch)
+    out += _I32.pack(meta.timeout_ms)
+    out.append(int(meta.state) & 0xFF)
+    topics = meta.topics()
+    if meta.state == TxnState.EMPTY and not topics:
+        topics_list = None  # Kafka writes a null array for Empty
+    else:
+        topics_list = list(topics.items())
+    if topics_list is None:
+        out += _uvarint(0) if flexible else _I32.pack(-1)
+    else:
+        out += _uvarint(len(topics_list) + 1) if flexible else _I32.pack(len(topics_list))
+        for topic, parts in topics_list:
+            raw = topic.encode()
+            if flexible:
+                out += _uvarint(len(raw) + 1) + raw + _uvarint(len(parts) + 1)
+            else:
+                out += _I16.pack(len(raw)) + raw + _I32.pack(len(parts))
+            for p in parts:
+                out += _I32.pack(p)
+            if flexible:
+                out += _uvarint(0)  # no tagged fields in PartitionsSchema
+    out += _I64.pack(meta.last_update_ms)
+    out += _I64.pack(meta.txn_start_ms)
+    if flexible:
+        out += _uvarint(len(tags))
+        for tag, payload in tags:
+            out += _uvarint(tag) + _uvarint(len(payload)) + payload
+    return bytes(out)
+
+
+class _Reader:
+    __slots__ = ("buf", "pos")
+
+    def __init__(self, buf: bytes) -> None:
+        self.buf = memoryview(buf)
+        self.pos = 0
+
+    def take(self, n: int) -> memoryview:
+        if n < 0 or self.pos + n > len(self.buf):
+            raise ValueError("truncated TransactionLogValue")
+        v = self.buf[self.pos:self.pos + n]
+        self.pos += n
+        return v
+
+    def i8(self) -> int:
+        return struct.unpack(">b", self.take(1))[0]
+
+    def i16(self) -> int:
+        return _I16.unpack(self.take(2))[0]
+
+    def i32(self) -> int:
+        return _I32.unpack(self.take(4))[0]
+
+    def i64(self) -> int:
+        return _I64.unpack(self.take(8))[0]
+
+    def uvarint(self) -> int:
+        shift = value = 0
+        while True:
+            b = self.take(1)[0]
+            value |= (b & 0x7F) << shift
+            if not b & 0x80:
+                return value
+            shift += 7
+            if shift > 63:
+                raise ValueError("varint too long")
+
+
+def decode_value(transactional_id: str, data: bytes) -> TransactionMetadata:
+    r = _Reader(data)
+    version = r.i16()
+    if version not in (0, 1):
+        raise ValueError(f"unknown TransactionLogValue version {version}")
+    flexible = version >= 1
+    producer_id = r.i64()
+    epoch = r.i16()
+    timeout_ms = r.i32()
+    status = r.i8()
+    state = TxnState(status)
+    partitions: set[tuple[str, int]] = set()
+    n = (r.uvarint() - 1) if flexible else r.i32()
+    for _ in range(max(n, 0)):
+        if flexible:
+            topic = bytes(r.take(r.uvarint() - 1)).decode()
+            count = r.uvarint() - 1
+        else:
+            topic = bytes(r.take(r.i16())).decode()
+            count = r.i32()
+        for _ in range(count):
+            partitions.add((topic, r.i32()))
+        if flexible:
+            for _ in range(r.uvarint()):
+                r.uvarint()
+                r.take(r.uvarint())
+    last_update = r.i64()
+    start = r.i64()
+    last_pid = next_pid = NO_PRODUCER_ID
+    last_epoch = NO_PRODUCER_EPOCH
+    if flexible:
+        for _ in range(r.uvarint()):
+            tag = r.uvarint()
+            payload = bytes(r.take(r.uvarint()))
+            if tag == 0:
+                last_pid, = _I64.unpack(payload)
+            elif tag == 1:
+                next_pid, = _I64.unpack(payload)
+            elif tag == LAST_PRODUCER_EPOCH_TAG:
+                last_epoch, = _I16.unpack(payload)
+    return TransactionMetadata(
+        transactional_id=transactional_id, producer_id=producer_id, producer_epoch=epoch,
+        timeout_ms=timeout_ms, state=state, partitions=frozenset(partitions),
+        txn_start_ms=start, last_update_ms=last_update,
+        last_producer_id=producer_id if last_pid == NO_PRODUCER_ID else last_pid,
+        last_producer_epoch=last_epoch, next_producer_id=next_pid)

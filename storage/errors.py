@@ -1,0 +1,17 @@
+"""The one exception storage raises: a Kafka error code a handler can put in its response."""
+
+from __future__ import annotations
+
+from protocol.errors import ErrorCode
+
+__all__ = ["KafkaStorageError"]
+
+
+class KafkaStorageError(Exception):
+    """``error_code`` goes to the client as is; ``message`` is for the response's error_message
+    (where the schema has one) and for logs."""
+
+    def __init__(self, error_code: ErrorCode, message: str = "") -> None:
+        super().__init__(f"{error_code.name.upper()}: {message}" if message else error_code.name.upper())
+        self.error_code = error_code
+        self.message = message

@@ -1,0 +1,790 @@
+"""One partition's log (Kafka's ``UnifiedLog`` + ``LogLoader``, for a single replica).
+
+A PartitionLog is an ordered list of LogSegments (only the last, the *active* one, is appended
+to) plus the partition's producer state. It owns every rule about offsets:
+
+* append: validate one batch like Kafka's LogValidator, check producer state (idempotence,
+  epochs, retries), stamp baseOffset / partitionLeaderEpoch (and maxTimestamp for LogAppendTime
+  topics) into a copy of the 61-byte header only, write header + untouched payload with one
+  writev. The records are never parsed or copied.
+* high watermark == log end offset (one replica: an append is committed once written);
+  last stable offset == first offset of the oldest open transaction, else the high watermark.
+* reads hand out FileSlices of whole batches, limited to the HWM or LSO.
+* aborted transactions: every abort marker adds an entry to its segment's TransactionIndex and
+  to an in-memory list sorted by marker offset, which answers read_committed fetches.
+
+Durability: appends reach the page cache before ``append`` returns (a SIGKILL loses nothing that
+was acknowledged); fsync happens per flush.messages / flush.ms, at segment roll (in a worker
+thread when an executor is given) and at close. The *recovery point* is the offset below which
+everything is known to be on disk; after an unclean shutdown only segments at or after it are
+re-read (``open``).
+
+All methods run on the event loop thread; no locks.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+import time
+from bisect import bisect_left, bisect_right
+from collections import deque
+from typing import Any, Callable, NamedTuple
+
+import structlog
+from crc32c import crc32c
+
+from protocol.errors import ErrorCode
+from protocol.record_batch import (
+    ATTR_COMPRESSION_MASK,
+    ATTR_CONTROL,
+    ATTR_LOG_APPEND_TIME,
+    ATTR_TRANSACTIONAL,
+    BATCH_OVERHEAD_LENGTH,
+    CONTROL_ABORT,
+    HEADER_SIZE,
+    HEADER_STRUCT,
+    MAGIC,
+    BatchHeader,
+    CorruptBatchError,
+    build_control_batch,
+    iter_records,
+    parse_control_record,
+)
+from storage.config import LogConfig
+from storage.errors import KafkaStorageError
+from storage.file_slice import FileSlice
+from storage.segment import (
+    INDEX_SUFFIX,
+    LOG_SUFFIX,
+    TIME_INDEX_SUFFIX,
+    TXN_INDEX_SUFFIX,
+    LogSegment,
+    ScanStop,
+    scan_batches,
+    segment_file_name,
+)
+from storage.transaction_index import AbortedTxn
+
+__all__ = ["PartitionLog", "AppendInfo", "ReadResult", "LEADER_EPOCH", "LATEST_TIMESTAMP",
+           "EARLIEST_TIMESTAMP", "MAX_TIMESTAMP", "EARLIEST_LOCAL_TIMESTAMP"]
+
+log = structlog.get_logger(__name__)
+
+# One broker, never a leader change: every batch carries epoch 0 (clients validate it against
+# Metadata / OffsetForLeaderEpoch, which report the same constant).
+LEADER_EPOCH = 0
+
+# ListOffsets special timestamps (Kafka's ListOffsetsRequest)
+LATEST_TIMESTAMP = -1
+EARLIEST_TIMESTAMP = -2
+MAX_TIMESTAMP = -3
+EARLIEST_LOCAL_TIMESTAMP = -4
+
+_INT32_MAX = 2**31 - 1
+_I64 = struct.Struct(">q")
+_I32 = struct.Struct(">i")
+_I16 = struct.Struct(">h")
+_U32 = struct.Struct(">I")
+_make_header = BatchHeader._make
+_unpack_header = HEADER_STRUCT.unpack_from
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class AppendInfo(NamedTuple):
+    base_offset: int
+    last_offset: int
+    log_append_time_ms: int  # -1 unless the topic uses LogAppendTime
+    log_start_offset: int
+    duplicate: bool  # an exact retry: nothing was written, offsets are the original ones
+
+
+class ReadResult(NamedTuple):
+    chunks: list  # [FileSlice]
+    high_watermark: int
+    last_stable_offset: int
+    log_start_offset: int
+    aborted: list | None  # [(producer_id, first_offset)] sorted by first offset; None for iso 0
+
+
+def _error(code: ErrorCode, message: str) -> KafkaStorageError:
+    return KafkaStorageError(code, message)
+
+
+class PartitionLog:
+    __slots__ = ("dir", "topic", "partition", "config", "leader_epoch", "producer_state",
+                 "recovery_point", "on_recovery_point_advanced", "_segments", "_bases",
+                 "_active", "_leo", "_log_start", "_time_ms", "_executor", "_pending_flushes",
+                 "_listeners", "_aborted", "_aborted_last", "_unflushed_messages",
+                 "_last_flush_ms", "_closed")
+
+    def __init__(self, directory: str, topic: str, partition: int, config: LogConfig,
+                 producer_state: Any, time_ms: Callable[[], int], executor: Any) -> None:
+        self.dir = directory
+        self.topic = topic
+        self.partition = partition
+        self.config = config
+        self.leader_epoch = LEADER_EPOCH
+        self.producer_state = producer_state
+        self.recovery_point = 0
+        # Called (with this log) when a background fsync moved the recovery point, so the
+        # LogManager can checkpoint it.
+        self.on_recovery_point_advanced: Callable[["PartitionLog"], None] | None = None
+        self._segments: list[LogSegment] = []
+        self._bases: list[int] = []
+        self._active: LogSegment | None = None
+        self._leo = 0
+        self._log_start = 0
+        self._time_ms = time_ms
+        self._executor = executor
+        self._pending_flushes: deque = deque()  # (future, offset it makes durable)
+        self._listeners: list[Callable[[], None]] = []
+        self._aborted: list[AbortedTxn] = []  # sorted by last_offset (marker offset)
+        self._aborted_last: list[int] = []  # the same, just the marker offsets (bisect)
+        self._unflushed_messages = 0
+        self._last_flush_ms = time_ms()
+        self._closed = False
+
+    # ====================================================================== offsets
+    @property
+    def log_start_offset(self) -> int:
+        return self._log_start
+
+    @property
+    def log_end_offset(self) -> int:
+        return self._leo
+
+    @property
+    def high_watermark(self) -> int:
+        return self._leo
+
+    @property
+    def last_stable_offset(self) -> int:
+        fuo = self.producer_state.first_unstable_offset()
+        return self._leo if fuo is None else fuo
+
+    @property
+    def segments(self) -> list[LogSegment]:
+        return self._segments
+
+    # ====================================================================== append
+    def append(self, batch, *, internal: bool = False) -> AppendInfo:
+        """Validate and append exactly one magic-2 batch (see the module docstring). Raises
+        KafkaStorageError; a rejected batch changes nothing on disk or in memory."""
+        mv = memoryview(batch)
+        h = self._validate(mv, internal)
+        attrs = h.attributes
+        if h.producer_id >= 0:
+            dup = self.producer_state.check(h)
+            if dup is not None:
+                return AppendInfo(dup.first_offset, dup.last_offset,
+                                  dup.timestamp if self.config.log_append_time else -1,
+                                  self._log_start, True)
+        now = self._time_ms()
+        base = self._write(h, mv, now)
+        if h.producer_id >= 0:
+            stored = h._replace(base_offset=base)
+            if attrs & ATTR_CONTROL:  # an internal caller wrote a marker itself
+                try:
+                    ctrl = parse_control_record(mv)
+                    self._apply_marker(self._active, stored, ctrl.type == CONTROL_ABORT,
+                                       ctrl.coordinator_epoch, now, live=True)
+                except CorruptBatchError:
+                    self.producer_state.update(stored, base, now)
+            else:
+                self.producer_state.update(stored, base, now)
+        self._after_append(h.records_count, now)
+        return AppendInfo(base, base + h.last_offset_delta,
+                          now if self.config.log_append_time else -1, self._log_start, False)
+
+    def _validate(self, mv: memoryview, internal: bool) -> BatchHeader:
+        """Kafka's ProduceRequest.validateRecords + LogValidator checks, cheapest first; none of
+        them looks at a record."""
+        n = len(mv)
+        if n == 0:
+            raise _error(ErrorCode.invalid_record, "the request has no record batch")
+        if n < HEADER_SIZE:
+            raise _error(ErrorCode.corrupt_message,
+                         f"{n} bytes is shorter than a record batch header ({HEADER_SIZE})")
+        h = _make_header(_unpack_header(mv, 0))
+        if h.magic != MAGIC:
+            raise _error(ErrorCode.unsupported_for_message_format,
+                         f"record batch magic {h.magic}: only magic {MAGIC} is supported")
+        if h.batch_length < BATCH_OVERHEAD_LENGTH:
+            raise _error(ErrorCode.corrupt_message, f"batch length {h.batch_length} is too small")
+        size = h.batch_length + 12
+        if size > n:
+            raise _error(ErrorCode.corrupt_message,
+                         f"batch length says {size} bytes but only {n} were sent")
+        if size < n:
+            raise _error(ErrorCode.invalid_record,
+                         f"exactly one record batch per partition is allowed; {n - size} bytes "
+                         f"follow the first batch")
+        if size > self.config.max_message_bytes:
+            raise _error(ErrorCode.message_too_large,
+                         f"record batch of {size} bytes exceeds max.message.bytes "
+                         f"({self.config.max_message_bytes})")
+        if crc32c(mv[21:]) != h.crc:
+            raise _error(ErrorCode.corrupt_message, "record batch CRC mismatch")
+        if h.records_count <= 0 or h.records_count != h.last_offset_delta + 1:
+            raise _error(ErrorCode.invalid_record,
+                         f"record count {h.records_count} does not match last offset delta "
+                         f"{h.last_offset_delta}")
+        attrs = h.attributes
+        if attrs & ATTR_CONTROL and not internal:
+            raise _error(ErrorCode.invalid_record, "clients may not write control records")
+        if attrs & ATTR_COMPRESSION_MASK > 4:
+            raise _error(ErrorCode.corrupt_message,
+                         f"unknown compression codec {attrs & ATTR_COMPRESSION_MASK}")
+        if h.producer_id >= 0:
+            if h.base_sequence < 0 and not attrs & ATTR_CONTROL:
+                raise _error(ErrorCode.invalid_record,
+                             f"batch of producer {h.producer_id} has no base sequence")
+        elif attrs & ATTR_TRANSACTIONAL:
+            raise _error(ErrorCode.invalid_record, "transactional batch without a producer id")
+        return h
+
+    def _write(self, h: BatchHeader, mv: memoryview, now: int) -> int:
+        """Assign offsets and write; returns the base offset. Only the header is copied."""
+        size = h.batch_length + 12
+        lat = self.config.log_append_time
+        max_ts = now if lat else h.max_timestamp
+        seg = self._active
+        if seg.size and self._should_roll(seg, h, size, max_ts, now):
+            try:
+                seg = self._roll(now)
+            except OSError as exc:
+                raise _error(ErrorCode.kafka_storage_error,
+                             f"cannot roll a new segment in {self.dir}: {exc}") from exc
+        base = self._leo
+        head = bytearray(mv[:HEADER_SIZE])
+        _I64.pack_into(head, 0, base)  # baseOffset and leader epoch are outside the CRC
+        _I32.pack_into(head, 12, LEADER_EPOCH)
+        if lat:
+            # LogAppendTime: the timestamp type bit and maxTimestamp are inside the CRC.
+            _I16.pack_into(head, 21, h.attributes | ATTR_LOG_APPEND_TIME)
+            _I64.pack_into(head, 35, now)
+            _U32.pack_into(head, 17, crc32c(mv[HEADER_SIZE:], crc32c(memoryview(head)[21:])))
+        next_offset = base + h.last_offset_delta + 1
+        try:
+            seg.append([head, mv[HEADER_SIZE:]], size, base, next_offset, max_ts)
+        except OSError as exc:
+            raise _error(ErrorCode.kafka_storage_error,
+                         f"cannot write to {seg.log_path}: {exc}") from exc
+        self._leo = next_offset
+        return base
+
+    def append_marker(self, producer_id: int, producer_epoch: int, commit: bool,
+                      coordinator_epoch: int) -> int:
+        """Write a COMMIT/ABORT control batch and close the producer's open transaction here;
+        returns the marker's offset. Raises KafkaStorageError (e.g. INVALID_PRODUCER_EPOCH for
+        a marker from an older epoch)."""
+        now = self._time_ms()
+        batch = build_control_batch(producer_id, producer_epoch, commit, coordinator_epoch, now)
+        mv = memoryview(batch)
+        h = _make_header(_unpack_header(mv, 0))
+        self.producer_state.check(h)
+        base = self._write(h, mv, now)
+        self._apply_marker(self._active, h._replace(base_offset=base), not commit,
+                           coordinator_epoch, now, live=True)
+        self._after_append(1, now)
+        return base
+
+    def _apply_marker(self, seg: LogSegment, h: BatchHeader, abort: bool,
+                      coordinator_epoch: int, timestamp: int, *, live: bool) -> None:
+        """Close the producer's transaction; for an abort, index it (Kafka's
+        ProducerAppendInfo.appendEndTxnMarker + UnifiedLog.updateTxnIndex). Used by appends
+        and by recovery replay, so both produce identical indexes."""
+        pid, marker = h.producer_id, h.base_offset
+        first = self.producer_state.ongoing_first_offset(pid)
+        self.producer_state.update(h, marker, timestamp, abort=abort,
+                                   coordinator_epoch=coordinator_epoch)
+        if not abort:
+            return
+        fuo = self.producer_state.first_unstable_offset()
+        # An abort with no data from this producer here still gets an entry (first = marker),
+        # as in Kafka; consumers drop it when they reach the marker.
+        entry = AbortedTxn(pid, marker if first is None else first, marker,
+                           marker + 1 if fuo is None else fuo)
+        seg.txn_index.append(entry)
+        if live:
+            self._aborted.append(entry)
+            self._aborted_last.append(marker)
+
+    def _after_append(self, messages: int, now: int) -> None:
+        cfg = self.config
+        if cfg.flush_messages is not None:
+            self._unflushed_messages += messages
+            if self._unflushed_messages >= cfg.flush_messages:
+                self.flush()
+        if cfg.flush_ms is not None and now - self._last_flush_ms >= cfg.flush_ms:
+            self.flush()
+        if self._pending_flushes:
+            self._poll_flushes()
+        self._notify()
+
+    # ====================================================================== roll and flush
+    def _should_roll(self, seg: LogSegment, h: BatchHeader, size: int, max_ts: int,
+                     now: int) -> bool:
+        """Kafka's LogSegment.shouldRoll: size, offsets that no longer fit the int32 relative
+        offsets of the indexes, or segment.ms measured from the first batch's timestamp."""
+        cfg = self.config
+        if seg.size > cfg.segment_bytes - size:
+            return True
+        if self._leo + h.last_offset_delta - seg.base_offset > _INT32_MAX:
+            return True
+        first_ts = seg.first_batch_timestamp()
+        waited = max_ts - first_ts if first_ts is not None and first_ts >= 0 \
+            else now - seg.created_ms
+        return waited > cfg.segment_ms
+
+    def roll(self) -> LogSegment:
+        """Start a new active segment at the log end offset (no-op if the active one is empty)."""
+        if self._active.size == 0:
+            return self._active
+        return self._roll(self._time_ms())
+
+    def _roll(self, now: int) -> LogSegment:
+        old = self._active
+        old.on_become_inactive()
+        new = LogSegment.create(self.dir, self._leo, self.config.index_interval_bytes, now)
+        self._segments.append(new)
+        self._bases.append(new.base_offset)
+        self._active = new
+        # Producer state as of the new segment's base: recovery replays from here at most.
+        self.producer_state.take_snapshot(self._leo)
+        self._flush_rolled(old, new.base_offset)
+        log.debug("rolled segment", topic=self.topic, partition=self.partition,
+                  base_offset=new.base_offset)
+        return new
+
+    def _flush_rolled(self, seg: LogSegment, durable_offset: int) -> None:
+        """Kafka flushes a rolled segment asynchronously; fsync of up to a segment's worth of
+        dirty pages must not stall the event loop. The recovery point moves when it is done."""
+        seg.dirty = False
+        if self._executor is None:
+            seg.sync()
+            self._advance_recovery_point(durable_offset)
+            return
+        self._pending_flushes.append((self._executor.submit(seg.sync), durable_offset))
+
+    def _poll_flushes(self) -> None:
+        advanced = False
+        pending = self._pending_flushes
+        while pending and pending[0][0].done():
+            fut, offset = pending.popleft()
+            exc = fut.exception()
+            if exc is not None:
+                log.error("could not fsync a rolled segment; its data is only in the page cache",
+                          topic=self.topic, partition=self.partition, error=str(exc))
+                continue
+            if offset > self.recovery_point:
+                self.recovery_point = offset
+                advanced = True
+        if advanced and self.on_recovery_point_advanced is not None:
+            self.on_recovery_point_advanced(self)
+
+    def _advance_recovery_point(self, offset: int) -> None:
+        if offset > self.recovery_point:
+            self.recovery_point = offset
+
+    def _wait_pending_flushes(self) -> None:
+        while self._pending_flushes:
+            fut, offset = self._pending_flushes.popleft()
+            try:
+                fut.result()
+            except OSError as exc:
+                log.error("could not fsync a rolled segment", topic=self.topic,
+                          partition=self.partition, error=str(exc))
+            else:
+                self._advance_recovery_point(offset)
+
+    def flush(self) -> None:
+        """fsync everything appended so far; the recovery point becomes the log end offset."""
+        self._wait_pending_flushes()
+        for seg in self._segments:
+            if seg.dirty:
+                seg.flush()
+        self.recovery_point = self._leo
+        self._unflushed_messages = 0
+        self._last_flush_ms = self._time_ms()
+
+    def close(self, *, flush: bool = True) -> None:
+        """Clean close: final time-index entry, flush, producer snapshot at the log end (so the
+        next start replays nothing), close the files. ``flush=False`` only closes (deletion)."""
+        if self._closed:
+            return
+        self._closed = True
+        self._wait_pending_flushes()
+        if flush:
+            active = self._active
+            if active.max_timestamp >= 0:
+                active.time_index.maybe_append(active.max_timestamp,
+                                               active.offset_of_max_timestamp)
+                active.dirty = True
+            self.flush()
+            self.producer_state.take_snapshot(self._leo)
+        for seg in self._segments:
+            seg.close()
+        self._listeners.clear()
+
+    # ====================================================================== listeners
+    def add_listener(self, callback: Callable[[], None]) -> Callable[[], None]:
+        """``callback()`` runs on the event loop after every append (which includes every LSO
+        change: LSO only moves when a batch or marker is appended). Returns the callback."""
+        self._listeners.append(callback)
+        return callback
+
+    def remove_listener(self, callback: Callable[[], None]) -> None:
+        try:
+            self._listeners.remove(callback)
+        except ValueError:
+            pass
+
+    def _notify(self) -> None:
+        for cb in self._listeners:
+            try:
+                cb()
+            except Exception:  # noqa: BLE001 - a waiter's bug must not fail an append
+                log.exception("log listener failed", topic=self.topic, partition=self.partition)
+
+    # ====================================================================== read
+    def _segment_index(self, offset: int) -> int:
+        return bisect_right(self._bases, offset) - 1
+
+    def read(self, offset: int, max_bytes: int, isolation_level: int = 0) -> ReadResult:
+        """Whole batches from the one containing ``offset``: at least one, then as many more as
+        fit in ``max_bytes``, all below the HWM (isolation 0) or the LSO (isolation 1), from one
+        segment. OFFSET_OUT_OF_RANGE outside [log start, LEO]; offset == LEO reads nothing."""
+        leo = self._leo
+        if offset < self._log_start or offset > leo:
+            raise _error(ErrorCode.offset_out_of_range,
+                         f"offset {offset} is outside [{self._log_start}, {leo}] of "
+                         f"{self.topic}-{self.partition}")
+        lso = self.last_stable_offset
+        committed = isolation_level == 1
+        limit = lso if committed else leo
+        if offset >= limit:
+            return ReadResult([], leo, lso, self._log_start, [] if committed else None)
+        seg = self._segments[self._segment_index(offset)]
+        found = seg.find_batch(offset)
+        if found is None:  # cannot happen for offsets below the LEO; answer empty, not wrong
+            return ReadResult([], leo, lso, self._log_start, [] if committed else None)
+        start, first = found
+        stop_offset = limit if limit < seg.next_offset else seg.next_offset
+        budget_end = start + (max_bytes if max_bytes > first.size else first.size)
+        end, upper = self._read_end(seg, start, first, stop_offset, budget_end)
+        chunks = [FileSlice(seg.fd, start, end - start)]
+        aborted = self.aborted_transactions(offset, upper) if committed else None
+        return ReadResult(chunks, leo, lso, self._log_start, aborted)
+
+    def _read_end(self, seg: LogSegment, start: int, first: BatchHeader, stop_offset: int,
+                  budget_end: int) -> tuple[int, int]:
+        """(end position, first offset not returned): the largest run of whole batches from
+        ``start`` ending by ``budget_end`` with offsets below ``stop_offset``. Jumps with the
+        offset index so only the last few KiB are walked batch by batch."""
+        if stop_offset >= seg.next_offset and budget_end >= seg.size:
+            return seg.size, seg.next_offset  # the common tailing case: everything to the end
+        # Last index entry that is certainly inside the answer (its batch starts in budget and
+        # below the stop offset); every batch before it is then inside too.
+        idx_off, idx_pos = seg.index.lookup_position(budget_end)
+        if idx_off >= stop_offset:
+            idx_off, idx_pos = seg.index.lookup(stop_offset - 1)
+        pos = idx_pos if idx_pos > start else start + first.size
+        if pos == start + first.size:
+            next_off = first.base_offset + first.last_offset_delta + 1
+        else:
+            next_off = idx_off
+        if next_off >= stop_offset or pos >= seg.size:
+            return pos, min(next_off, stop_offset)
+        for p, h in seg.headers_from(pos):
+            if h.base_offset >= stop_offset or p + h.size > budget_end:
+                return p, h.base_offset
+            pos = p + h.size
+            next_off = h.base_offset + h.last_offset_delta + 1
+        return pos, min(next_off, stop_offset)
+
+    def aborted_transactions(self, fetch_offset: int, upper_bound: int) -> list[tuple[int, int]]:
+        """Kafka's collectAbortedTransactions: (producer_id, first_offset) of every aborted txn
+        with marker offset >= fetch_offset and first offset < upper_bound, sorted by first
+        offset. The scan stops at an entry whose LSO reached upper_bound: every later abort
+        started at or after that LSO."""
+        out = []
+        entries = self._aborted
+        for i in range(bisect_left(self._aborted_last, fetch_offset), len(entries)):
+            txn = entries[i]
+            if txn.first_offset < upper_bound:
+                out.append((txn.producer_id, txn.first_offset))
+            if txn.last_stable_offset >= upper_bound:
+                break
+        out.sort(key=lambda t: t[1])
+        return out
+
+    # ====================================================================== timestamps
+    def offset_for_timestamp(self, timestamp: int, isolation_level: int = 0
+                             ) -> tuple[int, int] | None:
+        """ListOffsets: (offset, timestamp) or None (answered as -1/-1). -1 latest (HWM, or LSO
+        for read_committed), -2 earliest, -3 the record with the largest timestamp, -4 earliest
+        local; otherwise the first record with timestamp >= ``timestamp``. As in Kafka, a result
+        at or beyond the HWM/LSO is not returned."""
+        limit = self.last_stable_offset if isolation_level == 1 else self._leo
+        if timestamp == LATEST_TIMESTAMP:
+            return limit, -1
+        if timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
+            return self._log_start, -1
+        if timestamp == MAX_TIMESTAMP:
+            found = self._max_timestamp_record()
+        elif timestamp < 0:
+            return None
+        else:
+            found = None
+            for seg in self._segments:
+                if seg.max_timestamp >= timestamp:
+                    found = self._search_segment(seg, timestamp)
+                    if found is not None:
+                        break
+        if found is None or found[0] >= limit:
+            return None
+        return found
+
+    def _search_segment(self, seg: LogSegment, timestamp: int) -> tuple[int, int] | None:
+        entry = seg.time_index.lookup(timestamp)
+        _, pos = seg.index.lookup(entry[1] if entry is not None else seg.base_offset)
+        for p, h in seg.headers_from(pos):
+            if h.max_timestamp < timestamp:
+                continue
+            for rec in self._records_at(seg, p, h):
+                if rec.timestamp >= timestamp:
+                    return rec.offset, rec.timestamp
+        return None
+
+    def _max_timestamp_record(self) -> tuple[int, int] | None:
+        best = None
+        for seg in self._segments:
+            if seg.max_timestamp >= 0 and (best is None or seg.max_timestamp > best.max_timestamp):
+                best = seg
+        if best is None:
+            return None
+        found = best.find_batch(best.offset_of_max_timestamp)
+        if found is None:
+            return None
+        p, h = found
+        for rec in self._records_at(best, p, h):
+            if rec.timestamp == h.max_timestamp:
+                return rec.offset, rec.timestamp
+        return h.base_offset, h.max_timestamp
+
+    def _records_at(self, seg: LogSegment, position: int, h: BatchHeader):
+        try:
+            yield from iter_records(seg.read_batch(position, h.size))
+        except CorruptBatchError as exc:
+            log.warning("cannot decode the records of a batch", topic=self.topic,
+                        partition=self.partition, offset=h.base_offset, error=str(exc))
+
+    # ====================================================================== producer expiry
+    def remove_expired_producers(self, now_ms: int) -> None:
+        self.producer_state.remove_expired(now_ms)
+
+    # ====================================================================== opening/recovery
+    @classmethod
+    def open(cls, directory: str, topic: str, partition: int, config: LogConfig, *,
+             recovery_point: int = 0, clean_shutdown: bool = False,
+             producer_expiration_ms: int = 86_400_000,
+             time_ms: Callable[[], int] | None = None, executor: Any = None,
+             producer_state_factory: Callable[[str, int], Any] | None = None) -> "PartitionLog":
+        """Open (creating if needed) the log in ``directory`` (Kafka's LogLoader).
+
+        After a clean shutdown nothing is scanned: indexes are opened lazily and the active
+        segment's tail after its last index entry is read to find the log end. Otherwise every
+        segment holding offsets at or above ``recovery_point`` is recovered (CRCs checked,
+        indexes rebuilt, a torn or corrupt tail cut, every later segment dropped). A segment
+        with a missing or broken index is recovered in either case. Then producer state is
+        loaded from the newest usable snapshot and the log is replayed from it, rebuilding the
+        transaction index of every recovered segment from its abort markers."""
+        if producer_state_factory is None:
+            from storage.producer_state import ProducerStateManager as producer_state_factory
+        time_ms = time_ms or _now_ms
+        os.makedirs(directory, exist_ok=True)
+        psm = producer_state_factory(directory, producer_expiration_ms)
+        self = cls(directory, topic, partition, config, psm, time_ms, executor)
+        self._load(recovery_point, clean_shutdown)
+        return self
+
+    def _load(self, recovery_point: int, clean: bool) -> None:
+        started = time.monotonic()
+        names = os.listdir(self.dir)
+        bases = sorted(int(n[:20]) for n in names
+                       if n.endswith(LOG_SUFFIX) and len(n) == 20 + len(LOG_SUFFIX)
+                       and n[:20].isdigit())
+        _remove_orphan_index_files(self.dir, names, set(bases))
+        now = self._time_ms()
+        interval = self.config.index_interval_bytes
+        if not bases:
+            self._set_segments([LogSegment.create(self.dir, 0, interval, now)])
+            self.producer_state.load_snapshot(0)
+            self.recovery_point = 0
+            return
+
+        segments: list[LogSegment] = []
+        recovered: list[LogSegment] = []
+        dropped: list[int] = []
+        bytes_cut = 0
+        cut = False
+        for i, base in enumerate(bases):
+            if cut:
+                _delete_segment_files(self.dir, base)
+                dropped.append(base)
+                continue
+            seg = LogSegment.open(self.dir, base, interval, now)
+            is_last = i == len(bases) - 1
+            seg_end = None if is_last else bases[i + 1]
+            why = seg.suspect
+            if why is None and not clean and (is_last or seg_end > recovery_point):
+                why = "unclean shutdown"
+            if why is None:
+                if is_last:
+                    why = seg.load_tail()
+                else:
+                    seg.next_offset = seg_end
+            if why is not None:
+                result = seg.recover()
+                recovered.append(seg)
+                if result.truncated_bytes:
+                    bytes_cut += result.truncated_bytes
+                    log.warning(
+                        "cut a torn or corrupt tail off a partition log; records from this "
+                        "offset on were lost and producers will resend unacknowledged ones",
+                        topic=self.topic, partition=self.partition,
+                        segment=segment_file_name(base, LOG_SUFFIX), from_offset=result.next_offset,
+                        position=result.valid_bytes, bytes_removed=result.truncated_bytes,
+                        reason=result.reason, checked_because=why)
+                if not is_last and (result.truncated_bytes or result.next_offset != seg_end):
+                    cut = True
+            segments.append(seg)
+        if dropped:
+            log.warning("deleted the segments after a corrupt point of a partition log",
+                        topic=self.topic, partition=self.partition,
+                        segments=[segment_file_name(b, LOG_SUFFIX) for b in dropped])
+        self._set_segments(segments)
+
+        # Producer state and aborted-transaction indexes. Recovered segments may have lost or
+        # never written txnindex entries: rebuild them from the abort markers, replaying from a
+        # snapshot taken at or before the first recovered segment.
+        rebuild_from = recovered[0].base_offset if recovered else None
+        if rebuild_from is not None:
+            for seg in segments:
+                if seg.base_offset >= rebuild_from:
+                    seg.txn_index.reset()
+        start = self.producer_state.load_snapshot(self._leo if rebuild_from is None
+                                                  else rebuild_from)
+        replayed = self._replay(max(start, self._log_start), rebuild_from)
+        self.producer_state.truncate_snapshots_after(self._leo)
+        self._aborted = [e for seg in segments for e in seg.txn_index.entries]
+        self._aborted_last = [e.last_offset for e in self._aborted]
+
+        if recovered or dropped:
+            for seg in recovered:
+                seg.flush()
+            _fsync_dir(self.dir)
+            self.producer_state.take_snapshot(self._leo)
+            self.recovery_point = self._leo
+            log.info("recovered partition log", topic=self.topic, partition=self.partition,
+                     clean_shutdown=clean, segments_checked=len(recovered),
+                     segments_dropped=len(dropped), bytes_cut=bytes_cut,
+                     log_end_offset=self._leo, batches_replayed=replayed,
+                     ms=round((time.monotonic() - started) * 1000, 1))
+        else:
+            self.recovery_point = self._leo if clean else min(recovery_point, self._leo)
+            if replayed:
+                self.producer_state.take_snapshot(self._leo)
+
+    def _set_segments(self, segments: list[LogSegment]) -> None:
+        self._segments = segments
+        self._bases = [s.base_offset for s in segments]
+        self._active = segments[-1]
+        self._leo = self._active.next_offset
+        self._log_start = segments[0].base_offset
+
+    def _replay(self, start: int, rebuild_from: int | None) -> int:
+        """Feed every batch header from ``start`` to the end to the producer state (Kafka's
+        rebuildProducerState); abort markers in segments >= ``rebuild_from`` re-create their
+        txnindex entries. Returns the number of batches replayed."""
+        if start >= self._leo:
+            return 0
+        count = 0
+        psm = self.producer_state
+        for seg in self._segments[max(self._segment_index(start), 0):]:
+            pos = 0
+            if seg.base_offset < start:
+                found = seg.find_batch(start)
+                if found is None:
+                    continue
+                pos = found[0]
+            rebuild = rebuild_from is not None and seg.base_offset >= rebuild_from
+            stop = ScanStop()
+            for p, h, _ in scan_batches(seg.fd, pos, seg.size, stop):
+                count += 1
+                if h.producer_id < 0 or h.base_offset < start:
+                    continue
+                if h.attributes & ATTR_CONTROL:
+                    try:
+                        ctrl = parse_control_record(seg.read_batch(p, h.size))
+                    except CorruptBatchError as exc:
+                        log.warning("unreadable transaction marker; treated as a commit",
+                                    topic=self.topic, partition=self.partition,
+                                    offset=h.base_offset, error=str(exc))
+                        psm.update(h, h.base_offset, h.max_timestamp, abort=False)
+                        continue
+                    if rebuild:
+                        self._apply_marker(seg, h, ctrl.type == CONTROL_ABORT,
+                                           ctrl.coordinator_epoch, h.max_timestamp, live=False)
+                    else:
+                        psm.update(h, h.base_offset, h.max_timestamp,
+                                   abort=ctrl.type == CONTROL_ABORT,
+                                   coordinator_epoch=ctrl.coordinator_epoch)
+                else:
+                    psm.update(h, h.base_offset, h.max_timestamp)
+        return count
+
+    # ====================================================================== deletion
+    def delete_files(self) -> None:
+        """Close and remove every file of this log (the directory itself is the caller's)."""
+        self.close(flush=False)
+        for seg in self._segments:
+            seg.delete_files()
+
+    def __repr__(self) -> str:
+        return (f"PartitionLog({self.topic}-{self.partition}, start={self._log_start}, "
+                f"leo={self._leo}, segments={len(self._segments)})")
+
+
+def _remove_orphan_index_files(directory: str, names: list[str], bases: set[int]) -> None:
+    """Index files whose .log is gone (a crash while deleting segments) would be picked up by a
+    future segment with the same base offset: remove them."""
+    for n in names:
+        for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
+            if n.endswith(suffix) and len(n) == 20 + len(suffix) and n[:20].isdigit() \
+                    and int(n[:20]) not in bases:
+                try:
+                    os.unlink(os.path.join(directory, n))
+                except FileNotFoundError:
+                    pass
+
+
+def _delete_segment_files(directory: str, base: int) -> None:
+    for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
+        try:
+            os.unlink(os.path.join(directory, segment_file_name(base, suffix)))
+        except FileNotFoundError:
+            pass
+
+
+def _fsync_dir(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

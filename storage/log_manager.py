@@ -1,0 +1,470 @@
+"""All partition logs of the broker, the topic registry and the data directory's own files
+(Kafka's ``LogManager`` plus the bits of KRaft metadata a single broker needs).
+
+Data directory layout::
+
+    meta.properties                      cluster.id and node.id, written once
+    topics/<name>.json                   one per topic: id, partition count, config overrides
+    <topic>-<partition>/                 a PartitionLog (segments, indexes, producer snapshots)
+    recovery-point-offset-checkpoint     per partition: offsets below are known to be on disk
+    .kafka_cleanshutdown                 present only between a clean stop and the next start
+
+Every registry file is replaced atomically (write a temp file, fsync, rename, fsync the
+directory), so a crash leaves either the old or the new version. Topic ids are random UUIDs
+chosen once at creation and kept in the topic's file, so they survive restarts.
+
+Startup decides how much to check: with the clean-shutdown marker nothing is scanned; without
+it every partition recovers the segments at or after its recovery point (see PartitionLog.open).
+The marker is removed right after startup, so a crash at any later time is seen as unclean.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import re
+import shutil
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator
+
+import structlog
+
+from protocol.errors import ErrorCode
+from storage.config import (
+    LogConfig,
+    broker_value,
+    effective_topic_configs,
+    validate_topic_configs,
+)
+from storage.errors import KafkaStorageError
+from storage.log import LEADER_EPOCH, PartitionLog
+
+__all__ = ["LogManager", "TopicInfo", "LEADER_EPOCH", "INTERNAL_TOPICS", "validate_topic_name",
+           "CLEAN_SHUTDOWN_FILE", "RECOVERY_POINT_FILE", "META_PROPERTIES_FILE"]
+
+log = structlog.get_logger(__name__)
+
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
+RECOVERY_POINT_FILE = "recovery-point-offset-checkpoint"
+META_PROPERTIES_FILE = "meta.properties"
+TOPICS_DIR = "topics"
+
+MAX_TOPIC_NAME_LENGTH = 249
+_LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
+_PARTITION_DIR = re.compile(r"^(.+)-(\d+)$")
+_DELETED_DIR = re.compile(r"^.+-\d+\.[0-9a-f]{32}-delete$")
+_LOG_FILE_SUFFIXES = (".log", ".index", ".timeindex", ".txnindex", ".snapshot", ".tmp")
+
+
+@dataclass(slots=True)
+class TopicInfo:
+    name: str
+    topic_id: uuid.UUID
+    num_partitions: int
+    configs: dict[str, str] = field(default_factory=dict)  # overrides only
+    internal: bool = False
+
+
+def validate_topic_name(name: str) -> None:
+    """Kafka's Topic.validate: INVALID_TOPIC_EXCEPTION for an illegal name."""
+    if not name:
+        raise KafkaStorageError(ErrorCode.invalid_topic_exception, "topic name is empty")
+    if name in (".", ".."):
+        raise KafkaStorageError(ErrorCode.invalid_topic_exception,
+                                f"topic name cannot be {name!r}")
+    if len(name) > MAX_TOPIC_NAME_LENGTH:
+        raise KafkaStorageError(ErrorCode.invalid_topic_exception,
+                                f"topic name is longer than {MAX_TOPIC_NAME_LENGTH} characters")
+    if not _LEGAL_TOPIC.match(name):
+        raise KafkaStorageError(ErrorCode.invalid_topic_exception,
+                                f"topic name {name!r} contains characters other than ASCII "
+                                f"letters, digits, '.', '_' and '-'")
+
+
+def _new_kafka_uuid() -> uuid.UUID:
+    """Kafka's Uuid.randomUuid: never zero, never one whose base64 form starts with '-'."""
+    while True:
+        u = uuid.uuid4()
+        if u.int != 0 and u.int != 1 and not _uuid_b64(u).startswith("-"):
+            return u
+
+
+def _uuid_b64(u: uuid.UUID) -> str:
+    return base64.urlsafe_b64encode(u.bytes).decode().rstrip("=")
+
+
+def _fsync_dir(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _atomic_write(path: str, data: bytes) -> None:
+    """Write temp, fsync, rename over, fsync the directory: a crash leaves old or new."""
+    directory = os.path.dirname(path)
+    tmp = os.path.join(directory, f".tmp-{uuid.uuid4().hex}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    _fsync_dir(directory)
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class LogManager:
+    def __init__(self, data_dir: str, config: Any = None, *,
+                 time_ms: Callable[[], int] | None = None,
+                 producer_state_factory: Callable[[str, int], Any] | None = None,
+                 background_flush: bool = True) -> None:
+        self.data_dir = os.path.abspath(str(data_dir))
+        self.config = config if config is not None else {}
+        self.topics: dict[str, TopicInfo] = {}
+        self.cluster_id: str | None = None
+        node_id = broker_value(self.config, "node.id")
+        self.node_id: int = 1 if node_id is None else int(node_id)
+        self._logs: dict[tuple[str, int], PartitionLog] = {}
+        self._time_ms = time_ms or _now_ms
+        self._psm_factory = producer_state_factory
+        self._background_flush = background_flush
+        self._executor: ThreadPoolExecutor | None = None
+        self._opened = False
+        self._closed = False
+
+    # ================================================================== startup
+    def open(self) -> None:
+        """Load the data directory: identity, topics, every partition log (recovering after an
+        unclean shutdown). Called once, before serving."""
+        started = time.monotonic()
+        os.makedirs(os.path.join(self.data_dir, TOPICS_DIR), exist_ok=True)
+        self._load_meta_properties()
+        if self._background_flush:
+            self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="log-fsync")
+        marker = os.path.join(self.data_dir, CLEAN_SHUTDOWN_FILE)
+        clean = os.path.exists(marker)
+        recovery_points = self._read_recovery_points()
+        self._remove_deleted_dirs()
+        self._load_topics()
+        for info in self.topics.values():
+            for p in range(info.num_partitions):
+                self._open_log(info, p, recovery_points.get((info.name, p), 0), clean)
+        self._remove_orphan_partition_dirs()
+        if clean:
+            os.unlink(marker)
+            _fsync_dir(self.data_dir)
+        self.checkpoint_recovery_points()
+        self._opened = True
+        log.info("loaded partition logs", partitions=len(self._logs), topics=len(self.topics),
+                 clean_shutdown=clean, cluster_id=self.cluster_id,
+                 ms=round((time.monotonic() - started) * 1000, 1))
+
+    def _load_meta_properties(self) -> None:
+        path = os.path.join(self.data_dir, META_PROPERTIES_FILE)
+        props: dict[str, str] = {}
+        try:
+            with open(path, encoding="utf-8") as f:
+                for line in f:
+                    line = line.strip()
+                    if line and not line.startswith("#") and "=" in line:
+                        k, _, v = line.partition("=")
+                        props[k.strip()] = v.strip()
+        except FileNotFoundError:
+            pass
+        if props.get("cluster.id"):
+            stored_node = props.get("node.id")
+            if stored_node is not None and int(stored_node) != self.node_id:
+                raise KafkaStorageError(
+                    ErrorCode.kafka_storage_error,
+                    f"{path} belongs to node.id {stored_node} but this broker is configured as "
+                    f"node.id {self.node_id}; use that node.id or another log.dirs")
+            self.cluster_id = props["cluster.id"]
+            return
+        self.cluster_id = _uuid_b64(_new_kafka_uuid())
+        text = (f"#\n#{time.strftime('%a %b %d %H:%M:%S %Z %Y')}\n"
+                f"cluster.id={self.cluster_id}\nnode.id={self.node_id}\nversion=1\n")
+        _atomic_write(path, text.encode())
+
+    def _load_topics(self) -> None:
+        topics_dir = os.path.join(self.data_dir, TOPICS_DIR)
+        for fname in sorted(os.listdir(topics_dir)):
+            path = os.path.join(topics_dir, fname)
+            if fname.startswith(".tmp-"):
+                os.unlink(path)  # an interrupted atomic write
+                continue
+            if not fname.endswith(".json"):
+                continue
+            try:
+                with open(path, encoding="utf-8") as f:
+                    d = json.load(f)
+                info = TopicInfo(d["name"], uuid.UUID(d["topic_id"]), int(d["num_partitions"]),
+                                 dict(d.get("configs") or {}),
+                                 bool(d.get("internal", d["name"] in INTERNAL_TOPICS)))
+            except (OSError, ValueError, KeyError, TypeError) as exc:
+                raise KafkaStorageError(
+                    ErrorCode.kafka_storage_error,
+                    f"topic registry file {path} is unreadable ({exc}); fix or remove it") from exc
+            self.topics[info.name] = info
+
+    def _remove_deleted_dirs(self) -> None:
+        """Finish deletions interrupted by a stop (directories renamed to *-delete)."""
+        for name in os.listdir(self.data_dir):
+            if _DELETED_DIR.match(name):
+                shutil.rmtree(os.path.join(self.data_dir, name), ignore_errors=True)
+
+    def _remove_orphan_partition_dirs(self) -> None:
+        """A partition directory with no topic file is left over from a create or delete that
+        was interrupted; it must go, or a new topic of that name would inherit its records."""
+        for name in os.listdir(self.data_dir):
+            m = _PARTITION_DIR.match(name)
+            path = os.path.join(self.data_dir, name)
+            if not m or not os.path.isdir(path):
+                continue
+            topic, p = m.group(1), int(m.group(2))
+            info = self.topics.get(topic)
+            if info is not None and p < info.num_partitions:
+                continue
+            files = os.listdir(path)
+            if not all(f.endswith(_LOG_FILE_SUFFIXES) for f in files):
+                log.warning("leaving an unknown directory in the data directory alone",
+                            directory=path)
+                continue
+            log.warning("removing the directory of a partition that no topic has (left over "
+                        "from an interrupted create or delete)", directory=path)
+            shutil.rmtree(path, ignore_errors=True)
+
+    def _read_recovery_points(self) -> dict[tuple[str, int], int]:
+        """Kafka's OffsetCheckpointFile: version line, count line, 'topic partition offset'."""
+        path = os.path.join(self.data_dir, RECOVERY_POINT_FILE)
+        try:
+            with open(path, encoding="utf-8") as f:
+                lines = f.read().splitlines()
+        except FileNotFoundError:
+            return {}
+        try:
+            if lines[0].strip() != "0":
+                raise ValueError(f"unknown version {lines[0]!r}")
+            count = int(lines[1])
+            out = {}
+            for line in lines[2:2 + count]:
+                topic, p, offset = line.split()
+                out[(topic, int(p))] = int(offset)
+            if len(out) != count:
+                raise ValueError("entry count mismatch")
+            return out
+        except (IndexError, ValueError) as exc:
+            log.warning("recovery point checkpoint is unreadable; every segment will be checked",
+                        path=path, error=str(exc))
+            return {}
+
+    def checkpoint_recovery_points(self) -> None:
+        """Persist each partition's recovery point (cheap: one small file)."""
+        lines = [f"{t} {p} {plog.recovery_point}" for (t, p), plog in sorted(self._logs.items())]
+        text = "0\n" + f"{len(lines)}\n" + "".join(line + "\n" for line in lines)
+        _atomic_write(os.path.join(self.data_dir, RECOVERY_POINT_FILE), text.encode())
+
+    def _partition_dir(self, topic: str, partition: int) -> str:
+        return os.path.join(self.data_dir, f"{topic}-{partition}")
+
+    def _log_config(self, info: TopicInfo) -> LogConfig:
+        return LogConfig.from_configs(self.config, info.configs)
+
+    def _open_log(self, info: TopicInfo, partition: int, recovery_point: int,
+                  clean: bool) -> PartitionLog:
+        expiration = broker_value(self.config, "producer.id.expiration.ms")
+        plog = PartitionLog.open(
+            self._partition_dir(info.name, partition), info.name, partition,
+            self._log_config(info), recovery_point=recovery_point, clean_shutdown=clean,
+            producer_expiration_ms=86_400_000 if expiration is None else int(expiration),
+            time_ms=self._time_ms, executor=self._executor,
+            producer_state_factory=self._psm_factory)
+        plog.on_recovery_point_advanced = self._on_recovery_point_advanced
+        self._logs[(info.name, partition)] = plog
+        return plog
+
+    def _on_recovery_point_advanced(self, _plog: PartitionLog) -> None:
+        if not self._closed:
+            self.checkpoint_recovery_points()
+
+    # ================================================================== topics
+    def _write_topic(self, info: TopicInfo) -> None:
+        data = json.dumps({"version": 1, "name": info.name, "topic_id": str(info.topic_id),
+                           "num_partitions": info.num_partitions, "configs": info.configs,
+                           "internal": info.internal}, indent=1, sort_keys=True)
+        _atomic_write(os.path.join(self.data_dir, TOPICS_DIR, info.name + ".json"),
+                      data.encode())
+
+    def _default_partitions(self) -> int:
+        n = broker_value(self.config, "num.partitions")
+        return 1 if n is None else int(n)
+
+    def validate_new_topic(self, name: str, partitions: int = -1,
+                           configs: dict | None = None) -> dict[str, str]:
+        """Everything create_topic checks, without creating; returns normalized overrides."""
+        validate_topic_name(name)
+        if name in self.topics:
+            raise KafkaStorageError(ErrorCode.topic_already_exists,
+                                    f"topic {name!r} already exists")
+        normalized = name.replace(".", "_")
+        for other in self.topics:
+            if other.replace(".", "_") == normalized:
+                raise KafkaStorageError(
+                    ErrorCode.invalid_topic_exception,
+                    f"topic {name!r} collides with existing topic {other!r} ('.' and '_' are "
+                    f"interchangeable in metric names)")
+        if partitions == -1:
+            partitions = self._default_partitions()
+        if partitions <= 0:
+            raise KafkaStorageError(ErrorCode.invalid_partitions,
+                                    f"number of partitions must be positive, got {partitions}")
+        return validate_topic_configs(configs)
+
+    def create_topic(self, name: str, partitions: int = -1,
+                     configs: dict | None = None) -> TopicInfo:
+        """Create a topic (partitions -1: num.partitions). Errors: INVALID_TOPIC_EXCEPTION,
+        TOPIC_ALREADY_EXISTS, INVALID_PARTITIONS, INVALID_CONFIG."""
+        overrides = self.validate_new_topic(name, partitions, configs)
+        if partitions == -1:
+            partitions = self._default_partitions()
+        info = TopicInfo(name, _new_kafka_uuid(), partitions, overrides, name in INTERNAL_TOPICS)
+        # Partition directories first, registry file last: a crash in between leaves only empty
+        # directories, which the next start removes.
+        for p in range(partitions):
+            self._create_partition(info, p)
+        self._write_topic(info)
+        self.topics[name] = info
+        log.info("created topic", topic=name, partitions=partitions, topic_id=str(info.topic_id),
+                 configs=overrides or None)
+        return info
+
+    def _create_partition(self, info: TopicInfo, p: int) -> PartitionLog:
+        path = self._partition_dir(info.name, p)
+        if os.path.exists(path):
+            log.warning("removing stale files of a partition that did not exist",
+                        directory=path)
+            shutil.rmtree(path)
+        return self._open_log(info, p, 0, True)
+
+    def create_partitions(self, name: str, total: int) -> None:
+        """Grow a topic to ``total`` partitions (UNKNOWN_TOPIC_OR_PARTITION, INVALID_PARTITIONS)."""
+        info = self.topics.get(name)
+        if info is None:
+            raise KafkaStorageError(ErrorCode.unknown_topic_or_partition,
+                                    f"topic {name!r} does not exist")
+        if total <= info.num_partitions:
+            raise KafkaStorageError(
+                ErrorCode.invalid_partitions,
+                f"topic {name!r} has {info.num_partitions} partitions; the new count must be "
+                f"larger, got {total}")
+        for p in range(info.num_partitions, total):
+            self._create_partition(info, p)
+        info.num_partitions = total
+        self._write_topic(info)
+        log.info("added partitions", topic=name, partitions=total)
+
+    def delete_topic(self, name: str) -> None:
+        """Remove a topic and its data (UNKNOWN_TOPIC_OR_PARTITION if absent). Its directories
+        are renamed away first, then the registry file goes, then the data is removed (in the
+        background when possible): a crash at any point leaves no half-deleted topic."""
+        info = self.topics.get(name)
+        if info is None:
+            raise KafkaStorageError(ErrorCode.unknown_topic_or_partition,
+                                    f"topic {name!r} does not exist")
+        doomed = []
+        for p in range(info.num_partitions):
+            plog = self._logs.pop((name, p), None)
+            if plog is not None:
+                plog.close(flush=False)
+            src = self._partition_dir(name, p)
+            if os.path.exists(src):
+                suffix = f"-{p}.{uuid.uuid4().hex}-delete"
+                dst = os.path.join(self.data_dir, name[:255 - len(suffix)] + suffix)
+                os.rename(src, dst)
+                doomed.append(dst)
+        _fsync_dir(self.data_dir)
+        try:
+            os.unlink(os.path.join(self.data_dir, TOPICS_DIR, name + ".json"))
+        except FileNotFoundError:
+            pass
+        _fsync_dir(os.path.join(self.data_dir, TOPICS_DIR))
+        del self.topics[name]
+        for path in doomed:
+            if self._executor is not None:
+                self._executor.submit(shutil.rmtree, path, True)
+            else:
+                shutil.rmtree(path, ignore_errors=True)
+        log.info("deleted topic", topic=name, topic_id=str(info.topic_id))
+
+    def set_topic_configs(self, name: str, configs: dict[str, str]) -> None:
+        """Replace a topic's overrides (AlterConfigs; IncrementalAlterConfigs computes the new
+        full set). Takes effect on the logs at once. INVALID_CONFIG, UNKNOWN_TOPIC_OR_PARTITION."""
+        info = self.topics.get(name)
+        if info is None:
+            raise KafkaStorageError(ErrorCode.unknown_topic_or_partition,
+                                    f"topic {name!r} does not exist")
+        info.configs = validate_topic_configs({k: v for k, v in configs.items() if v is not None})
+        self._write_topic(info)
+        cfg = self._log_config(info)
+        for p in range(info.num_partitions):
+            plog = self._logs.get((name, p))
+            if plog is not None:
+                plog.config = cfg
+
+    def describe_topic_configs(self, name: str) -> dict[str, tuple[str, bool]]:
+        """name -> (value, is_default) of every topic config, for DescribeConfigs."""
+        info = self.topics.get(name)
+        if info is None:
+            raise KafkaStorageError(ErrorCode.unknown_topic_or_partition,
+                                    f"topic {name!r} does not exist")
+        return effective_topic_configs(self.config, info.configs)
+
+    # ================================================================== logs
+    def get_log(self, topic: str, partition: int) -> PartitionLog | None:
+        return self._logs.get((topic, partition))
+
+    def all_logs(self) -> Iterator[PartitionLog]:
+        return iter(list(self._logs.values()))
+
+    def remove_expired_producers(self, now_ms: int | None = None) -> None:
+        now = self._time_ms() if now_ms is None else now_ms
+        for plog in self._logs.values():
+            plog.remove_expired_producers(now)
+
+    def flush(self) -> None:
+        """fsync every log and checkpoint the recovery points."""
+        for plog in list(self._logs.values()):
+            plog.flush()
+        self.checkpoint_recovery_points()
+
+    def close(self) -> None:
+        """Clean stop: close (flush, snapshot) every log, checkpoint, then write the marker that
+        lets the next start skip recovery. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._opened:
+            for plog in list(self._logs.values()):
+                plog.close()
+            self.checkpoint_recovery_points()
+            if self._executor is not None:
+                self._executor.shutdown(wait=True)
+            marker = os.path.join(self.data_dir, CLEAN_SHUTDOWN_FILE)
+            with open(marker, "wb") as f:
+                os.fsync(f.fileno())
+            _fsync_dir(self.data_dir)
+            log.info("closed partition logs cleanly", partitions=len(self._logs))
+        elif self._executor is not None:
+            self._executor.shutdown(wait=True)

@@ -1,0 +1,527 @@
+"""Per-partition idempotent/transactional producer state.
+
+Implements the rules of Apache Kafka's ``ProducerStateManager`` / ``ProducerAppendInfo``
+(``checkProducerEpoch``, ``checkSequence``, ``appendDataBatch``, ``appendEndTxnMarker``) and the
+duplicate path of ``UnifiedLog.analyzeAndValidateProducerState`` for one partition:
+
+* ``check(header)`` runs before an append. It raises ``KafkaStorageError`` for a batch that must
+  be rejected and returns the stored ``BatchMetadata`` when the batch is an exact retry of one of
+  the producer's last five batches (the caller then answers with the original offsets and does
+  not append anything).
+* ``update(header, first_offset, append_time_ms)`` runs after a successful append and during
+  recovery replay. It never validates and never raises.
+
+Sequences are int32 values that wrap from ``2**31 - 1`` to 0; "behind the last sequence" is
+decided modulo 2**31 within ``DUPLICATE_HORIZON`` (2**28) so that it works across the wrap.
+Epochs are int16 and compared as plain integers (the coordinator moves to a new producer id
+before the epoch would wrap).
+
+Snapshots (``<next offset, 20 digits>.snapshot``) hold, for each producer, the epoch, the
+coordinator epoch, the last timestamp, the open transaction's first offset and the metadata of
+the last five batches, so that a retry is deduplicated after a crash too. Format (big endian)::
+
+    magic b"MBPS" | version u16 | crc32 u32 (zlib, over everything after it)
+    next_offset i64 | producer count u32
+    per producer: pid i64, epoch i16, coordinator_epoch i32, last_timestamp i64,
+                  txn_first_offset i64 (-1 = none), batch count u8
+        per batch: first_seq i32, last_seq i32, first_offset i64, last_offset i64, timestamp i64
+
+Files are written to a temporary name, fsynced, renamed and the directory fsynced.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import struct
+import zlib
+from collections import deque
+from typing import Iterable, NamedTuple
+
+from protocol.errors import ErrorCode
+from protocol.record_batch import (
+    ATTR_CONTROL as _ATTR_CONTROL,
+    ATTR_TRANSACTIONAL as _ATTR_TRANSACTIONAL,
+    CONTROL_ABORT,
+    CONTROL_COMMIT,
+    parse_control_record,
+)
+from storage.errors import KafkaStorageError
+
+__all__ = [
+    "BATCH_WINDOW",
+    "BatchMetadata",
+    "CompletedTxn",
+    "ProducerStateEntry",
+    "ProducerStateManager",
+    "parse_end_txn_marker",
+    "snapshot_path",
+]
+
+log = logging.getLogger(__name__)
+
+BATCH_WINDOW = 5  # Kafka's ProducerStateEntry.NUM_BATCHES_TO_RETAIN
+SNAPSHOTS_TO_KEEP = 3
+
+_INT32_MAX = 0x7FFFFFFF
+_SEQ_SPACE = 1 << 31
+# A sequence at most this far behind the last one (modulo 2**31, so across the wrap) is an old
+# duplicate (DUPLICATE_SEQUENCE_NUMBER); further away it counts as a jump ahead (OUT_OF_ORDER).
+# Real retries are at most a few batches behind; 2**28 records leaves a wide margin both ways.
+DUPLICATE_HORIZON = 1 << 28
+
+_SNAPSHOT_SUFFIX = ".snapshot"
+_SNAPSHOT_RE = re.compile(r"^(\d{20})\.snapshot$")
+_MAGIC = b"MBPS"
+_VERSION = 1
+_FILE_HEADER = struct.Struct(">4sHI")  # magic, version, crc
+_PAYLOAD_HEADER = struct.Struct(">qI")  # next_offset, producer count
+_PRODUCER = struct.Struct(">qhiqqB")
+_BATCH = struct.Struct(">iiqqq")
+
+
+class BatchMetadata:
+    """One appended batch of a producer (what a retry must be answered with)."""
+
+    __slots__ = ("first_seq", "last_seq", "first_offset", "last_offset", "timestamp")
+
+    def __init__(self, first_seq: int, last_seq: int, first_offset: int, last_offset: int,
+                 timestamp: int) -> None:
+        self.first_seq = first_seq
+        self.last_seq = last_seq
+        self.first_offset = first_offset
+        self.last_offset = last_offset
+        self.timestamp = timestamp
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, BatchMetadata):
+            return NotImplemented
+        return (self.first_seq, self.last_seq, self.first_offset, self.last_offset,
+                self.timestamp) == (other.first_seq, other.last_seq, other.first_offset,
+                                    other.last_offset, other.timestamp)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return (f"BatchMetadata(seq={self.first_seq}..{self.last_seq}, "
+                f"offsets={self.first_offset}..{self.last_offset}, ts={self.timestamp})")
+
+
+class CompletedTxn(NamedTuple):
+    """A transaction closed by a control batch: what the aborted-transaction index needs."""
+
+    producer_id: int
+    first_offset: int
+    last_offset: int  # offset of the marker
+    is_aborted: bool
+
+
+class ProducerStateEntry:
+    """State of one producer on this partition (also what DescribeProducers reports)."""
+
+    __slots__ = ("producer_id", "epoch", "coordinator_epoch", "last_timestamp",
+                 "current_txn_first_offset_raw", "batches")
+
+    def __init__(self, producer_id: int, epoch: int, coordinator_epoch: int = -1,
+                 last_timestamp: int = -1, txn_first_offset: int = -1) -> None:
+        self.producer_id = producer_id
+        self.epoch = epoch
+        self.coordinator_epoch = coordinator_epoch
+        self.last_timestamp = last_timestamp
+        self.current_txn_first_offset_raw = txn_first_offset  # -1 = no open transaction
+        self.batches: deque[BatchMetadata] = deque(maxlen=BATCH_WINDOW)
+
+    @property
+    def last_sequence(self) -> int:
+        """Last sequence appended in the current epoch, -1 if none."""
+        b = self.batches
+        return b[-1].last_seq if b else -1
+
+    @property
+    def current_txn_first_offset(self) -> int | None:
+        v = self.current_txn_first_offset_raw
+        return v if v >= 0 else None
+
+    def find_duplicate(self, epoch: int, first_seq: int, last_seq: int) -> BatchMetadata | None:
+        if epoch != self.epoch:
+            return None
+        for b in self.batches:
+            if b.first_seq == first_seq and b.last_seq == last_seq:
+                return b
+        return None
+
+    def __repr__(self) -> str:
+        return (f"ProducerStateEntry(pid={self.producer_id}, epoch={self.epoch}, "
+                f"last_seq={self.last_sequence}, coord_epoch={self.coordinator_epoch}, "
+                f"last_ts={self.last_timestamp}, txn_first={self.current_txn_first_offset})")
+
+
+def snapshot_path(partition_dir: str, offset: int) -> str:
+    return os.path.join(partition_dir, f"{offset:020d}{_SNAPSHOT_SUFFIX}")
+
+
+def parse_end_txn_marker(batch) -> tuple[bool, int]:
+    """(is_abort, coordinator_epoch) from the bytes of a whole control batch (its single record:
+    key ``int16 version, int16 type`` (ABORT=0, COMMIT=1), value ``int16 version, int32
+    coordinator_epoch``; -1 if the value is missing). Raises ValueError if it cannot be parsed."""
+    try:
+        rec = parse_control_record(batch)
+    except ValueError:
+        raise
+    except Exception as exc:  # anything odd in a damaged batch
+        raise ValueError(f"malformed control batch: {exc!r}") from None
+    if rec.type not in (CONTROL_ABORT, CONTROL_COMMIT):
+        raise ValueError(f"unknown control record type {rec.type}")
+    return rec.type == CONTROL_ABORT, rec.coordinator_epoch
+
+
+def _fsync_dir(path: str) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+class ProducerStateManager:
+    """Producer state of one partition. All methods run on the event loop thread."""
+
+    __slots__ = ("partition_dir", "expiration_ms", "_producers", "_ongoing", "_fuo")
+
+    def __init__(self, partition_dir: str, expiration_ms: int) -> None:
+        self.partition_dir = partition_dir
+        self.expiration_ms = expiration_ms
+        self._producers: dict[int, ProducerStateEntry] = {}
+        self._ongoing: dict[int, int] = {}  # producer id -> first offset of its open txn
+        self._fuo: int | None = None  # cached min(self._ongoing.values())
+
+    # ------------------------------------------------------------------ validation (hot path)
+    def check(self, header, *, coordinator_epoch: int | None = None) -> BatchMetadata | None:
+        """Validate a batch before it is appended.
+
+        Returns the metadata of the original batch if ``header`` is an exact retry (same epoch,
+        same first and last sequence) of one of the producer's last five batches; None if the
+        batch may be appended. Raises KafkaStorageError with INVALID_PRODUCER_EPOCH (47),
+        OUT_OF_ORDER_SEQUENCE_NUMBER (45), DUPLICATE_SEQUENCE_NUMBER (46), INVALID_TXN_STATE
+        (48, non-transactional write while the producer has an open transaction),
+        INVALID_RECORD (87, producer id without a sequence) or, for a control batch whose
+        ``coordinator_epoch`` is lower than the last one seen, TRANSACTION_COORDINATOR_FENCED.
+        """
+        pid = header.producer_id
+        if pid < 0:
+            return None
+        entry = self._producers.get(pid)
+        epoch = header.producer_epoch
+        attrs = header.attributes
+        if attrs & _ATTR_CONTROL:
+            if entry is None:
+                return None
+            if epoch < entry.epoch:
+                raise KafkaStorageError(
+                    ErrorCode.invalid_producer_epoch,
+                    f"marker epoch {epoch} of producer {pid} is older than current {entry.epoch}")
+            if coordinator_epoch is not None and coordinator_epoch < entry.coordinator_epoch:
+                raise KafkaStorageError(
+                    ErrorCode.transaction_coordinator_fenced,
+                    f"marker coordinator epoch {coordinator_epoch} of producer {pid} is older "
+                    f"than {entry.coordinator_epoch}")
+            return None
+
+        first_seq = header.base_sequence
+        if first_seq < 0:
+            raise KafkaStorageError(
+                ErrorCode.invalid_record,
+                f"batch of producer {pid} has no base sequence ({first_seq})")
+        if entry is None:
+            return None  # unknown producer (new, expired or retention-deleted): any sequence
+
+        cur_epoch = entry.epoch
+        if epoch == cur_epoch:
+            last_seq = (first_seq + header.last_offset_delta) & _INT32_MAX
+            for b in entry.batches:
+                if b.first_seq == first_seq and b.last_seq == last_seq:
+                    return b
+            prev = entry.batches[-1].last_seq if entry.batches else -1
+            if first_seq != ((prev + 1) & _INT32_MAX):
+                if prev >= 0 and ((prev - first_seq) % _SEQ_SPACE) < DUPLICATE_HORIZON:
+                    raise KafkaStorageError(
+                        ErrorCode.duplicate_sequence_number,
+                        f"duplicate sequence {first_seq}..{last_seq} of producer {pid} epoch "
+                        f"{epoch}: last appended sequence is {prev} and the batch is not one "
+                        f"of the last {BATCH_WINDOW}")
+                raise KafkaStorageError(
+                    ErrorCode.out_of_order_sequence_number,
+                    f"out of order sequence {first_seq} of producer {pid} epoch {epoch}: "
+                    f"expected {(prev + 1) & _INT32_MAX}")
+        elif epoch < cur_epoch:
+            raise KafkaStorageError(
+                ErrorCode.invalid_producer_epoch,
+                f"epoch {epoch} of producer {pid} is older than current {cur_epoch}")
+        elif first_seq != 0:
+            raise KafkaStorageError(
+                ErrorCode.out_of_order_sequence_number,
+                f"new epoch {epoch} of producer {pid} must start at sequence 0, got {first_seq}")
+
+        if entry.current_txn_first_offset_raw >= 0 and not attrs & _ATTR_TRANSACTIONAL:
+            raise KafkaStorageError(
+                ErrorCode.invalid_txn_state,
+                f"non-transactional write from producer {pid} with an open transaction")
+        return None
+
+    # ------------------------------------------------------------------ state change
+    def update(self, header, first_offset: int, append_time_ms: int, *,
+               abort: bool | None = None, coordinator_epoch: int | None = None,
+               batch=None) -> CompletedTxn | None:
+        """Record an appended batch (after append and during recovery replay; never raises).
+
+        Data batch: adds it to the producer's window of five (a new epoch clears the window)
+        and opens a transaction at ``first_offset`` for a transactional batch if none is open.
+        Returns None.
+
+        Control batch: the marker's type comes from ``abort`` or, if that is None, is parsed
+        from ``batch`` (the whole control batch's bytes), as is ``coordinator_epoch``. Closes
+        the producer's open transaction and returns ``CompletedTxn(producer_id, txn first
+        offset, marker offset (= first_offset), is_aborted)``, or None if no transaction was
+        open for that producer on this partition.
+
+        ``append_time_ms`` becomes the producer's last timestamp (used for expiry) and the
+        stored ``BatchMetadata.timestamp`` returned to retries.
+        """
+        pid = header.producer_id
+        if pid < 0:
+            return None
+        epoch = header.producer_epoch
+        entry = self._producers.get(pid)
+        if entry is None:
+            entry = self._producers[pid] = ProducerStateEntry(pid, epoch)
+        elif epoch != entry.epoch:
+            entry.epoch = epoch
+            entry.batches.clear()
+        entry.last_timestamp = append_time_ms
+        attrs = header.attributes
+
+        if attrs & _ATTR_CONTROL:
+            if (abort is None or coordinator_epoch is None) and batch is not None:
+                try:
+                    parsed_abort, parsed_coord = parse_end_txn_marker(batch)
+                except ValueError as exc:
+                    log.warning("producer %d: unparseable control batch at offset %d: %s",
+                                pid, first_offset, exc)
+                else:
+                    if abort is None:
+                        abort = parsed_abort
+                    if coordinator_epoch is None:
+                        coordinator_epoch = parsed_coord
+            if abort is None:
+                log.warning("producer %d: control batch at offset %d with unknown type, "
+                            "treated as COMMIT", pid, first_offset)
+                abort = False
+            if coordinator_epoch is not None and coordinator_epoch > entry.coordinator_epoch:
+                entry.coordinator_epoch = coordinator_epoch
+            txn_first = entry.current_txn_first_offset_raw
+            if txn_first < 0:
+                return None
+            entry.current_txn_first_offset_raw = -1
+            del self._ongoing[pid]
+            if self._fuo == txn_first:
+                self._fuo = None if not self._ongoing else min(self._ongoing.values())
+            return CompletedTxn(pid, txn_first, first_offset, bool(abort))
+
+        first_seq = header.base_sequence
+        delta = header.last_offset_delta
+        entry.batches.append(BatchMetadata(
+            first_seq, (first_seq + delta) & _INT32_MAX if first_seq >= 0 else first_seq,
+            first_offset, first_offset + delta, append_time_ms))
+        if attrs & _ATTR_TRANSACTIONAL and entry.current_txn_first_offset_raw < 0:
+            entry.current_txn_first_offset_raw = first_offset
+            self._ongoing[pid] = first_offset
+            fuo = self._fuo
+            if fuo is None or first_offset < fuo:
+                self._fuo = first_offset
+        return None
+
+    # ------------------------------------------------------------------ queries
+    def first_unstable_offset(self) -> int | None:
+        """Smallest first offset of the open transactions on this partition, None if none."""
+        return self._fuo
+
+    def ongoing_first_offset(self, producer_id: int) -> int | None:
+        return self._ongoing.get(producer_id)
+
+    def ongoing_transactions(self) -> dict[int, int]:
+        """producer id -> first offset of its open transaction (a copy)."""
+        return dict(self._ongoing)
+
+    def producers(self) -> Iterable[ProducerStateEntry]:
+        """Entries with producer_id, epoch, last_sequence, last_timestamp, coordinator_epoch,
+        current_txn_first_offset (None if no open transaction). A list (safe to keep)."""
+        return list(self._producers.values())
+
+    def get(self, producer_id: int) -> ProducerStateEntry | None:
+        return self._producers.get(producer_id)
+
+    def __len__(self) -> int:
+        return len(self._producers)
+
+    def clear(self) -> None:
+        """Forget everything in memory (files are untouched)."""
+        self._producers.clear()
+        self._ongoing.clear()
+        self._fuo = None
+
+    def remove_expired(self, now_ms: int) -> None:
+        """Forget producers with no open transaction idle for >= expiration_ms (Kafka's
+        ``isProducerExpired``: ``now - lastTimestamp >= producer.id.expiration.ms``)."""
+        limit = now_ms - self.expiration_ms
+        expired = [pid for pid, e in self._producers.items()
+                   if e.current_txn_first_offset_raw < 0 and e.last_timestamp <= limit]
+        for pid in expired:
+            del self._producers[pid]
+
+    # ------------------------------------------------------------------ snapshots
+    def snapshot_offsets(self) -> list[int]:
+        """Offsets of the snapshot files present, ascending."""
+        try:
+            names = os.listdir(self.partition_dir)
+        except FileNotFoundError:
+            return []
+        out = []
+        for name in names:
+            m = _SNAPSHOT_RE.match(name)
+            if m:
+                out.append(int(m.group(1)))
+        out.sort()
+        return out
+
+    def latest_snapshot_offset(self) -> int | None:
+        offsets = self.snapshot_offsets()
+        return offsets[-1] if offsets else None
+
+    def _encode(self, next_offset: int) -> bytes:
+        parts = [_PAYLOAD_HEADER.pack(next_offset, len(self._producers))]
+        pack_p = _PRODUCER.pack
+        pack_b = _BATCH.pack
+        for e in self._producers.values():
+            parts.append(pack_p(e.producer_id, e.epoch, e.coordinator_epoch, e.last_timestamp,
+                                e.current_txn_first_offset_raw, len(e.batches)))
+            for b in e.batches:
+                parts.append(pack_b(b.first_seq, b.last_seq, b.first_offset, b.last_offset,
+                                    b.timestamp))
+        payload = b"".join(parts)
+        return _FILE_HEADER.pack(_MAGIC, _VERSION, zlib.crc32(payload)) + payload
+
+    @staticmethod
+    def _decode(data: bytes) -> tuple[int, dict[int, ProducerStateEntry]]:
+        if len(data) < _FILE_HEADER.size + _PAYLOAD_HEADER.size:
+            raise ValueError("snapshot too short")
+        magic, version, crc = _FILE_HEADER.unpack_from(data, 0)
+        if magic != _MAGIC:
+            raise ValueError("bad snapshot magic")
+        if version != _VERSION:
+            raise ValueError(f"unsupported snapshot version {version}")
+        payload = memoryview(data)[_FILE_HEADER.size:]
+        if zlib.crc32(payload) != crc:
+            raise ValueError("snapshot CRC mismatch")
+        next_offset, count = _PAYLOAD_HEADER.unpack_from(payload, 0)
+        pos = _PAYLOAD_HEADER.size
+        producers: dict[int, ProducerStateEntry] = {}
+        unpack_p = _PRODUCER.unpack_from
+        unpack_b = _BATCH.unpack_from
+        for _ in range(count):
+            pid, epoch, coord, last_ts, txn_first, nb = unpack_p(payload, pos)
+            pos += _PRODUCER.size
+            entry = ProducerStateEntry(pid, epoch, coord, last_ts, txn_first)
+            for _ in range(nb):
+                entry.batches.append(BatchMetadata(*unpack_b(payload, pos)))
+                pos += _BATCH.size
+            producers[pid] = entry
+        if pos != len(payload):
+            raise ValueError("trailing bytes in snapshot")
+        return next_offset, producers
+
+    def take_snapshot(self, next_offset: int) -> None:
+        """Atomically write the state as of ``next_offset`` (every batch below it applied) to
+        ``<next_offset, 20 digits>.snapshot``; keep only the newest few snapshots."""
+        os.makedirs(self.partition_dir, exist_ok=True)
+        data = self._encode(next_offset)
+        path = snapshot_path(self.partition_dir, next_offset)
+        tmp = path + ".tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            view = memoryview(data)
+            while view:
+                n = os.write(fd, view)
+                view = view[n:]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+        _fsync_dir(self.partition_dir)
+        offsets = self.snapshot_offsets()
+        for off in offsets[:-SNAPSHOTS_TO_KEEP]:
+            self._delete_snapshot(off)
+
+    def _delete_snapshot(self, offset: int) -> None:
+        try:
+            os.unlink(snapshot_path(self.partition_dir, offset))
+        except FileNotFoundError:
+            pass
+
+    def load_snapshot(self, log_end_offset: int) -> int:
+        """Reset the in-memory state to the newest readable snapshot whose offset is <=
+        ``log_end_offset``; snapshots above ``log_end_offset`` (and unreadable ones tried on
+        the way) are deleted, as are leftover temporary files. Returns the offset from which
+        the log must be replayed through ``update()`` (0 if no snapshot was loaded: the caller
+        replays from the log start)."""
+        self.clear()
+        try:
+            names = os.listdir(self.partition_dir)
+        except FileNotFoundError:
+            return 0
+        for name in names:
+            if name.endswith(_SNAPSHOT_SUFFIX + ".tmp"):
+                try:
+                    os.unlink(os.path.join(self.partition_dir, name))
+                except FileNotFoundError:
+                    pass
+        offsets = self.snapshot_offsets()
+        for off in offsets:
+            if off > log_end_offset:
+                self._delete_snapshot(off)
+        for off in reversed([o for o in offsets if o <= log_end_offset]):
+            path = snapshot_path(self.partition_dir, off)
+            try:
+                with open(path, "rb") as f:
+                    data = f.read()
+                stored_offset, producers = self._decode(data)
+                if stored_offset != off:
+                    raise ValueError(f"snapshot names offset {off} but holds {stored_offset}")
+            except (OSError, ValueError, struct.error) as exc:
+                log.warning("deleting unreadable producer snapshot %s: %s", path, exc)
+                self._delete_snapshot(off)
+                continue
+            self._producers = producers
+            self._ongoing = {pid: e.current_txn_first_offset_raw for pid, e in producers.items()
+                             if e.current_txn_first_offset_raw >= 0}
+            self._fuo = min(self._ongoing.values()) if self._ongoing else None
+            return off
+        return 0
+
+    def truncate_snapshots_after(self, offset: int) -> None:
+        """Delete snapshots whose offset is > ``offset`` (after the log was truncated to
+        ``offset``). In-memory state is untouched: follow with ``load_snapshot`` + replay."""
+        for off in self.snapshot_offsets():
+            if off > offset:
+                self._delete_snapshot(off)
+
+    def delete_snapshots_before(self, offset: int) -> None:
+        """Delete snapshots whose offset is < ``offset`` (e.g. below the log start offset)."""
+        for off in self.snapshot_offsets():
+            if off < offset:
+                self._delete_snapshot(off)

@@ -1,0 +1,363 @@
+"""One log segment (Kafka's ``LogSegment``): a .log file of record batches plus its indexes.
+
+Files, named by the segment's base offset (first offset it holds) as 20 zero-padded digits::
+
+    00000000000000001234.log        record batches, byte for byte as appended
+    00000000000000001234.index      OffsetIndex
+    00000000000000001234.timeindex  TimeIndex
+    00000000000000001234.txnindex   TransactionIndex (only if the segment holds an abort marker)
+
+The .log file is opened once with O_APPEND and kept open: appends are one ``os.writev`` into the
+page cache (so a SIGKILL loses nothing that was acknowledged), reads use ``os.pread`` on the same
+fd and FileSlices hand that fd to the connection. fsync happens only in ``sync``/``flush``.
+
+A segment knows nothing about producers or transactions; ``PartitionLog`` drives recovery and
+decides which segments to check.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Iterator, NamedTuple
+
+from protocol.record_batch import (
+    BATCH_OVERHEAD_LENGTH,
+    HEADER_SIZE,
+    HEADER_STRUCT,
+    MAGIC,
+    BatchHeader,
+    crc_ok,
+)
+from storage.offset_index import CorruptIndexError, OffsetIndex
+from storage.time_index import TimeIndex
+from storage.transaction_index import TransactionIndex
+
+__all__ = ["LogSegment", "ScanStop", "RecoveryResult", "scan_batches", "segment_file_name",
+           "LOG_SUFFIX", "INDEX_SUFFIX", "TIME_INDEX_SUFFIX", "TXN_INDEX_SUFFIX"]
+
+LOG_SUFFIX = ".log"
+INDEX_SUFFIX = ".index"
+TIME_INDEX_SUFFIX = ".timeindex"
+TXN_INDEX_SUFFIX = ".txnindex"
+
+_make_header = BatchHeader._make
+_unpack_header = HEADER_STRUCT.unpack_from
+
+# Recovery and replay read the file in pieces of this size: big enough for few syscalls, small
+# enough to keep memory flat on a 1 GiB segment.
+_SCAN_CHUNK = 1 << 20
+# Reads that look for one batch (fetch, timestamp lookup) start with this much: the index puts
+# them at most about index.interval.bytes before it.
+_SEEK_CHUNK = 16 << 10
+
+
+def segment_file_name(base_offset: int, suffix: str) -> str:
+    return f"{base_offset:020d}{suffix}"
+
+
+class ScanStop:
+    """Where and why ``scan_batches`` stopped (reason None: it reached the end cleanly)."""
+
+    __slots__ = ("position", "reason")
+
+    def __init__(self) -> None:
+        self.position = 0
+        self.reason: str | None = None
+
+
+def scan_batches(fd: int, start: int, end: int, stop: ScanStop, *, with_bytes: bool = False,
+                 chunk: int = _SCAN_CHUNK) -> Iterator[tuple[int, BatchHeader, memoryview | None]]:
+    """Yield (position, header, bytes-or-None) for each structurally whole batch in [start, end)
+    (magic 2, sane length, not running past ``end``); records in ``stop`` where it stopped.
+    CRCs are the caller's business (``with_bytes=True`` gives it the batch)."""
+    pos = start
+    buf = b""
+    buf_start = start
+    while True:
+        if pos >= end:
+            stop.position, stop.reason = pos, None
+            return
+        off = pos - buf_start
+        if off + HEADER_SIZE > len(buf):
+            buf = os.pread(fd, min(max(chunk, HEADER_SIZE), end - pos), pos)
+            buf_start, off = pos, 0
+            if len(buf) < HEADER_SIZE:
+                stop.position = pos
+                stop.reason = f"incomplete batch header ({end - pos} bytes) at the end of the file"
+                return
+        h = _make_header(_unpack_header(buf, off))
+        if h.magic != MAGIC:
+            stop.position, stop.reason = pos, f"batch with magic {h.magic} (expected {MAGIC})"
+            return
+        if h.batch_length < BATCH_OVERHEAD_LENGTH:
+            stop.position, stop.reason = pos, f"batch length {h.batch_length} is too small"
+            return
+        size = h.batch_length + 12
+        if pos + size > end:
+            stop.position = pos
+            stop.reason = (f"incomplete batch: {size} bytes announced, {end - pos} left in "
+                           f"the file")
+            return
+        data = None
+        if with_bytes:
+            if off + size > len(buf):
+                buf = os.pread(fd, max(size, min(chunk, end - pos)), pos)
+                buf_start, off = pos, 0
+                if len(buf) < size:
+                    stop.position, stop.reason = pos, "short read"
+                    return
+            data = memoryview(buf)[off:off + size]
+        yield pos, h, data
+        pos += size
+
+
+class RecoveryResult(NamedTuple):
+    valid_bytes: int
+    truncated_bytes: int
+    next_offset: int
+    reason: str | None  # why the tail was cut (None if nothing was cut)
+    batches: int
+
+
+class LogSegment:
+    __slots__ = ("dir", "base_offset", "log_path", "fd", "size", "next_offset", "index",
+                 "time_index", "txn_index", "max_timestamp", "offset_of_max_timestamp",
+                 "rolling_timestamp", "created_ms", "bytes_since_last_index_entry",
+                 "index_interval_bytes", "dirty", "suspect")
+
+    def __init__(self, directory: str, base_offset: int, index_interval_bytes: int) -> None:
+        self.dir = directory
+        self.base_offset = base_offset
+        self.log_path = self.path(LOG_SUFFIX)
+        self.fd = -1
+        self.size = 0
+        self.next_offset = base_offset  # offset after the last batch (exact for the active one)
+        self.index: OffsetIndex | None = None
+        self.time_index: TimeIndex | None = None
+        self.txn_index: TransactionIndex | None = None
+        self.max_timestamp = -1  # largest batch maxTimestamp seen
+        self.offset_of_max_timestamp = -1  # base offset of the batch that first reached it
+        self.rolling_timestamp: int | None = None  # first batch's maxTimestamp (segment.ms)
+        self.created_ms = 0
+        self.bytes_since_last_index_entry = 0
+        self.index_interval_bytes = index_interval_bytes
+        self.dirty = False  # appended since the last flush
+        self.suspect: str | None = None  # why the indexes cannot be trusted (open found it)
+
+    def path(self, suffix: str) -> str:
+        return os.path.join(self.dir, segment_file_name(self.base_offset, suffix))
+
+    # ------------------------------------------------------------------ opening
+    @classmethod
+    def create(cls, directory: str, base_offset: int, index_interval_bytes: int,
+               now_ms: int) -> "LogSegment":
+        seg = cls(directory, base_offset, index_interval_bytes)
+        seg.fd = os.open(seg.log_path, os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o644)
+        seg.index = OffsetIndex.create(seg.path(INDEX_SUFFIX), base_offset)
+        seg.time_index = TimeIndex.create(seg.path(TIME_INDEX_SUFFIX), base_offset)
+        seg.txn_index = TransactionIndex(seg.path(TXN_INDEX_SUFFIX), base_offset)
+        try:
+            os.unlink(seg.txn_index.path)  # a leftover of an older segment with this base
+        except FileNotFoundError:
+            pass
+        seg.created_ms = now_ms
+        return seg
+
+    @classmethod
+    def open(cls, directory: str, base_offset: int, index_interval_bytes: int,
+             now_ms: int) -> "LogSegment":
+        """Open an existing segment without reading its batches. Index problems are noted in
+        ``suspect`` (the caller then runs ``recover``), never raised."""
+        seg = cls(directory, base_offset, index_interval_bytes)
+        seg.fd = os.open(seg.log_path, os.O_RDWR | os.O_APPEND)
+        seg.size = os.fstat(seg.fd).st_size
+        seg.created_ms = now_ms
+        seg.txn_index = TransactionIndex(seg.path(TXN_INDEX_SUFFIX), base_offset)
+        try:
+            seg.index = OffsetIndex.open(seg.path(INDEX_SUFFIX), base_offset, seg.size)
+            seg.time_index = TimeIndex.open(seg.path(TIME_INDEX_SUFFIX), base_offset)
+            seg.txn_index = TransactionIndex.open(seg.txn_index.path, base_offset)
+        except CorruptIndexError as exc:
+            seg.suspect = str(exc)
+            seg.index = OffsetIndex(seg.path(INDEX_SUFFIX), base_offset)
+            seg.time_index = TimeIndex(seg.path(TIME_INDEX_SUFFIX), base_offset)
+            return seg
+        last_time = seg.time_index.last_entry()
+        if last_time is not None:
+            seg.max_timestamp, seg.offset_of_max_timestamp = last_time
+        return seg
+
+    def load_tail(self) -> str | None:
+        """For the active segment after a clean shutdown: read the batches after the last
+        offset-index entry (a few KiB) to learn the next offset and the index state. Returns a
+        problem description if the tail is not clean (the caller then recovers)."""
+        last = self.index.last_entry()
+        expected, pos = last if last is not None else (self.base_offset, 0)
+        stop = ScanStop()
+        for p, h, _ in scan_batches(self.fd, pos, self.size, stop, chunk=_SEEK_CHUNK * 4):
+            if h.base_offset != expected:
+                return f"batch at position {p} has offset {h.base_offset}, expected {expected}"
+            if h.max_timestamp > self.max_timestamp:
+                self.max_timestamp, self.offset_of_max_timestamp = h.max_timestamp, h.base_offset
+            expected = h.last_offset + 1
+        if stop.reason is not None:
+            return stop.reason
+        self.next_offset = expected
+        # as if appended in this process: bytes written since the last indexed batch started
+        self.bytes_since_last_index_entry = self.size - pos
+        return None
+
+    # ------------------------------------------------------------------ appending
+    def append(self, parts: list, size: int, base_offset: int, next_offset: int,
+               max_timestamp: int) -> int:
+        """Write one batch (given as buffers) at the end; returns its position. On an OSError
+        the file is cut back to its previous size, so a failed append leaves nothing behind."""
+        pos = self.size
+        try:
+            written = os.writev(self.fd, parts)
+            while written < size:  # rare: a partial write (e.g. a signal); finish it
+                flat = b"".join(bytes(p) for p in parts)
+                written += os.write(self.fd, flat[written:])
+        except OSError:
+            try:
+                os.ftruncate(self.fd, pos)
+            except OSError:
+                pass
+            raise
+        # Kafka's order: the running maximum first, then (every index.interval.bytes) one
+        # offset-index entry for this batch and one time-index entry for the maximum so far.
+        if max_timestamp > self.max_timestamp:
+            self.max_timestamp, self.offset_of_max_timestamp = max_timestamp, base_offset
+        if self.bytes_since_last_index_entry > self.index_interval_bytes:
+            self.index.append(base_offset, pos)
+            self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
+            self.bytes_since_last_index_entry = 0
+        if pos == 0:
+            self.rolling_timestamp = max_timestamp
+        self.bytes_since_last_index_entry += size
+        self.size = pos + size
+        self.next_offset = next_offset
+        self.dirty = True
+        return pos
+
+    def first_batch_timestamp(self) -> int | None:
+        """maxTimestamp of the first batch (Kafka rolls on segment.ms from it)."""
+        if self.rolling_timestamp is None and self.size >= HEADER_SIZE:
+            self.rolling_timestamp = self.read_header(0).max_timestamp
+        return self.rolling_timestamp
+
+    # ------------------------------------------------------------------ reading
+    def read_header(self, position: int) -> BatchHeader:
+        return _make_header(_unpack_header(os.pread(self.fd, HEADER_SIZE, position)))
+
+    def read_batch(self, position: int, size: int) -> bytes:
+        return os.pread(self.fd, size, position)
+
+    def headers_from(self, position: int, end: int | None = None
+                     ) -> Iterator[tuple[int, BatchHeader]]:
+        """(position, header) of the batches from ``position`` (a batch boundary) on."""
+        stop = ScanStop()
+        for p, h, _ in scan_batches(self.fd, position, self.size if end is None else end, stop,
+                                    chunk=_SEEK_CHUNK):
+            yield p, h
+
+    def find_batch(self, offset: int) -> tuple[int, BatchHeader] | None:
+        """The batch containing ``offset`` (or the first one after it): (position, header)."""
+        _, pos = self.index.lookup(offset)
+        for p, h in self.headers_from(pos):
+            if h.base_offset + h.last_offset_delta >= offset:
+                return p, h
+        return None
+
+    # ------------------------------------------------------------------ recovery
+    def recover(self) -> RecoveryResult:
+        """Kafka's LogSegment.recover: read every batch, check structure, offset continuity and
+        CRC, rebuild the offset and time indexes, and cut the file at the first bad batch. The
+        transaction index is rebuilt by the caller (it needs producer state)."""
+        self.index.reset()
+        self.time_index.reset()
+        self.max_timestamp = self.offset_of_max_timestamp = -1
+        self.rolling_timestamp = None
+        self.bytes_since_last_index_entry = 0
+        file_size = os.fstat(self.fd).st_size
+        expected = self.base_offset
+        stop = ScanStop()
+        reason = None
+        valid = 0
+        batches = 0
+        for pos, h, data in scan_batches(self.fd, 0, file_size, stop, with_bytes=True):
+            if h.base_offset != expected:
+                reason = f"batch at position {pos} has offset {h.base_offset}, expected {expected}"
+                break
+            if not crc_ok(data):
+                reason = f"CRC mismatch in the batch at offset {h.base_offset}, position {pos}"
+                break
+            if h.records_count != h.last_offset_delta + 1 or h.last_offset_delta < 0:
+                reason = f"batch at offset {h.base_offset} has inconsistent record counts"
+                break
+            if h.max_timestamp > self.max_timestamp:
+                self.max_timestamp, self.offset_of_max_timestamp = h.max_timestamp, h.base_offset
+            if self.bytes_since_last_index_entry > self.index_interval_bytes:
+                self.index.append(h.base_offset, pos)
+                self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
+                self.bytes_since_last_index_entry = 0
+            if pos == 0:
+                self.rolling_timestamp = h.max_timestamp
+            self.bytes_since_last_index_entry += h.size
+            expected = h.last_offset + 1
+            valid = pos + h.size
+            batches += 1
+        else:
+            reason = stop.reason
+            valid = stop.position
+        truncated = file_size - valid
+        if truncated:
+            os.ftruncate(self.fd, valid)
+        self.size = valid
+        self.next_offset = expected
+        self.index.write_pending()
+        self.time_index.write_pending()
+        self.suspect = None
+        self.dirty = True
+        return RecoveryResult(valid, truncated, expected, reason if truncated else None, batches)
+
+    # ------------------------------------------------------------------ lifecycle
+    def on_become_inactive(self) -> None:
+        """The segment was rolled: make its time index end with its largest timestamp (so it
+        can be known after a restart without a scan) and write the pending index entries."""
+        if self.max_timestamp >= 0:
+            self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
+        self.write_pending()
+
+    def write_pending(self) -> None:
+        self.index.write_pending()
+        self.time_index.write_pending()
+
+    def sync(self) -> None:
+        """fsync the .log and the index files. Touches no Python state, so it may run in a
+        worker thread while the event loop keeps appending to another segment."""
+        os.fsync(self.fd)
+        self.index.sync()
+        self.time_index.sync()
+        self.txn_index.sync()
+
+    def flush(self) -> None:
+        self.write_pending()
+        self.sync()
+        self.dirty = False
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+    def delete_files(self) -> None:
+        self.close()
+        for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
+            try:
+                os.unlink(self.path(suffix))
+            except FileNotFoundError:
+                pass
+
+    def __repr__(self) -> str:
+        return f"LogSegment(base={self.base_offset}, size={self.size}, next={self.next_offset})"

@@ -1,0 +1,213 @@
+"""Issue 2: the three Python clients produce and consume through minibroker.
+
+Every client x codec pair writes ~2000 records (keys, null keys, null and empty values, headers,
+explicit timestamps) to its own 3-partition topic with manual partitioning and reads them back
+with manual assignment; per-partition order and every field are compared exactly. Plus
+ListOffsets (earliest, latest, by timestamp) through kafka-python and confluent-kafka, and
+Fetch long-polling on the wire.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+from tests.support import clients
+from tests.support.helpers import create_topic, expected_by_partition, make_messages, unique_name
+from tests.support.wire import WireClient, build_batch, build_fetch_request, decode_response, iter_batches, batch_records
+from kafka.protocol.consumer import FetchResponse
+
+CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
+CLIENTS = ["kafka-python", "confluent-kafka", "aiokafka"]
+N_RECORDS = 2000
+PARTITIONS = 3
+
+
+async def produce_with(client: str, bootstrap: str, topic: str, messages, codec: str):
+    if client == "kafka-python":
+        return await asyncio.to_thread(clients.kp_produce, bootstrap, topic, messages, codec)
+    if client == "confluent-kafka":
+        return await asyncio.to_thread(clients.ck_produce, bootstrap, topic, messages, codec)
+    return await clients.aio_produce(bootstrap, topic, messages, codec)
+
+
+async def consume_with(client: str, bootstrap: str, topic: str, partitions: list[int], expected: int, **extra):
+    if client == "kafka-python":
+        return await asyncio.to_thread(clients.kp_consume, bootstrap, topic, partitions, expected, **extra)
+    if client == "confluent-kafka":
+        return await asyncio.to_thread(clients.ck_consume, bootstrap, topic, partitions, expected, **extra)
+    return await clients.aio_consume(bootstrap, topic, partitions, expected, **extra)
+
+
+@pytest.mark.parametrize("codec", CODECS)
+@pytest.mark.parametrize("client", CLIENTS)
+async def test_produce_consume_roundtrip(shared_broker, client, codec):
+    topic = unique_name(f"rt-{client}-{codec}")
+    await asyncio.to_thread(create_topic, shared_broker, topic, PARTITIONS)
+    messages = make_messages(N_RECORDS, PARTITIONS, tag=f"{client}/{codec}")
+
+    acked = await produce_with(client, shared_broker.bootstrap, topic, messages, codec)
+    expected = expected_by_partition(messages, acked)
+    assert sum(len(v) for v in expected.values()) == N_RECORDS
+
+    consumed = await consume_with(client, shared_broker.bootstrap, topic, list(range(PARTITIONS)), N_RECORDS)
+    clients.compare_partitions(consumed, expected)
+
+    # the stored batches really carry the producer's codec (stored as received, not recompressed)
+    codec_id = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}[codec]
+    with WireClient.to(shared_broker) as c:
+        _, part = c.fetch(topic, 0, 0, max_wait_ms=0)
+        batches = list(iter_batches(part.records))
+    assert batches, "no batches fetched from partition 0"
+    assert {b.compression_type for b in batches} == {codec_id}
+
+
+CROSS = [
+    ("confluent-kafka", "lz4", "kafka-python"),
+    ("kafka-python", "zstd", "aiokafka"),
+    ("aiokafka", "snappy", "confluent-kafka"),
+    ("confluent-kafka", "gzip", "aiokafka"),
+]
+
+
+@pytest.mark.parametrize("producer,codec,consumer", CROSS, ids=[f"{p}-{c}-to-{q}" for p, c, q in CROSS])
+async def test_cross_client(shared_broker, producer, codec, consumer):
+    topic = unique_name("cross")
+    await asyncio.to_thread(create_topic, shared_broker, topic, PARTITIONS)
+    messages = make_messages(1000, PARTITIONS, tag=f"x/{producer}")
+    acked = await produce_with(producer, shared_broker.bootstrap, topic, messages, codec)
+    expected = expected_by_partition(messages, acked)
+    consumed = await consume_with(consumer, shared_broker.bootstrap, topic, list(range(PARTITIONS)), 1000)
+    clients.compare_partitions(consumed, expected)
+
+
+async def test_kafka_python_read_committed(shared_broker):
+    """Non-transactional data is all below the LSO: read_committed sees everything."""
+    topic = unique_name("rc-kp")
+    await asyncio.to_thread(create_topic, shared_broker, topic, PARTITIONS)
+    messages = make_messages(600, PARTITIONS, tag="rc")
+    acked = await produce_with("confluent-kafka", shared_broker.bootstrap, topic, messages, "none")
+    expected = expected_by_partition(messages, acked)
+    consumed = await consume_with("kafka-python", shared_broker.bootstrap, topic, list(range(PARTITIONS)), 600,
+                                  isolation_level="read_committed")
+    clients.compare_partitions(consumed, expected)
+
+
+# ------------------------------------------------------------------------------ ListOffsets
+def _timestamped_topic(broker, n_batches=3, per_batch=10):
+    """One partition; records with timestamps base + 10*i written in `n_batches` separate
+    produce requests (so lookups cross batch boundaries)."""
+    topic = unique_name("ts")
+    create_topic(broker, topic, 1)
+    base = int(time.time() * 1000) - 3_600_000
+    with WireClient.to(broker) as c:
+        for b in range(n_batches):
+            recs = [(f"k{i}".encode(), f"v{i}".encode(), [], base + 10 * i)
+                    for i in range(b * per_batch, (b + 1) * per_batch)]
+            r = c.produce(topic, 0, build_batch(recs))
+            assert r.error_code == 0 and r.base_offset == b * per_batch
+    return topic, base, n_batches * per_batch
+
+
+def test_list_offsets_kafka_python(shared_broker):
+    from kafka import TopicPartition
+
+    topic, base, n = _timestamped_topic(shared_broker)
+    tp = TopicPartition(topic, 0)
+    consumer = clients.kp_consumer(shared_broker.bootstrap)
+    try:
+        assert consumer.beginning_offsets([tp], timeout_ms=10000) == {tp: 0}
+        assert consumer.end_offsets([tp], timeout_ms=10000) == {tp: n}
+        found = consumer.offsets_for_times({tp: base}, timeout_ms=10000)[tp]
+        assert (found.offset, found.timestamp) == (0, base)
+        for i in (1, 9, 10, 11, 25, 29):
+            # between record i-1 and record i: the first record with timestamp >= target is i
+            found = consumer.offsets_for_times({tp: base + 10 * i - 5}, timeout_ms=10000)[tp]
+            assert (found.offset, found.timestamp) == (i, base + 10 * i), f"lookup before record {i}"
+        assert consumer.offsets_for_times({tp: base + 10 * n}, timeout_ms=10000)[tp] is None
+    finally:
+        consumer.close()
+
+
+def test_list_offsets_confluent(shared_broker):
+    from confluent_kafka import TopicPartition
+
+    topic, base, n = _timestamped_topic(shared_broker)
+    consumer = clients.ck_consumer(shared_broker.bootstrap)
+    try:
+        assert consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=10, cached=False) == (0, n)
+        for i in (0, 1, 10, 21, 29):
+            (r,) = consumer.offsets_for_times([TopicPartition(topic, 0, base + 10 * i - 5)], timeout=10)
+            assert r.error is None and r.offset == i, f"lookup before record {i}: {r}"
+        (r,) = consumer.offsets_for_times([TopicPartition(topic, 0, base + 10 * n)], timeout=10)
+        assert r.offset == -1, f"timestamp after the last record must give offset -1 (end), got {r}"
+    finally:
+        consumer.close()
+
+
+def test_list_offsets_wire_special_timestamps(shared_broker):
+    """-2 earliest, -1 latest, -3 max timestamp (ListOffsets v7+), and a plain timestamp."""
+    topic, base, n = _timestamped_topic(shared_broker)
+    with WireClient.to(shared_broker) as c:
+        for version in (1, 4, 7):
+            e = c.list_offsets(topic, 0, -2, version=version)
+            assert (e.error_code, e.offset) == (0, 0), f"earliest v{version}"
+            latest = c.list_offsets(topic, 0, -1, version=version)
+            assert (latest.error_code, latest.offset) == (0, n), f"latest v{version}"
+            t = c.list_offsets(topic, 0, base + 125, version=version)
+            assert (t.error_code, t.offset, t.timestamp) == (0, 13, base + 130), f"by timestamp v{version}"
+        m = c.list_offsets(topic, 0, -3, version=7)
+        assert (m.error_code, m.offset, m.timestamp) == (0, n - 1, base + 10 * (n - 1))
+
+
+# ------------------------------------------------------------------------------ long poll
+def test_fetch_long_poll_times_out_after_max_wait(shared_broker):
+    topic = unique_name("lp")
+    create_topic(shared_broker, topic, 1)
+    with WireClient.to(shared_broker) as c:
+        t0 = time.monotonic()
+        resp, part = c.fetch(topic, 0, 0, max_wait_ms=2000, min_bytes=1)
+        elapsed = time.monotonic() - t0
+    assert part.error_code == 0 and part.high_watermark == 0
+    assert part.records == b"", f"empty fetch must return empty (not null) records, got {part.records!r}"
+    assert 1.5 <= elapsed <= 5.0, f"fetch with max_wait 2000 ms and no data returned after {elapsed:.2f}s"
+
+
+def test_fetch_long_poll_wakes_on_produce(shared_broker):
+    topic = unique_name("lpw")
+    create_topic(shared_broker, topic, 1)
+    with WireClient.to(shared_broker) as waiter, WireClient.to(shared_broker) as producer:
+        corr = waiter.send_request(build_fetch_request(topic, 0, 0, max_wait_ms=10_000, min_bytes=1), 12)
+        time.sleep(0.3)  # let the fetch park; what is measured is the time after the produce
+        t0 = time.monotonic()
+        r = producer.produce(topic, 0, build_batch([(b"k", b"wake up", [])]))
+        assert r.error_code == 0 and r.base_offset == 0
+        resp = decode_response(FetchResponse, 12, waiter.recv_frame(timeout=15), corr)
+        elapsed = time.monotonic() - t0
+    part = resp.responses[0].partitions[0]
+    assert part.error_code == 0 and part.high_watermark == 1
+    recs = [r for b in iter_batches(part.records) for r in batch_records(b)]
+    assert [(r.offset, r.key, r.value) for r in recs] == [(0, b"k", b"wake up")]
+    assert elapsed < 1.5, f"a parked fetch (max_wait 10 s) answered {elapsed:.2f}s after the produce"
+
+
+def test_fetch_min_bytes(shared_broker):
+    """A fetch waiting for min_bytes ignores a small append, then returns once enough arrived."""
+    topic = unique_name("lpm")
+    create_topic(shared_broker, topic, 1)
+    with WireClient.to(shared_broker) as waiter, WireClient.to(shared_broker) as producer:
+        corr = waiter.send_request(build_fetch_request(topic, 0, 0, max_wait_ms=10_000, min_bytes=20_000), 12)
+        time.sleep(0.3)
+        assert producer.produce(topic, 0, build_batch([(None, b"small", [])])).error_code == 0
+        time.sleep(0.7)
+        t0 = time.monotonic()
+        big = build_batch([(None, bytes(range(256)) * 100, [])])  # ~25.6 KB, incompressible enough
+        assert producer.produce(topic, 0, big).error_code == 0
+        resp = decode_response(FetchResponse, 12, waiter.recv_frame(timeout=15), corr)
+        elapsed = time.monotonic() - t0
+    part = resp.responses[0].partitions[0]
+    recs = [r for b in iter_batches(part.records) for r in batch_records(b)]
+    assert [r.offset for r in recs] == [0, 1], "the small record must not have ended the wait on its own"
+    assert elapsed < 1.5, f"fetch answered {elapsed:.2f}s after min_bytes was reached"

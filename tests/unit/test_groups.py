@@ -1,0 +1,704 @@
+"""The classic group state machine with a fake clock: join/sync/heartbeat/leave, timeouts,
+static membership, MEMBER_ID_REQUIRED, offsets, transactional offsets and replay."""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import struct
+
+import pytest
+
+from coordinator.group_metadata import GroupState, parse_subscription_topics
+from coordinator.group_records import (
+    GroupValue,
+    MemberValue,
+    OffsetValue,
+    decode_group_value,
+    decode_key,
+    decode_offset_value,
+    encode_group_value,
+    encode_offset_key,
+    encode_offset_value,
+)
+from coordinator.group_store import MemoryOffsetsStore
+from coordinator.groups import GroupCoordinator, java_string_hash
+from protocol.errors import ErrorCode as E
+from storage.errors import KafkaStorageError
+
+
+
+class FakeScheduler:
+    """call_later on a fake millisecond clock; advance() runs due timers in order."""
+
+    def __init__(self, start_ms: int = 1_000_000):
+        self.now = start_ms
+        self._heap: list = []
+        self._seq = itertools.count()
+
+    def now_ms(self) -> int:
+        return self.now
+
+    class Handle:
+        def __init__(self):
+            self.cancelled = False
+
+        def cancel(self):
+            self.cancelled = True
+
+    def call_later(self, delay_ms, fn):
+        handle = self.Handle()
+        heapq.heappush(self._heap, (self.now + max(delay_ms, 0), next(self._seq), handle, fn))
+        return handle
+
+    def advance(self, ms: int = 0) -> None:
+        target = self.now + ms
+        while self._heap and self._heap[0][0] <= target:
+            when, _, handle, fn = heapq.heappop(self._heap)
+            self.now = max(self.now, when)
+            if not handle.cancelled:
+                fn()
+        self.now = target
+
+
+CONFIG = {
+    "group.initial.rebalance.delay.ms": 0,
+    "group.min.session.timeout.ms": 100,
+    "group.max.session.timeout.ms": 600_000,
+    "offsets.topic.num.partitions": 1,
+}
+
+
+def subscription(*topics: str) -> bytes:
+    out = struct.pack(">hi", 0, len(topics))
+    for t in topics:
+        out += struct.pack(">h", len(t)) + t.encode()
+    return out + struct.pack(">i", -1)
+
+
+PROTOS = [("range", subscription("t")), ("roundrobin", subscription("t"))]
+
+
+class Box:
+    """Collects one callback result."""
+
+    def __init__(self):
+        self.results = []
+
+    def __call__(self, result):
+        self.results.append(result)
+
+    @property
+    def done(self):
+        return bool(self.results)
+
+    @property
+    def value(self):
+        assert len(self.results) == 1, self.results
+        return self.results[0]
+
+
+@pytest.fixture
+def clock():
+    return FakeScheduler()
+
+
+@pytest.fixture
+def store():
+    return MemoryOffsetsStore(1)
+
+
+@pytest.fixture
+def gc(clock, store):
+    return GroupCoordinator(dict(CONFIG), scheduler=clock, store=store)
+
+
+def join(gc, group="g", member_id="", instance=None, protocols=PROTOS, session=1000,
+         rebalance=2000, require_known=True, ptype="consumer", skip=False, client="c"):
+    box = Box()
+    gc.join_group(group, member_id, instance, client, "/127.0.0.1", session, rebalance, ptype,
+                  protocols, box, require_known_member_id=require_known,
+                  supports_skip_assignment=skip)
+    return box
+
+
+def sync(gc, member_id, generation, assignments=None, group="g", instance=None,
+         ptype=None, pname=None):
+    box = Box()
+    gc.sync_group(group, generation, member_id, instance, ptype, pname, assignments or {}, box)
+    return box
+
+
+def join_new(gc, clock, **kw):
+    """MEMBER_ID_REQUIRED round trip; returns the pending second join's box."""
+    first = join(gc, **kw)
+    assert first.value.error == E.member_id_required
+    member_id = first.value.member_id
+    assert member_id.startswith("c-")
+    return join(gc, member_id=member_id, **kw)
+
+
+def form_group(gc, clock, n, **kw):
+    """n members join (initial delay 0) and the leader syncs; returns (generation, [ids])."""
+    boxes = [join_new(gc, clock, **kw) for _ in range(n)]
+    clock.advance(0)
+    assert all(b.done for b in boxes)
+    results = [b.value for b in boxes]
+    generation = results[0].generation_id
+    ids = [r.member_id for r in results]
+    leader = results[0].leader_id
+    assignments = {mid: mid.encode() for mid in ids}
+    sync_boxes = {}
+    for mid in ids:
+        sync_boxes[mid] = sync(gc, mid, generation, assignments if mid == leader else None,
+                               group=kw.get("group", "g"))
+    for mid, box in sync_boxes.items():
+        assert box.value.error == E.none
+        assert box.value.assignment == mid.encode()
+    return generation, ids
+
+
+# --- joining ------------------------------------------------------------------------------------
+def test_member_id_required_then_single_member_becomes_leader(gc, clock):
+    first = join(gc)
+    assert first.value.error == E.member_id_required
+    assert first.value.generation_id == -1
+    mid = first.value.member_id
+    second = join(gc, member_id=mid)
+    assert not second.done  # waits for the initial delay (0 ms: the next tick)
+    clock.advance(0)
+    r = second.value
+    assert r.error == E.none and r.generation_id == 1 and r.leader_id == mid and r.member_id == mid
+    assert r.protocol_name == "range" and r.protocol_type == "consumer"
+    assert [m[0] for m in r.members] == [mid]
+    assert gc.groups["g"].state is GroupState.COMPLETING_REBALANCE
+    s = sync(gc, mid, 1, {mid: b"A"})
+    assert s.value.error == E.none and s.value.assignment == b"A"
+    assert s.value.protocol_name == "range"
+    assert gc.groups["g"].state is GroupState.STABLE
+
+
+def test_old_versions_join_without_member_id_required(gc, clock):
+    box = join(gc, require_known=False)
+    clock.advance(0)
+    assert box.value.error == E.none and box.value.generation_id == 1
+
+
+def test_second_member_triggers_rebalance_and_only_leader_gets_members(gc, clock):
+    gen, (a,) = form_group(gc, clock, 1)
+    b_join = join_new(gc, clock)
+    assert gc.groups["g"].state is GroupState.PREPARING_REBALANCE
+    assert not b_join.done
+    assert gc.heartbeat("g", a, None, gen) == E.rebalance_in_progress
+    a_join = join(gc, member_id=a)
+    assert a_join.done and b_join.done  # everyone rejoined: completes at once
+    ra, rb = a_join.value, b_join.value
+    assert ra.generation_id == rb.generation_id == gen + 1
+    assert ra.leader_id == rb.leader_id == a
+    assert len(ra.members) == 2 and rb.members == []
+    b = rb.member_id
+    sb = sync(gc, b, gen + 1)
+    assert not sb.done  # waits for the leader
+    sa = sync(gc, a, gen + 1, {a: b"1", b: b"2"})
+    assert sa.value.assignment == b"1" and sb.value.assignment == b"2"
+    assert gc.heartbeat("g", b, None, gen + 1) == E.none
+
+
+def test_initial_rebalance_delay_collects_members(clock, store):
+    gc = GroupCoordinator(dict(CONFIG, **{"group.initial.rebalance.delay.ms": 300}),
+                          scheduler=clock, store=store)
+    a = join_new(gc, clock)
+    clock.advance(200)
+    b = join_new(gc, clock)
+    clock.advance(200)  # 400 ms: first delay expired but a member was added -> extended
+    assert not a.done and not b.done
+    clock.advance(300)
+    assert a.done and b.done
+    assert a.value.generation_id == 1 and len(a.value.members) + len(b.value.members) == 2
+
+
+def test_initial_delay_is_bounded_by_rebalance_timeout(clock, store):
+    gc = GroupCoordinator(dict(CONFIG, **{"group.initial.rebalance.delay.ms": 300}),
+                          scheduler=clock, store=store)
+    boxes = [join_new(gc, clock, rebalance=1000)]
+    for _ in range(10):  # keep adding members every 250 ms
+        clock.advance(250)
+        if boxes[0].done:
+            break
+        boxes.append(join_new(gc, clock, rebalance=1000))
+    assert boxes[0].done
+    assert clock.now - 1_000_000 <= 1300
+
+
+def test_inconsistent_protocols_rejected(gc, clock):
+    form_group(gc, clock, 1)
+    assert join(gc, ptype="connect").value.error == E.inconsistent_group_protocol
+    assert join(gc, protocols=[("sticky", b"x")]).value.error == E.inconsistent_group_protocol
+    assert join(gc, group="h", ptype="").value.error == E.inconsistent_group_protocol
+    assert join(gc, group="h", protocols=[]).value.error == E.inconsistent_group_protocol
+
+
+def test_protocol_selection_uses_common_protocols(gc, clock):
+    a = join_new(gc, clock, protocols=[("roundrobin", b"a"), ("range", b"a")])
+    b = join_new(gc, clock, protocols=[("range", b"b")])
+    clock.advance(0)
+    assert a.value.protocol_name == b.value.protocol_name == "range"
+
+
+def test_invalid_session_timeout_and_group_id(gc):
+    assert join(gc, session=50).value.error == E.invalid_session_timeout
+    assert join(gc, session=10_000_000).value.error == E.invalid_session_timeout
+    assert join(gc, group="").value.error == E.invalid_group_id
+
+
+def test_unknown_member_rejoin(gc, clock):
+    assert join(gc, member_id="nobody").value.error == E.unknown_member_id
+    form_group(gc, clock, 1)
+    assert join(gc, member_id="nobody").value.error == E.unknown_member_id
+
+
+def test_follower_rejoin_in_stable_returns_current_generation(gc, clock):
+    gen, (a, b) = form_group(gc, clock, 2)
+    r = join(gc, member_id=b).value
+    assert r.error == E.none and r.generation_id == gen and r.members == []
+    assert gc.groups["g"].state is GroupState.STABLE
+
+
+def test_leader_rejoin_in_stable_forces_rebalance(gc, clock):
+    gen, (a, b) = form_group(gc, clock, 2)
+    ja = join(gc, member_id=a)
+    assert gc.groups["g"].state is GroupState.PREPARING_REBALANCE and not ja.done
+    jb = join(gc, member_id=b)
+    assert ja.value.generation_id == jb.value.generation_id == gen + 1
+
+
+def test_sync_errors(gc, clock):
+    gen, (a,) = form_group(gc, clock, 1)
+    assert sync(gc, a, gen + 5).value.error == E.illegal_generation
+    assert sync(gc, "x", gen).value.error == E.unknown_member_id
+    assert sync(gc, a, gen, group="nope").value.error == E.unknown_member_id
+    assert sync(gc, a, gen, ptype="connect").value.error == E.inconsistent_group_protocol
+    assert sync(gc, a, gen, pname="roundrobin").value.error == E.inconsistent_group_protocol
+    ok = sync(gc, a, gen, ptype="consumer", pname="range").value
+    assert ok.error == E.none and ok.protocol_type == "consumer" and ok.protocol_name == "range"
+
+
+def test_heartbeat_errors(gc, clock):
+    assert gc.heartbeat("g", "m", None, 1) == E.unknown_member_id
+    gen, (a,) = form_group(gc, clock, 1)
+    assert gc.heartbeat("g", a, None, gen) == E.none
+    assert gc.heartbeat("g", a, None, gen - 1) == E.illegal_generation
+    assert gc.heartbeat("g", "zz", None, gen) == E.unknown_member_id
+    assert gc.heartbeat("", a, None, gen) == E.invalid_group_id
+
+
+def test_rejoin_during_completing_rebalance_with_same_metadata(gc, clock):
+    a_join = join_new(gc, clock)
+    clock.advance(0)
+    a = a_join.value.member_id
+    again = join(gc, member_id=a).value
+    assert again.error == E.none and again.generation_id == 1 and again.leader_id == a
+    assert len(again.members) == 1
+
+
+# --- leaving and expiry -------------------------------------------------------------------------
+def test_leave_triggers_rebalance_for_the_rest(gc, clock):
+    gen, (a, b, c) = form_group(gc, clock, 3)
+    top, per = gc.leave_group("g", [(b, None)])
+    assert top == E.none and per == [(b, None, E.none)]
+    assert gc.groups["g"].state is GroupState.PREPARING_REBALANCE
+    ja, jc = join(gc, member_id=a), join(gc, member_id=c)
+    assert ja.value.generation_id == gen + 1
+    assert {m[0] for m in ja.value.members} == {a, c}
+    assert gc.leave_group("g", [("ghost", None)])[1] == [("ghost", None, E.unknown_member_id)]
+    assert gc.leave_group("nope", [("x", None)])[1] == [("x", None, E.unknown_member_id)]
+
+
+def test_last_member_leaving_empties_group(gc, clock, store):
+    gen, (a,) = form_group(gc, clock, 1)
+    gc.leave_group("g", [(a, None)])
+    group = gc.groups["g"]
+    assert group.state is GroupState.EMPTY and group.generation_id == gen + 1
+    assert not group.members
+
+
+def test_session_timeout_removes_silent_member(gc, clock):
+    gen, (a, b) = form_group(gc, clock, 2, session=1000)
+    for _ in range(5):  # a keeps heartbeating, b is silent
+        clock.advance(400)
+        gc.heartbeat("g", a, None, gen)
+    group = gc.groups["g"]
+    assert b not in group.members and a in group.members
+    assert group.state is GroupState.PREPARING_REBALANCE
+    assert gc.heartbeat("g", a, None, gen) == E.rebalance_in_progress
+    ja = join(gc, member_id=a)
+    assert ja.value.generation_id == gen + 1 and [m[0] for m in ja.value.members] == [a]
+
+
+def test_rebalance_timeout_removes_members_that_do_not_rejoin(gc, clock):
+    gen, (a, b) = form_group(gc, clock, 2, session=10_000, rebalance=2000)
+    ja = join(gc, member_id=a)  # leader rejoins, b never does
+    assert not ja.done
+    clock.advance(1999)
+    assert not ja.done
+    clock.advance(1)
+    assert ja.value.error == E.none and [m[0] for m in ja.value.members] == [a]
+    assert b not in gc.groups["g"].members
+
+
+def test_pending_sync_timeout_removes_members_that_never_sync(gc, clock):
+    ja, jb = join_new(gc, clock, rebalance=1000, session=10_000), join_new(gc, clock, rebalance=1000, session=10_000)
+    clock.advance(0)
+    a, b = ja.value.member_id, jb.value.member_id
+    leader = ja.value.leader_id
+    follower = b if leader == a else a
+    s = sync(gc, leader, 1, {a: b"x", b: b"y"})
+    assert s.value.error == E.none
+    clock.advance(1000)
+    group = gc.groups["g"]
+    assert follower not in group.members
+    assert group.state is GroupState.PREPARING_REBALANCE
+
+
+def test_leader_never_syncs_followers_get_rebalance_in_progress(gc, clock):
+    ja, jb = join_new(gc, clock, rebalance=1000, session=10_000), join_new(gc, clock, rebalance=1000, session=10_000)
+    clock.advance(0)
+    leader = ja.value.leader_id
+    follower = jb.value.member_id if leader == ja.value.member_id else ja.value.member_id
+    sf = sync(gc, follower, 1)
+    assert not sf.done
+    clock.advance(1000)
+    assert sf.value.error == E.rebalance_in_progress
+    assert leader not in gc.groups["g"].members
+
+
+def test_pending_member_expires(gc, clock):
+    first = join(gc, session=500)
+    mid = first.value.member_id
+    assert mid in gc.groups["g"].pending_members
+    clock.advance(500)
+    assert mid not in gc.groups["g"].pending_members
+    assert join(gc, member_id=mid).value.error == E.unknown_member_id
+
+
+def test_pending_member_delays_rebalance_completion(gc, clock):
+    gen, (a,) = form_group(gc, clock, 1, session=1000)
+    pending = join(gc, session=1000)  # MEMBER_ID_REQUIRED, not rejoined yet
+    ja = join(gc, member_id=a)
+    assert not ja.done  # the pending member may still join
+    jb = join(gc, member_id=pending.value.member_id, session=1000)
+    assert ja.done and jb.done and ja.value.generation_id == gen + 1
+
+
+def test_new_member_join_abandoned_is_removed(gc, clock):
+    gen, (a,) = form_group(gc, clock, 1, session=10_000, rebalance=600_000)
+    jb = join_new(gc, clock, session=10_000, rebalance=600_000)
+    # a never rejoins; after the rebalance timeout a is dropped and b completes
+    clock.advance(600_000)
+    assert jb.value.error == E.none and jb.value.leader_id == jb.value.member_id
+
+
+# --- static membership --------------------------------------------------------------------------
+def test_static_member_rejoin_in_stable_keeps_generation(gc, clock):
+    ja = join(gc, instance="i-a")  # static members skip MEMBER_ID_REQUIRED
+    jb = join(gc, instance="i-b")
+    clock.advance(0)
+    a, b = ja.value.member_id, jb.value.member_id
+    assert a.startswith("i-a-") and b.startswith("i-b-")
+    gen = ja.value.generation_id
+    leader = ja.value.leader_id
+    sync(gc, a, gen, {a: b"A", b: b"B"} if leader == a else None, instance="i-a")
+    sync(gc, b, gen, {a: b"A", b: b"B"} if leader == b else None, instance="i-b")
+    assert gc.groups["g"].state is GroupState.STABLE
+    # b restarts: same instance id, unknown member id
+    rb = join(gc, instance="i-b").value
+    assert rb.error == E.none and rb.generation_id == gen and rb.member_id != b
+    assert gc.groups["g"].state is GroupState.STABLE
+    # the old incarnation is fenced
+    assert gc.heartbeat("g", b, "i-b", gen) == E.fenced_instance_id
+    assert sync(gc, b, gen, instance="i-b").value.error == E.fenced_instance_id
+    assert join(gc, member_id=b, instance="i-b").value.error == E.fenced_instance_id
+    # the new one gets its previous assignment
+    s = sync(gc, rb.member_id, gen, instance="i-b").value
+    assert s.error == E.none and s.assignment == b"B"
+
+
+def test_static_leader_rejoin_skip_assignment(gc, clock):
+    ja = join(gc, instance="i-a")
+    clock.advance(0)
+    a = ja.value.member_id
+    sync(gc, a, 1, {a: b"A"}, instance="i-a")
+    old_style = join(gc, instance="i-a").value  # < v9: told the old leader id
+    assert old_style.leader_id == a and old_style.member_id != a and old_style.members == []
+    new_style = join(gc, instance="i-a", skip=True).value  # v9: leader with skip_assignment
+    assert new_style.skip_assignment and new_style.leader_id == new_style.member_id
+    assert len(new_style.members) == 1
+
+
+def test_static_member_survives_rebalance_without_rejoining(gc, clock):
+    ja = join(gc, instance="i-a", session=10_000)
+    jb = join(gc, instance="i-b", session=10_000)
+    clock.advance(0)
+    a, b = ja.value.member_id, jb.value.member_id
+    gen = ja.value.generation_id
+    leader = ja.value.leader_id
+    sync(gc, leader, gen, {a: b"A", b: b"B"}, instance="i-a" if leader == a else "i-b")
+    follower = b if leader == a else a
+    jc = join(gc)  # dynamic new member triggers a rebalance
+    jc = join(gc, member_id=jc.value.member_id)
+    jl = join(gc, member_id=leader, instance="i-a" if leader == a else "i-b")
+    clock.advance(2000)  # rebalance timeout: static follower did not rejoin but stays
+    assert jl.value.error == E.none
+    assert follower in gc.groups["g"].members
+    assert len(jl.value.members) == 3
+
+
+def test_static_member_removed_by_session_timeout_and_admin_leave(gc, clock):
+    ja = join(gc, instance="i-a", session=1000)
+    clock.advance(0)
+    a = ja.value.member_id
+    sync(gc, a, 1, {a: b"A"}, instance="i-a")
+    top, per = gc.leave_group("g", [("", "i-a")])
+    assert per == [("", "i-a", E.none)]
+    assert not gc.groups["g"].members
+    ja = join(gc, instance="i-x", session=1000)
+    clock.advance(0)
+    x = ja.value.member_id
+    sync(gc, x, ja.value.generation_id, {x: b""}, instance="i-x")
+    clock.advance(1000)
+    assert not gc.groups["g"].members
+
+
+# --- offsets ------------------------------------------------------------------------------------
+def test_simple_commit_and_fetch(gc, store):
+    res = gc.commit_offsets("simple", "", None, -1, [("t", 0, 42, 3, "meta"), ("t", 1, 7, -1, None)])
+    assert res == {("t", 0): E.none, ("t", 1): E.none}
+    err, parts = gc.fetch_offsets("simple", [("t", 0), ("t", 1), ("t", 2)])
+    assert err == E.none
+    assert parts == [("t", 0, 42, 3, "meta", E.none), ("t", 1, 7, -1, "", E.none),
+                     ("t", 2, -1, -1, "", E.none)]
+    assert gc.fetch_offsets("simple", None)[1] == parts[:2]
+    assert gc.fetch_offsets("nobody", None) == (E.none, [])
+    assert gc.fetch_offsets("nobody", [("t", 0)])[1] == [("t", 0, -1, -1, "", E.none)]
+
+
+def test_commit_generation_and_member_checks(gc, clock):
+    gen, (a,) = form_group(gc, clock, 1)
+    assert gc.commit_offsets("g", a, None, gen, [("t", 0, 1, -1, "")]) == {("t", 0): E.none}
+    assert gc.commit_offsets("g", a, None, gen + 1, [("t", 0, 1, -1, "")]) == {("t", 0): E.illegal_generation}
+    assert gc.commit_offsets("g", "x", None, gen, [("t", 0, 1, -1, "")]) == {("t", 0): E.unknown_member_id}
+    # simple commit into a group with members is refused
+    assert gc.commit_offsets("g", "", None, -1, [("t", 0, 1, -1, "")]) == {("t", 0): E.unknown_member_id}
+    # unknown group with a generation: stale
+    assert gc.commit_offsets("zz", "m", None, 3, [("t", 0, 1, -1, "")]) == {("t", 0): E.illegal_generation}
+    # too much metadata
+    assert gc.commit_offsets("g", a, None, gen, [("t", 0, 1, -1, "x" * 5000)]) == {("t", 0): E.offset_metadata_too_large}
+
+
+def test_commit_during_completing_rebalance(gc, clock):
+    ja = join_new(gc, clock)
+    clock.advance(0)
+    a = ja.value.member_id
+    assert gc.commit_offsets("g", a, None, 1, [("t", 0, 1, -1, "")]) == {("t", 0): E.rebalance_in_progress}
+
+
+def test_commit_storage_failure(gc, store):
+    store.fail_with = KafkaStorageError(E.message_too_large, "too big")
+    assert gc.commit_offsets("s", "", None, -1, [("t", 0, 1, -1, "")]) == {("t", 0): E.invalid_commit_offset_size}
+    assert gc.fetch_offsets("s", [("t", 0)])[1][0][2] == -1
+
+
+def test_delete_offsets_and_groups(gc, clock):
+    gc.commit_offsets("s", "", None, -1, [("t", 0, 5, -1, ""), ("u", 0, 6, -1, "")])
+    err, res = gc.delete_offsets("s", [("t", 0)])
+    assert err == E.none and res == {("t", 0): E.none}
+    assert gc.fetch_offsets("s", None)[1] == [("u", 0, 6, -1, "", E.none)]
+    assert gc.delete_offsets("none", [("t", 0)]) == (E.group_id_not_found, {})
+    gen, (a,) = form_group(gc, clock, 1)
+    gc.commit_offsets("g", a, None, gen, [("t", 0, 1, -1, ""), ("other", 0, 1, -1, "")])
+    err, res = gc.delete_offsets("g", [("t", 0), ("other", 0)])
+    assert res == {("t", 0): E.group_subscribed_to_topic, ("other", 0): E.none}
+    assert gc.delete_groups(["s", "g", "missing"]) == {
+        "s": E.none, "g": E.non_empty_group, "missing": E.group_id_not_found}
+    assert "s" not in gc.groups
+
+
+def test_list_and_describe(gc, clock):
+    gen, (a, b) = form_group(gc, clock, 2)
+    gc.commit_offsets("simple", "", None, -1, [("t", 0, 1, -1, "")])
+    groups = {g["group_id"]: g for g in gc.list_groups()}
+    assert groups["g"]["group_state"] == "Stable" and groups["g"]["protocol_type"] == "consumer"
+    assert groups["simple"]["group_state"] == "Empty" and groups["simple"]["protocol_type"] == ""
+    assert [g["group_id"] for g in gc.list_groups(["stable"])] == ["g"]
+    assert gc.list_groups(types=["consumer"]) == []
+    err, d = gc.describe_group("g")
+    assert d["group_state"] == "Stable" and d["protocol_data"] == "range"
+    assert {m["member_id"]: m["member_assignment"] for m in d["members"]} == {a: a.encode(), b: b.encode()}
+    assert all(m["member_metadata"] == subscription("t") for m in d["members"])
+    assert gc.describe_group("nope")[1]["group_state"] == "Dead"
+
+
+# --- transactional offsets ----------------------------------------------------------------------
+def test_txn_offsets_pending_until_commit(gc, store):
+    topics = [{"name": "t", "partitions": [{"partition_index": 0, "committed_offset": 10,
+                                            "committed_leader_epoch": 2, "committed_metadata": "m"}]}]
+    res = gc.stage_txn_offsets(1000, 0, "tx", -1, "", None, topics)
+    assert res == {"t": {0: E.none}}
+    assert gc.fetch_offsets("tx", [("t", 0)])[1] == [("t", 0, -1, -1, "", E.none)]
+    assert gc.fetch_offsets("tx", [("t", 0)], require_stable=True)[1][0][5] == E.unstable_offset_commit
+    assert store.logs[0][-1].is_transactional and store.logs[0][-1].producer_id == 1000
+    store.append_marker(0, 1000, True)
+    gc.complete_txn(1000, True)
+    assert gc.fetch_offsets("tx", [("t", 0)], require_stable=True)[1] == [("t", 0, 10, 2, "m", E.none)]
+
+
+def test_txn_offsets_abort_drops_them(gc, store):
+    gc.commit_offsets("tx", "", None, -1, [("t", 0, 3, -1, "")])
+    gc.stage_txn_offsets(7, 0, "tx", -1, "", None, [{"name": "t", "partitions": [
+        {"partition_index": 0, "committed_offset": 99, "committed_metadata": None}]}])
+    store.append_marker(0, 7, False)
+    gc.complete_txn(7, False)
+    assert gc.fetch_offsets("tx", [("t", 0)], True)[1] == [("t", 0, 3, -1, "", E.none)]
+
+
+def test_txn_offsets_member_validation(gc, clock):
+    gen, (a,) = form_group(gc, clock, 1)
+    topics = [{"name": "t", "partitions": [{"partition_index": 0, "committed_offset": 1,
+                                            "committed_metadata": ""}]}]
+    assert gc.stage_txn_offsets(1, 0, "g", gen + 1, a, None, topics) == {"t": {0: E.illegal_generation}}
+    assert gc.stage_txn_offsets(1, 0, "g", gen, "bogus", None, topics) == {"t": {0: E.unknown_member_id}}
+    assert gc.stage_txn_offsets(1, 0, "g", gen, a, None, topics) == {"t": {0: E.none}}
+    # pre-v3 style (no member info) is allowed even with members
+    assert gc.stage_txn_offsets(2, 0, "g", -1, "", None, topics) == {"t": {0: E.none}}
+    ji = join(gc, group="s", instance="inst")
+    clock.advance(0)
+    assert gc.stage_txn_offsets(3, 0, "s", ji.value.generation_id, "other", "inst", topics) == {
+        "t": {0: E.fenced_instance_id}}
+
+
+def test_txn_commit_older_than_plain_commit_does_not_win(gc, store):
+    gc.stage_txn_offsets(5, 0, "tx", -1, "", None, [{"name": "t", "partitions": [
+        {"partition_index": 0, "committed_offset": 10, "committed_metadata": ""}]}])
+    gc.commit_offsets("tx", "", None, -1, [("t", 0, 20, -1, "")])
+    store.append_marker(0, 5, True)
+    gc.complete_txn(5, True)
+    assert gc.fetch_offsets("tx", [("t", 0)])[1][0][2] == 20
+
+
+# --- durability: replay -------------------------------------------------------------------------
+def test_replay_rebuilds_offsets_groups_and_txn_state(gc, clock, store):
+    gen, (a, b) = form_group(gc, clock, 2)
+    gc.commit_offsets("g", a, None, gen, [("t", 0, 11, 1, "x"), ("t", 1, 12, -1, "")])
+    gc.commit_offsets("s", "", None, -1, [("t", 0, 5, -1, "")])
+    gc.commit_offsets("gone", "", None, -1, [("t", 0, 5, -1, "")])
+    gc.delete_groups(["gone"])
+    gc.delete_offsets("s", [("t", 0)])
+    gc.commit_offsets("s", "", None, -1, [("t", 2, 8, -1, "")])
+    tp = [{"name": "t", "partitions": [{"partition_index": 3, "committed_offset": 30,
+                                         "committed_metadata": ""}]}]
+    gc.stage_txn_offsets(100, 0, "s", -1, "", None, tp)  # committed
+    gc.stage_txn_offsets(200, 0, "s", -1, "", None, [{"name": "t", "partitions": [
+        {"partition_index": 4, "committed_offset": 40, "committed_metadata": ""}]}])  # aborted
+    gc.stage_txn_offsets(300, 0, "s", -1, "", None, [{"name": "t", "partitions": [
+        {"partition_index": 5, "committed_offset": 50, "committed_metadata": ""}]}])  # undecided
+    store.append_marker(0, 100, True)
+    gc.complete_txn(100, True)
+    store.append_marker(0, 200, False)
+    gc.complete_txn(200, False)
+
+    clock2 = FakeScheduler(clock.now)
+    gc2 = GroupCoordinator(dict(CONFIG), scheduler=clock2, store=store)
+    gc2.load_sync()
+    assert "gone" not in gc2.groups
+    assert gc2.fetch_offsets("g", None)[1] == [("t", 0, 11, 1, "x", E.none), ("t", 1, 12, -1, "", E.none)]
+    assert gc2.fetch_offsets("s", None)[1] == [("t", 2, 8, -1, "", E.none), ("t", 3, 30, -1, "", E.none)]
+    assert gc2.fetch_offsets("s", [("t", 5)], True)[1][0][5] == E.unstable_offset_commit
+    assert gc2.has_pending_txn_offsets(300) and not gc2.has_pending_txn_offsets(200)
+    gc2.complete_txn(300, True)
+    assert gc2.fetch_offsets("s", [("t", 5)], True)[1][0][2] == 50
+    # the group comes back Stable with its members, assignments and generation
+    group = gc2.groups["g"]
+    assert group.state is GroupState.STABLE and group.generation_id == gen
+    assert set(group.members) == {a, b}
+    assert gc2.heartbeat("g", a, None, gen) == E.none
+    assert sync(gc2, b, gen).value.assignment == b.encode()
+    # members that never come back expire after their session timeout
+    clock2.advance(1000)
+    assert b not in group.members
+
+
+def test_replay_of_empty_group_after_members_left(gc, clock, store):
+    gen, (a,) = form_group(gc, clock, 1)
+    gc.commit_offsets("g", a, None, gen, [("t", 0, 9, -1, "")])
+    gc.leave_group("g", [(a, None)])
+    gc2 = GroupCoordinator(dict(CONFIG), scheduler=FakeScheduler(), store=store)
+    gc2.load_sync()
+    g = gc2.groups["g"]
+    assert g.state is GroupState.EMPTY and g.generation_id == gen + 1 and g.protocol_type == "consumer"
+    assert gc2.fetch_offsets("g", None)[1] == [("t", 0, 9, -1, "", E.none)]
+
+
+# --- formats ------------------------------------------------------------------------------------
+def test_record_formats_round_trip():
+    key = encode_offset_key("grp", "topic", 7)
+    assert key[:2] == b"\x00\x01"
+    k = decode_key(key)
+    assert (k.group, k.topic, k.partition) == ("grp", "topic", 7)
+    v = decode_offset_value(encode_offset_value(OffsetValue(5, 3, "meta", 1234)))
+    assert (v.offset, v.leader_epoch, v.metadata, v.commit_timestamp) == (5, 3, "meta", 1234)
+    gv = GroupValue("consumer", 4, "range", "m1", 99, (
+        MemberValue("m1", "inst", "cid", "/h", 300, 100, b"sub", b"asg"),))
+    back = decode_group_value(encode_group_value(gv))
+    assert back == gv
+    # Kafka's OffsetCommitValue v1 (with expire timestamp)
+    v1 = struct.pack(">hq", 1, 77) + struct.pack(">h", 1) + b"m" + struct.pack(">qq", 10, 20)
+    d = decode_offset_value(v1)
+    assert (d.offset, d.metadata, d.commit_timestamp, d.expire_timestamp, d.leader_epoch) == (77, "m", 10, 20, -1)
+
+
+def test_partition_for_matches_kafka():
+    assert java_string_hash("") == 0
+    assert java_string_hash("hello") == 99162322
+    assert java_string_hash("polygenelubricants") == -(2**31)  # Integer.MIN_VALUE
+    assert java_string_hash("\U0001F600") == 0xD83D * 31 + 0xDE00  # UTF-16 surrogate pair
+    gc = GroupCoordinator(dict(CONFIG), scheduler=FakeScheduler(), store=MemoryOffsetsStore(50))
+    assert gc.partition_for("polygenelubricants") == 0  # Utils.abs(MIN_VALUE) = 0
+    assert gc.partition_for("hello") == 99162322 % 50
+
+
+def test_parse_subscription_topics():
+    assert parse_subscription_topics(subscription("a", "b")) == {"a", "b"}
+    with pytest.raises(ValueError):
+        parse_subscription_topics(b"\x00")
+
+
+def test_commit_to_unknown_group_with_member_id_is_rejected(gc):
+    assert gc.commit_offsets("new", "someone", None, -1, [("t", 0, 1, -1, "")]) == {("t", 0): E.unknown_member_id}
+    assert "new" not in gc.groups
+    topics = [{"name": "t", "partitions": [{"partition_index": 0, "committed_offset": 1,
+                                            "committed_metadata": ""}]}]
+    assert gc.stage_txn_offsets(1, 0, "new", 3, "m", None, topics) == {"t": {0: E.unknown_member_id}}
+    assert gc.stage_txn_offsets(1, 0, "new", 3, "", None, topics) == {"t": {0: E.unknown_member_id}}
+
+
+def test_txn_offset_sequences_continue_per_producer_and_epoch(gc, store, clock):
+    def stage(pid, epoch, offset):
+        return gc.stage_txn_offsets(pid, epoch, "tx", -1, "", None, [{"name": "t", "partitions": [
+            {"partition_index": 0, "committed_offset": offset, "committed_metadata": ""}]}])
+
+    # (MemoryOffsetsStore enforces storage's sequence rules)
+    assert stage(1, 0, 1) == {"t": {0: E.none}}
+    assert stage(1, 0, 2) == {"t": {0: E.none}}
+    store.append_marker(0, 1, True)
+    gc.complete_txn(1, True)
+    assert stage(1, 0, 3) == {"t": {0: E.none}}  # same epoch: continues
+    store.append_marker(0, 1, True, producer_epoch=1)  # marker with a bumped epoch (TV2)
+    gc.complete_txn(1, True)
+    assert stage(1, 1, 4) == {"t": {0: E.none}}  # new epoch: from 0
+    assert [b.base_sequence for b in store.logs[0] if not b.is_control] == [0, 1, 2, 0]
+    # after a restart the sequence continues from the log
+    gc2 = GroupCoordinator(dict(CONFIG), scheduler=FakeScheduler(), store=store)
+    gc2.load_sync()
+    assert gc2.stage_txn_offsets(1, 1, "tx", -1, "", None, [{"name": "t", "partitions": [
+        {"partition_index": 0, "committed_offset": 5, "committed_metadata": ""}]}]) == {"t": {0: E.none}}
+    assert store.logs[0][-1].base_sequence == 1
