@@ -104,8 +104,8 @@ def main() -> int:
                 topic = f"bench-{size}"
                 from confluent_kafka.admin import AdminClient, NewTopic
 
-                AdminClient({"bootstrap.servers": bootstrap}).create_topics(
-                    [NewTopic(topic, 3, 1)])[topic].result(10)
+                admin = AdminClient({"bootstrap.servers": bootstrap})
+                admin.create_topics([NewTopic(topic, 3, 1)])[topic].result(10)
                 cpu0 = cpu_seconds(proc.pid)
                 elapsed = produce(bootstrap, topic, count, size)
                 cpu1 = cpu_seconds(proc.pid)

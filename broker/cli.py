@@ -62,7 +62,7 @@ async def serve(config: BrokerConfig, port_file: str | None) -> None:
     broker = Broker(config)
     await broker.start()
     if port_file:
-        write_port_file(port_file, broker.port)
+        write_port_file(port_file, broker.bound_port)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):

@@ -37,7 +37,8 @@ class Broker:
         self.txns = TransactionCoordinator(self)
         self.server = Server(self)
         self.host = "127.0.0.1"
-        self.port = 0
+        self.port = 0  # advertised to clients
+        self.bound_port = 0  # what the listener really bound (--port 0 picks one)
         self._tasks: list[asyncio.Task] = []
         self._watched: set[int] = set()
 
@@ -49,16 +50,17 @@ class Broker:
             if loader is not None:
                 await loader.load()
         bind_host, bind_port = self.config.listener
-        _, self.port = await self.server.start(bind_host, bind_port)
+        _, self.bound_port = await self.server.start(bind_host, bind_port)
+        self.port = self.bound_port
         advertised = self.config["advertised.listeners"]
         if advertised:
             self.host, adv_port = parse_listener(advertised, "advertised.listeners")
-            self.port = adv_port or self.port
+            self.port = adv_port or self.bound_port
         else:
             self.host = bind_host if bind_host not in ("0.0.0.0", "::", "") else "127.0.0.1"
         self._start_background_tasks()
         log.info(
-            "broker ready", host=self.host, port=self.port, data_dir=self.data_dir,
+            "broker ready", host=self.host, port=self.bound_port, advertised_port=self.port, data_dir=self.data_dir,
             cluster_id=self.logs.cluster_id, node_id=self.node_id,
             startup_ms=round((time.monotonic() - started) * 1000, 1),
         )

@@ -1068,6 +1068,29 @@ class GroupCoordinator:
             log.info("group deleted", group=group_id)
         return results
 
+    def remove_topic_offsets(self, topic: str) -> int:
+        """A topic was deleted: drop every group's committed offsets for it (tombstones in
+        __consumer_offsets, as Kafka's GroupMetadataManager.cleanupGroupMetadata does). Pending
+        transactional offsets are left to their transaction's marker. Returns how many offsets
+        were removed."""
+        removed = 0
+        for group in list(self.groups.values()):
+            doomed = [tp for tp in group.offsets if tp[0] == topic]
+            if not doomed:
+                continue
+            try:
+                self.store.append(self.partition_for(group.group_id),
+                                  [(encode_offset_key(group.group_id, t, p), None) for t, p in doomed])
+            except Exception as exc:  # noqa: BLE001 - retried on the next deletion/restart
+                log.warning("offset cleanup append failed", group=group.group_id, error=str(exc))
+                continue
+            for tp in doomed:
+                del group.offsets[tp]
+            removed += len(doomed)
+        if removed:
+            log.info("removed offsets of deleted topic", topic=topic, offsets=removed)
+        return removed
+
     # ===========================================================================================
     # Persistence
     # ===========================================================================================

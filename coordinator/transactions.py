@@ -55,7 +55,8 @@ log = structlog.get_logger("coordinator.transactions")
 OFFSETS_TOPIC = "__consumer_offsets"
 
 #: Values of the test-only property `minibroker.test.fault` (comma separated) that make the
-#: process exit with code 137 (as if SIGKILLed) at that point of a transaction's completion.
+#: process exit with code 137 (as if SIGKILLed) at that point of a transaction's completion;
+#: `point@transactional-id` limits it to one transactional id.
 FAULT_POINTS = (
     "crash-after-prepare-commit",   # PrepareCommit durable, no marker written
     "crash-after-prepare-abort",    # PrepareAbort durable, no marker written
@@ -86,7 +87,7 @@ class TransactionCoordinator:
             "transaction.remove.expired.transaction.cleanup.interval.ms"]
         faults = config["minibroker.test.fault"] or ""
         self.faults = {f.strip() for f in faults.split(",") if f.strip()}
-        unknown = self.faults - set(FAULT_POINTS)
+        unknown = {f for f in self.faults if f.partition("@")[0] not in FAULT_POINTS}
         if unknown:
             log.warning("unknown test fault points ignored", faults=sorted(unknown))
         self.store = store if store is not None else LogTxnStore(
@@ -132,9 +133,10 @@ class TransactionCoordinator:
             return ErrorCode.coordinator_not_available
         return ErrorCode.none
 
-    def _fault(self, point: str) -> None:
-        if point in self.faults:
-            log.warning("test fault hook: exiting now", fault=point)
+    def _fault(self, point: str, transactional_id: str) -> None:
+        if point in self.faults or f"{point}@{transactional_id}" in self.faults:
+            log.warning("test fault hook: exiting now", fault=point,
+                        transactional_id=transactional_id)
             sys.stdout.flush()
             sys.stderr.flush()
             os._exit(137)
@@ -192,6 +194,7 @@ class TransactionCoordinator:
             elif meta.timed_out(now):
                 await self._abort_timed_out(txn_id)
                 aborted += 1
+        self._report_hanging_transactions()
         self.loaded = True
         log.info("transaction coordinator loaded", transactional_ids=len(self.txns),
                  records=records, completed=completed, timed_out_aborted=aborted,
@@ -203,6 +206,30 @@ class TransactionCoordinator:
                   "txn-abort-timed-out")
             every(self.remove_interval_ms, self.remove_expired_transactional_ids,
                   "txn-remove-expired")
+
+    def _report_hanging_transactions(self) -> None:
+        """Log partitions holding an open transaction no coordinator state accounts for (it
+        would pin their LSO). Cannot happen while __transaction_state is intact: a partition
+        only takes transactional data after AddPartitionsToTxn is durable, and markers are
+        fsynced before CompleteCommit/CompleteAbort is written."""
+        all_logs = getattr(self.broker.logs, "all_logs", None)
+        if all_logs is None:
+            return
+        for plog in all_logs():
+            state = getattr(plog, "producer_state", None)
+            if state is None:
+                continue
+            for pid, first in state.ongoing_transactions().items():
+                txn_id = self._by_pid.get(pid)
+                meta = self.txns.get(txn_id) if txn_id is not None else None
+                if meta is not None and (meta.state == TxnState.ONGOING or meta.state.is_prepare) \
+                        and (plog.topic, plog.partition) in meta.partitions:
+                    continue
+                log.warning("hanging transaction: open on a partition without coordinator "
+                            "state; its LSO stays at the first offset until it is aborted",
+                            topic=plog.topic, partition=plog.partition, producer_id=pid,
+                            first_offset=first, transactional_id=txn_id,
+                            state=None if meta is None else meta.state.display)
 
     # ------------------------------------------------------------------ InitProducerId
     async def init_producer_id(self, transactional_id: str | None, timeout_ms: int,
@@ -344,7 +371,8 @@ class TransactionCoordinator:
             self._install(prepared)
         finally:
             self._pending.pop(transactional_id, None)
-        self._fault("crash-after-prepare-commit" if commit else "crash-after-prepare-abort")
+        self._fault("crash-after-prepare-commit" if commit else "crash-after-prepare-abort",
+                    transactional_id)
         # The outcome is decided and durable from here on: if completing fails now, the
         # background duty (and the next startup) finishes it; the client is told NONE, as Kafka
         # tells it once PrepareX is written.
@@ -369,7 +397,7 @@ class TransactionCoordinator:
                 log.error("could not complete transaction; will retry",
                           transactional_id=transactional_id, commit=commit, error=repr(exc))
                 return ErrorCode.coordinator_not_available
-            self._fault("crash-before-complete")
+            self._fault("crash-before-complete", transactional_id)
             meta = self.txns[transactional_id]
             completed = meta.prepare_complete(self._now())
             err = self._persist(completed)
@@ -408,7 +436,7 @@ class TransactionCoordinator:
             written.append(plog)
             if first:
                 first = False
-                self._fault("crash-after-first-marker")
+                self._fault("crash-after-first-marker", meta.transactional_id)
         seen = set()
         for plog in written:
             if id(plog) not in seen:

@@ -80,10 +80,19 @@ def decode_request(cls: type, buf: bytes | memoryview, offset: int):
     malformed input; all of them become DecodeError so the caller can answer cleanly.
     """
     try:
-        entity, size = _reader(cls)(buf, offset)
+        return _reader(cls)(buf, offset)
+    except KeyError as exc:
+        if not cls.__flexible__:
+            raise DecodeError(f"KeyError: {exc}") from None
+        # A tagged field this schema lacks: Kafka ignores those (KIP-482), so drop and retry.
+        from protocol.tagged_fields import strip_unknown_tags  # cold path; avoids an import cycle
+
+        try:
+            return _reader(cls)(strip_unknown_tags(cls, buf, offset), 0)
+        except Exception as retry_exc:  # noqa: BLE001
+            raise DecodeError(f"{type(retry_exc).__name__}: {retry_exc}") from None
     except Exception as exc:  # noqa: BLE001 - any parse failure is the client's bad input
         raise DecodeError(f"{type(exc).__name__}: {exc}") from None
-    return entity, size
 
 
 def encode_response(entity) -> bytes:

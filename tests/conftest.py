@@ -4,9 +4,16 @@ captured stderr of the teardown)."""
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 
 from tests.support.broker import BrokerFactory, BrokerProcess
+
+
+# the clients' INFO chatter drowns the broker log tail in failure reports
+for _name in ("kafka", "aiokafka"):
+    logging.getLogger(_name).setLevel(logging.WARNING)
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)

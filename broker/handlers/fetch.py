@@ -46,7 +46,7 @@ def _read_all(broker, req, isolation: int) -> tuple[list, int, bool]:
             out.high_watermark = plog.high_watermark
             out.last_stable_offset = plog.last_stable_offset
             out.log_start_offset = plog.log_start_offset
-            error = leader_epoch_error(fp.current_leader_epoch, plog.leader_epoch)
+            error = leader_epoch_error(getattr(fp, "current_leader_epoch", -1), plog.leader_epoch)
             if error:
                 out.error_code = error
                 any_error = True

@@ -233,15 +233,26 @@ def test_truncated_produce_request_appends_nothing(bad_broker):
     assert_serves(bad_broker)
 
 
-def test_unknown_tagged_fields_are_ignored(bad_broker):
-    """Kafka skips tagged fields it does not know (header and body); the request is answered."""
+@pytest.mark.parametrize("where", ["request-header", "topic-entry", "request-body"])
+def test_unknown_tagged_fields_are_ignored(bad_broker, where):
+    """KIP-482: a receiver skips tagged fields it does not know (Kafka keeps them as unknown
+    tagged fields); the request is answered normally. Metadata v12, one unknown tag placed in the
+    request header, in a topic entry, or at the end of the body."""
+    from kafka.protocol.metadata import MetadataRequest, MetadataResponse
+    from tests.support.wire import decode_response
+
     topic = make_topic(bad_broker, 2)
     t = topic.encode()
-    head = request_header(3, 12, 16, "tags", flexible=False) + b"\x01" + b"\x05" + b"\x02\xab\xcd"  # header tags: 1 field (tag 5)
-    body = b"\x02" + b"\x00" * 16 + encode_uvarint(len(t) + 1) + t + b"\x01\x07\x03xyz"  # topic entry with tag 7
-    body += b"\x00\x00" + b"\x01\x09\x01\x00"  # allow_auto, include_topic_ops, then body tags: tag 9
-    from kafka.protocol.metadata import MetadataResponse
-    from tests.support.wire import decode_response
+    unknown = {"request-header": b"\x01\x05\x02\xab\xcd", "topic-entry": b"\x01\x07\x03xyz",
+               "request-body": b"\x01\x09\x01\x00"}
+    none = b"\x00"
+    head = request_header(3, 12, 16, "tags", flexible=False) + (unknown[where] if where == "request-header" else none)
+    body = b"\x02" + b"\x00" * 16 + encode_uvarint(len(t) + 1) + t
+    body += unknown[where] if where == "topic-entry" else none
+    body += b"\x00\x00"  # allow_auto_topic_creation, include_topic_authorized_operations
+    body += unknown[where] if where == "request-body" else none
+    # the frame is well-formed by an independent decoder
+    assert MetadataRequest.decode(head + body, version=12, header=True).topics[0].name == topic
     with WireClient.to(bad_broker) as c:
         c.send_frame(head + body)
         resp = decode_response(MetadataResponse, 12, c.recv_frame(timeout=5), 16)
@@ -340,13 +351,24 @@ def test_fetch_out_of_range(bad_broker):
             _, p = c.fetch(topic, 0, offset, max_wait_ms=0)
             assert p.error_code == OFFSET_OUT_OF_RANGE, f"fetch at {offset}: error {p.error_code}"
             assert p.records == b"" or p.records is None
-        # at the log end: no error, empty (not null) records, even for an older Fetch version
-        for version in (4, 11, 12):
+        # at the log end: no error, empty (not null) records (every Fetch version is covered by
+        # test_every_advertised_version_of_produce_fetch_list_offsets_metadata)
+        for version in (11, 12):
             _, p = c.fetch(topic, 0, 5, max_wait_ms=0, version=version)
             assert (p.error_code, p.high_watermark, p.records) == (0, 5, b""), f"Fetch v{version} at LEO"
-        _, p = c.fetch(topic, 0, 0, max_wait_ms=0, version=4)
+        _, p = c.fetch(topic, 0, 0, max_wait_ms=0)
         assert p.error_code == 0 and len(p.records) > 0
     assert_serves(bad_broker)
+
+
+def test_produce_to_unknown_topic_or_partition(bad_broker):
+    topic = make_topic(bad_broker)
+    with WireClient.to(bad_broker) as c:
+        assert c.produce(topic, 7, five_records()).error_code == UNKNOWN_TOPIC_OR_PARTITION
+        missing = unique_name("missing")
+        assert c.produce(missing, 0, five_records()).error_code == UNKNOWN_TOPIC_OR_PARTITION
+        assert missing not in {t.name for t in c.metadata(None).topics}, "auto-created with auto-create off"
+    assert latest(bad_broker, topic) == 0
 
 
 def test_fetch_unknown_topic(bad_broker):

@@ -10,13 +10,22 @@ Fetch long-polling on the wire.
 from __future__ import annotations
 
 import asyncio
+import struct
 import time
 
 import pytest
 
 from tests.support import clients
 from tests.support.helpers import create_topic, expected_by_partition, make_messages, unique_name
-from tests.support.wire import WireClient, build_batch, build_fetch_request, decode_response, iter_batches, batch_records
+from tests.support.wire import (
+    WireClient,
+    batch_records,
+    build_batch,
+    build_fetch_request,
+    build_produce_request,
+    decode_response,
+    iter_batches,
+)
 from kafka.protocol.consumer import FetchResponse
 
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
@@ -211,3 +220,114 @@ def test_fetch_min_bytes(shared_broker):
     recs = [r for b in iter_batches(part.records) for r in batch_records(b)]
     assert [r.offset for r in recs] == [0, 1], "the small record must not have ended the wait on its own"
     assert elapsed < 1.5, f"fetch answered {elapsed:.2f}s after min_bytes was reached"
+
+
+# ------------------------------------------------------------------------------ every version
+def test_every_advertised_version_of_produce_fetch_list_offsets_metadata(shared_broker):
+    """Clients pick min(client max, broker max): every advertised version must really work.
+    Produce is served from v3 (0-2 are advertised only for old librdkafka); Fetch up to 12
+    (name-addressed)."""
+    topic = unique_name("versions")
+    create_topic(shared_broker, topic, 1)
+    with WireClient.to(shared_broker) as c:
+        ranges = {k.api_key: (k.min_version, k.max_version) for k in c.api_versions(3).api_keys}
+        produce_versions = range(max(3, ranges[0][0]), min(12, ranges[0][1]) + 1)
+        expected = []
+        for v in produce_versions:
+            r = c.produce(topic, 0, build_batch([(b"v", f"produce v{v}".encode(), [("v", str(v).encode())])]), version=v)
+            assert (r.error_code, r.base_offset) == (0, len(expected)), f"Produce v{v}"
+            expected.append(f"produce v{v}".encode())
+        failures = []
+        for v in range(ranges[1][0], min(12, ranges[1][1]) + 1):
+            try:
+                _, p = c.fetch(topic, 0, 0, max_wait_ms=0, version=v)
+                recs = [r.value for b in iter_batches(p.records) for r in batch_records(b)]
+                if (p.error_code, p.high_watermark, recs) != (0, len(expected), expected):
+                    failures.append(f"Fetch v{v}: error {p.error_code}, hw {p.high_watermark}, {len(recs)} records")
+                _, p = c.fetch(topic, 0, len(expected), max_wait_ms=0, version=v)
+                if (p.error_code, p.records) != (0, b""):
+                    failures.append(f"Fetch v{v} at log end: error {p.error_code}, records {p.records!r}")
+            except Exception as exc:  # noqa: BLE001 - collect every broken version
+                failures.append(f"Fetch v{v}: {exc!r}")
+                c.close()
+                c = WireClient.to(shared_broker)
+        for v in range(ranges[2][0], min(11, ranges[2][1]) + 1):
+            try:
+                e, latest = c.list_offsets(topic, 0, -2, version=v), c.list_offsets(topic, 0, -1, version=v)
+                if (e.error_code, e.offset, latest.error_code, latest.offset) != (0, 0, 0, len(expected)):
+                    failures.append(f"ListOffsets v{v}: earliest {e.offset}, latest {latest.offset}")
+            except Exception as exc:  # noqa: BLE001
+                failures.append(f"ListOffsets v{v}: {exc!r}")
+                c.close()
+                c = WireClient.to(shared_broker)
+        for v in range(ranges[3][0], min(13, ranges[3][1]) + 1):
+            try:
+                md = c.metadata([topic], version=v)
+                if [(t.name, t.error_code, len(t.partitions)) for t in md.topics] != [(topic, 0, 1)]:
+                    failures.append(f"Metadata v{v}: {md.topics!r}")
+            except Exception as exc:  # noqa: BLE001
+                failures.append(f"Metadata v{v}: {exc!r}")
+                c.close()
+                c = WireClient.to(shared_broker)
+        c.close()
+    assert not failures, "advertised versions that do not work:\n" + "\n".join(failures)
+
+
+# ------------------------------------------------------------------------------ wire behaviour
+def test_fetch_answers_every_requested_partition(shared_broker):
+    topic = unique_name("allparts")
+    create_topic(shared_broker, topic, 3)
+    with WireClient.to(shared_broker) as c:
+        assert c.produce(topic, 1, build_batch([(b"k", b"v", [])])).error_code == 0
+        req = build_fetch_request(topic, [(0, 0), (1, 0), (2, 5), (7, 0)], max_wait_ms=200)
+        resp = c.request(req, FetchResponse, 12, timeout=10)
+    (t,) = resp.responses
+    got = {p.partition_index: (p.error_code, p.high_watermark, len(p.records or b"")) for p in t.partitions}
+    assert set(got) == {0, 1, 2, 7}, f"partitions in the response: {sorted(got)}"
+    assert got[0][:2] == (0, 0) and got[0][2] == 0
+    assert got[1][:2] == (0, 1) and got[1][2] > 0
+    assert got[2][0] == 1  # OFFSET_OUT_OF_RANGE
+    assert got[7][0] == 3  # UNKNOWN_TOPIC_OR_PARTITION
+    assert all(p.records is not None for p in t.partitions), "records must be empty bytes, never null"
+
+
+def test_pipelined_requests_are_answered_in_order(shared_broker):
+    """Clients pipeline requests; a parked fetch must not let later responses overtake it."""
+    from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse, MetadataRequest, MetadataResponse
+
+    topic = unique_name("pipe")
+    create_topic(shared_broker, topic, 1)
+    with WireClient.to(shared_broker) as c:
+        corrs = [
+            (c.send_request(build_fetch_request(topic, 0, 0, max_wait_ms=800), 12), FetchResponse, 12),
+            (c.send_request(ApiVersionsRequest(), 0), ApiVersionsResponse, 0),
+            (c.send_request(MetadataRequest(topics=None, allow_auto_topic_creation=False), 9), MetadataResponse, 9),
+        ]
+        t0 = time.monotonic()
+        for corr, cls, v in corrs:
+            decode_response(cls, v, c.recv_frame(timeout=10), corr)  # asserts the correlation id
+        assert time.monotonic() - t0 >= 0.6, "the fetch did not wait although no data arrived"
+
+
+def test_produce_acks_zero_sends_no_response(shared_broker):
+    from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse
+
+    topic = unique_name("acks0")
+    create_topic(shared_broker, topic, 1)
+    with WireClient.to(shared_broker) as c:
+        req = build_produce_request(topic, 0, build_batch([(b"k", b"fire and forget", [])]), acks=0)
+        c.send_request(req, 9)
+        corr = c.send_request(ApiVersionsRequest(), 0)
+        # the very next frame on the connection answers the ApiVersions request
+        decode_response(ApiVersionsResponse, 0, c.recv_frame(timeout=5), corr)
+        assert c.list_offsets(topic, 0, -1).offset == 1
+
+
+def test_partial_frame_does_not_block_other_connections(shared_broker):
+    with WireClient.to(shared_broker) as stalled:
+        stalled.send_raw(struct.pack(">i", 1000) + b"\x00\x03\x00\x0c")  # a frame that never completes
+        for _ in range(3):
+            t0 = time.monotonic()
+            with WireClient.to(shared_broker) as c:
+                assert c.api_versions(3).error_code == 0
+            assert time.monotonic() - t0 < 1.0

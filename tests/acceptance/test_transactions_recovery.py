@@ -38,9 +38,20 @@ OVERRIDES = {"transaction.abort.timed.out.transaction.cleanup.interval.ms": 100}
 
 
 def _produce_open(broker, topic, txn_id, tag, client="confluent-kafka"):
-    """A producer that committed one transaction (c-*) and left one open (tag-*) on every
-    partition; returns the producer (still referencing the broker) and its (pid, epoch)."""
-    p = ck_producer(broker, txn_id) if client == "confluent-kafka" else kp_producer(broker, txn_id)
+    """One committed transaction (c-*) and one left open (tag-*) on every partition; returns
+    the producer (still referencing the broker) and its (pid, epoch). With kafka-python the
+    committed one comes from another transactional id (a fault hook is armed for this one)."""
+    if client == "confluent-kafka":
+        p = ck_producer(broker, txn_id)
+    else:
+        first = kp_producer(broker, txn_id + "-first")
+        first.init_transactions()
+        first.begin_transaction()
+        for i in range(PARTS):
+            first.send(topic, f"c-{i}".encode(), partition=i)
+        first.commit_transaction()
+        first.close(timeout=2)
+        p = kp_producer(broker, txn_id)
     if client == "confluent-kafka":
         p.init_transactions(WAIT)
         p.begin_transaction()
@@ -53,10 +64,6 @@ def _produce_open(broker, topic, txn_id, tag, client="confluent-kafka"):
         assert p.flush(WAIT) == 0
     else:
         p.init_transactions()
-        p.begin_transaction()
-        for i in range(PARTS):
-            p.send(topic, f"c-{i}".encode(), partition=i)
-        p.commit_transaction()
         p.begin_transaction()
         for i in range(PARTS):
             p.send(topic, f"{tag}-{i}".encode(), partition=i)
@@ -152,9 +159,9 @@ def test_crash_during_end_txn_is_completed_at_restart(broker_factory, fault):
 
     commit = fault != "crash-after-prepare-abort"
     outcome = "COMMIT" if commit else "ABORT"
-    b = broker_factory({**OVERRIDES, "minibroker.test.fault": fault,
-                        "group.initial.rebalance.delay.ms": 0})
     topic, txn_id, group = uid("crash"), uid("crash"), uid("crashgroup")
+    b = broker_factory({**OVERRIDES, "minibroker.test.fault": f"{fault}@{txn_id}",
+                        "group.initial.rebalance.delay.ms": 0})
     create_topic(b, topic, PARTS)
     p, pid, epoch = _produce_open(b, topic, txn_id, "decided", client="kafka-python")
     from kafka.structs import OffsetAndMetadata
@@ -199,8 +206,8 @@ def test_crash_during_end_txn_is_completed_at_restart(broker_factory, fault):
 def test_concurrent_transactions_answered_only_while_completing(broker_factory):
     """After a restart completed the transaction there is nothing pending: a new
     InitProducerId succeeds at once (no CONCURRENT_TRANSACTIONS loop)."""
-    b = broker_factory({**OVERRIDES, "minibroker.test.fault": "crash-after-prepare-commit"})
     topic, txn_id = uid("cc"), uid("cc")
+    b = broker_factory({**OVERRIDES, "minibroker.test.fault": f"crash-after-prepare-commit@{txn_id}"})
     create_topic(b, topic, 1)
     with txn_wire(b) as w:
         r = w.init_producer_id(txn_id)

@@ -90,6 +90,8 @@ def make_messages(n: int, partitions: int, tag: str, base_ts: int | None = None)
             headers = (("idx", str(i).encode()),)
         else:
             headers = (("idx", str(i).encode()), ("tag", tag.encode()), ("empty", b""))
+        if key is None and value is None:
+            key = b""  # kafka-python refuses a record with both key and value null
         out.append(Msg(i % partitions, key, value, headers, base_ts + i))
     return out
 

@@ -87,10 +87,6 @@ def frame(payload: bytes) -> bytes:
     return struct.pack(">i", len(payload)) + payload
 
 
-def _is_flexible(cls, version: int) -> bool:
-    return cls.flexible_version_q(version)
-
-
 # ---------------------------------------------------------------------------------- client
 class WireClient:
     """One TCP connection to the broker. Use as a context manager."""
@@ -274,10 +270,13 @@ def build_produce_request(topic: str, partition: int, records: bytes, *, acks: i
     )
 
 
-def build_fetch_request(topic: str, partition: int, offset: int, *, max_wait_ms: int = 100, min_bytes: int = 1,
+def build_fetch_request(topic: str, partition: int | list[tuple[int, int]], offset: int | None = None, *,
+                        max_wait_ms: int = 100, min_bytes: int = 1,
                         max_bytes: int = 50 * 1024 * 1024, partition_max_bytes: int = 10 * 1024 * 1024,
                         isolation_level: int = 0):
+    """A Fetch for one partition at `offset`, or for a list of (partition, offset) pairs."""
     T = FetchRequest.FetchTopic
+    pairs = partition if isinstance(partition, list) else [(partition, offset)]
     return FetchRequest(
         replica_id=-1,
         max_wait_ms=max_wait_ms,
@@ -287,8 +286,8 @@ def build_fetch_request(topic: str, partition: int, offset: int, *, max_wait_ms:
         session_id=0,
         session_epoch=-1,
         topics=[T(topic=topic, partitions=[T.FetchPartition(
-            partition=partition, current_leader_epoch=-1, fetch_offset=offset, last_fetched_epoch=-1,
-            log_start_offset=-1, partition_max_bytes=partition_max_bytes)])],
+            partition=p, current_leader_epoch=-1, fetch_offset=o, last_fetched_epoch=-1,
+            log_start_offset=-1, partition_max_bytes=partition_max_bytes) for p, o in pairs])],
         forgotten_topics_data=[],
         rack_id="",
     )

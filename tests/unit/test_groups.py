@@ -702,3 +702,72 @@ def test_txn_offset_sequences_continue_per_producer_and_epoch(gc, store, clock):
     assert gc2.stage_txn_offsets(1, 1, "tx", -1, "", None, [{"name": "t", "partitions": [
         {"partition_index": 0, "committed_offset": 5, "committed_metadata": ""}]}]) == {"t": {0: E.none}}
     assert store.logs[0][-1].base_sequence == 1
+
+
+def test_remove_topic_offsets_on_topic_deletion(gc, store):
+    gc.commit_offsets("a", "", None, -1, [("gone", 0, 1, -1, ""), ("kept", 0, 2, -1, "")])
+    gc.commit_offsets("b", "", None, -1, [("gone", 1, 3, -1, "")])
+    assert gc.remove_topic_offsets("gone") == 2
+    assert gc.fetch_offsets("a", None)[1] == [("kept", 0, 2, -1, "", E.none)]
+    assert gc.fetch_offsets("b", None)[1] == []
+    gc2 = GroupCoordinator(dict(CONFIG), scheduler=FakeScheduler(), store=store)
+    gc2.load_sync()
+    assert gc2.fetch_offsets("a", None)[1] == [("kept", 0, 2, -1, "", E.none)]
+    assert "b" not in gc2.groups  # nothing left of an offsets-only group
+
+
+# --- the real storage engine underneath ---------------------------------------------------------
+def _logs(path):
+    from storage.log_manager import LogManager
+
+    m = LogManager(str(path), {})
+    m.open()
+    return m
+
+
+def test_durability_through_storage_with_transactional_offsets(tmp_path):
+    logs = _logs(tmp_path)
+    logs.create_topic("t", 2, {})
+    clock = FakeScheduler()
+    gc = GroupCoordinator(dict(CONFIG), logs, scheduler=clock)
+    assert "__consumer_offsets" not in logs.topics  # created on first use
+    gen, (a,) = form_group(gc, clock, 1)
+    info = logs.topics["__consumer_offsets"]
+    assert info.internal and info.configs.get("cleanup.policy") == "compact"
+    assert gc.commit_offsets("g", a, None, gen, [("t", 0, 5, 1, "m"), ("nope", 0, 1, -1, "")]) == {
+        ("t", 0): E.none, ("nope", 0): E.unknown_topic_or_partition}
+
+    def stage(pid, epoch, offset):
+        return gc.stage_txn_offsets(pid, epoch, "g", gen, a, None, [{"name": "t", "partitions": [
+            {"partition_index": 1, "committed_offset": offset, "committed_metadata": "x"}]}])
+
+    plog = logs.get_log("__consumer_offsets", gc.partition_for("g"))
+    assert stage(42, 0, 7) == {"t": {1: E.none}}
+    assert stage(42, 0, 8) == {"t": {1: E.none}}  # second batch in the same txn: sequence 1
+    assert plog.last_stable_offset < plog.log_end_offset  # the offsets are an open transaction
+    plog.append_marker(42, 0, True, 0)
+    gc.complete_txn(42, True)
+    assert plog.last_stable_offset == plog.log_end_offset
+    assert stage(42, 0, 9) == {"t": {1: E.none}}  # next transaction, same epoch
+    plog.append_marker(42, 0, False, 0)
+    gc.complete_txn(42, False)
+    assert stage(42, 1, 10) == {"t": {1: E.none}}  # a new epoch starts again at sequence 0
+    # (left undecided)
+    logs.close()
+
+    logs = _logs(tmp_path)
+    gc2 = GroupCoordinator(dict(CONFIG), logs, scheduler=FakeScheduler())
+    gc2.load_sync()
+    assert gc2.fetch_offsets("g", [("t", 0), ("t", 1)], require_stable=True)[1] == [
+        ("t", 0, 5, 1, "m", E.none), ("t", 1, -1, -1, "", E.unstable_offset_commit)]
+    assert gc2.fetch_offsets("g", [("t", 1)])[1] == [("t", 1, 8, -1, "x", E.none)]
+    group = gc2.groups["g"]
+    assert group.state is GroupState.STABLE and group.generation_id == gen and set(group.members) == {a}
+    # the undecided transaction continues after the restart with the right sequence
+    assert gc2.stage_txn_offsets(42, 1, "g", -1, "", None, [{"name": "t", "partitions": [
+        {"partition_index": 1, "committed_offset": 11, "committed_metadata": ""}]}]) == {"t": {1: E.none}}
+    plog = logs.get_log("__consumer_offsets", gc2.partition_for("g"))
+    plog.append_marker(42, 1, True, 0)
+    gc2.complete_txn(42, True)
+    assert gc2.fetch_offsets("g", [("t", 1)], require_stable=True)[1] == [("t", 1, 11, -1, "", E.none)]
+    logs.close()
