@@ -46,9 +46,8 @@ class Broker:
     async def start(self) -> None:
         started = time.monotonic()
         self.logs.open()
-        for loader in (self.groups, self.txns):
-            if loader is not None:
-                await loader.load()
+        await self.groups.load()  # replays __consumer_offsets
+        await self.txns.load()  # replays __transaction_state, completes or aborts what was open
         bind_host, bind_port = self.config.listener
         _, self.bound_port = await self.server.start(bind_host, bind_port)
         self.port = self.bound_port
@@ -67,6 +66,7 @@ class Broker:
 
     async def stop(self) -> None:
         log.info("broker stopping")
+        self.groups.close()  # answer parked JoinGroup/SyncGroup now instead of after the grace period
         await self.server.stop()
         for task in self._tasks:
             task.cancel()

@@ -716,6 +716,7 @@ class PartitionLog:
             return 0
         count = 0
         psm = self.producer_state
+        loaded_at = self._time_ms()  # replayed producers' idle time starts now (see update())
         for seg in self._segments[max(self._segment_index(start), 0):]:
             pos = 0
             if seg.base_offset < start:
@@ -736,7 +737,8 @@ class PartitionLog:
                         log.warning("unreadable transaction marker; treated as a commit",
                                     topic=self.topic, partition=self.partition,
                                     offset=h.base_offset, error=str(exc))
-                        psm.update(h, h.base_offset, h.max_timestamp, abort=False)
+                        psm.update(h, h.base_offset, h.max_timestamp, abort=False,
+                                   last_seen_ms=loaded_at)
                         continue
                     if rebuild:
                         self._apply_marker(seg, h, ctrl.type == CONTROL_ABORT,
@@ -744,9 +746,9 @@ class PartitionLog:
                     else:
                         psm.update(h, h.base_offset, h.max_timestamp,
                                    abort=ctrl.type == CONTROL_ABORT,
-                                   coordinator_epoch=ctrl.coordinator_epoch)
+                                   coordinator_epoch=ctrl.coordinator_epoch, last_seen_ms=loaded_at)
                 else:
-                    psm.update(h, h.base_offset, h.max_timestamp)
+                    psm.update(h, h.base_offset, h.max_timestamp, last_seen_ms=loaded_at)
         return count
 
     # ====================================================================== deletion

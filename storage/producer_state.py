@@ -277,7 +277,7 @@ class ProducerStateManager:
     # ------------------------------------------------------------------ state change
     def update(self, header, first_offset: int, append_time_ms: int, *,
                abort: bool | None = None, coordinator_epoch: int | None = None,
-               batch=None) -> CompletedTxn | None:
+               batch=None, last_seen_ms: int | None = None) -> CompletedTxn | None:
         """Record an appended batch (after append and during recovery replay; never raises).
 
         Data batch: adds it to the producer's window of five (a new epoch clears the window)
@@ -290,8 +290,10 @@ class ProducerStateManager:
         offset, marker offset (= first_offset), is_aborted)``, or None if no transaction was
         open for that producer on this partition.
 
-        ``append_time_ms`` becomes the producer's last timestamp (used for expiry) and the
-        stored ``BatchMetadata.timestamp`` returned to retries.
+        ``append_time_ms`` becomes the stored ``BatchMetadata.timestamp`` returned to retries
+        and, unless ``last_seen_ms`` is given, the producer's last timestamp (used for expiry).
+        Recovery replay passes ``last_seen_ms``: it cannot know when a batch arrived, and a
+        record's own (possibly old) timestamp must not make its producer expire at once.
         """
         pid = header.producer_id
         if pid < 0:
@@ -303,7 +305,7 @@ class ProducerStateManager:
         elif epoch != entry.epoch:
             entry.epoch = epoch
             entry.batches.clear()
-        entry.last_timestamp = append_time_ms
+        entry.last_timestamp = append_time_ms if last_seen_ms is None else max(append_time_ms, last_seen_ms)
         attrs = header.attributes
 
         if attrs & _ATTR_CONTROL:

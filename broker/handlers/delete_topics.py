@@ -25,6 +25,7 @@ def _delete(broker, name, topic_id) -> dict:
         broker.logs.delete_topic(name)
     except KafkaStorageError as exc:
         return dict(name=name, topic_id=info.topic_id, error_code=exc.error_code, error_message=exc.message)
+    broker.groups.remove_topic_offsets(name)  # tombstones for its committed offsets, as Kafka does
     broker.data_waiters.notify_all()  # fetches waiting on it answer now (unknown partition)
     return dict(name=name, topic_id=info.topic_id, error_code=ErrorCode.none)
 

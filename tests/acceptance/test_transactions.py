@@ -41,7 +41,7 @@ from tests.acceptance.test_transactions_helpers import (
     wait_state,
 )
 from tests.conftest import BrokerFactory
-from tests.support.helpers import create_topic, wait_until
+from tests.support.helpers import create_topic
 from tests.support.wire import WireClient
 
 CLIENTS = ["kafka-python", "confluent-kafka"]
