@@ -64,7 +64,7 @@ PROPERTIES: dict[str, Property] = {
         Property("log.retention.bytes", "int", -1, "Accepted and reported; size-based deletion is not implemented.", None),
         # network
         Property("socket.request.max.bytes", "int", 104857600, "Largest request frame; larger ones close the connection.", _positive, "> 0"),
-        Property("connections.max.idle.ms", "int", 600000, "Close connections idle this long.", _positive, "> 0"),
+        Property("connections.max.idle.ms", "int", 600000, "Accepted; idle connections are not closed.", _positive, "> 0"),
         # idempotence and transactions
         Property("producer.id.expiration.ms", "int", 86400000, "Forget an idle producer's sequence state after this long.", _positive, "> 0"),
         Property("producer.id.expiration.check.interval.ms", "int", 600000, "How often idle producer state is expired.", _positive, "> 0"),
