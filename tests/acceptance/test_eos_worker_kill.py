@@ -75,7 +75,8 @@ class Worker:
     def diag(self) -> str:
         self.stderr.flush()
         try:
-            err = (self.stderr.name and open(self.stderr.name, errors="replace").read())[-3000:]
+            with open(self.stderr.name, errors="replace") as f:
+                err = f.read()[-3000:]
         except OSError:
             err = ""
         return f"{self.name} rc={self.proc.poll()} stderr tail:\n{err}"
@@ -103,7 +104,7 @@ def _hwm_sum(broker, topic):
 def _group_offsets(broker, group, topic):
     admin = admin_client(broker.bootstrap)
     try:
-        got = admin.list_consumer_group_offsets(group)
+        got = admin.list_group_offsets({group: None})[group]
     finally:
         admin.close()
     return {tp.partition: om.offset for tp, om in got.items() if tp.topic == topic}
@@ -183,6 +184,9 @@ def test_eos_worker_survives_repeated_sigkill(broker_factory, tmp_path):
                 break
         last.proc.send_signal(signal.SIGTERM)
         assert last.proc.wait(15) == 0, last.diag()
+        deadline = time.monotonic() + 5
+        while last.next_line(deadline) is not None:
+            pass
         assert last.seen[-1] == "STOPPED"
     finally:
         for w in workers:
