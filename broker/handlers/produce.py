@@ -23,7 +23,7 @@ def _append(ctx, topic: str, index: int, records, transactional_id) -> dict:
         return dict(index=index, error_code=ErrorCode.invalid_topic_exception, base_offset=-1,
                     error_message=f"{topic} is an internal topic")
     try:
-        broker.txns.verify_produce(transactional_id, topic, index, records)
+        broker.txns.verify_produce(transactional_id, topic, index, records, ctx.api_version)
         info = plog.append(records or b"")
     except KafkaStorageError as exc:
         return dict(index=index, error_code=exc.error_code, base_offset=-1,
