@@ -32,6 +32,7 @@ from enum import IntEnum
 from typing import Iterable
 
 from protocol.errors import ErrorCode
+from protocol.frames import write_uvarint as _uvarint
 
 __all__ = [
     "TxnState",
@@ -347,17 +348,6 @@ def decode_key(data: bytes) -> str:
         raise ValueError("bad TransactionLogKey string length")
     return bytes(data[4:4 + n]).decode()
 
-
-def _uvarint(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        if n:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
 
 
 def encode_value(meta: TransactionMetadata) -> bytes:

@@ -10,6 +10,8 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 
+from protocol.frames import write_uvarint as _uvarint
+
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
 _PARTITION_HEAD = struct.Struct(">ihqqq")  # index, error, high watermark, LSO, log start
@@ -29,17 +31,6 @@ class PartitionData:
     chunks: list = field(default_factory=list)  # bytes-like or objects with .length
     records_size: int = 0
 
-
-def _uvarint(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        if n:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
 
 
 def _string(s: str, flexible: bool) -> bytes:

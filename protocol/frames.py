@@ -42,6 +42,18 @@ def read_uvarint(buf, pos: int) -> tuple[int, int]:
             raise DecodeError("varint too long")
 
 
+def write_uvarint(n: int) -> bytes:
+    """Unsigned varint (7 bits a byte, low first), as flexible versions use for lengths."""
+    out = bytearray()
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        if not n:
+            out.append(b)
+            return bytes(out)
+        out.append(b | 0x80)
+
+
 def skip_tagged_fields(buf, pos: int) -> int:
     count, pos = read_uvarint(buf, pos)
     for _ in range(count):

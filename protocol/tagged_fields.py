@@ -13,21 +13,13 @@ import typing
 from functools import lru_cache
 
 from protocol.frames import read_uvarint
+from protocol.frames import write_uvarint as _uvarint
 
 _FIXED = {"int8": 1, "bool": 1, "int16": 2, "uint16": 2, "int32": 4, "timedelta_i32": 4,
           "int64": 8, "timedelta_i64": 8, "datetime_i64": 8, "float64": 8, "uuid": 16,
           "error_code": 2}
 _LENGTH_PREFIXED = {"string", "bytes", "records"}
 
-
-def _uvarint(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        out.append(b | 0x80 if n else b)
-        if not n:
-            return bytes(out)
 
 
 @lru_cache(maxsize=None)
