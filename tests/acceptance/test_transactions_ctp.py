@@ -129,6 +129,9 @@ def _copy_confluent(broker, src, dst, group, txn_id, rng):
                 consumer.consumer_group_metadata(), WAIT)
             if first or rng.random() < 0.3:
                 first = False
+                # librdkafka purges records still queued at abort; flush so the aborted attempt
+                # really reaches the log (the test checks it is there but invisible).
+                producer.flush(WAIT)
                 producer.abort_transaction(WAIT)
                 aborts += 1
                 for tp in consumer.committed(consumer.assignment(), timeout=WAIT):
