@@ -547,6 +547,9 @@ def test_group_inspection_and_deletion(broker_factory, members):
         # a "simple" group: offsets only, no members
         simple = f"simple-{uuid.uuid4().hex[:6]}"
         admin.alter_group_offsets(simple, {TopicPartition(topic, 1): OffsetAndMetadata(7, "hello", -1)})
+        # members may still be settling a follow-up rebalance after the split: wait for Stable
+        wait_for(lambda: {g["group_id"]: g["group_state"] for g in admin.list_groups()}.get(group_id) == "Stable",
+                 message="group Stable after the split")
         listed = {g["group_id"]: g for g in admin.list_groups()}
         assert listed[group_id]["group_state"] == "Stable"
         assert listed[group_id]["protocol_type"] == "consumer"
