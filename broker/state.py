@@ -67,6 +67,7 @@ class Broker:
     async def stop(self) -> None:
         log.info("broker stopping")
         self.groups.close()  # answer parked JoinGroup/SyncGroup now instead of after the grace period
+        self.data_waiters.close()  # answer parked long-poll Fetches now too
         await self.server.stop()
         for task in self._tasks:
             task.cancel()
