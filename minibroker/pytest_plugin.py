@@ -72,7 +72,7 @@ def minibroker(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPath
     try:
         yield proc
     finally:
-        request.config.stash.pop(_BROKER_KEY, None)
+        del request.config.stash[_BROKER_KEY]
         rc = proc.cleanup()
         if rc not in (None, 0):
             print(f"minibroker exited with code {rc} at session end\n{proc.log_tail()}")
