@@ -84,4 +84,4 @@ async def handle(ctx, req):
         # Nothing (or too little) yet: wait for an append, a marker or an LSO move, then re-read.
         await broker.data_waiters.wait(keys, remaining)
     parts, size = encode(ctx.api_version, topics)
-    return RawResponse(parts, size)
+    return RawResponse(parts, size, topics)
