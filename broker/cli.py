@@ -75,6 +75,11 @@ async def serve(config: BrokerConfig, port_file: str | None) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["dump"]:  # `minibroker dump DIR`: offline inspection, no broker started
+        from broker.dump import main as dump_main
+
+        return dump_main(argv[1:])
     args = parse_args(argv)
     broker_logging.configure(args.log_level, args.log_format)
     log = structlog.get_logger("broker")

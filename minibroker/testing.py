@@ -277,7 +277,8 @@ def broker(
     try:
         proc.start(start_timeout)
         yield proc
-        proc.stop()
+        if proc.running:  # the body may have stopped or killed it on purpose
+            proc.stop()
     finally:
         proc.cleanup()
         if owned:
