@@ -18,7 +18,7 @@ from tests.support.wire import FetchResponse, WireClient, build_fetch_request
 
 def _roundtrip(bootstrap: str, topic: str) -> list[bytes]:
     producer = KafkaProducer(bootstrap_servers=bootstrap, request_timeout_ms=10_000, max_block_ms=10_000)
-    producer.send(topic, b"hello").get(timeout=10)
+    producer.send(topic, b"hello", partition=0).get(timeout=10)
     producer.close(timeout=5)
     consumer = KafkaConsumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest", group_id=None,
                              fetch_max_wait_ms=100, request_timeout_ms=10_000)
@@ -117,3 +117,40 @@ def test_sigterm_answers_a_parked_long_poll_fetch_and_exits_promptly(broker):
     assert answered_s < 2.0, f"parked fetch answered {answered_s:.2f}s after SIGTERM (max_wait was 30 s)"
     assert broker.proc.returncode == 0
     assert stopped_s < 2.0, f"broker took {stopped_s:.2f}s to stop with a parked fetch"
+
+
+def test_sigterm_with_a_polling_consumer_attached_stops_promptly(broker):
+    import threading
+
+    topic = unique_name("polled")
+    create_topic(broker, topic, 1)
+    consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap, group_id=None, fetch_max_wait_ms=5000,
+                             request_timeout_ms=30_000, auto_offset_reset="earliest",
+                             reconnect_backoff_ms=1000, reconnect_backoff_max_ms=1000)
+    consumer.assign([TopicPartition(topic, 0)])
+    polls = 0
+    stopping = threading.Event()
+
+    def poll_forever() -> None:
+        nonlocal polls
+        while not stopping.is_set():
+            consumer.poll(timeout_ms=200)
+            polls += 1
+
+    poller = threading.Thread(target=poll_forever, daemon=True)
+    poller.start()
+    try:
+        deadline = time.monotonic() + 10
+        while polls < 3 and time.monotonic() < deadline:  # it has connected and is long-polling
+            time.sleep(0.05)
+        assert polls >= 3
+        started = time.monotonic()
+        broker.proc.send_signal(signal.SIGTERM)
+        broker.proc.wait(10)
+        elapsed = time.monotonic() - started
+    finally:
+        stopping.set()
+        poller.join(10)
+        consumer.close()
+    assert broker.proc.returncode == 0
+    assert elapsed < 2.0, f"broker took {elapsed:.2f}s to stop with a consumer long-polling (fetch.max.wait 5 s)"
