@@ -10,6 +10,7 @@ Fetch long-polling on the wire.
 from __future__ import annotations
 
 import asyncio
+import socket
 import struct
 import time
 
@@ -357,3 +358,28 @@ def test_partial_frame_does_not_block_other_connections(shared_broker):
             with WireClient.to(shared_broker) as c:
                 assert c.api_versions(3).error_code == 0
             assert time.monotonic() - t0 < 1.0
+
+
+def test_client_reset_while_fetch_parked_is_a_quiet_close(shared_broker):
+    """A client that resets its connection while its Fetch is parked: when the fetch answers
+    (woken by data or by max_wait), the broker must treat the dead socket as a closed
+    connection, not log a traceback."""
+    topic = unique_name("rst")
+    create_topic(shared_broker, topic, 1)
+    log_before = len(shared_broker.log_text())
+    for wake_by_data in (False, True):
+        waiter = WireClient.to(shared_broker)
+        waiter.send_request(build_fetch_request(topic, 0, 0 if not wake_by_data else 1,
+                                                max_wait_ms=500, min_bytes=1), 12)
+        time.sleep(0.2)  # let the fetch park
+        waiter.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        waiter.close()  # RST, not FIN
+        time.sleep(0.1)  # let the broker see the reset before the fetch answers
+        if wake_by_data:
+            with WireClient.to(shared_broker) as producer:
+                assert producer.produce(topic, 0, build_batch([(b"k", b"v", [])])).error_code == 0
+        time.sleep(0.6)  # past the fetch's max_wait: its answer has been attempted
+    with WireClient.to(shared_broker) as producer:  # the broker still serves
+        assert producer.produce(topic, 0, build_batch([(b"k", b"v2", [])])).error_code == 0
+    new_log = shared_broker.log_text()[log_before:]
+    assert "Traceback" not in new_log and '"level": "error"' not in new_log, new_log[-3000:]
