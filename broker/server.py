@@ -148,11 +148,19 @@ class Connection:
         if observe is not None:
             observe(ctx, request, result, time.perf_counter() - started)
 
+    def _ensure_open(self) -> None:
+        # The client may have reset the connection while its request waited (a parked Fetch);
+        # writing to the closed transport would raise RuntimeError, so end the connection quietly.
+        if self.writer.transport.is_closing():
+            raise ConnectionResetError("client closed the connection before its response")
+
     async def _send(self, _correlation_id: int, head: bytes, body: bytes) -> None:
+        self._ensure_open()
         self.writer.write(_INT32.pack(len(head) + len(body)) + head + body)
         await self.writer.drain()
 
     async def _send_raw(self, head: bytes, raw: RawResponse) -> None:
+        self._ensure_open()
         self.writer.write(_INT32.pack(len(head) + raw.size) + head)
         for part in raw.parts:
             if isinstance(part, (bytes, bytearray, memoryview)):

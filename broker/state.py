@@ -49,7 +49,9 @@ class Broker:
         self.port = 0  # advertised to clients
         self.bound_port = 0  # what the listener really bound (--port 0 picks one)
         self._tasks: list[asyncio.Task] = []
-        self._watched: set[int] = set()
+        # the log object each partition's wake-up listener is attached to: a topic deleted and
+        # created again gets a new PartitionLog, which needs its own listener
+        self._watched: dict[tuple[str, int], object] = {}
 
     # --- lifecycle ------------------------------------------------------------------------------
     async def start(self) -> None:
@@ -126,8 +128,8 @@ class Broker:
     def get_log(self, topic: str, partition: int):
         """The partition's log, with long-poll wake-ups wired to it."""
         plog = self.logs.get_log(topic, partition)
-        if plog is not None and id(plog) not in self._watched:
-            self._watched.add(id(plog))
+        if plog is not None and self._watched.get((topic, partition)) is not plog:
+            self._watched[(topic, partition)] = plog
             plog.add_listener(lambda t=topic, p=partition: self.data_waiters.notify(t, p))
         return plog
 

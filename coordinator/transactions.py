@@ -30,6 +30,7 @@ from typing import Iterable
 
 import structlog
 
+from coordinator.partitioning import partition_for
 from coordinator.txn_log import TXN_TOPIC, LogTxnStore, flush_partition
 from coordinator.txn_state import (
     NO_PRODUCER_EPOCH,
@@ -41,7 +42,6 @@ from coordinator.txn_state import (
     decode_value,
     encode_key,
     encode_value,
-    partition_for,
     plan_init_producer_id,
     state_from_name,
 )
