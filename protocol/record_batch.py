@@ -44,7 +44,7 @@ __all__ = [
     "NO_TIMESTAMP", "BatchHeader", "Record", "ControlRecord", "CorruptBatchError",
     "parse_header", "crc_ok", "compute_crc", "set_base_offset", "set_partition_leader_epoch",
     "set_max_timestamp_and_type", "iter_batches", "build_batch", "build_control_batch",
-    "iter_records", "parse_control_record", "iter_batches_with_records",
+    "iter_records", "parse_control_record", "iter_batches_with_records", "decompress",
 ]
 
 HEADER_SIZE = 61
@@ -363,7 +363,7 @@ def build_control_batch(producer_id: int, producer_epoch: int, commit: bool,
 _XERIAL_HEADER = b"\x82SNAPPY\x00" + struct.pack(">ii", 1, 1)
 
 
-def _decompress(codec: int, data) -> bytes:
+def decompress(codec: int, data) -> bytes:
     import cramjam
 
     try:
@@ -401,7 +401,7 @@ def iter_records(batch) -> Iterator[Record]:
         raise CorruptBatchError("batch is truncated")
     codec = h.compression
     if codec:
-        buf = _decompress(codec, mv[HEADER_SIZE:end])
+        buf = decompress(codec, mv[HEADER_SIZE:end])
         pos, end = 0, len(buf)
     else:
         buf, pos = mv, HEADER_SIZE
