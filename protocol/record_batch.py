@@ -375,9 +375,13 @@ def decompress(codec: int, data) -> bytes:
                 # xerial framing: 16-byte header, then [int32 length, raw snappy block]*
                 out = []
                 pos = 16
-                while pos + 4 <= len(data):
+                while pos < len(data):  # consumers refuse a partial chunk: so do we
+                    if pos + 4 > len(data):
+                        raise ValueError("xerial snappy chunk length is truncated")
                     n = _I32.unpack_from(data, pos)[0]
                     pos += 4
+                    if n < 0 or pos + n > len(data):
+                        raise ValueError(f"xerial snappy chunk of {n} bytes is truncated")
                     out.append(bytes(cramjam.snappy.decompress_raw(data[pos:pos + n])))
                     pos += n
                 return b"".join(out)
