@@ -3,10 +3,11 @@
 A PartitionLog is an ordered list of LogSegments (only the last, the *active* one, is appended
 to) plus the partition's producer state. It owns every rule about offsets:
 
-* append: validate one batch like Kafka's LogValidator, check producer state (idempotence,
-  epochs, retries), stamp baseOffset / partitionLeaderEpoch (and maxTimestamp for LogAppendTime
-  topics) into a copy of the 61-byte header only, write header + untouched payload with one
-  writev. The records are never parsed or copied.
+* append: validate one batch (``storage/log_validator.py``, Kafka's LogValidator: the header
+  and every record are checked, nothing is rewritten), check producer state (idempotence,
+  epochs, retries), stamp baseOffset / partitionLeaderEpoch (and maxTimestamp when the records
+  say otherwise or for LogAppendTime topics) into a copy of the 61-byte header only, write
+  header + untouched payload with one writev. The records are never copied.
 * high watermark == log end offset (one replica: an append is committed once written);
   last stable offset == first offset of the oldest open transaction, else the high watermark.
 * reads hand out FileSlices of whole batches, limited to the HWM or LSO.
