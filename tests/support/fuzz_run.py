@@ -5,7 +5,7 @@
 Starts a broker subprocess, sends mutated requests and CRC-valid random batches (the same
 generators as tests/acceptance/test_fuzz.py), and prints what happened: answers, closed
 connections, accepted/rejected batches by error code, batches stored but undecodable by
-kafka-python, log-end-offset mismatches, unhandled handler exceptions, and whether the broker is
+kafka-python, log-end-offset mismatches, a librdkafka read-back of every stored batch, unhandled handler exceptions, and whether the broker is
 still alive. Exit code 0 only if every property held.
 """
 
@@ -27,6 +27,7 @@ from tests.support.fuzzing import (
     RequestSender,
     alive,
     handler_failures,
+    librdkafka_read,
     mutate_batch,
     mutate_frame,
     produce_and_check,
@@ -77,6 +78,11 @@ def main() -> int:
                              "stored but undecodable": len(outcome.undecodable),
                              "log end offset mismatches": len(outcome.leo_mismatch),
                              "seconds": round(time.monotonic() - t0, 1)}
+        with WireClient.to(broker) as c:
+            end = c.list_offsets(BATCH_TOPIC, 0, -1).offset
+        rd = librdkafka_read(broker, BATCH_TOPIC, end)
+        report["librdkafka read-back"] = {**rd, "consumer errors": len(rd["consumer errors"]),
+                                          "log end offset": end}
         report["unhandled handler exceptions"] = len(handler_failures(broker))
         report["broker alive"] = alive(broker)
         print(json.dumps(report, indent=1))
@@ -87,7 +93,8 @@ def main() -> int:
     finally:
         factory.teardown(False)
     ok = (report["broker alive"] and not outcome.undecodable and not outcome.leo_mismatch
-          and report["unhandled handler exceptions"] == 0)
+          and report["unhandled handler exceptions"] == 0 and rd["reached end"]
+          and not rd["consumer errors"])
     return 0 if ok else 1
 
 

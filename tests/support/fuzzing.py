@@ -249,6 +249,31 @@ def produce_and_check(client: WireClient, topic: str, batch: bytes, outcome: Bat
         outcome.leo_mismatch.append((batch.hex(), before, after, len(records)))
 
 
+def librdkafka_read(broker, topic: str, end_offset: int, timeout_s: float = 60.0) -> dict:
+    """Read ``topic``-0 from offset 0 to ``end_offset`` with confluent-kafka (librdkafka);
+    returns counts of records read and of errors the consumer reported."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "fuzz-read",
+                  "enable.auto.commit": False, "check.crcs": True})
+    c.assign([TopicPartition(topic, 0, 0)])
+    read, errors, last = 0, [], -1
+    deadline = time.monotonic() + timeout_s
+    try:
+        while last + 1 < end_offset and time.monotonic() < deadline:
+            msg = c.poll(0.5)
+            if msg is None:
+                continue
+            if msg.error():
+                errors.append(str(msg.error()))
+                continue
+            read += 1
+            last = msg.offset()
+    finally:
+        c.close()
+    return {"records read": read, "consumer errors": errors, "reached end": last + 1 >= end_offset}
+
+
 def handler_failures(broker, since: int = 0) -> list[str]:
     """Log lines of requests that ended in an unhandled exception."""
     return [line for line in broker.log_since(since).splitlines()
