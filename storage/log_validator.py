@@ -48,6 +48,7 @@ from protocol.record_batch import (
     HEADER_STRUCT,
     MAGIC,
     BatchHeader,
+    DecompressedTooLarge,
     decompress,
 )
 from storage.errors import KafkaStorageError
@@ -64,6 +65,9 @@ _HEADER_UP_TO_MAGIC = 17
 _MAGIC_OFFSET = 16
 _MAX_CODEC = 4
 _NO_TIMESTAMP = -1
+# Kafka streams a compressed batch through its decompressor; this broker decompresses it whole,
+# so a small payload that expands without bound (a "zip bomb") is refused past this size.
+MAX_DECOMPRESSED_BYTES = 64 << 20
 
 
 def _fail(code: ErrorCode, message: str) -> KafkaStorageError:
@@ -319,7 +323,9 @@ def validate_records(mv, h: BatchHeader, *, now_ms: int, log_append_time: bool,
     codec = h.attributes & ATTR_COMPRESSION_MASK
     if codec:
         try:
-            buf = decompress(codec, mv[HEADER_SIZE:])
+            buf = decompress(codec, mv[HEADER_SIZE:], MAX_DECOMPRESSED_BYTES)
+        except DecompressedTooLarge as exc:
+            raise _fail(ErrorCode.message_too_large, str(exc)) from None
         except Exception as exc:  # noqa: BLE001 - any codec failure is the client's bad data
             raise _fail(ErrorCode.unknown_server_error,
                         f"failed to decompress record stream: {exc}") from None

@@ -205,3 +205,17 @@ def test_log_stores_the_recomputed_max_timestamp(tmp_path):
     assert (second.max_timestamp, second.timestamp_type) == (NOW + 999, 0)
     assert crc_ok(stored, 0, first.size) and crc_ok(stored, first.size, second.size)
     plog.close()
+
+
+@pytest.mark.parametrize("codec", [COMPRESSION_GZIP, COMPRESSION_SNAPPY, COMPRESSION_LZ4,
+                                   COMPRESSION_ZSTD])
+def test_decompression_bomb_is_refused_without_allocating_it(codec, monkeypatch):
+    """A small payload that expands past the limit: MESSAGE_TOO_LARGE, never a huge buffer."""
+    import storage.log_validator as lv
+
+    monkeypatch.setattr(lv, "MAX_DECOMPRESSED_BYTES", 1 << 20)
+    bomb = raw_batch([record(0, value=b"\x00" * (3 << 20))], codec=codec)
+    assert len(bomb) < 1 << 20
+    assert error_of(bomb).error_code == ErrorCode.message_too_large
+    fits = raw_batch([record(0, value=b"\x00" * (900 << 10))], codec=codec)
+    run(fits)  # below the limit, even at a ratio far above the first guess
