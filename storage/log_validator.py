@@ -346,15 +346,15 @@ def validate_records(mv, h: BatchHeader, *, now_ms: int, log_append_time: bool,
     batch_lat = h.attributes & ATTR_LOG_APPEND_TIME
     max_ts = _NO_TIMESTAMP
     if not log_append_time and not (batch_lat and h.max_timestamp == _NO_TIMESTAMP):
-        if batch_lat:
-            stamps = [h.max_timestamp] * len(deltas)
+        base = h.base_timestamp
+        if batch_lat:  # every record's timestamp is the batch's maxTimestamp
+            first_ts = max_ts = h.max_timestamp
         else:
-            base = h.base_timestamp
-            stamps = [base + d for d in deltas]
-        max_ts = max(stamps)
+            first_ts, max_ts = base + min(deltas), base + max(deltas)
         lo = now_ms - before_max_ms
         hi = now_ms + after_max_ms
-        if min(stamps) < lo or max_ts > hi:
+        if first_ts < lo or max_ts > hi:  # rare: find the records at fault
+            stamps = [max_ts] * len(deltas) if batch_lat else [base + d for d in deltas]
             for i, ts in enumerate(stamps):
                 if ts != _NO_TIMESTAMP and (ts < lo or ts > hi):
                     timestamp_error = True
