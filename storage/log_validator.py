@@ -107,8 +107,6 @@ def first_produced_batch(records, api_version: int) -> memoryview:
         raise _fail(ErrorCode.invalid_record,
                     f"produce requests with version {api_version} are only allowed to contain "
                     f"record batches with magic version 2")
-    if size < 23:  # Kafka reads the attributes past the end of the batch: an internal error
-        raise _fail(ErrorCode.unknown_server_error, f"record batch of {size} bytes has no attributes")
     codec = mv[22] & ATTR_COMPRESSION_MASK
     if codec > _MAX_CODEC:
         raise _fail(ErrorCode.unknown_server_error, f"unknown compression type id {codec}")
