@@ -250,16 +250,24 @@ def _walk(buf, pos: int, end: int, count: int) -> tuple[list, list]:
             add_delta((b >> 1) ^ -(b & 1))
             pos += 2
         else:
-            d, pos = _varint64(buf, pos + 1)
-            add_delta(d)
-        b = buf[pos]  # offset delta
-        if b < 0x80:
-            off = (b >> 1) ^ -(b & 1)
+            c = buf[pos + 2]
+            if c < 0x80:
+                b = (b & 0x7F) | (c << 7)
+                add_delta((b >> 1) ^ -(b & 1))
+                pos += 3
+            else:
+                d, pos = _varint64(buf, pos + 1)
+                add_delta(d)
+        z = i << 1  # the offset delta must be i: compare with its canonical one or two bytes
+        if z < 0x80 and buf[pos] == z:
             pos += 1
+        elif z < 0x4000 and buf[pos] == (z & 0x7F) | 0x80 and buf[pos + 1] == z >> 7:
+            pos += 2
         else:
             off, pos = v32(buf, pos)
-        if off != i:
-            raise _Invalid(f"record {i} has offset delta {off}; offset deltas must be consecutive")
+            if off != i:
+                raise _Invalid(f"record {i} has offset delta {off}; offset deltas must be "
+                               f"consecutive")
         b = buf[pos]  # key length
         if b < 0x80:
             n = (b >> 1) ^ -(b & 1)
