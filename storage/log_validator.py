@@ -227,18 +227,18 @@ def _walk(buf, pos: int, end: int, count: int) -> tuple[list, list]:
     null_keys = []
     v32 = _varint32
     for i in range(count):
-        start = pos
-        b = buf[pos]
-        pos += 1
-        if b >= 0x80:
-            c = buf[pos]
+        b = buf[pos]  # record length
+        if b < 0x80:
+            length = (b >> 1) ^ -(b & 1)
+            pos += 1
+        else:
+            c = buf[pos + 1]
             if c < 0x80:
                 b = (b & 0x7F) | (c << 7)
-                pos += 1
+                length = (b >> 1) ^ -(b & 1)
+                pos += 2
             else:
-                b, pos = v32(buf, start)
-                b = (b << 1) ^ (b >> 63)  # back to the raw form decoded below
-        length = (b >> 1) ^ -(b & 1)
+                length, pos = v32(buf, pos)
         rec_end = pos + length
         if length < 0 or rec_end > end:
             raise _Invalid(f"invalid record size: expected {length} bytes in record payload, "
@@ -279,16 +279,17 @@ def _walk(buf, pos: int, end: int, count: int) -> tuple[list, list]:
         else:
             null_keys.append(i)
         b = buf[pos]  # value length
-        pos += 1
-        if b >= 0x80:
-            c = buf[pos]
+        if b < 0x80:
+            n = (b >> 1) ^ -(b & 1)
+            pos += 1
+        else:
+            c = buf[pos + 1]
             if c < 0x80:
                 b = (b & 0x7F) | (c << 7)
-                pos += 1
+                n = (b >> 1) ^ -(b & 1)
+                pos += 2
             else:
-                b, pos = v32(buf, pos - 1)
-                b = (b << 1) ^ (b >> 63)
-        n = (b >> 1) ^ -(b & 1)
+                n, pos = v32(buf, pos)
         if n > 0:
             pos += n
         if buf[pos] == 0 and pos + 1 == rec_end:  # no headers: the common case
