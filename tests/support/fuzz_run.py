@@ -46,7 +46,7 @@ def main() -> int:
     rng = random.Random(args.seed)
     factory = BrokerFactory(Path(tempfile.mkdtemp(prefix="minibroker-fuzz-")))
     broker = factory({"auto.create.topics.enable": False, "group.initial.rebalance.delay.ms": 0})
-    report: dict = {"seed": args.seed}
+    report: dict = {"seed": args.seed, "data dir": str(factory.base_dir)}
     try:
         with WireClient.to(broker) as c:
             c.create_topics([(FUZZ_TOPIC, 1), (BATCH_TOPIC, 1)])
@@ -54,15 +54,18 @@ def main() -> int:
         seeds = seed_frames(rng)
         sender = RequestSender(broker, wait_s=0.2)
         died_at = None
+        sent = 0
         for i in range(args.requests):
+            sent += 1
             sender.send(mutate_frame(rng.choice(seeds)[2], rng))
             if i % 5000 == 4999 and not broker.running:
                 died_at = i
                 break
         sender.close()
-        report["requests"] = {"sent": i + 1, **sender.counts, "broker died at": died_at,
+        report["requests"] = {"sent": sent, **sender.counts, "broker died at": died_at,
                               "seconds": round(time.monotonic() - t0, 1)}
         t0 = time.monotonic()
+        rng = random.Random(f"batches-{args.seed}")  # independent of the request phase
         outcome = BatchOutcome()
         mutated = 0
         with WireClient.to(broker) as c:

@@ -201,7 +201,8 @@ def mutate_batch(batch: bytes, rng: random.Random) -> bytes:
             buf[pos:pos + 1] = _uvarint(rng.choice(_HUGE)) + b"\x80\x80\x80\x80\x80\x01"[
                 :rng.randint(0, 6)]
         elif op == 5:
-            struct.pack_into(">i", buf, 57, struct.unpack_from(">i", buf, 57)[0] + rng.choice([-1, 1]))
+            count = struct.unpack_from(">i", buf, 57)[0] + rng.choice([-1, 1])
+            struct.pack_into(">i", buf, 57, (count + 2**31) % 2**32 - 2**31)  # wraps like int32
         if rng.random() < 0.8 and len(buf) >= 12:
             struct.pack_into(">i", buf, 8, len(buf) - 12)
     if len(buf) >= 21:
@@ -271,7 +272,8 @@ def librdkafka_read(broker, topic: str, end_offset: int, timeout_s: float = 60.0
             last = msg.offset()
     finally:
         c.close()
-    return {"records read": read, "consumer errors": errors, "reached end": last + 1 >= end_offset}
+    return {"records read": read, "consumer errors": errors, "reached end": last + 1 >= end_offset,
+            "last offset read": last}
 
 
 def handler_failures(broker, since: int = 0) -> list[str]:
