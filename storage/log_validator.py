@@ -276,8 +276,10 @@ def _walk(buf, pos: int, end: int, count: int) -> tuple[list, list]:
             n, pos = v32(buf, pos)
         if n >= 0:
             pos += n
-        else:
+        elif n == -1:
             null_keys.append(i)
+        else:  # Kafka reads any negative length as null; librdkafka stalls on the partition
+            raise _Invalid(f"record {i} has key length {n}")
         b = buf[pos]  # value length
         if b < 0x80:
             n = (b >> 1) ^ -(b & 1)
@@ -290,8 +292,10 @@ def _walk(buf, pos: int, end: int, count: int) -> tuple[list, list]:
                 pos += 2
             else:
                 n, pos = v32(buf, pos)
-        if n > 0:
+        if n >= 0:
             pos += n
+        elif n != -1:
+            raise _Invalid(f"record {i} has value length {n}")
         if buf[pos] == 0 and pos + 1 == rec_end:  # no headers: the common case
             pos += 1
             continue
@@ -318,8 +322,10 @@ def _headers(buf, pos: int, end: int, i: int) -> int:
             raise _Invalid(f"record {i} has a header key that is not UTF-8") from None
         pos += n
         n, pos = _varint32(buf, pos)
-        if n > 0:
+        if n >= 0:
             pos += n
+        elif n != -1:
+            raise _Invalid(f"record {i} has header value length {n}")
     return pos
 
 

@@ -74,6 +74,10 @@ def test_overlong_but_five_byte_varints_are_accepted():
     ("header key not utf-8", lambda: raw_batch([record(0, headers=varint(1) + varint(2)
                                                        + b"\xff\xfe" + varint(-1))])),
     ("record attributes with the high bit", lambda: raw_batch([record(0, attributes=0x80)])),
+    ("key length -61 (librdkafka stalls on it)",
+     lambda: raw_batch([record(0, key=None, key_len=varint(-61))])),
+    ("header value length -2", lambda: raw_batch([record(0, headers=varint(1) + varint(1) + b"h"
+                                                        + varint(-2))])),
     ("record length past the batch", lambda: raw_batch([varint(500) + b"\x00" * 10])),
     ("negative record length", lambda: raw_batch([varint(-5) + b"\x00" * 10])),
     ("truncated record", lambda: raw_batch([record(0)[:-2]])),
