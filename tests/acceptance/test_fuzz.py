@@ -19,6 +19,7 @@ from tests.support.fuzzing import (
     RequestSender,
     alive,
     handler_failures,
+    librdkafka_read,
     mutate_batch,
     mutate_frame,
     produce_and_check,
@@ -89,3 +90,13 @@ def test_crc_valid_random_batches_are_stored_only_when_decodable(broker, seed):
     assert outcome.undecodable == [], f"seed {seed}: stored but undecodable"
     assert outcome.leo_mismatch == [], f"seed {seed}: log end offset moved wrongly"
     assert alive(broker)
+
+
+def test_librdkafka_reads_every_stored_batch(broker):
+    """After the random batches above: librdkafka reads the whole partition without an error
+    and without stalling on a batch it cannot parse."""
+    with WireClient.to(broker) as c:
+        end = c.list_offsets(BATCH_TOPIC, 0, -1).offset
+    assert end > 0
+    result = librdkafka_read(broker, BATCH_TOPIC, end, timeout_s=60)
+    assert result["consumer errors"] == [] and result["reached end"], result
