@@ -55,6 +55,8 @@ PROPERTIES: dict[str, Property] = {
         Property("log.roll.hours", "int", 168, "Roll a segment after this age.", _positive, "> 0"),
         Property("log.index.interval.bytes", "int", 4096, "Bytes between offset-index entries.", _non_negative, ">= 0"),
         Property("log.message.timestamp.type", "str", "CreateTime", "CreateTime or LogAppendTime.", lambda v: v in ("CreateTime", "LogAppendTime"), "CreateTime|LogAppendTime"),
+        Property("log.message.timestamp.before.max.ms", "int", LONG_MAX, "Refuse CreateTime timestamps older than this (INVALID_TIMESTAMP).", _non_negative, ">= 0"),
+        Property("log.message.timestamp.after.max.ms", "int", 3600000, "Refuse CreateTime timestamps further ahead than this (INVALID_TIMESTAMP).", _non_negative, ">= 0"),
         Property("message.max.bytes", "int", 1048588, "Largest record batch accepted.", _positive, "> 0"),
         Property("log.flush.interval.messages", "int", LONG_MAX, "fsync a partition after this many appended messages.", _positive, "> 0"),
         Property("log.flush.interval.ms", "int", None, "fsync a partition whose oldest unflushed data is this old.", _non_negative, ">= 0"),
