@@ -93,6 +93,8 @@ class Broker:
         flush_ms = self.config["log.flush.interval.ms"]
         if flush_ms is not None:
             self.every(max(flush_ms, 10), self.logs.flush, "log-flush")
+        self.every(self.config["log.retention.check.interval.ms"], self.logs.delete_old_segments,
+                   "log-retention")
         self.every(self.config["producer.id.expiration.check.interval.ms"],
                    lambda: self.logs.remove_expired_producers(int(time.time() * 1000)),
                    "producer-expiration")

@@ -326,6 +326,50 @@ class PartitionLog:
             self._poll_flushes()
         self._notify()
 
+    # ====================================================================== log start, retention
+    def maybe_increment_log_start_offset(self, offset: int) -> bool:
+        """DeleteRecords (Kafka's maybeIncrementLogStartOffset): records below ``offset`` become
+        unreadable at once; segments wholly below it go at the next retention check. Never moves
+        backwards; OFFSET_OUT_OF_RANGE above the high watermark. True if it moved."""
+        if offset > self.high_watermark:
+            raise _error(ErrorCode.offset_out_of_range,
+                         f"cannot delete records of {self.topic}-{self.partition} below {offset}: "
+                         f"the high watermark is {self.high_watermark}")
+        if offset <= self._log_start:
+            return False
+        self._set_log_start(offset)
+        return True
+
+    def _set_log_start(self, offset: int) -> None:
+        self._log_start = offset
+        # aborted transactions whose marker is below the log start can match no fetch any more
+        drop = bisect_left(self._aborted_last, offset)
+        if drop:
+            del self._aborted[:drop]
+            del self._aborted_last[:drop]
+
+    def delete_oldest_segments(self, count: int) -> list[LogSegment]:
+        """Kafka's deleteSegments for retention: drop the ``count`` oldest segments (rolling
+        first if that is all of them, so the active segment is never the one deleted), advance
+        the log start offset to the new first segment and unlink their files. Returns the
+        removed segments with their files still open: a fetch answer already holding a
+        FileSlice of one keeps reading it; the caller closes them after file.delete.delay.ms.
+        Producer state is kept (KIP-360: a producer whose last batch was deleted continues)."""
+        if count <= 0:
+            return []
+        if count >= len(self._segments):
+            self._roll(self._time_ms())
+        doomed = self._segments[:count]
+        del self._segments[:count]
+        del self._bases[:count]
+        new_start = self._segments[0].base_offset
+        if new_start > self._log_start:
+            self._set_log_start(new_start)
+        for seg in doomed:  # oldest first: a crash in between leaves a contiguous log
+            seg.unlink_files()
+        self.producer_state.delete_snapshots_before(new_start)
+        return doomed
+
     # ====================================================================== roll and flush
     def _should_roll(self, seg: LogSegment, h: BatchHeader, size: int, max_ts: int,
                      now: int) -> bool:
@@ -535,29 +579,34 @@ class PartitionLog:
             return limit, -1
         if timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
             return self._log_start, -1
+        start = self._log_start
         if timestamp == MAX_TIMESTAMP:
             found = self._max_timestamp_record()
+            if found is not None and found[0] < start:
+                found = None
         elif timestamp < 0:
             return None
         else:
             found = None
             for seg in self._segments:
-                if seg.max_timestamp >= timestamp:
-                    found = self._search_segment(seg, timestamp)
+                if seg.max_timestamp >= timestamp and seg.next_offset > start:
+                    found = self._search_segment(seg, timestamp, start)
                     if found is not None:
                         break
         if found is None or found[0] >= limit:
             return None
         return found
 
-    def _search_segment(self, seg: LogSegment, timestamp: int) -> tuple[int, int] | None:
+    def _search_segment(self, seg: LogSegment, timestamp: int, start: int
+                        ) -> tuple[int, int] | None:
+        """The first record at or after offset ``start`` with a timestamp >= ``timestamp``."""
         entry = seg.time_index.lookup(timestamp)
-        _, pos = seg.index.lookup(entry[1] if entry is not None else seg.base_offset)
+        _, pos = seg.index.lookup(max(entry[1] if entry is not None else seg.base_offset, start))
         for p, h in seg.headers_from(pos):
-            if h.max_timestamp < timestamp:
+            if h.max_timestamp < timestamp or h.last_offset < start:
                 continue
             for rec in self._records_at(seg, p, h):
-                if rec.timestamp >= timestamp:
+                if rec.timestamp >= timestamp and rec.offset >= start:
                     return rec.offset, rec.timestamp
         return None
 
@@ -591,7 +640,7 @@ class PartitionLog:
     # ====================================================================== opening/recovery
     @classmethod
     def open(cls, directory: str, topic: str, partition: int, config: LogConfig, *,
-             recovery_point: int = 0, clean_shutdown: bool = False,
+             recovery_point: int = 0, log_start_offset: int = 0, clean_shutdown: bool = False,
              producer_expiration_ms: int = 86_400_000,
              time_ms: Callable[[], int] | None = None, executor: Any = None,
              producer_state_factory: Callable[[str, int], Any] | None = None) -> "PartitionLog":
@@ -603,7 +652,9 @@ class PartitionLog:
         indexes rebuilt, a torn or corrupt tail cut, every later segment dropped). A segment
         with a missing or broken index is recovered in either case. Then producer state is
         loaded from the newest usable snapshot and the log is replayed from it, rebuilding the
-        transaction index of every recovered segment from its abort markers."""
+        transaction index of every recovered segment from its abort markers. The log start
+        offset is the checkpointed ``log_start_offset`` (DeleteRecords) or the first segment's
+        base, whichever is larger."""
         if producer_state_factory is None:
             from storage.producer_state import ProducerStateManager as producer_state_factory
         time_ms = time_ms or _now_ms
@@ -611,6 +662,8 @@ class PartitionLog:
         psm = producer_state_factory(directory, producer_expiration_ms)
         self = cls(directory, topic, partition, config, psm, time_ms, executor)
         self._load(recovery_point, clean_shutdown)
+        if log_start_offset > self._log_start:
+            self._set_log_start(min(log_start_offset, self._leo))
         return self
 
     def _load(self, recovery_point: int, clean: bool) -> None:

@@ -7,6 +7,7 @@ Data directory layout::
     topics/<name>.json                   one per topic: id, partition count, config overrides
     <topic>-<partition>/                 a PartitionLog (segments, indexes, producer snapshots)
     recovery-point-offset-checkpoint     per partition: offsets below are known to be on disk
+    log-start-offset-checkpoint          per partition: the log start offset (DeleteRecords)
     .kafka_cleanshutdown                 present only between a clean stop and the next start
 
 Every registry file is replaced atomically (write a temp file, fsync, rename, fsync the
@@ -34,6 +35,12 @@ from typing import Any, Callable, Iterator
 import structlog
 
 from protocol.errors import ErrorCode
+from storage.checkpoint import (
+    atomic_write as _atomic_write,
+    fsync_dir as _fsync_dir,
+    read_offset_checkpoint,
+    write_offset_checkpoint,
+)
 from storage.config import (
     LogConfig,
     broker_value,
@@ -42,6 +49,7 @@ from storage.config import (
 )
 from storage.errors import KafkaStorageError
 from storage.log import LEADER_EPOCH, PartitionLog
+from storage.retention import segments_to_delete
 
 __all__ = ["LogManager", "TopicInfo", "LEADER_EPOCH", "INTERNAL_TOPICS", "validate_topic_name",
            "CLEAN_SHUTDOWN_FILE", "RECOVERY_POINT_FILE", "META_PROPERTIES_FILE"]
@@ -51,6 +59,7 @@ log = structlog.get_logger(__name__)
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 RECOVERY_POINT_FILE = "recovery-point-offset-checkpoint"
+LOG_START_OFFSET_FILE = "log-start-offset-checkpoint"
 META_PROPERTIES_FILE = "meta.properties"
 TOPICS_DIR = "topics"
 
@@ -98,30 +107,6 @@ def _uuid_b64(u: uuid.UUID) -> str:
     return base64.urlsafe_b64encode(u.bytes).decode().rstrip("=")
 
 
-def _fsync_dir(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _atomic_write(path: str, data: bytes) -> None:
-    """Write temp, fsync, rename over, fsync the directory: a crash leaves old or new."""
-    directory = os.path.dirname(path)
-    tmp = os.path.join(directory, f".tmp-{uuid.uuid4().hex}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
-    _fsync_dir(directory)
-
-
 def _now_ms() -> int:
     return int(time.time() * 1000)
 
@@ -144,6 +129,9 @@ class LogManager:
         self._executor: ThreadPoolExecutor | None = None
         self._opened = False
         self._closed = False
+        # segments deleted by retention whose fds stay open a while: (close after ms, segment)
+        self._retired: list[tuple[int, Any]] = []
+        self._log_starts: dict[tuple[str, int], int] = {}  # as last checkpointed
 
     # ================================================================== startup
     def open(self) -> None:
@@ -157,16 +145,22 @@ class LogManager:
         marker = os.path.join(self.data_dir, CLEAN_SHUTDOWN_FILE)
         clean = os.path.exists(marker)
         recovery_points = self._read_recovery_points()
+        log_starts = read_offset_checkpoint(
+            os.path.join(self.data_dir, LOG_START_OFFSET_FILE),
+            "log start offsets fall back to each log's first segment")
         self._remove_deleted_dirs()
         self._load_topics()
         for info in self.topics.values():
             for p in range(info.num_partitions):
-                self._open_log(info, p, recovery_points.get((info.name, p), 0), clean)
+                self._open_log(info, p, recovery_points.get((info.name, p), 0), clean,
+                               log_starts.get((info.name, p), 0))
         self._remove_orphan_partition_dirs()
         if clean:
             os.unlink(marker)
             _fsync_dir(self.data_dir)
         self.checkpoint_recovery_points()
+        self._log_starts = {key: plog.log_start_offset for key, plog in self._logs.items()
+                            if plog.log_start_offset > 0}
         self._opened = True
         log.info("loaded partition logs", partitions=len(self._logs), topics=len(self.topics),
                  clean_shutdown=clean, cluster_id=self.cluster_id,
@@ -247,34 +241,13 @@ class LogManager:
             shutil.rmtree(path, ignore_errors=True)
 
     def _read_recovery_points(self) -> dict[tuple[str, int], int]:
-        """Kafka's OffsetCheckpointFile: version line, count line, 'topic partition offset'."""
-        path = os.path.join(self.data_dir, RECOVERY_POINT_FILE)
-        try:
-            with open(path, encoding="utf-8") as f:
-                lines = f.read().splitlines()
-        except FileNotFoundError:
-            return {}
-        try:
-            if lines[0].strip() != "0":
-                raise ValueError(f"unknown version {lines[0]!r}")
-            count = int(lines[1])
-            out = {}
-            for line in lines[2:2 + count]:
-                topic, p, offset = line.split()
-                out[(topic, int(p))] = int(offset)
-            if len(out) != count:
-                raise ValueError("entry count mismatch")
-            return out
-        except (IndexError, ValueError) as exc:
-            log.warning("recovery point checkpoint is unreadable; every segment will be checked",
-                        path=path, error=str(exc))
-            return {}
+        return read_offset_checkpoint(os.path.join(self.data_dir, RECOVERY_POINT_FILE),
+                                      "every segment will be checked")
 
     def checkpoint_recovery_points(self) -> None:
         """Persist each partition's recovery point (cheap: one small file)."""
-        lines = [f"{t} {p} {plog.recovery_point}" for (t, p), plog in sorted(self._logs.items())]
-        text = "0\n" + f"{len(lines)}\n" + "".join(line + "\n" for line in lines)
-        _atomic_write(os.path.join(self.data_dir, RECOVERY_POINT_FILE), text.encode())
+        write_offset_checkpoint(os.path.join(self.data_dir, RECOVERY_POINT_FILE),
+                                {key: plog.recovery_point for key, plog in self._logs.items()})
 
     def _partition_dir(self, topic: str, partition: int) -> str:
         return os.path.join(self.data_dir, f"{topic}-{partition}")
@@ -283,11 +256,12 @@ class LogManager:
         return LogConfig.from_configs(self.config, info.configs)
 
     def _open_log(self, info: TopicInfo, partition: int, recovery_point: int,
-                  clean: bool) -> PartitionLog:
+                  clean: bool, log_start_offset: int = 0) -> PartitionLog:
         expiration = broker_value(self.config, "producer.id.expiration.ms")
         plog = PartitionLog.open(
             self._partition_dir(info.name, partition), info.name, partition,
-            self._log_config(info), recovery_point=recovery_point, clean_shutdown=clean,
+            self._log_config(info), recovery_point=recovery_point,
+            log_start_offset=log_start_offset, clean_shutdown=clean,
             producer_expiration_ms=86_400_000 if expiration is None else int(expiration),
             time_ms=self._time_ms, executor=self._executor,
             producer_state_factory=self._psm_factory)
@@ -443,6 +417,72 @@ class LogManager:
         for plog in self._logs.values():
             plog.remove_expired_producers(now)
 
+    # ================================================================== retention
+    def delete_records(self, topic: str, partition: int, offset: int) -> int:
+        """DeleteRecords: move the log start offset to ``offset`` (-1: the high watermark) and
+        persist it; returns the new log start offset. UNKNOWN_TOPIC_OR_PARTITION,
+        OFFSET_OUT_OF_RANGE (above the high watermark or below -1)."""
+        plog = self._logs.get((topic, partition))
+        if plog is None:
+            raise KafkaStorageError(ErrorCode.unknown_topic_or_partition,
+                                    f"{topic}-{partition} does not exist")
+        if offset == -1:
+            offset = plog.high_watermark
+        elif offset < 0:
+            raise KafkaStorageError(ErrorCode.offset_out_of_range,
+                                    f"cannot delete records below offset {offset}")
+        if plog.maybe_increment_log_start_offset(offset):
+            self.checkpoint_log_start_offsets()
+            log.info("deleted records: log start offset advanced", topic=topic,
+                     partition=partition, log_start_offset=plog.log_start_offset)
+        return plog.log_start_offset
+
+    def delete_old_segments(self) -> int:
+        """The retention check (every log.retention.check.interval.ms): apply retention.ms,
+        retention.bytes and the log start offset to every log (storage/retention.py); returns
+        the number of segments deleted. Also closes segments retired long enough ago."""
+        now = self._time_ms()
+        self._close_retired(now)
+        deleted = 0
+        for plog in list(self._logs.values()):
+            decision = segments_to_delete(plog.segments, plog.config, plog.log_start_offset, now)
+            if decision is None:
+                continue
+            doomed = plog.delete_oldest_segments(decision.count)
+            delay = self._file_delete_delay_ms(plog.topic)
+            self._retired.extend((now + delay, seg) for seg in doomed)
+            deleted += len(doomed)
+            log.info("deleted old segments", topic=plog.topic, partition=plog.partition,
+                     segments=len(doomed), reason=decision.reason,
+                     log_start_offset=plog.log_start_offset)
+        if deleted:
+            self.checkpoint_log_start_offsets()
+        return deleted
+
+    def _file_delete_delay_ms(self, topic: str) -> int:
+        info = self.topics.get(topic)
+        value = effective_topic_configs(self.config, info.configs if info else {}) \
+            .get("file.delete.delay.ms", ("60000", True))[0]
+        return int(value)
+
+    def _close_retired(self, now: int | None) -> None:
+        keep = []
+        for deadline, seg in self._retired:
+            if now is None or deadline <= now:
+                seg.close()
+            else:
+                keep.append((deadline, seg))
+        self._retired = keep
+
+    def checkpoint_log_start_offsets(self) -> None:
+        """Persist log start offsets that are above their log's first segment (Kafka's
+        log-start-offset-checkpoint); written only when one changed."""
+        entries = {key: plog.log_start_offset for key, plog in self._logs.items()
+                   if plog.log_start_offset > 0}
+        if entries != self._log_starts:
+            write_offset_checkpoint(os.path.join(self.data_dir, LOG_START_OFFSET_FILE), entries)
+            self._log_starts = entries
+
     def flush(self) -> None:
         """fsync every log and checkpoint the recovery points."""
         for plog in list(self._logs.values()):
@@ -458,7 +498,9 @@ class LogManager:
         if self._opened:
             for plog in list(self._logs.values()):
                 plog.close()
+            self._close_retired(None)
             self.checkpoint_recovery_points()
+            self.checkpoint_log_start_offsets()
             if self._executor is not None:
                 self._executor.shutdown(wait=True)
             marker = os.path.join(self.data_dir, CLEAN_SHUTDOWN_FILE)

@@ -353,6 +353,10 @@ class LogSegment:
 
     def delete_files(self) -> None:
         self.close()
+        self.unlink_files()
+
+    def unlink_files(self) -> None:
+        """Remove the files but keep the .log open: readers holding its fd keep working."""
         for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
             try:
                 os.unlink(self.path(suffix))
