@@ -109,33 +109,60 @@ def _parse(prop: Property, raw: Any) -> Any:
     raise AssertionError(prop.type)
 
 
+# Where a value comes from, Kafka's precedence: per-broker dynamic, cluster-wide dynamic
+# default (both set at runtime with AlterConfigs, see broker/dynamic_config.py), static.
+DYNAMIC_BROKER, DYNAMIC_DEFAULT = "broker", "cluster"
+
+
 class BrokerConfig:
     """Validated broker properties; read with config['log.segment.bytes']."""
 
     def __init__(self, values: dict[str, Any] | None = None):
         self._values: dict[str, Any] = {name: p.default for name, p in PROPERTIES.items()}
         self._explicit: set[str] = set()
+        self._dynamic: dict[str, dict[str, Any]] = {DYNAMIC_BROKER: {}, DYNAMIC_DEFAULT: {}}
         for name, raw in (values or {}).items():
             self.set(name, raw)
 
-    def set(self, name: str, raw: Any) -> None:
+    @staticmethod
+    def parse(name: str, raw: Any) -> Any:
         prop = PROPERTIES.get(name)
         if prop is None:
             raise ConfigError(f"{name}: unknown property")
         value = _parse(prop, raw)
         if value is not None and prop.check is not None and not prop.check(value):
             raise ConfigError(f"{name}: invalid value {raw!r} (must be {prop.check_doc})")
-        self._values[name] = value
+        return value
+
+    def set(self, name: str, raw: Any) -> None:
+        self._values[name] = self.parse(name, raw)
         self._explicit.add(name)
 
+    def set_dynamic(self, level: str, values: dict[str, Any]) -> None:
+        """Replace the dynamic values of one level (already validated with ``parse``)."""
+        self._dynamic[level] = dict(values)
+
+    def dynamic(self, level: str) -> dict[str, Any]:
+        return dict(self._dynamic[level])
+
     def __getitem__(self, name: str) -> Any:
+        for level in (DYNAMIC_BROKER, DYNAMIC_DEFAULT):
+            if name in self._dynamic[level]:
+                return self._dynamic[level][name]
         return self._values[name]
 
     def is_default(self, name: str) -> bool:
-        return name not in self._explicit
+        return self.source(name) == "default"
+
+    def source(self, name: str) -> str:
+        """"broker" / "cluster" (dynamic), "static" (file or flags) or "default"."""
+        for level in (DYNAMIC_BROKER, DYNAMIC_DEFAULT):
+            if name in self._dynamic[level]:
+                return level
+        return "static" if name in self._explicit else "default"
 
     def items(self):
-        return self._values.items()
+        return [(name, self[name]) for name in self._values]
 
     # derived values -------------------------------------------------------------------------
     @property

@@ -4,6 +4,7 @@ ApiVersions advertises exactly this table, so a key is advertised if and only if
 """
 
 from broker.handlers import (
+    alter_configs,
     api_versions,
     create_partitions,
     create_topics,
@@ -11,7 +12,9 @@ from broker.handlers import (
     delete_topics,
     describe_cluster,
     describe_configs,
+    describe_log_dirs,
     fetch,
+    incremental_alter_configs,
     list_offsets,
     metadata,
     offset_for_leader_epoch,
@@ -67,8 +70,11 @@ HANDLERS = {
     26: end_txn,
     28: txn_offset_commit,
     32: describe_configs,
+    33: alter_configs,
+    35: describe_log_dirs,
     37: create_partitions,
     42: delete_groups,
+    44: incremental_alter_configs,
     47: offset_delete,
     60: describe_cluster,
     61: describe_producers,

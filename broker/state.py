@@ -13,6 +13,7 @@ import time
 import structlog
 
 from broker.config import BrokerConfig, parse_listener
+from broker.dynamic_config import DynamicConfigs
 from broker.server import Server
 from broker.waiters import DataWaiters
 from coordinator.groups import GroupCoordinator
@@ -31,6 +32,7 @@ class Broker:
         self.data_dir = config["log.dirs"]
         self.node_id = config["node.id"]
         self.logs = LogManager(self.data_dir, config)
+        self.dynamic_configs = DynamicConfigs(self.data_dir, config, self.logs)
         self.producer_ids = ProducerIdManager(self.data_dir)
         self.data_waiters = DataWaiters()
         self.groups = GroupCoordinator(config, self.logs)
@@ -45,6 +47,7 @@ class Broker:
     # --- lifecycle ------------------------------------------------------------------------------
     async def start(self) -> None:
         started = time.monotonic()
+        self.dynamic_configs.load()  # runtime-set broker defaults apply to the logs opened next
         self.logs.open()
         await self.groups.load()  # replays __consumer_offsets
         await self.txns.load()  # replays __transaction_state, completes or aborts what was open

@@ -20,7 +20,7 @@ from protocol.errors import ErrorCode
 from storage.errors import KafkaStorageError
 
 __all__ = ["LogConfig", "TOPIC_CONFIGS", "validate_topic_configs", "effective_topic_configs",
-           "broker_value", "LONG_MAX"]
+           "broker_value", "default_origin", "LONG_MAX"]
 
 LONG_MAX = 2**63 - 1
 INT_MAX = 2**31 - 1
@@ -85,6 +85,7 @@ def _hours(name: str) -> Callable[[Any], int | None]:
     def get(config: Any) -> int | None:
         v = broker_value(config, name)
         return None if v is None else int(v) * 3_600_000
+    get.property = name
     return get
 
 
@@ -92,6 +93,7 @@ def _minutes(name: str) -> Callable[[Any], int | None]:
     def get(config: Any) -> int | None:
         v = broker_value(config, name)
         return None if v is None else int(v) * 60_000
+    get.property = name
     return get
 
 
@@ -190,6 +192,16 @@ def _default(d: TopicConfigDef, broker_config: Any) -> str:
                 return "true" if v else "false"
             return str(v)
     return d.default
+
+
+def default_origin(broker_config: Any, name: str) -> str | None:
+    """The broker property that gives topic config ``name`` its default value here, or None
+    when it is Kafka's built-in default (DescribeConfigs reports the source)."""
+    for source in TOPIC_CONFIGS[name].broker_names:
+        v = source(broker_config) if callable(source) else broker_value(broker_config, source)
+        if v is not None:
+            return source.property if callable(source) else source
+    return None
 
 
 def effective_topic_configs(broker_config: Any, overrides: Mapping[str, str]

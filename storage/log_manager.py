@@ -397,6 +397,13 @@ class LogManager:
             if plog is not None:
                 plog.config = cfg
 
+    def refresh_log_configs(self) -> None:
+        """Broker defaults changed at runtime: recompute every log's effective config."""
+        for (name, _p), plog in self._logs.items():
+            info = self.topics.get(name)
+            if info is not None:
+                plog.config = self._log_config(info)
+
     def describe_topic_configs(self, name: str) -> dict[str, tuple[str, bool]]:
         """name -> (value, is_default) of every topic config, for DescribeConfigs."""
         info = self.topics.get(name)
