@@ -103,6 +103,17 @@ class DynamicConfigs:
                         error=str(exc))
 
     # ------------------------------------------------------------------ one resource
+    def alter_result(self, resource, ops, *, incremental: bool, validate_only: bool) -> dict:
+        """The per-resource answer of (Incremental)AlterConfigs."""
+        out = dict(error_code=ErrorCode.none, error_message=None,
+                   resource_type=resource.resource_type, resource_name=resource.resource_name)
+        try:
+            self.alter(resource.resource_type, resource.resource_name, ops,
+                       incremental=incremental, validate_only=validate_only)
+        except KafkaStorageError as exc:
+            out.update(error_code=exc.error_code, error_message=exc.message)
+        return out
+
     def alter(self, resource_type: int, resource_name: str, ops, *, incremental: bool,
               validate_only: bool) -> None:
         """``ops``: [(name, op, value)]; for AlterConfigs (not incremental) every op is SET and
