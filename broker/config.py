@@ -36,6 +36,13 @@ def _non_negative(v) -> bool:
     return v >= 0
 
 
+def _ratio(v) -> bool:
+    try:
+        return 0.0 <= float(v) <= 1.0
+    except ValueError:
+        return False
+
+
 PROPERTIES: dict[str, Property] = {
     p.name: p
     for p in [
@@ -65,6 +72,14 @@ PROPERTIES: dict[str, Property] = {
         Property("log.retention.bytes", "int", -1, "Delete the oldest segments while a partition is larger than this (-1: no limit).", lambda v: v >= -1, ">= -1"),
         Property("log.retention.check.interval.ms", "int", 300000, "How often retention is checked.", _positive, "> 0"),
         Property("log.segment.delete.delay.ms", "int", 60000, "Keep a deleted segment's file open this long for reads in flight.", _non_negative, ">= 0"),
+        Property("log.cleaner.enable", "bool", True, "Run the log cleaner (compaction of topics with cleanup.policy=compact, internal topics included)."),
+        Property("log.cleaner.backoff.ms", "int", 15000, "How often the log cleaner looks for a log to clean.", _positive, "> 0"),
+        Property("log.cleaner.delete.retention.ms", "int", 86400000, "Default delete.retention.ms: how long tombstones and transaction markers outlive cleaning.", _non_negative, ">= 0"),
+        Property("log.cleaner.min.compaction.lag.ms", "int", 0, "Default min.compaction.lag.ms.", _non_negative, ">= 0"),
+        Property("log.cleaner.max.compaction.lag.ms", "int", LONG_MAX, "Default max.compaction.lag.ms.", _positive, "> 0"),
+        Property("log.cleaner.min.cleanable.ratio", "str", "0.5", "Default min.cleanable.dirty.ratio.", lambda v: _ratio(v), "a number in [0, 1]"),
+        Property("offsets.topic.segment.bytes", "int", 1048576, "segment.bytes of __consumer_offsets (Kafka: 104857600; smaller here so compaction keeps it small).", lambda v: v >= 14, ">= 14"),
+        Property("transaction.state.log.segment.bytes", "int", 1048576, "segment.bytes of __transaction_state (Kafka: 104857600; smaller here so compaction keeps it small).", lambda v: v >= 14, ">= 14"),
         Property("log.cleanup.policy", "str", "delete", "Default cleanup.policy of topics.", lambda v: all(p.strip() in ("delete", "compact") for p in v.split(",")), "delete, compact or both"),
         # network
         Property("socket.request.max.bytes", "int", 104857600, "Largest request frame; larger ones close the connection.", _positive, "> 0"),

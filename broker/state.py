@@ -98,6 +98,11 @@ class Broker:
             self.every(max(flush_ms, 10), self.logs.flush, "log-flush")
         self.every(self.config["log.retention.check.interval.ms"], self.logs.delete_old_segments,
                    "log-retention")
+        if self.config["log.cleaner.enable"]:
+            loop = asyncio.get_running_loop()
+            cleaner = self.logs.cleaner
+            cleaner.on_pass_done = lambda: loop.call_soon_threadsafe(cleaner.maybe_clean)
+            self.every(self.config["log.cleaner.backoff.ms"], cleaner.maybe_clean, "log-cleaner")
         self.every(self.config["producer.id.expiration.check.interval.ms"],
                    lambda: self.logs.remove_expired_producers(int(time.time() * 1000)),
                    "producer-expiration")

@@ -19,6 +19,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Iterator
 
+from storage.config import INTERNAL_SEGMENT_BYTES, broker_value
+
 __all__ = ["OFFSETS_TOPIC", "StoredBatch", "LogOffsetsStore", "MemoryOffsetsStore"]
 
 OFFSETS_TOPIC = "__consumer_offsets"
@@ -112,7 +114,9 @@ class LogOffsetsStore:
             if not create:
                 return None
             self.logs.create_topic(OFFSETS_TOPIC, self.configured_partitions,
-                                   {"cleanup.policy": "compact"})
+                                   {"cleanup.policy": "compact", "segment.bytes": str(
+                                       broker_value(self.logs.config, "offsets.topic.segment.bytes")
+                                       or INTERNAL_SEGMENT_BYTES)})
         return self.logs.get_log(OFFSETS_TOPIC, partition)
 
     def append(self, partition: int, records, *, producer_id: int = -1, producer_epoch: int = -1,

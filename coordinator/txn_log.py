@@ -21,6 +21,8 @@ import os
 import time
 from typing import Iterator
 
+from storage.config import INTERNAL_SEGMENT_BYTES, broker_value
+
 __all__ = ["TXN_TOPIC", "LogTxnStore", "MemoryTxnStore"]
 
 TXN_TOPIC = "__transaction_state"
@@ -70,7 +72,10 @@ class LogTxnStore:
             if not create:
                 return None
             self.logs.create_topic(TXN_TOPIC, self.configured_partitions,
-                                   {"cleanup.policy": "compact"})
+                                   {"cleanup.policy": "compact", "segment.bytes": str(
+                                       broker_value(self.logs.config,
+                                                    "transaction.state.log.segment.bytes")
+                                       or INTERNAL_SEGMENT_BYTES)})
         return self.logs.get_log(TXN_TOPIC, partition)
 
     def coordinator_epoch(self, partition: int) -> int:

@@ -345,6 +345,30 @@ def build_batch(records: Sequence, *, producer_id: int = NO_PRODUCER_ID,
                      producer_epoch, base_sequence, base_offset, partition_leader_epoch)
 
 
+def rebuild_batch(header: BatchHeader, records: Sequence[Record]) -> bytes:
+    """The batch ``header`` describes, holding only ``records`` (some of its own, in order):
+    what log compaction writes. Like Kafka's MemoryRecords.filterTo it keeps the base offset,
+    last offset delta, timestamps, producer id/epoch/base sequence and attributes (so offsets
+    and producer state are unchanged), and compresses with the batch's own codec."""
+    if not records:
+        raise ValueError("a rebuilt batch keeps at least one record")
+    base, base_ts = header.base_offset, header.base_timestamp
+    log_append = header.attributes & ATTR_LOG_APPEND_TIME
+    section = b"".join(
+        _encode_record(r.offset - base, 0 if log_append else r.timestamp - base_ts, r.key,
+                       r.value, r.headers) for r in records)
+    if header.compression:
+        section = _compress(header.compression, section)
+    buf = bytearray(HEADER_SIZE + len(section))
+    _HEADER.pack_into(buf, 0, base, len(buf) - 12, header.partition_leader_epoch, MAGIC, 0,
+                      header.attributes, header.last_offset_delta, base_ts,
+                      header.max_timestamp, header.producer_id, header.producer_epoch,
+                      header.base_sequence, len(records))
+    buf[HEADER_SIZE:] = section
+    _U32.pack_into(buf, _CRC_OFFSET, _crc32c(memoryview(buf)[_CRC_START:]))
+    return bytes(buf)
+
+
 def build_control_batch(producer_id: int, producer_epoch: int, commit: bool,
                         coordinator_epoch: int, timestamp_ms: int | None = None) -> bytes:
     """Kafka's MemoryRecords.withEndTransactionMarker: attributes 0x30 (transactional|control,

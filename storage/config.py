@@ -20,10 +20,13 @@ from protocol.errors import ErrorCode
 from storage.errors import KafkaStorageError
 
 __all__ = ["LogConfig", "TOPIC_CONFIGS", "validate_topic_configs", "effective_topic_configs",
-           "broker_value", "default_origin", "LONG_MAX"]
+           "broker_value", "default_origin", "LONG_MAX", "INTERNAL_SEGMENT_BYTES"]
 
 LONG_MAX = 2**63 - 1
 INT_MAX = 2**31 - 1
+# segment.bytes of the internal topics (offsets.topic.segment.bytes,
+# transaction.state.log.segment.bytes); Kafka's 100 MiB would leave them uncompacted for long.
+INTERNAL_SEGMENT_BYTES = 1 << 20
 
 
 def broker_value(config: Any, name: str) -> Any:
@@ -234,6 +237,14 @@ class LogConfig:
     retention_ms: int = 7 * _DAY_MS
     retention_bytes: int = -1
     cleanup_policy: str = "delete"
+    delete_retention_ms: int = _DAY_MS
+    min_compaction_lag_ms: int = 0
+    max_compaction_lag_ms: int = LONG_MAX
+    min_cleanable_dirty_ratio: float = 0.5
+
+    @property
+    def compact(self) -> bool:
+        return "compact" in self.cleanup_policy.split(",")
 
     @classmethod
     def from_configs(cls, broker_config: Any = None, overrides: Mapping[str, str] | None = None
@@ -259,4 +270,8 @@ class LogConfig:
             retention_ms=value("retention.ms"),
             retention_bytes=value("retention.bytes"),
             cleanup_policy=value("cleanup.policy"),
+            delete_retention_ms=value("delete.retention.ms"),
+            min_compaction_lag_ms=value("min.compaction.lag.ms"),
+            max_compaction_lag_ms=value("max.compaction.lag.ms"),
+            min_cleanable_dirty_ratio=value("min.cleanable.dirty.ratio"),
         )

@@ -370,6 +370,15 @@ class PartitionLog:
         self.producer_state.delete_snapshots_before(new_start)
         return doomed
 
+    def replace_segment(self, old: LogSegment, new: LogSegment) -> None:
+        """The log cleaner swapped in a compacted copy of ``old`` (same base offset, same
+        offsets, fewer records): serve reads from it and index its aborted transactions."""
+        i = self._segments.index(old)
+        self._segments[i] = new
+        self._aborted = [e for seg in self._segments for e in seg.txn_index.entries
+                         if e.last_offset >= self._log_start]
+        self._aborted_last = [e.last_offset for e in self._aborted]
+
     # ====================================================================== roll and flush
     def _should_roll(self, seg: LogSegment, h: BatchHeader, size: int, max_ts: int,
                      now: int) -> bool:
@@ -513,9 +522,15 @@ class PartitionLog:
         limit = lso if committed else leo
         if offset >= limit:
             return ReadResult([], leo, lso, self._log_start, [] if committed else None)
-        seg = self._segments[self._segment_index(offset)]
+        i = self._segment_index(offset)
+        seg = self._segments[i]
         found = seg.find_batch(offset)
-        if found is None:  # cannot happen for offsets below the LEO; answer empty, not wrong
+        while found is None and i + 1 < len(self._segments):
+            # compaction removed everything from ``offset`` to this segment's end
+            i += 1
+            seg = self._segments[i]
+            found = seg.find_batch(offset)
+        if found is None or found[1].base_offset >= limit:
             return ReadResult([], leo, lso, self._log_start, [] if committed else None)
         start, first = found
         stop_offset = limit if limit < seg.next_offset else seg.next_offset
@@ -714,8 +729,11 @@ class PartitionLog:
                         segment=segment_file_name(base, LOG_SUFFIX), from_offset=result.next_offset,
                         position=result.valid_bytes, bytes_removed=result.truncated_bytes,
                         reason=result.reason, checked_because=why)
-                if not is_last and (result.truncated_bytes or result.next_offset != seg_end):
-                    cut = True
+                if not is_last:
+                    if result.truncated_bytes or result.next_offset > seg_end:
+                        cut = True
+                    else:  # compaction may have removed the last batches' records
+                        seg.next_offset = seg_end
             segments.append(seg)
         if dropped:
             log.warning("deleted the segments after a corrupt point of a partition log",

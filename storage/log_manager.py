@@ -49,6 +49,7 @@ from storage.config import (
 )
 from storage.errors import KafkaStorageError
 from storage.log import LEADER_EPOCH, PartitionLog
+from storage.log_cleaner import LogCleaner, recover_interrupted_clean
 from storage.retention import segments_to_delete
 
 __all__ = ["LogManager", "TopicInfo", "LEADER_EPOCH", "INTERNAL_TOPICS", "validate_topic_name",
@@ -132,6 +133,7 @@ class LogManager:
         # segments deleted by retention whose fds stay open a while: (close after ms, segment)
         self._retired: list[tuple[int, Any]] = []
         self._log_starts: dict[tuple[str, int], int] = {}  # as last checkpointed
+        self.cleaner = LogCleaner(self, time_ms=self._time_ms, retire=self.retire_segment)
 
     # ================================================================== startup
     def open(self) -> None:
@@ -258,6 +260,7 @@ class LogManager:
     def _open_log(self, info: TopicInfo, partition: int, recovery_point: int,
                   clean: bool, log_start_offset: int = 0) -> PartitionLog:
         expiration = broker_value(self.config, "producer.id.expiration.ms")
+        recover_interrupted_clean(self._partition_dir(info.name, partition))
         plog = PartitionLog.open(
             self._partition_dir(info.name, partition), info.name, partition,
             self._log_config(info), recovery_point=recovery_point,
@@ -375,6 +378,7 @@ class LogManager:
             pass
         _fsync_dir(os.path.join(self.data_dir, TOPICS_DIR))
         del self.topics[name]
+        self.cleaner.forget(name)
         for path in doomed:
             if self._executor is not None:
                 self._executor.submit(shutil.rmtree, path, True)
@@ -456,8 +460,8 @@ class LogManager:
             if decision is None:
                 continue
             doomed = plog.delete_oldest_segments(decision.count)
-            delay = self._file_delete_delay_ms(plog.topic)
-            self._retired.extend((now + delay, seg) for seg in doomed)
+            for seg in doomed:
+                self.retire_segment(plog, seg)
             deleted += len(doomed)
             log.info("deleted old segments", topic=plog.topic, partition=plog.partition,
                      segments=len(doomed), reason=decision.reason,
@@ -466,11 +470,13 @@ class LogManager:
             self.checkpoint_log_start_offsets()
         return deleted
 
-    def _file_delete_delay_ms(self, topic: str) -> int:
-        info = self.topics.get(topic)
-        value = effective_topic_configs(self.config, info.configs if info else {}) \
+    def retire_segment(self, plog: PartitionLog, seg) -> None:
+        """A segment left the log (retention, compaction): close its file after
+        file.delete.delay.ms, so fetch answers already holding a slice of it still read."""
+        info = self.topics.get(plog.topic)
+        delay = effective_topic_configs(self.config, info.configs if info else {}) \
             .get("file.delete.delay.ms", ("60000", True))[0]
-        return int(value)
+        self._retired.append((self._time_ms() + int(delay), seg))
 
     def _close_retired(self, now: int | None) -> None:
         keep = []
@@ -503,6 +509,7 @@ class LogManager:
             return
         self._closed = True
         if self._opened:
+            self.cleaner.shutdown()
             for plog in list(self._logs.values()):
                 plog.close()
             self._close_retired(None)

@@ -195,8 +195,9 @@ class LogSegment:
         expected, pos = last if last is not None else (self.base_offset, 0)
         stop = ScanStop()
         for p, h, _ in scan_batches(self.fd, pos, self.size, stop, chunk=_SEEK_CHUNK * 4):
-            if h.base_offset != expected:
-                return f"batch at position {p} has offset {h.base_offset}, expected {expected}"
+            if h.base_offset < expected:  # compaction leaves gaps; never overlaps
+                return (f"batch at position {p} has offset {h.base_offset}, expected at least "
+                        f"{expected}")
             if h.max_timestamp > self.max_timestamp:
                 self.max_timestamp, self.offset_of_max_timestamp = h.max_timestamp, h.base_offset
             expected = h.last_offset + 1
@@ -286,13 +287,15 @@ class LogSegment:
         valid = 0
         batches = 0
         for pos, h, data in scan_batches(self.fd, 0, file_size, stop, with_bytes=True):
-            if h.base_offset != expected:
-                reason = f"batch at position {pos} has offset {h.base_offset}, expected {expected}"
+            if h.base_offset < expected:  # compaction leaves gaps between batches, never overlaps
+                reason = (f"batch at position {pos} has offset {h.base_offset}, expected at "
+                          f"least {expected}")
                 break
             if not crc_ok(data):
                 reason = f"CRC mismatch in the batch at offset {h.base_offset}, position {pos}"
                 break
-            if h.records_count != h.last_offset_delta + 1 or h.last_offset_delta < 0:
+            # a compacted batch keeps its last offset delta with fewer records (as in Kafka)
+            if not 0 <= h.records_count <= h.last_offset_delta + 1:
                 reason = f"batch at offset {h.base_offset} has inconsistent record counts"
                 break
             if h.max_timestamp > self.max_timestamp:

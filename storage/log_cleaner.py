@@ -1,0 +1,254 @@
+"""Log compaction for topics with ``cleanup.policy`` containing ``compact`` (Kafka's
+``LogCleaner`` + ``LogCleanerManager``).
+
+Every ``log.cleaner.backoff.ms`` the event loop calls ``maybe_clean``: if no pass is running it
+picks the *filthiest* log (largest dirty ratio) whose cleanable part qualifies and hands a
+``CleanJob`` (plain copies of what the pass needs) to one worker thread running
+``storage.cleaner.clean``. When the thread is done the event loop swaps the rewritten segments
+in (``_finish``): file renames and a few in-memory updates, never a long pause for produce or
+fetch.
+
+What may be cleaned (Kafka's rules, whole segments only):
+* from the *first dirty offset* (``cleaner-offset-checkpoint`` in the data dir, else the log
+  start) up to the first *uncleanable* offset: the active segment, the last stable offset (no
+  open transaction is ever touched) and the first segment with a record newer than
+  ``min.compaction.lag.ms``;
+* a log qualifies when dirty bytes / (clean + dirty bytes) >= ``min.cleanable.dirty.ratio``, or
+  when its oldest dirty record is older than ``max.compaction.lag.ms``.
+
+Crash safety (Kafka's .cleaned / .swap files, in a directory): the thread writes complete
+segments into ``<partition>/cleaner/``. The swap first writes ``cleaner/swap`` listing the base
+offsets to install, then renames each segment's files over the old ones, then removes the
+directory. At startup ``recover_interrupted_clean`` finishes a swap whose list exists and
+discards any other leftover: a crash at any point leaves either the old or the new segment.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, Callable
+
+import structlog
+
+from storage.checkpoint import fsync_dir, read_offset_checkpoint, write_offset_checkpoint
+from storage.cleaner import CLEANER_DIR, CleanJob, CleanResult, SegmentToClean, clean
+from storage.segment import (
+    INDEX_SUFFIX,
+    LOG_SUFFIX,
+    TIME_INDEX_SUFFIX,
+    TXN_INDEX_SUFFIX,
+    LogSegment,
+    segment_file_name,
+)
+
+__all__ = ["LogCleaner", "recover_interrupted_clean", "CLEANER_CHECKPOINT_FILE"]
+
+log = structlog.get_logger(__name__)
+
+CLEANER_CHECKPOINT_FILE = "cleaner-offset-checkpoint"
+SWAP_FILE = "swap"
+_SUFFIXES = (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)
+
+
+def recover_interrupted_clean(partition_dir: str) -> None:
+    """Before a log opens: complete a swap that was decided, drop a pass that was not."""
+    work = os.path.join(partition_dir, CLEANER_DIR)
+    if not os.path.isdir(work):
+        return
+    swap = os.path.join(work, SWAP_FILE)
+    if os.path.exists(swap):
+        with open(swap, encoding="ascii") as f:
+            bases = [int(line) for line in f.read().split()]
+        _install(work, partition_dir, bases)
+        log.warning("completed a log-cleaner swap interrupted by a stop",
+                    directory=partition_dir, segments=len(bases))
+    else:
+        log.info("discarded the output of an interrupted log-cleaner pass",
+                 directory=partition_dir)
+    shutil.rmtree(work, ignore_errors=True)
+    fsync_dir(partition_dir)
+
+
+def _install(work: str, partition_dir: str, bases: list[int]) -> None:
+    """Move each cleaned segment's files over the old ones (idempotent: what was already moved
+    is not in ``work`` any more). The .log goes last: an index without its new .log would be
+    rebuilt, a .log with a stale index would be misread."""
+    for base in bases:
+        if not os.path.exists(os.path.join(work, segment_file_name(base, LOG_SUFFIX))):
+            continue  # this one was installed before the crash
+        for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX, LOG_SUFFIX):
+            src = os.path.join(work, segment_file_name(base, suffix))
+            dst = os.path.join(partition_dir, segment_file_name(base, suffix))
+            if os.path.exists(src):
+                os.replace(src, dst)
+            elif suffix == TXN_INDEX_SUFFIX:
+                try:
+                    os.unlink(dst)  # the cleaned segment has no aborted transaction left
+                except FileNotFoundError:
+                    pass
+    fsync_dir(partition_dir)
+
+
+class LogCleaner:
+    def __init__(self, logs: Any, *, time_ms: Callable[[], int] | None = None,
+                 on_pass_done: Callable[[], None] | None = None,
+                 retire: Callable[[Any, LogSegment], None] | None = None) -> None:
+        """``logs``: the LogManager (``all_logs``, ``get_log``, ``data_dir``).
+        ``on_pass_done`` is called from the worker thread when a pass ends (the broker uses it
+        to schedule ``finish_pass`` on the event loop at once). ``retire(plog, segment)``
+        closes a replaced segment later, after reads in flight."""
+        self.logs = logs
+        self._time_ms = time_ms or (lambda: int(time.time() * 1000))
+        self.on_pass_done = on_pass_done
+        self._retire = retire
+        self._executor: ThreadPoolExecutor | None = None
+        self._running: tuple[Any, CleanJob, dict[int, LogSegment], Future] | None = None
+        self._checkpoint: dict[tuple[str, int], int] | None = None
+        self.passes = 0
+
+    @property
+    def _checkpoint_path(self) -> str:
+        return os.path.join(self.logs.data_dir, CLEANER_CHECKPOINT_FILE)
+
+    def first_dirty_offsets(self) -> dict[tuple[str, int], int]:
+        if self._checkpoint is None:
+            self._checkpoint = read_offset_checkpoint(
+                self._checkpoint_path, "every compacted log is cleaned from its start")
+        return self._checkpoint
+
+    # ------------------------------------------------------------------ scheduling
+    def maybe_clean(self) -> bool:
+        """Finish a pass that ended, else start one on the filthiest log. True if a pass is
+        running afterwards."""
+        if self._running is not None:
+            if not self._running[3].done():
+                return True
+            self.finish_pass()
+        job = self._choose()
+        if job is None:
+            return False
+        plog, job, originals = job
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="log-cleaner")
+        future = self._executor.submit(clean, job)
+        if self.on_pass_done is not None:
+            future.add_done_callback(lambda _f: self.on_pass_done())
+        self._running = (plog, job, originals, future)
+        return True
+
+    def _choose(self):
+        now = self._time_ms()
+        checkpoint = self.first_dirty_offsets()
+        best = None
+        for plog in self.logs.all_logs():
+            cfg = plog.config
+            if "compact" not in cfg.cleanup_policy.split(","):
+                continue
+            segs = plog.segments
+            if len(segs) < 2:
+                continue
+            first_dirty = max(checkpoint.get((plog.topic, plog.partition), 0),
+                              plog.log_start_offset)
+            limit = min(segs[-1].base_offset, plog.last_stable_offset)
+            if cfg.min_compaction_lag_ms > 0:
+                for seg in segs[:-1]:
+                    if seg.max_timestamp > now - cfg.min_compaction_lag_ms:
+                        limit = min(limit, seg.base_offset)
+                        break
+            end = max((s.base_offset for s in segs if s.base_offset <= limit), default=0)
+            dirty_segs = [s for i, s in enumerate(segs[:-1]) if s.base_offset < end
+                          and segs[i + 1].base_offset > first_dirty]
+            if not dirty_segs or end <= first_dirty:
+                continue
+            dirty = sum(s.size for s in dirty_segs)
+            clean_bytes = sum(s.size for s in segs if s.base_offset < first_dirty
+                              and s not in dirty_segs)
+            ratio = dirty / max(dirty + clean_bytes, 1)
+            first_ts = dirty_segs[0].first_batch_timestamp()
+            overdue = (first_ts is not None and 0 <= first_ts
+                       and now - first_ts > cfg.max_compaction_lag_ms)
+            if ratio < cfg.min_cleanable_dirty_ratio and not overdue:
+                continue
+            if best is None or ratio > best[0]:
+                best = (ratio, plog, first_dirty, end)
+        if best is None:
+            return None
+        _, plog, first_dirty, end = best
+        originals = {s.base_offset: s for s in plog.segments if s.base_offset < end}
+        producers = {}
+        for entry in plog.producer_state.producers():
+            if entry.batches:
+                producers[entry.producer_id] = entry.batches[-1].last_offset
+        cfg = plog.config
+        job = CleanJob(
+            partition_dir=plog.dir,
+            segments=[SegmentToClean(s.base_offset, s.log_path, s.size, s.max_timestamp)
+                      for s in originals.values()],
+            first_dirty=first_dirty, end=end,
+            aborted=[e for s in originals.values() for e in s.txn_index.entries],
+            producer_last_offsets=producers,
+            delete_horizon_ms=now - cfg.delete_retention_ms,
+            index_interval_bytes=cfg.index_interval_bytes, now_ms=now)
+        return plog, job, originals
+
+    # ------------------------------------------------------------------ swap (event loop)
+    def finish_pass(self) -> None:
+        """Swap in the result of the pass that ended (called on the event loop)."""
+        if self._running is None or not self._running[3].done():
+            return
+        plog, job, originals, future = self._running
+        self._running = None
+        work = os.path.join(job.partition_dir, CLEANER_DIR)
+        try:
+            result: CleanResult = future.result()
+        except Exception as exc:  # noqa: BLE001 - a failed pass leaves the log as it was
+            log.error("log cleaner pass failed; the log is unchanged and will be retried",
+                      topic=plog.topic, partition=plog.partition, error=repr(exc))
+            shutil.rmtree(work, ignore_errors=True)
+            return
+        live = self.logs.get_log(plog.topic, plog.partition)
+        current = {s.base_offset: s for s in plog.segments} if live is plog else {}
+        bases = [b for b in result.rewritten if current.get(b) is originals.get(b)]
+        if bases:
+            with open(os.path.join(work, SWAP_FILE), "w", encoding="ascii") as f:
+                f.write("\n".join(str(b) for b in bases))
+                f.flush()
+                os.fsync(f.fileno())
+            fsync_dir(work)
+            _install(work, job.partition_dir, bases)
+            for base in bases:
+                old = current[base]
+                new = LogSegment.open(plog.dir, base, job.index_interval_bytes, self._time_ms())
+                new.next_offset = old.next_offset
+                plog.replace_segment(old, new)
+                if self._retire is not None:
+                    self._retire(plog, old)
+                else:
+                    old.close()
+        shutil.rmtree(work, ignore_errors=True)
+        if live is plog:
+            self.first_dirty_offsets()[(plog.topic, plog.partition)] = result.end
+            write_offset_checkpoint(self._checkpoint_path, self._checkpoint)
+        self.passes += 1
+        log.info("cleaned log", topic=plog.topic, partition=plog.partition,
+                 segments_rewritten=len(bases), bytes_read=result.bytes_read,
+                 bytes_written=result.bytes_written, records_removed=result.records_removed,
+                 first_dirty_offset=result.end)
+
+    def forget(self, topic: str) -> None:
+        """A topic was deleted: drop its cleaner checkpoint entries."""
+        checkpoint = self.first_dirty_offsets()
+        for key in [k for k in checkpoint if k[0] == topic]:
+            del checkpoint[key]
+
+    def shutdown(self) -> None:
+        """Wait for a running pass (its output is discarded unless it can be swapped now)."""
+        if self._running is not None:
+            self._running[3].exception()  # waits
+            self.finish_pass()
+        if self._executor is not None:
+            self._executor.shutdown(wait=True)
+            self._executor = None
