@@ -241,10 +241,7 @@ class LogConfig:
     min_compaction_lag_ms: int = 0
     max_compaction_lag_ms: int = LONG_MAX
     min_cleanable_dirty_ratio: float = 0.5
-
-    @property
-    def compact(self) -> bool:
-        return "compact" in self.cleanup_policy.split(",")
+    compact: bool = False  # cleanup.policy includes compact (checked on every append)
 
     @classmethod
     def from_configs(cls, broker_config: Any = None, overrides: Mapping[str, str] | None = None
@@ -270,6 +267,7 @@ class LogConfig:
             retention_ms=value("retention.ms"),
             retention_bytes=value("retention.bytes"),
             cleanup_policy=value("cleanup.policy"),
+            compact="compact" in value("cleanup.policy").split(","),
             delete_retention_ms=value("delete.retention.ms"),
             min_compaction_lag_ms=value("min.compaction.lag.ms"),
             max_compaction_lag_ms=value("max.compaction.lag.ms"),

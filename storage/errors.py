@@ -15,3 +15,4 @@ class KafkaStorageError(Exception):
         super().__init__(f"{error_code.name.upper()}: {message}" if message else error_code.name.upper())
         self.error_code = error_code
         self.message = message
+        self.record_errors: list[tuple[int, str]] = []  # (batch index, message), KIP-467

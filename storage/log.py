@@ -51,6 +51,7 @@ from protocol.record_batch import (
     iter_records,
     parse_control_record,
 )
+from storage.compacted_topic import reject_keyless_records
 from storage.config import LogConfig
 from storage.errors import KafkaStorageError
 from storage.file_slice import FileSlice
@@ -177,6 +178,8 @@ class PartitionLog:
         mv = memoryview(batch)
         h = self._validate(mv, internal)
         attrs = h.attributes
+        if self.config.compact and not internal and not attrs & ATTR_CONTROL:
+            reject_keyless_records(mv, self.topic, self.partition)
         if h.producer_id >= 0:
             dup = self.producer_state.check(h)
             if dup is not None:

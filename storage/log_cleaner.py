@@ -95,11 +95,14 @@ def _install(work: str, partition_dir: str, bases: list[int]) -> None:
 class LogCleaner:
     def __init__(self, logs: Any, *, time_ms: Callable[[], int] | None = None,
                  on_pass_done: Callable[[], None] | None = None,
-                 retire: Callable[[Any, LogSegment], None] | None = None) -> None:
+                 retire: Callable[[Any, LogSegment], None] | None = None,
+                 crash_mid_swap: bool = False) -> None:
         """``logs``: the LogManager (``all_logs``, ``get_log``, ``data_dir``).
         ``on_pass_done`` is called from the worker thread when a pass ends (the broker uses it
         to schedule ``finish_pass`` on the event loop at once). ``retire(plog, segment)``
-        closes a replaced segment later, after reads in flight."""
+        closes a replaced segment later, after reads in flight. ``crash_mid_swap`` (tests
+        only, ``minibroker.test.fault=crash-mid-clean-swap``) exits the process after the
+        first segment of a swap was installed."""
         self.logs = logs
         self._time_ms = time_ms or (lambda: int(time.time() * 1000))
         self.on_pass_done = on_pass_done
@@ -108,6 +111,7 @@ class LogCleaner:
         self._running: tuple[Any, CleanJob, dict[int, LogSegment], Future] | None = None
         self._checkpoint: dict[tuple[str, int], int] | None = None
         self.passes = 0
+        self._crash_mid_swap = crash_mid_swap
 
     @property
     def _checkpoint_path(self) -> str:
@@ -145,7 +149,7 @@ class LogCleaner:
         best = None
         for plog in self.logs.all_logs():
             cfg = plog.config
-            if "compact" not in cfg.cleanup_policy.split(","):
+            if not cfg.compact:
                 continue
             segs = plog.segments
             if len(segs) < 2:
@@ -218,6 +222,10 @@ class LogCleaner:
                 f.flush()
                 os.fsync(f.fileno())
             fsync_dir(work)
+            if self._crash_mid_swap:
+                _install(work, job.partition_dir, bases[:1])
+                log.warning("test fault hook: exiting in the middle of a log-cleaner swap")
+                os._exit(137)
             _install(work, job.partition_dir, bases)
             for base in bases:
                 old = current[base]

@@ -133,7 +133,10 @@ class LogManager:
         # segments deleted by retention whose fds stay open a while: (close after ms, segment)
         self._retired: list[tuple[int, Any]] = []
         self._log_starts: dict[tuple[str, int], int] = {}  # as last checkpointed
-        self.cleaner = LogCleaner(self, time_ms=self._time_ms, retire=self.retire_segment)
+        self.cleaner = LogCleaner(
+            self, time_ms=self._time_ms, retire=self.retire_segment,
+            crash_mid_swap="crash-mid-clean-swap" in str(
+                broker_value(self.config, "minibroker.test.fault") or ""))
 
     # ================================================================== startup
     def open(self) -> None:

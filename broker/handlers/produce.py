@@ -27,7 +27,9 @@ def _append(ctx, topic: str, index: int, records, transactional_id) -> dict:
         info = plog.append(records or b"")
     except KafkaStorageError as exc:
         return dict(index=index, error_code=exc.error_code, base_offset=-1,
-                    log_start_offset=plog.log_start_offset, error_message=exc.message)
+                    log_start_offset=plog.log_start_offset, error_message=exc.message,
+                    record_errors=[dict(batch_index=i, batch_index_error_message=m)
+                                   for i, m in exc.record_errors])
     return dict(
         index=index,
         error_code=ErrorCode.none,
