@@ -109,6 +109,7 @@ class LogCleaner:
         self._retire = retire
         self._executor: ThreadPoolExecutor | None = None
         self._running: tuple[Any, CleanJob, dict[int, LogSegment], Future] | None = None
+        self._started = 0.0
         self._checkpoint: dict[tuple[str, int], int] | None = None
         self.passes = 0
         self._crash_mid_swap = crash_mid_swap
@@ -137,6 +138,7 @@ class LogCleaner:
         plog, job, originals = job
         if self._executor is None:
             self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="log-cleaner")
+        self._started = time.monotonic()
         future = self._executor.submit(clean, job)
         if self.on_pass_done is not None:
             future.add_done_callback(lambda _f: self.on_pass_done())
@@ -242,6 +244,7 @@ class LogCleaner:
             write_offset_checkpoint(self._checkpoint_path, self._checkpoint)
         self.passes += 1
         log.info("cleaned log", topic=plog.topic, partition=plog.partition,
+                 ms=round((time.monotonic() - self._started) * 1000, 1),
                  segments_rewritten=len(bases), bytes_read=result.bytes_read,
                  bytes_written=result.bytes_written, records_removed=result.records_removed,
                  first_dirty_offset=result.end)
