@@ -94,7 +94,8 @@ PROPERTIES: dict[str, Property] = {
         Property("transaction.state.log.num.partitions", "int", 1, "Partitions of __transaction_state (Kafka: 50).", _positive, "> 0"),
         # groups
         Property("offsets.topic.num.partitions", "int", 1, "Partitions of __consumer_offsets (Kafka: 50).", _positive, "> 0"),
-        Property("offsets.retention.minutes", "int", 10080, "Accepted and reported; offsets of empty groups are kept.", _positive, "> 0"),
+        Property("offsets.retention.minutes", "int", 10080, "Committed offsets of a group empty this long (or standalone commits this old) expire.", _positive, "> 0"),
+        Property("offsets.retention.check.interval.ms", "int", 600000, "How often expired offsets are removed.", _positive, "> 0"),
         Property("group.initial.rebalance.delay.ms", "int", 3000, "Wait this long for more members before the first rebalance of an empty group.", _non_negative, ">= 0"),
         Property("group.min.session.timeout.ms", "int", 6000, "Smallest session.timeout.ms a member may ask for.", _positive, "> 0"),
         Property("group.max.session.timeout.ms", "int", 1800000, "Largest session.timeout.ms a member may ask for.", _positive, "> 0"),

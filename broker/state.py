@@ -98,6 +98,8 @@ class Broker:
             self.every(max(flush_ms, 10), self.logs.flush, "log-flush")
         self.every(self.config["log.retention.check.interval.ms"], self.logs.delete_old_segments,
                    "log-retention")
+        self.every(self.config["offsets.retention.check.interval.ms"], self.groups.expire_offsets,
+                   "offsets-expiration")
         if self.config["log.cleaner.enable"]:
             loop = asyncio.get_running_loop()
             cleaner = self.logs.cleaner
