@@ -43,6 +43,7 @@ from broker.handlers import (  # transactions (coordinator/transactions.py)
     init_producer_id,
     list_transactions,
     txn_offset_commit,
+    write_txn_markers,
 )
 
 HANDLERS = {
@@ -68,6 +69,7 @@ HANDLERS = {
     24: add_partitions_to_txn,
     25: add_offsets_to_txn,
     26: end_txn,
+    27: write_txn_markers,
     28: txn_offset_commit,
     32: describe_configs,
     33: alter_configs,
