@@ -51,6 +51,7 @@ class Broker:
         self.logs.open()
         await self.groups.load()  # replays __consumer_offsets
         await self.txns.load()  # replays __transaction_state, completes or aborts what was open
+        self._check_producer_id_counter()
         bind_host, bind_port = self.config.listener
         _, self.bound_port = await self.server.start(bind_host, bind_port)
         self.port = self.bound_port
@@ -76,6 +77,22 @@ class Broker:
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self.logs.close()
         log.info("broker stopped cleanly")
+
+    def _check_producer_id_counter(self) -> None:
+        """The producer id counter must be above every id the data directory holds (the
+        counter file may have been deleted or restored from an old backup)."""
+        highest = -1
+        for plog in self.logs.all_logs():
+            for entry in plog.producer_state.producers():
+                highest = max(highest, entry.producer_id)
+        for meta in self.txns.txns.values():
+            highest = max(highest, meta.producer_id, meta.last_producer_id,
+                          meta.next_producer_id)
+        before = self.producer_ids.next_id
+        if self.producer_ids.ensure_above(highest):
+            log.warning("producer id counter was behind the ids in the logs (producer_ids file "
+                        "missing or old); moved it past them", counter_was=before,
+                        highest_id_in_logs=highest, next_id=self.producer_ids.next_id)
 
     def every(self, interval_ms: int, duty, name: str) -> None:
         """Run `duty()` on the event loop every interval (background duties: flush, expiry)."""

@@ -137,7 +137,7 @@ class LogOffsetsStore:
         return info.base_offset
 
     def batches(self, partition: int) -> Iterator[StoredBatch]:
-        from protocol.record_batch import iter_batches_with_records
+        from coordinator.txn_log import readable_batches
 
         plog = self._log(partition, create=False)
         if plog is None:
@@ -150,12 +150,14 @@ class LogOffsetsStore:
             if not data:
                 break
             advanced = False
-            for header, records in iter_batches_with_records(data):
+            for header, records in readable_batches(data, OFFSETS_TOPIC, partition):
                 last = header.base_offset + header.last_offset_delta
                 if last < offset:
                     continue
                 advanced = True
                 offset = last + 1
+                if records is None:
+                    continue
                 if header.is_control:
                     kind = _control_type(records[0][1]) if records else None
                     yield StoredBatch(header.base_offset, header.producer_id, True, True,

@@ -44,7 +44,7 @@ __all__ = [
     "NO_TIMESTAMP", "BatchHeader", "Record", "ControlRecord", "CorruptBatchError",
     "parse_header", "crc_ok", "compute_crc", "set_base_offset", "set_partition_leader_epoch",
     "set_max_timestamp_and_type", "iter_batches", "build_batch", "build_control_batch",
-    "iter_records", "parse_control_record", "iter_batches_with_records",
+    "iter_records", "parse_control_record",
 ]
 
 HEADER_SIZE = 61
@@ -476,11 +476,3 @@ def parse_control_record(batch) -> ControlRecord:
             coordinator_epoch = struct.unpack_from(">hi", rec.value)[1]
         return ControlRecord(version, kind, coordinator_epoch)
     raise CorruptBatchError("control batch has no record")
-
-
-def iter_batches_with_records(buf) -> Iterator[tuple[BatchHeader, list[tuple[int, bytes | None,
-                                                                          bytes | None]]]]:
-    """For replaying internal topics: (header, [(offset, key, value)]) per complete batch."""
-    mv = memoryview(buf)
-    for pos, h in iter_batches(mv):
-        yield h, [(r.offset, r.key, r.value) for r in iter_records(mv[pos:pos + h.size])]

@@ -49,6 +49,7 @@ from storage.config import (
 )
 from storage.errors import KafkaStorageError
 from storage.log import LEADER_EPOCH, PartitionLog
+from storage.cleaner import CLEANER_DIR
 from storage.log_cleaner import LogCleaner, recover_interrupted_clean
 from storage.retention import segments_to_delete
 
@@ -58,6 +59,7 @@ __all__ = ["LogManager", "TopicInfo", "LEADER_EPOCH", "INTERNAL_TOPICS", "valida
 log = structlog.get_logger(__name__)
 
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+_INTERNAL_CONFIGS = {"cleanup.policy": "compact"}
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 RECOVERY_POINT_FILE = "recovery-point-offset-checkpoint"
 LOG_START_OFFSET_FILE = "log-start-offset-checkpoint"
@@ -175,14 +177,27 @@ class LogManager:
         path = os.path.join(self.data_dir, META_PROPERTIES_FILE)
         props: dict[str, str] = {}
         try:
-            with open(path, encoding="utf-8") as f:
-                for line in f:
+            with open(path, "rb") as f:
+                raw = f.read()
+        except FileNotFoundError:
+            raw = None
+        if raw is not None:
+            try:
+                for line in raw.decode("utf-8").splitlines():
                     line = line.strip()
                     if line and not line.startswith("#") and "=" in line:
                         k, _, v = line.partition("=")
                         props[k.strip()] = v.strip()
-        except FileNotFoundError:
-            pass
+                if not props.get("cluster.id") or not props.get("node.id", "0").isdigit():
+                    raise ValueError("no cluster.id, or a node.id that is not a number")
+            except (UnicodeDecodeError, ValueError) as exc:
+                # Kafka refuses to start too: a new cluster id would orphan every client's idea
+                # of this cluster, and guessing is worse than asking.
+                raise KafkaStorageError(
+                    ErrorCode.kafka_storage_error,
+                    f"{path} is damaged ({exc}); restore it from a backup (it holds cluster.id "
+                    f"and node.id), or move it away to start this data directory with a new "
+                    f"cluster id") from None
         if props.get("cluster.id"):
             stored_node = props.get("node.id")
             if stored_node is not None and int(stored_node) != self.node_id:
@@ -225,8 +240,12 @@ class LogManager:
                 shutil.rmtree(os.path.join(self.data_dir, name), ignore_errors=True)
 
     def _remove_orphan_partition_dirs(self) -> None:
-        """A partition directory with no topic file is left over from a create or delete that
-        was interrupted; it must go, or a new topic of that name would inherit its records."""
+        """A partition directory no topic file accounts for. Without records it is left over
+        from an interrupted create or delete and goes (a new topic of that name must not
+        inherit it). With records, the registry lost it (a deleted or damaged topic file):
+        data is never deleted on a guess, so the topic is rebuilt from its directories (new
+        topic id, default configs) and the decision logged."""
+        found: dict[str, dict[int, str]] = {}
         for name in os.listdir(self.data_dir):
             m = _PARTITION_DIR.match(name)
             path = os.path.join(self.data_dir, name)
@@ -237,13 +256,46 @@ class LogManager:
             if info is not None and p < info.num_partitions:
                 continue
             files = os.listdir(path)
-            if not all(f.endswith(_LOG_FILE_SUFFIXES) for f in files):
+            if not all(f.endswith(_LOG_FILE_SUFFIXES) or f == CLEANER_DIR for f in files):
                 log.warning("leaving an unknown directory in the data directory alone",
                             directory=path)
                 continue
-            log.warning("removing the directory of a partition that no topic has (left over "
-                        "from an interrupted create or delete)", directory=path)
+            if any(f.endswith(".log") and os.path.getsize(os.path.join(path, f)) > 0
+                   for f in files):
+                found.setdefault(topic, {})[p] = path
+                continue
+            log.warning("removing the empty directory of a partition that no topic has (left "
+                        "over from an interrupted create or delete)", directory=path)
             shutil.rmtree(path, ignore_errors=True)
+        for topic, partitions in sorted(found.items()):
+            self._rebuild_topic(topic, partitions)
+
+    def _rebuild_topic(self, topic: str, partitions: dict[int, str]) -> None:
+        info = self.topics.get(topic)
+        count = max(partitions) + 1
+        if info is None:
+            try:
+                validate_topic_name(topic)
+            except KafkaStorageError:
+                log.warning("leaving a directory with an invalid topic name alone",
+                            directories=sorted(partitions.values()))
+                return
+            configs = dict(_INTERNAL_CONFIGS) if topic in INTERNAL_TOPICS else {}
+            info = TopicInfo(topic, _new_kafka_uuid(), count, configs, topic in INTERNAL_TOPICS)
+            self.topics[topic] = info
+            log.warning("topic registry file missing for partition directories holding records; "
+                        "rebuilt the topic from them (new topic id; config overrides, if any, "
+                        "are lost: set them again with kafka-configs.sh)", topic=topic,
+                        partitions=count, topic_id=str(info.topic_id))
+        else:
+            log.warning("topic registry file counts fewer partitions than the directories "
+                        "holding records; grew it to match", topic=topic,
+                        partitions_before=info.num_partitions, partitions=count)
+        info.num_partitions = max(info.num_partitions, count)
+        for p in range(info.num_partitions):
+            if (topic, p) not in self._logs:  # a full recovery: nothing about them is known
+                self._open_log(info, p, 0, False)
+        self._write_topic(info)
 
     def _read_recovery_points(self) -> dict[tuple[str, int], int]:
         return read_offset_checkpoint(os.path.join(self.data_dir, RECOVERY_POINT_FILE),

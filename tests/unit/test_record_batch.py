@@ -16,7 +16,6 @@ from protocol.record_batch import (
     build_control_batch,
     crc_ok,
     iter_batches,
-    iter_batches_with_records,
     iter_records,
     parse_control_record,
     parse_header,
@@ -201,14 +200,6 @@ def test_corrupt_records_raise():
     bad[75:] = b"\xff" * (len(bad) - 75)  # garbage in the deflate stream
     with pytest.raises(CorruptBatchError):
         list(iter_records(bad))
-
-
-def test_iter_batches_with_records():
-    data = build_batch([(b"a", b"1"), (b"b", b"2")], base_offset=3) + build_control_batch(
-        1, 0, True, 0, 5)
-    out = list(iter_batches_with_records(data))
-    assert out[0][1] == [(3, b"a", b"1"), (4, b"b", b"2")]
-    assert out[1][0].is_control
 
 
 def test_interoperates_with_kafka_python():
