@@ -44,7 +44,7 @@ __all__ = [
     "NO_TIMESTAMP", "BatchHeader", "Record", "ControlRecord", "CorruptBatchError",
     "parse_header", "crc_ok", "compute_crc", "set_base_offset", "set_partition_leader_epoch",
     "set_max_timestamp_and_type", "iter_batches", "build_batch", "build_control_batch",
-    "iter_records", "parse_control_record",
+    "iter_records", "parse_control_record", "rebuild_batch",
 ]
 
 HEADER_SIZE = 61

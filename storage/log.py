@@ -716,10 +716,11 @@ class PartitionLog:
             if why is None and not clean and (is_last or seg_end > recovery_point):
                 why = "unclean shutdown"
             if why is None:
-                if is_last:
-                    why = seg.load_tail()
-                else:
-                    seg.next_offset = seg_end
+                # the tail after the last index entry (a few KiB) tells where the segment
+                # really ends: a gap before the next one means a segment file was lost
+                why = seg.load_tail()
+                if why is None and not is_last:
+                    self._check_gap(seg, seg_end)
             if why is not None:
                 result = seg.recover()
                 recovered.append(seg)
@@ -735,8 +736,8 @@ class PartitionLog:
                 if not is_last:
                     if result.truncated_bytes or result.next_offset > seg_end:
                         cut = True
-                    else:  # compaction may have removed the last batches' records
-                        seg.next_offset = seg_end
+                    else:
+                        self._check_gap(seg, seg_end)
             segments.append(seg)
         if dropped:
             log.warning("deleted the segments after a corrupt point of a partition log",
@@ -774,6 +775,16 @@ class PartitionLog:
             self.recovery_point = self._leo if clean else min(recovery_point, self._leo)
             if replayed:
                 self.producer_state.take_snapshot(self._leo)
+
+    def _check_gap(self, seg: LogSegment, next_base: int) -> None:
+        """``seg`` ends before the next segment begins. Compaction leaves such gaps; in a log
+        that is never compacted they mean a segment file was deleted: say what was lost."""
+        if seg.next_offset < next_base and not self.config.compact:
+            log.warning("records are missing between two segments (a segment file was deleted "
+                        "or lost); consumers will skip these offsets", topic=self.topic,
+                        partition=self.partition, missing_from_offset=seg.next_offset,
+                        missing_to_offset=next_base - 1)
+        seg.next_offset = next_base
 
     def _set_segments(self, segments: list[LogSegment]) -> None:
         self._segments = segments

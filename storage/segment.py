@@ -156,10 +156,9 @@ class LogSegment:
         seg.index = OffsetIndex.create(seg.path(INDEX_SUFFIX), base_offset)
         seg.time_index = TimeIndex.create(seg.path(TIME_INDEX_SUFFIX), base_offset)
         seg.txn_index = TransactionIndex(seg.path(TXN_INDEX_SUFFIX), base_offset)
-        try:
-            os.unlink(seg.txn_index.path)  # a leftover of an older segment with this base
-        except FileNotFoundError:
-            pass
+        # Always present (empty: no aborts), so a missing one is known to be lost and is
+        # rebuilt whatever the start; this also truncates a leftover with this base.
+        seg.txn_index.reset()
         seg.created_ms = now_ms
         return seg
 
@@ -174,6 +173,8 @@ class LogSegment:
         seg.created_ms = now_ms
         seg.txn_index = TransactionIndex(seg.path(TXN_INDEX_SUFFIX), base_offset)
         try:
+            if not os.path.exists(seg.txn_index.path):
+                raise CorruptIndexError(f"{seg.txn_index.path} is missing")
             seg.index = OffsetIndex.open(seg.path(INDEX_SUFFIX), base_offset, seg.size)
             seg.time_index = TimeIndex.open(seg.path(TIME_INDEX_SUFFIX), base_offset)
             seg.txn_index = TransactionIndex.open(seg.txn_index.path, base_offset)
