@@ -44,7 +44,7 @@ __all__ = [
     "NO_TIMESTAMP", "BatchHeader", "Record", "ControlRecord", "CorruptBatchError",
     "parse_header", "crc_ok", "compute_crc", "set_base_offset", "set_partition_leader_epoch",
     "set_max_timestamp_and_type", "iter_batches", "build_batch", "build_control_batch",
-    "iter_records", "parse_control_record", "rebuild_batch",
+    "iter_records", "iter_record_keys", "parse_control_record", "rebuild_batch",
 ]
 
 HEADER_SIZE = 61
@@ -460,6 +460,58 @@ def iter_records(batch) -> Iterator[Record]:
                 raise CorruptBatchError("record length does not match its fields")
             yield Record(base_offset + off_delta, max_ts if log_append else base_ts + ts_delta,
                          key, value, headers)
+    except IndexError:
+        raise CorruptBatchError("record runs past the end of the batch") from None
+
+
+def iter_record_keys(batch) -> Iterator[tuple[int, bytes | None, bool]]:
+    """(offset, key, has_value) of each record, skipping timestamps, values and headers by the
+    record length: what log compaction needs, several times faster than ``iter_records``.
+    Raises CorruptBatchError."""
+    mv = memoryview(batch)
+    h = parse_header(mv)
+    end = h.size
+    if end > len(mv):
+        raise CorruptBatchError("batch is truncated")
+    if h.compression:
+        buf = _decompress(h.compression, mv[HEADER_SIZE:end])
+        pos, end = 0, len(buf)
+    else:
+        buf, pos = bytes(mv[:end]), HEADER_SIZE
+    base_offset = h.base_offset
+    read = _read_varint
+    try:
+        for _ in range(h.records_count):
+            b = buf[pos]  # record length; one-byte varints inline (the common case)
+            if b < 0x80:
+                length, pos = (b >> 1) ^ -(b & 1), pos + 1
+            else:
+                length, pos = read(buf, pos)
+            rec_end = pos + length
+            if length < 0 or rec_end > end:
+                raise CorruptBatchError("record runs past the end of the batch")
+            pos += 1  # attributes
+            b = buf[pos]  # timestamp delta (skipped)
+            pos = pos + 1 if b < 0x80 else read(buf, pos)[1]
+            b = buf[pos]
+            if b < 0x80:
+                delta, pos = (b >> 1) ^ -(b & 1), pos + 1
+            else:
+                delta, pos = read(buf, pos)
+            b = buf[pos]
+            if b < 0x80:
+                n, pos = (b >> 1) ^ -(b & 1), pos + 1
+            else:
+                n, pos = read(buf, pos)
+            key = None if n < 0 else buf[pos:pos + n]
+            pos += max(n, 0)
+            b = buf[pos]
+            if b < 0x80:
+                n = (b >> 1) ^ -(b & 1)
+            else:
+                n = read(buf, pos)[0]
+            yield base_offset + delta, key, n >= 0
+            pos = rec_end
     except IndexError:
         raise CorruptBatchError("record runs past the end of the batch") from None
 

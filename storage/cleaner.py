@@ -36,6 +36,7 @@ from protocol.record_batch import (
     CONTROL_ABORT,
     CONTROL_COMMIT,
     CorruptBatchError,
+    iter_record_keys,
     iter_records,
     parse_control_record,
     rebuild_batch,
@@ -122,9 +123,10 @@ def build_offset_map(job: CleanJob, fds: dict[int, int], aborted: _AbortedRanges
                 continue
             if h.is_transactional and aborted.find(h.producer_id, h.base_offset) is not None:
                 continue
-            for rec in iter_records(data):
-                if rec.key is not None and rec.offset >= job.first_dirty:
-                    offsets[rec.key] = rec.offset
+            first_dirty = job.first_dirty
+            for offset, key, _ in iter_record_keys(data):
+                if key is not None and offset >= first_dirty:
+                    offsets[key] = offset
     return offsets, end
 
 
@@ -221,11 +223,10 @@ def _clean_segment(job: CleanJob, seg: SegmentToClean, fd: int, offset_map: dict
             changed = True
             result.records_removed += h.records_count
             continue
-        records = list(iter_records(data))
-        survivors = [r for r in records
-                     if r.key is not None and r.offset >= offset_map.get(r.key, -1)
-                     and (r.value is not None or retain_deletes)]
-        if len(survivors) == len(records):
+        keep = [key is not None and offset >= offset_map.get(key, -1)
+                and (has_value or retain_deletes)
+                for offset, key, has_value in iter_record_keys(data)]
+        if all(keep):
             kept.append((h, bytes(data)))
             continue
         last_of_producer = (h.producer_id >= 0 and job.producer_last_offsets.get(h.producer_id)
@@ -234,7 +235,8 @@ def _clean_segment(job: CleanJob, seg: SegmentToClean, fd: int, offset_map: dict
             kept.append((h, bytes(data)))  # producer state must stay rebuildable
             continue
         changed = True
-        result.records_removed += len(records) - len(survivors)
+        survivors = [r for r, k in zip(iter_records(data), keep) if k]
+        result.records_removed += len(keep) - len(survivors)
         if survivors:
             kept.append((h, rebuild_batch(h, survivors)))
     if not changed:

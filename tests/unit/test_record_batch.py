@@ -227,3 +227,15 @@ def test_interoperates_with_kafka_python():
     assert crc_ok(data) and h.is_transactional and h.compression == 3
     assert [(r.offset, r.timestamp, r.key) for r in iter_records(data)] == [
         (0, 1000, b"k0"), (1, 1001, b"k1"), (2, 1002, b"k2")]
+
+
+@pytest.mark.parametrize("compression", [0, 1, 3])
+def test_iter_record_keys_matches_iter_records(compression):
+    from protocol.record_batch import iter_record_keys
+
+    records = [(b"k" * (i % 200), None if i % 3 == 0 else b"v" * (i * 7 % 300),
+                [("h", b"x" * i)] if i % 2 else [], 1000 + i * 99999) for i in range(150)]
+    records[5] = (None, b"no key", [], 5)
+    data = build_batch(records, base_offset=40, compression=compression)
+    assert list(iter_record_keys(data)) == [
+        (r.offset, r.key, r.value is not None) for r in iter_records(data)]
