@@ -22,7 +22,8 @@ The pass, with Kafka's rules:
      that still has state (kept whole so producer state can be rebuilt from the log);
    * a batch that loses some records is rebuilt with the same base offset, last offset delta,
      producer fields and codec: **offsets never change**.
-3. Segments in which nothing changed are not rewritten.
+3. Consecutive segments that fit in segment.bytes together are rewritten as one (Kafka's
+   groupSegmentsBySize); a lone segment in which nothing changed is not rewritten.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ from storage.transaction_index import AbortedTxn
 __all__ = ["CleanJob", "CleanResult", "SegmentToClean", "clean", "CLEANER_DIR"]
 
 CLEANER_DIR = "cleaner"
+_INT32_MAX = 2**31 - 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +71,7 @@ class CleanJob:
     producer_last_offsets: dict[int, int]  # producer id -> last data offset in the log
     delete_horizon_ms: int  # tombstones and markers older than this may go
     index_interval_bytes: int
+    max_segment_bytes: int
     now_ms: int
     max_map_keys: int = 5_000_000
 
@@ -76,7 +79,8 @@ class CleanJob:
 @dataclass(slots=True)
 class CleanResult:
     end: int  # new first dirty offset
-    rewritten: dict[int, str] = field(default_factory=dict)  # base -> cleaner dir holding it
+    # base of each new segment -> base offsets of the old segments it replaces
+    rewritten: dict[int, list[int]] = field(default_factory=dict)
     bytes_read: int = 0
     bytes_written: int = 0
     records_removed: int = 0
@@ -185,25 +189,71 @@ def clean(job: CleanJob) -> CleanResult:
         offset_map, end = build_offset_map(job, fds, aborted)
         result = CleanResult(end)
         txn = _TxnMetadata(aborted)
-        # markers and index entries of aborted transactions whose marker is past this pass
-        for seg in job.segments:
-            if seg.base_offset >= end:
-                break
-            _clean_segment(job, seg, fds[seg.base_offset], offset_map, txn, out_dir, result)
+        for group in group_segments(job, end):
+            _clean_group(job, group, fds, offset_map, txn, out_dir, result)
         return result
     finally:
         for fd in fds.values():
             os.close(fd)
 
 
+def group_segments(job: CleanJob, end: int) -> list[list[SegmentToClean]]:
+    """Kafka's groupSegmentsBySize: consecutive segments below ``end`` whose sizes add up to
+    at most segment.bytes (and whose offsets fit one segment's 32-bit relative offsets) are
+    rewritten as one, so compacted-away segments do not pile up as small files."""
+    groups: list[list[SegmentToClean]] = []
+    current: list[SegmentToClean] = []
+    size = 0
+    for seg in job.segments:
+        if seg.base_offset >= end:
+            break
+        if current and (size + seg.size > job.max_segment_bytes
+                        or _next_base(job, seg) - current[0].base_offset > _INT32_MAX):
+            groups.append(current)
+            current, size = [], 0
+        current.append(seg)
+        size += seg.size
+    if current:
+        groups.append(current)
+    return groups
+
+
+def _clean_group(job: CleanJob, group: list[SegmentToClean], fds: dict[int, int],
+                 offset_map: dict[bytes, int], txn: _TxnMetadata, out_dir: str,
+                 result: CleanResult) -> None:
+    """Write the survivors of ``group`` into one new segment (streamed: memory stays at one
+    batch); dropped again if it is one segment in which nothing changed."""
+    base = group[0].base_offset
+    new = LogSegment.create(out_dir, base, job.index_interval_bytes, job.now_ms)
+    changed = len(group) > 1
+    try:
+        for seg in group:
+            changed |= _clean_segment(job, seg, fds[seg.base_offset], offset_map, txn, new,
+                                      result)
+        if changed:
+            new.on_become_inactive()
+            new.flush()
+            result.bytes_written += new.size
+    finally:
+        new.close()
+    if changed:
+        result.rewritten[base] = [seg.base_offset for seg in group]
+    else:
+        new.delete_files()
+
+
 def _clean_segment(job: CleanJob, seg: SegmentToClean, fd: int, offset_map: dict[bytes, int],
-                   txn: _TxnMetadata, out_dir: str, result: CleanResult) -> None:
+                   txn: _TxnMetadata, new: LogSegment, result: CleanResult) -> bool:
+    """Append what survives of ``seg`` to ``new``; True if anything was dropped or changed."""
     # tombstones and markers may go only from the already-cleaned part, past the horizon
     retain_deletes = not (seg.base_offset < job.first_dirty
                           and 0 <= seg.max_timestamp <= job.delete_horizon_ms)
-    kept: list[tuple[object, bytes]] = []  # (header, bytes) to write
-    index_entries: list[AbortedTxn] = []
     changed = False
+
+    def write(h, data) -> None:
+        new.append([data], len(data), h.base_offset, h.base_offset + h.last_offset_delta + 1,
+                   h.max_timestamp)
+
     for _, h, data in _batches(seg, fd):
         result.bytes_read += h.size
         if h.is_control:
@@ -213,11 +263,11 @@ def _clean_segment(job: CleanJob, seg: SegmentToClean, fd: int, offset_map: dict
                 kind = -1
             can_go, entry = txn.on_marker(h, kind)
             if entry is not None:
-                index_entries.append(entry)
+                new.txn_index.append(entry)
             if can_go and not retain_deletes:
                 changed = True
                 continue
-            kept.append((h, bytes(data)))
+            write(h, bytes(data))
             continue
         if txn.on_batch(h):
             changed = True
@@ -227,30 +277,16 @@ def _clean_segment(job: CleanJob, seg: SegmentToClean, fd: int, offset_map: dict
                 and (has_value or retain_deletes)
                 for offset, key, has_value in iter_record_keys(data)]
         if all(keep):
-            kept.append((h, bytes(data)))
+            write(h, bytes(data))
             continue
         last_of_producer = (h.producer_id >= 0 and job.producer_last_offsets.get(h.producer_id)
                             == h.base_offset + h.last_offset_delta)
         if last_of_producer:
-            kept.append((h, bytes(data)))  # producer state must stay rebuildable
+            write(h, bytes(data))  # producer state must stay rebuildable
             continue
         changed = True
         survivors = [r for r, k in zip(iter_records(data), keep) if k]
         result.records_removed += len(keep) - len(survivors)
         if survivors:
-            kept.append((h, rebuild_batch(h, survivors)))
-    if not changed:
-        return
-    new = LogSegment.create(out_dir, seg.base_offset, job.index_interval_bytes, job.now_ms)
-    try:
-        for h, data in kept:
-            new.append([data], len(data), h.base_offset, h.base_offset + h.last_offset_delta + 1,
-                       h.max_timestamp)
-        for entry in index_entries:
-            new.txn_index.append(entry)
-        new.on_become_inactive()
-        new.flush()
-        result.bytes_written += new.size
-    finally:
-        new.close()
-    result.rewritten[seg.base_offset] = out_dir
+            write(h, rebuild_batch(h, survivors))
+    return changed

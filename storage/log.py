@@ -373,11 +373,12 @@ class PartitionLog:
         self.producer_state.delete_snapshots_before(new_start)
         return doomed
 
-    def replace_segment(self, old: LogSegment, new: LogSegment) -> None:
-        """The log cleaner swapped in a compacted copy of ``old`` (same base offset, same
-        offsets, fewer records): serve reads from it and index its aborted transactions."""
-        i = self._segments.index(old)
-        self._segments[i] = new
+    def replace_segments(self, olds: list[LogSegment], new: LogSegment) -> None:
+        """The log cleaner swapped in one compacted segment for the consecutive ``olds`` (the
+        same offsets, fewer records): serve reads from it and index its aborted transactions."""
+        i = self._segments.index(olds[0])
+        self._segments[i:i + len(olds)] = [new]
+        self._bases = [s.base_offset for s in self._segments]
         self._aborted = [e for seg in self._segments for e in seg.txn_index.entries
                          if e.last_offset >= self._log_start]
         self._aborted_last = [e.last_offset for e in self._aborted]

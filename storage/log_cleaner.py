@@ -33,7 +33,12 @@ from typing import Any, Callable
 
 import structlog
 
-from storage.checkpoint import fsync_dir, read_offset_checkpoint, write_offset_checkpoint
+from storage.checkpoint import (
+    atomic_write,
+    fsync_dir,
+    read_offset_checkpoint,
+    write_offset_checkpoint,
+)
 from storage.cleaner import CLEANER_DIR, CleanJob, CleanResult, SegmentToClean, clean
 from storage.segment import (
     INDEX_SUFFIX,
@@ -61,10 +66,11 @@ def recover_interrupted_clean(partition_dir: str) -> None:
     swap = os.path.join(work, SWAP_FILE)
     if os.path.exists(swap):
         with open(swap, encoding="ascii") as f:
-            bases = [int(line) for line in f.read().split()]
-        _install(work, partition_dir, bases)
+            plan = {int(line.split()[0]): [int(b) for b in line.split()[1:]]
+                    for line in f.read().splitlines() if line.strip()}
+        _install(work, partition_dir, plan)
         log.warning("completed a log-cleaner swap interrupted by a stop",
-                    directory=partition_dir, segments=len(bases))
+                    directory=partition_dir, segments=len(plan))
     else:
         log.info("discarded the output of an interrupted log-cleaner pass",
                  directory=partition_dir)
@@ -72,24 +78,35 @@ def recover_interrupted_clean(partition_dir: str) -> None:
     fsync_dir(partition_dir)
 
 
-def _install(work: str, partition_dir: str, bases: list[int]) -> None:
-    """Move each cleaned segment's files over the old ones (idempotent: what was already moved
-    is not in ``work`` any more). The .log goes last: an index without its new .log would be
-    rebuilt, a .log with a stale index would be misread."""
-    for base in bases:
-        if not os.path.exists(os.path.join(work, segment_file_name(base, LOG_SUFFIX))):
-            continue  # this one was installed before the crash
-        for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX, LOG_SUFFIX):
-            src = os.path.join(work, segment_file_name(base, suffix))
-            dst = os.path.join(partition_dir, segment_file_name(base, suffix))
-            if os.path.exists(src):
-                os.replace(src, dst)
-            elif suffix == TXN_INDEX_SUFFIX:
-                try:
-                    os.unlink(dst)  # the cleaned segment has no aborted transaction left
-                except FileNotFoundError:
-                    pass
+def _install(work: str, partition_dir: str, plan: dict[int, list[int]]) -> None:
+    """For each new segment: move its files over the old segment with its base, then delete
+    the other old segments it replaces (idempotent: a crash part-way is finished by running it
+    again). The .log moves last: an index without its new .log would be rebuilt, a .log with a
+    stale index would be misread."""
+    for base, olds in plan.items():
+        if os.path.exists(os.path.join(work, segment_file_name(base, LOG_SUFFIX))):
+            _move_segment(work, partition_dir, base)
+        for old in olds:
+            if old != base:
+                for suffix in _SUFFIXES:
+                    try:
+                        os.unlink(os.path.join(partition_dir, segment_file_name(old, suffix)))
+                    except FileNotFoundError:
+                        pass
     fsync_dir(partition_dir)
+
+
+def _move_segment(work: str, partition_dir: str, base: int) -> None:
+    for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX, LOG_SUFFIX):
+        src = os.path.join(work, segment_file_name(base, suffix))
+        dst = os.path.join(partition_dir, segment_file_name(base, suffix))
+        if os.path.exists(src):
+            os.replace(src, dst)
+        elif suffix == TXN_INDEX_SUFFIX:
+            try:
+                os.unlink(dst)  # the cleaned segment has no aborted transaction left
+            except FileNotFoundError:
+                pass
 
 
 class LogCleaner:
@@ -197,7 +214,8 @@ class LogCleaner:
             aborted=[e for s in originals.values() for e in s.txn_index.entries],
             producer_last_offsets=producers,
             delete_horizon_ms=now - cfg.delete_retention_ms,
-            index_interval_bytes=cfg.index_interval_bytes, now_ms=now)
+            index_interval_bytes=cfg.index_interval_bytes, max_segment_bytes=cfg.segment_bytes,
+            now_ms=now)
         return plog, job, originals
 
     # ------------------------------------------------------------------ swap (event loop)
@@ -217,27 +235,28 @@ class LogCleaner:
             return
         live = self.logs.get_log(plog.topic, plog.partition)
         current = {s.base_offset: s for s in plog.segments} if live is plog else {}
-        bases = [b for b in result.rewritten if current.get(b) is originals.get(b)]
-        if bases:
-            with open(os.path.join(work, SWAP_FILE), "w", encoding="ascii") as f:
-                f.write("\n".join(str(b) for b in bases))
-                f.flush()
-                os.fsync(f.fileno())
-            fsync_dir(work)
+        # only groups whose old segments are all still in the log (retention may have run)
+        plan = {base: olds for base, olds in result.rewritten.items()
+                if all(current.get(b) is originals.get(b) is not None for b in olds)}
+        if plan:
+            atomic_write(os.path.join(work, SWAP_FILE), "".join(
+                f"{base} {' '.join(map(str, olds))}\n" for base, olds in plan.items()).encode())
             if self._crash_mid_swap:
-                _install(work, job.partition_dir, bases[:1])
+                first = next(iter(plan))
+                _install(work, job.partition_dir, {first: plan[first]})
                 log.warning("test fault hook: exiting in the middle of a log-cleaner swap")
                 os._exit(137)
-            _install(work, job.partition_dir, bases)
-            for base in bases:
-                old = current[base]
+            _install(work, job.partition_dir, plan)
+            for base, olds in plan.items():
+                replaced = [current[b] for b in olds]
                 new = LogSegment.open(plog.dir, base, job.index_interval_bytes, self._time_ms())
-                new.next_offset = old.next_offset
-                plog.replace_segment(old, new)
-                if self._retire is not None:
-                    self._retire(plog, old)
-                else:
-                    old.close()
+                new.next_offset = replaced[-1].next_offset
+                plog.replace_segments(replaced, new)
+                for old in replaced:
+                    if self._retire is not None:
+                        self._retire(plog, old)
+                    else:
+                        old.close()
         shutil.rmtree(work, ignore_errors=True)
         if live is plog:
             self.first_dirty_offsets()[(plog.topic, plog.partition)] = result.end
@@ -245,7 +264,8 @@ class LogCleaner:
         self.passes += 1
         log.info("cleaned log", topic=plog.topic, partition=plog.partition,
                  ms=round((time.monotonic() - self._started) * 1000, 1),
-                 segments_rewritten=len(bases), bytes_read=result.bytes_read,
+                 segments_rewritten=sum(len(olds) for olds in plan.values()),
+                 segments_written=len(plan), bytes_read=result.bytes_read,
                  bytes_written=result.bytes_written, records_removed=result.records_removed,
                  first_dirty_offset=result.end)
 

@@ -16,7 +16,6 @@ is rebuilt from the abort markers in its .log.
 
 from __future__ import annotations
 
-import os
 import struct
 from typing import NamedTuple
 

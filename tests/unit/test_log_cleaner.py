@@ -178,7 +178,8 @@ def test_interrupted_swap_completes_and_unfinished_pass_is_discarded(tmp_path):
     result = future.result(10)
     work = os.path.join(plog.dir, CLEANER_DIR)
     with open(os.path.join(work, SWAP_FILE), "w") as f:
-        f.write("\n".join(str(b) for b in result.rewritten))
+        f.write("".join(f"{b} {' '.join(map(str, olds))}\n"
+                        for b, olds in result.rewritten.items()))
     m.cleaner._running = None
     m.close()
     m = manager(tmp_path, clock)
@@ -207,4 +208,28 @@ def test_delete_policy_logs_and_open_transactions_are_not_cleaned(tmp_path):
         for rnd in range(20):
             put(plog, b"k", b"v" * 60, clock.now)
     assert not run_pass(m)  # LSO is at offset 0 in "t"; "d" is not compacted
+    m.close()
+
+
+def test_small_cleaned_segments_are_merged(tmp_path):
+    clock = Clock()
+    m = manager(tmp_path, clock)
+    m.create_topic("t", 1, COMPACT)
+    plog = m.get_log("t", 0)
+    for rnd in range(20):
+        for k in range(3):
+            put(plog, b"k%d" % k, b"v%d" % rnd + b"x" * 50, clock.now)
+    segments_before = len(plog.segments)
+    assert run_pass(m)  # first pass: 1 for 1 (each original segment is full)
+    for rnd in range(8):
+        put(plog, b"other", b"o%d" % rnd + b"y" * 60, clock.now)
+    view = latest(read_all(plog))
+    assert run_pass(m)  # second pass: the small cleaned segments fit in one
+    assert len(plog.segments) < segments_before / 2
+    assert latest(read_all(plog)) == view
+    files = sorted(os.listdir(plog.dir))
+    assert len([f for f in files if f.endswith(".log")]) == len(plog.segments)
+    m.close()
+    m = manager(tmp_path, clock)
+    assert latest(read_all(m.get_log("t", 0))) == view
     m.close()
