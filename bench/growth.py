@@ -15,10 +15,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import signal
+import subprocess
+import sys
 import tempfile
 import time
+from datetime import datetime
 from pathlib import Path
 
 from confluent_kafka import Consumer, Producer, TopicPartition
@@ -66,7 +68,7 @@ def history(bootstrap: str, count: int) -> dict:
 
 
 def cleaner_throughput(data_dir: str, args: tuple, megabytes: int) -> dict:
-    proc, port, _ = start_broker(data_dir, (*args, "--log-level", "info", "--log-format", "json"))
+    proc, port, _ = start_broker(data_dir, (*args, "--set", "log.cleaner.enable=false"))
     bootstrap = f"127.0.0.1:{port}"
     try:
         admin = AdminClient({"bootstrap.servers": bootstrap})
@@ -85,33 +87,67 @@ def cleaner_throughput(data_dir: str, args: tuple, megabytes: int) -> dict:
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(60)
-    # restart with the cleaner on and a short backoff; time the first pass from its log line
+    # restart with the cleaner on; while its first pass runs, probe produce latency on another
+    # topic, then probe again once it is done (p99 with and without the cleaner running)
     log_path = os.path.join(data_dir, "cleaner-bench.log")
+    port_file = os.path.join(data_dir, "port")
+    os.unlink(port_file)
     with open(log_path, "wb") as out:
-        import subprocess
-        import sys
-        port_file = os.path.join(data_dir, "port")
-        os.unlink(port_file)
         proc = subprocess.Popen([sys.executable, "-m", "broker", "--port", "0", "--port-file",
                                  port_file, "--data-dir", data_dir, "--log-format", "json",
-                                 "--set", "log.cleaner.backoff.ms=100", *args],
+                                 "--set", "log.cleaner.backoff.ms=1000", *args],
                                 cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
         try:
-            deadline = time.monotonic() + 600
-            while time.monotonic() < deadline:
-                text = Path(log_path).read_text()
-                m = re.search(r'\{[^\n]*"cleaned log"[^\n]*"cleaner-bench"[^\n]*\}|'
-                              r'\{[^\n]*"cleaner-bench"[^\n]*"cleaned log"[^\n]*\}', text)
-                if m:
-                    event = json.loads(m.group(0))
-                    mb = event["bytes_read"] / (1 << 20)
-                    return {"log_mb": round(mb, 1), "pass_s": round(event["ms"] / 1000, 2),
-                            "mb_per_s": round(mb / (event["ms"] / 1000), 1)}
-                time.sleep(0.5)
-            raise RuntimeError("no cleaner pass seen")
+            deadline = time.monotonic() + 30
+            while not os.path.exists(port_file) and time.monotonic() < deadline:
+                time.sleep(0.01)
+            bootstrap = f"127.0.0.1:{Path(port_file).read_text().strip()}"
+            probe = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0, "acks": 1})
+            admin = AdminClient({"bootstrap.servers": bootstrap})
+            admin.create_topics([NewTopic("probe", 1, 1)])["probe"].result(10)
+            for _ in range(50):  # warm up
+                _probe_once(probe)
+            samples = []  # (wall clock, latency ms)
+            event, deadline = None, time.monotonic() + 600
+            while event is None and time.monotonic() < deadline:
+                for _ in range(50):
+                    samples.append((time.time(), _probe_once(probe)))
+                event = _pass_event(log_path)
+            if event is None:
+                raise RuntimeError("no cleaner pass seen")
+            for _ in range(1000):
+                samples.append((time.time(), _probe_once(probe)))
+            end = datetime.fromisoformat(event["timestamp"].replace("Z", "+00:00")).timestamp()
+            begin = end - event["ms"] / 1000
+            during = [lat for t, lat in samples if begin <= t <= end]
+            without = [lat for t, lat in samples if t > end]
+            mb = event["bytes_read"] / (1 << 20)
+            return {"log_mb": round(mb, 1), "pass_s": round(event["ms"] / 1000, 2),
+                    "mb_per_s": round(mb / (event["ms"] / 1000), 1),
+                    "produce_p99_ms_during_pass": _p99(during),
+                    "produce_p99_ms_without": _p99(without), "samples_during": len(during)}
         finally:
             proc.send_signal(signal.SIGTERM)
             proc.wait(60)
+
+
+def _pass_event(log_path: str) -> dict | None:
+    for line in Path(log_path).read_text().splitlines():
+        if '"cleaned log"' in line and '"cleaner-bench"' in line:
+            return json.loads(line)
+    return None
+
+
+def _probe_once(producer) -> float:
+    t0 = time.perf_counter()
+    producer.produce("probe", b"p", partition=0)
+    producer.flush(10)
+    return (time.perf_counter() - t0) * 1000
+
+
+def _p99(samples: list[float]) -> float:
+    ordered = sorted(samples)
+    return round(ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))], 2) if ordered else -1.0
 
 
 def main() -> int:

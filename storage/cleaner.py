@@ -1,8 +1,8 @@
-"""One compaction pass over one partition log (Kafka's ``Cleaner``), run in a worker thread.
+"""One compaction pass over one partition log (Kafka's ``Cleaner``), run in a worker process.
 
 It reads segment files through its own file descriptors and writes complete replacement segments
-into ``<partition dir>/cleaner/``; it touches no state of the live log, so the event loop keeps
-appending and serving fetches meanwhile. ``LogCleaner`` (storage/log_cleaner.py) chooses what to
+into ``<partition dir>/cleaner/``; it touches no state of the live log (its input and output are
+plain picklable values), so the event loop keeps appending and serving fetches meanwhile. ``LogCleaner`` (storage/log_cleaner.py) chooses what to
 clean and swaps the results in on the event loop.
 
 The pass, with Kafka's rules:

@@ -3,8 +3,10 @@
 
 Every ``log.cleaner.backoff.ms`` the event loop calls ``maybe_clean``: if no pass is running it
 picks the *filthiest* log (largest dirty ratio) whose cleanable part qualifies and hands a
-``CleanJob`` (plain copies of what the pass needs) to one worker thread running
-``storage.cleaner.clean``. When the thread is done the event loop swaps the rewritten segments
+``CleanJob`` (plain copies of what the pass needs) to one worker *process* running
+``storage.cleaner.clean``. A process, not a thread: a pass is pure-Python record decoding, and
+in a thread it would hold the GIL in 5 ms slices, multiplying produce latency (measured: p99
+0.3 ms -> 9.5 ms in a thread). When the thread is done the event loop swaps the rewritten segments
 in (``_finish``): file renames and a few in-memory updates, never a long pause for produce or
 fetch.
 
@@ -28,7 +30,8 @@ from __future__ import annotations
 import os
 import shutil
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
+import multiprocessing
+from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from typing import Any, Callable
 
 import structlog
@@ -124,7 +127,7 @@ class LogCleaner:
         self._time_ms = time_ms or (lambda: int(time.time() * 1000))
         self.on_pass_done = on_pass_done
         self._retire = retire
-        self._executor: ThreadPoolExecutor | None = None
+        self._executor: Executor | None = None
         self._running: tuple[Any, CleanJob, dict[int, LogSegment], Future] | None = None
         self._started = 0.0
         self._checkpoint: dict[tuple[str, int], int] | None = None
@@ -154,7 +157,11 @@ class LogCleaner:
             return False
         plog, job, originals = job
         if self._executor is None:
-            self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="log-cleaner")
+            # spawn: a fresh interpreter, not a fork of a process running an event loop
+            # and niced, so on a busy machine the broker's own work comes first
+            self._executor = ProcessPoolExecutor(
+                max_workers=1, mp_context=multiprocessing.get_context("spawn"),
+                initializer=os.nice, initargs=(10,))
         self._started = time.monotonic()
         future = self._executor.submit(clean, job)
         if self.on_pass_done is not None:
