@@ -8,6 +8,8 @@ Data directory layout::
     <topic>-<partition>/                 a PartitionLog (segments, indexes, producer snapshots)
     recovery-point-offset-checkpoint     per partition: offsets below are known to be on disk
     log-start-offset-checkpoint          per partition: the log start offset (DeleteRecords)
+    cleaner-offset-checkpoint            per compacted partition: where the dirty part starts
+    dynamic-broker-configs.json          broker configs set at runtime (broker/dynamic_config.py)
     .kafka_cleanshutdown                 present only between a clean stop and the next start
 
 Every registry file is replaced atomically (write a temp file, fsync, rename, fsync the

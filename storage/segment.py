@@ -5,7 +5,7 @@ Files, named by the segment's base offset (first offset it holds) as 20 zero-pad
     00000000000000001234.log        record batches, byte for byte as appended
     00000000000000001234.index      OffsetIndex
     00000000000000001234.timeindex  TimeIndex
-    00000000000000001234.txnindex   TransactionIndex (only if the segment holds an abort marker)
+    00000000000000001234.txnindex   TransactionIndex (always present; empty without aborts)
 
 The .log file is opened once with O_APPEND and kept open: appends are one ``os.writev`` into the
 page cache (so a SIGKILL loses nothing that was acknowledged), reads use ``os.pread`` on the same
