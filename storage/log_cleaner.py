@@ -279,8 +279,11 @@ class LogCleaner:
     def forget(self, topic: str) -> None:
         """A topic was deleted: drop its cleaner checkpoint entries."""
         checkpoint = self.first_dirty_offsets()
-        for key in [k for k in checkpoint if k[0] == topic]:
+        doomed = [k for k in checkpoint if k[0] == topic]
+        for key in doomed:
             del checkpoint[key]
+        if doomed:  # a topic created later under this name starts clean
+            write_offset_checkpoint(self._checkpoint_path, checkpoint)
 
     def shutdown(self) -> None:
         """Wait for a running pass (its output is discarded unless it can be swapped now)."""

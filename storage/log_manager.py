@@ -435,6 +435,8 @@ class LogManager:
             pass
         _fsync_dir(os.path.join(self.data_dir, TOPICS_DIR))
         del self.topics[name]
+        # a topic created later under this name must not inherit these positions
+        self.checkpoint_log_start_offsets()
         self.cleaner.forget(name)
         for path in doomed:
             if self._executor is not None:

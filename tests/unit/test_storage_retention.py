@@ -183,3 +183,20 @@ def test_deleted_segment_stays_readable_until_the_delay_passes(tmp_path):
     assert not os.path.exists(os.path.join(plog.dir, "00000000000000000000.log"))
     assert len(os.pread(held.fd, held.length, held.position)) == held.length
     m.close()
+
+
+def test_recreated_topic_does_not_inherit_the_log_start_offset(tmp_path):
+    clock = Clock()
+    m = manager(tmp_path, clock)
+    m.create_topic("t", 1, SMALL)
+    fill(m.get_log("t", 0), 6, clock.now)
+    m.delete_records("t", 0, 5)
+    m.delete_topic("t")
+    m.create_topic("t", 1, SMALL)
+    fill(m.get_log("t", 0), 3, clock.now)
+    for plog in m.all_logs():  # SIGKILL-like: no close, no final checkpoint
+        for seg in plog.segments:
+            seg.close()
+    m = manager(tmp_path, clock)
+    assert m.get_log("t", 0).log_start_offset == 0
+    m.close()
