@@ -437,6 +437,7 @@ class LogManager:
         del self.topics[name]
         # a topic created later under this name must not inherit these positions
         self.checkpoint_log_start_offsets()
+        self.checkpoint_recovery_points()
         self.cleaner.forget(name)
         for path in doomed:
             if self._executor is not None:
