@@ -32,6 +32,7 @@ import shutil
 import time
 import multiprocessing
 from concurrent.futures import Executor, Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Callable
 
 import structlog
@@ -156,18 +157,25 @@ class LogCleaner:
         if job is None:
             return False
         plog, job, originals = job
-        if self._executor is None:
-            # spawn: a fresh interpreter, not a fork of a process running an event loop
-            # and niced, so on a busy machine the broker's own work comes first
-            self._executor = ProcessPoolExecutor(
-                max_workers=1, mp_context=multiprocessing.get_context("spawn"),
-                initializer=os.nice, initargs=(10,))
         self._started = time.monotonic()
-        future = self._executor.submit(clean, job)
+        try:
+            future = self._worker().submit(clean, job)
+        except BrokenProcessPool:  # the worker died between passes: start a fresh one
+            self._executor = None
+            future = self._worker().submit(clean, job)
         if self.on_pass_done is not None:
             future.add_done_callback(lambda _f: self.on_pass_done())
         self._running = (plog, job, originals, future)
         return True
+
+    def _worker(self) -> Executor:
+        if self._executor is None:
+            # spawn: a fresh interpreter, not a fork of a process running an event loop;
+            # niced, so on a busy machine the broker's own work comes first
+            self._executor = ProcessPoolExecutor(
+                max_workers=1, mp_context=multiprocessing.get_context("spawn"),
+                initializer=os.nice, initargs=(10,))
+        return self._executor
 
     def _choose(self):
         now = self._time_ms()
@@ -239,6 +247,9 @@ class LogCleaner:
             log.error("log cleaner pass failed; the log is unchanged and will be retried",
                       topic=plog.topic, partition=plog.partition, error=repr(exc))
             shutil.rmtree(work, ignore_errors=True)
+            if isinstance(exc, BrokenProcessPool):  # the worker died: start a fresh one
+                self._executor.shutdown(wait=False)
+                self._executor = None
             return
         live = self.logs.get_log(plog.topic, plog.partition)
         current = {s.base_offset: s for s in plog.segments} if live is plog else {}

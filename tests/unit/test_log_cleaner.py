@@ -233,3 +233,29 @@ def test_small_cleaned_segments_are_merged(tmp_path):
     m = manager(tmp_path, clock)
     assert latest(read_all(m.get_log("t", 0))) == view
     m.close()
+
+
+def test_a_killed_worker_process_is_replaced(tmp_path):
+    import signal
+
+    clock = Clock()
+    m = manager(tmp_path, clock)
+    m.create_topic("t", 1, COMPACT)
+    plog = m.get_log("t", 0)
+    for rnd in range(8):
+        for k in range(4):
+            put(plog, b"k%d" % k, b"v%d" % rnd + b"x" * 50, clock.now)
+    before = read_all(plog)
+    assert run_pass(m)  # starts the worker
+    for rnd in range(8):
+        for k in range(4):
+            put(plog, b"k%d" % k, b"w%d" % rnd + b"x" * 50, clock.now)
+    for pid in list(m.cleaner._executor._processes):
+        os.kill(pid, signal.SIGKILL)
+    if m.cleaner.maybe_clean():  # fails (or the dead pool is noticed at submit)
+        m.cleaner._running[3].exception(10)
+        m.cleaner.finish_pass()
+    assert latest(read_all(plog))[b"k0"][1].startswith(b"w7")
+    assert run_pass(m)  # a new worker
+    assert len(read_all(plog)) < len(before) + 32
+    m.close()
