@@ -259,3 +259,33 @@ def test_a_killed_worker_process_is_replaced(tmp_path):
     assert run_pass(m)  # a new worker
     assert len(read_all(plog)) < len(before) + 32
     m.close()
+
+
+def test_compaction_lags_and_dirty_ratio(tmp_path):
+    clock = Clock()
+    m = manager(tmp_path, clock)
+    base = {"cleanup.policy": "compact", "segment.bytes": "600"}
+    m.create_topic("lag", 1, {**base, "min.compaction.lag.ms": "60000",
+                              "min.cleanable.dirty.ratio": "0.01"})
+    lag = m.get_log("lag", 0)
+    for rnd in range(10):
+        put(lag, b"k", b"v%d" % rnd + b"x" * 60, clock.now)
+    assert not run_pass(m)  # every record younger than min.compaction.lag.ms
+    clock.now += 61_000
+    assert run_pass(m)
+    assert len(read_all(lag)) < 10
+
+    m.create_topic("ratio", 1, base)  # min.cleanable.dirty.ratio 0.5
+    ratio = m.get_log("ratio", 0)
+    for k in range(40):  # distinct keys: cleaning removes nothing
+        put(ratio, b"key%d" % k, b"x" * 60, clock.now)
+    assert run_pass(m)
+    for k in range(8):  # one more segment of updates: dirty/total well below 0.5
+        put(ratio, b"key%d" % k, b"y" * 60, clock.now)
+    assert not run_pass(m)
+    m.set_topic_configs("ratio", {**base, "max.compaction.lag.ms": "1000"})
+    clock.now += 2000
+    assert run_pass(m)  # overdue: cleaned whatever the ratio
+    assert latest(read_all(ratio))[b"key0"][1] == b"y" * 60
+    assert len(read_all(ratio)) < 48
+    m.close()
