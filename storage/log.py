@@ -165,7 +165,11 @@ class PartitionLog:
     @property
     def last_stable_offset(self) -> int:
         fuo = self.producer_state.first_unstable_offset()
-        return self._leo if fuo is None else fuo
+        if fuo is None:
+            return self._leo
+        # as Kafka's updateFirstUnstableOffset: never below the log start (DeleteRecords or
+        # retention may have removed the start of an open transaction)
+        return fuo if fuo >= self._log_start else self._log_start
 
     @property
     def segments(self) -> list[LogSegment]:

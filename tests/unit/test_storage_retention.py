@@ -200,3 +200,19 @@ def test_recreated_topic_does_not_inherit_the_log_start_offset(tmp_path):
     m = manager(tmp_path, clock)
     assert m.get_log("t", 0).log_start_offset == 0
     m.close()
+
+
+def test_last_stable_offset_never_below_the_log_start(tmp_path):
+    clock = Clock()
+    m = manager(tmp_path, clock)
+    m.create_topic("t", 1, SMALL)
+    plog = m.get_log("t", 0)
+    plog.append(batch(clock.now))
+    plog.append(batch(clock.now, pid=4, epoch=0, seq=0, txn=True))  # open transaction at 1
+    fill(plog, 3, clock.now)
+    assert plog.last_stable_offset == 1
+    m.delete_records("t", 0, 3)
+    assert plog.last_stable_offset == 3
+    plog.append_marker(4, 0, True, 0)
+    assert plog.last_stable_offset == plog.log_end_offset
+    m.close()
