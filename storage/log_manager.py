@@ -44,6 +44,7 @@ from storage.checkpoint import (
     write_offset_checkpoint,
 )
 from storage.config import (
+    INTERNAL_SEGMENT_BYTES,
     LogConfig,
     broker_value,
     effective_topic_configs,
@@ -61,7 +62,8 @@ __all__ = ["LogManager", "TopicInfo", "LEADER_EPOCH", "INTERNAL_TOPICS", "valida
 log = structlog.get_logger(__name__)
 
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
-_INTERNAL_CONFIGS = {"cleanup.policy": "compact"}
+_INTERNAL_SEGMENT_PROPERTIES = {"__consumer_offsets": "offsets.topic.segment.bytes",
+                                "__transaction_state": "transaction.state.log.segment.bytes"}
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 RECOVERY_POINT_FILE = "recovery-point-offset-checkpoint"
 LOG_START_OFFSET_FILE = "log-start-offset-checkpoint"
@@ -159,6 +161,7 @@ class LogManager:
             "log start offsets fall back to each log's first segment")
         self._remove_deleted_dirs()
         self._load_topics()
+        self._upgrade_internal_topics()
         for info in self.topics.values():
             for p in range(info.num_partitions):
                 self._open_log(info, p, recovery_points.get((info.name, p), 0), clean,
@@ -213,6 +216,24 @@ class LogManager:
         text = (f"#\n#{time.strftime('%a %b %d %H:%M:%S %Z %Y')}\n"
                 f"cluster.id={self.cluster_id}\nnode.id={self.node_id}\nversion=1\n")
         _atomic_write(path, text.encode())
+
+    def _upgrade_internal_topics(self) -> None:
+        """Internal topics created before compaction existed have no segment.bytes override:
+        with 1 GiB segments the cleaner could not reach their history. Give them the internal
+        segment size (logged once; the oversized active segment rolls at its next append)."""
+        for name in _INTERNAL_SEGMENT_PROPERTIES:
+            info = self.topics.get(name)
+            if info is None or "segment.bytes" in info.configs:
+                continue
+            info.configs = {**info.configs, **self._internal_topic_configs(name)}
+            self._write_topic(info)
+            log.info("internal topic given compaction-sized segments", topic=name,
+                     segment_bytes=info.configs["segment.bytes"])
+
+    def _internal_topic_configs(self, name: str) -> dict[str, str]:
+        size = broker_value(self.config, _INTERNAL_SEGMENT_PROPERTIES[name])
+        return {"cleanup.policy": "compact",
+                "segment.bytes": str(size or INTERNAL_SEGMENT_BYTES)}
 
     def _load_topics(self) -> None:
         topics_dir = os.path.join(self.data_dir, TOPICS_DIR)
@@ -282,7 +303,7 @@ class LogManager:
                 log.warning("leaving a directory with an invalid topic name alone",
                             directories=sorted(partitions.values()))
                 return
-            configs = dict(_INTERNAL_CONFIGS) if topic in INTERNAL_TOPICS else {}
+            configs = self._internal_topic_configs(topic) if topic in INTERNAL_TOPICS else {}
             info = TopicInfo(topic, _new_kafka_uuid(), count, configs, topic in INTERNAL_TOPICS)
             self.topics[topic] = info
             log.warning("topic registry file missing for partition directories holding records; "

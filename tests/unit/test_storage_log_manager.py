@@ -243,3 +243,14 @@ def test_remove_expired_producers(tmp_path):
     # the producer was forgotten: an unknown producer may start at any sequence
     plog.append(build_batch([(b"k", b"v")], producer_id=5, producer_epoch=0, base_sequence=9))
     m.close()
+
+
+def test_internal_topics_from_older_versions_get_compaction_sized_segments(tmp_path):
+    m = manager(tmp_path)
+    m.create_topic("__consumer_offsets", 1, {"cleanup.policy": "compact"})  # as before
+    m.close()
+    m = manager(tmp_path, **{"offsets.topic.segment.bytes": 4096})
+    assert m.topics["__consumer_offsets"].configs == {"cleanup.policy": "compact",
+                                                      "segment.bytes": "4096"}
+    assert m.get_log("__consumer_offsets", 0).config.segment_bytes == 4096
+    m.close()
