@@ -132,20 +132,20 @@ def test_transactional_topic_compaction_keeps_what_readers_saw(broker_factory):
             p.commit_transaction(10)
     committed_before = consume_all(broker.bootstrap, topic, "read_committed")
     uncommitted_before = consume_all(broker.bootstrap, topic)
-    mark = broker.log_size()
-    for rnd in range(3):  # the last transactions' segment becomes cleanable
+    for rnd in range(12):  # more than a segment: the last aborted data becomes cleanable
         p.begin_transaction()
-        p.produce(topic, key=b"other%d" % rnd, value=b"o" * 200, partition=0)
+        p.produce(topic, key=b"other%d" % rnd, value=b"o" * 300, partition=0)
         p.commit_transaction(10)
-    cleaned(broker, topic, mark)
+    aborted_values = {v for _, _, v in uncommitted_before} - {v for _, _, v in committed_before}
+    assert aborted_values
+    wait_until(lambda: not aborted_values & {v for _, _, v in consume_all(broker.bootstrap, topic)},
+               30, message="every aborted record cleaned away")
     committed_after = consume_all(broker.bootstrap, topic, "read_committed")
     uncommitted_after = consume_all(broker.bootstrap, topic)
     view = latest(committed_after)
     for key, value in latest(committed_before).items():
         assert view[key] == value
     assert len(uncommitted_after) < len(uncommitted_before)
-    aborted_values = {v for _, _, v in uncommitted_before} - {v for _, _, v in committed_before}
-    assert aborted_values and not aborted_values & {v for _, _, v in uncommitted_after}
 
 
 def test_sigkill_in_the_middle_of_a_cleaner_swap_recovers(broker_factory):
