@@ -4,13 +4,17 @@ ApiVersions advertises exactly this table, so a key is advertised if and only if
 """
 
 from broker.handlers import (
+    alter_configs,
     api_versions,
     create_partitions,
     create_topics,
+    delete_records,
     delete_topics,
     describe_cluster,
     describe_configs,
+    describe_log_dirs,
     fetch,
+    incremental_alter_configs,
     list_offsets,
     metadata,
     offset_for_leader_epoch,
@@ -39,6 +43,7 @@ from broker.handlers import (  # transactions (coordinator/transactions.py)
     init_producer_id,
     list_transactions,
     txn_offset_commit,
+    write_txn_markers,
 )
 
 HANDLERS = {
@@ -58,15 +63,20 @@ HANDLERS = {
     18: api_versions,
     19: create_topics,
     20: delete_topics,
+    21: delete_records,
     22: init_producer_id,
     23: offset_for_leader_epoch,
     24: add_partitions_to_txn,
     25: add_offsets_to_txn,
     26: end_txn,
+    27: write_txn_markers,
     28: txn_offset_commit,
     32: describe_configs,
+    33: alter_configs,
+    35: describe_log_dirs,
     37: create_partitions,
     42: delete_groups,
+    44: incremental_alter_configs,
     47: offset_delete,
     60: describe_cluster,
     61: describe_producers,

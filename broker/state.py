@@ -13,6 +13,7 @@ import time
 import structlog
 
 from broker.config import BrokerConfig, parse_listener
+from broker.dynamic_config import DynamicConfigs
 from broker.observe import build_request_observer
 from broker.server import Server
 from broker.waiters import DataWaiters
@@ -32,6 +33,7 @@ class Broker:
         self.data_dir = config["log.dirs"]
         self.node_id = config["node.id"]
         self.logs = LogManager(self.data_dir, config)
+        self.dynamic_configs = DynamicConfigs(self.data_dir, config, self.logs)
         self.producer_ids = ProducerIdManager(self.data_dir)
         self.data_waiters = DataWaiters()
         self.groups = GroupCoordinator(config, self.logs)
@@ -56,6 +58,7 @@ class Broker:
     # --- lifecycle ------------------------------------------------------------------------------
     async def start(self) -> None:
         started = phase_start = time.monotonic()
+        self.dynamic_configs.load()  # runtime-set broker defaults apply to the logs opened next
 
         def phase_done(name: str) -> None:
             nonlocal phase_start
@@ -69,6 +72,7 @@ class Broker:
         phase_done("group_load")
         await self.txns.load()  # replays __transaction_state, completes or aborts what was open
         phase_done("transaction_load")
+        self._check_producer_id_counter()
         bind_host, bind_port = self.config.listener
         _, self.bound_port = await self.server.start(bind_host, bind_port)
         self.port = self.bound_port
@@ -101,6 +105,22 @@ class Broker:
         self.logs.close()
         log.info("broker stopped cleanly")
 
+    def _check_producer_id_counter(self) -> None:
+        """The producer id counter must be above every id the data directory holds (the
+        counter file may have been deleted or restored from an old backup)."""
+        highest = -1
+        for plog in self.logs.all_logs():
+            for entry in plog.producer_state.producers():
+                highest = max(highest, entry.producer_id)
+        for meta in self.txns.txns.values():
+            highest = max(highest, meta.producer_id, meta.last_producer_id,
+                          meta.next_producer_id)
+        before = self.producer_ids.next_id
+        if self.producer_ids.ensure_above(highest):
+            log.warning("producer id counter was behind the ids in the logs (producer_ids file "
+                        "missing or old); moved it past them", counter_was=before,
+                        highest_id_in_logs=highest, next_id=self.producer_ids.next_id)
+
     def every(self, interval_ms: int, duty, name: str) -> None:
         """Run `duty()` on the event loop every interval (background duties: flush, expiry)."""
 
@@ -120,6 +140,15 @@ class Broker:
         flush_ms = self.config["log.flush.interval.ms"]
         if flush_ms is not None:
             self.every(max(flush_ms, 10), self.logs.flush, "log-flush")
+        self.every(self.config["log.retention.check.interval.ms"], self.logs.delete_old_segments,
+                   "log-retention")
+        self.every(self.config["offsets.retention.check.interval.ms"], self.groups.expire_offsets,
+                   "offsets-expiration")
+        if self.config["log.cleaner.enable"]:
+            loop = asyncio.get_running_loop()
+            cleaner = self.logs.cleaner
+            cleaner.on_pass_done = lambda: loop.call_soon_threadsafe(cleaner.maybe_clean)
+            self.every(self.config["log.cleaner.backoff.ms"], cleaner.maybe_clean, "log-cleaner")
         self.every(self.config["producer.id.expiration.check.interval.ms"],
                    lambda: self.logs.remove_expired_producers(int(time.time() * 1000)),
                    "producer-expiration")

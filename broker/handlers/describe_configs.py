@@ -2,7 +2,9 @@
 broker's properties."""
 
 from broker.config import PROPERTIES
+from broker.dynamic_config import DYNAMIC_BROKER_CONFIGS
 from protocol.errors import ErrorCode
+from storage.config import default_origin
 from storage.errors import KafkaStorageError
 
 API_KEY = 32
@@ -10,13 +12,24 @@ MIN_VERSION, MAX_VERSION = 1, 4
 
 TOPIC, BROKER = 2, 4
 # ConfigSource values from DescribeConfigsResponse.
-TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 4, 5
+TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG = 1, 2, 3
+STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 4, 5
+_SOURCES = {"broker": DYNAMIC_BROKER_CONFIG, "cluster": DYNAMIC_DEFAULT_BROKER_CONFIG,
+            "static": STATIC_BROKER_CONFIG, "default": DEFAULT_CONFIG}
+
+
+def _topic_default_source(config, key: str) -> int:
+    """A topic value that is not overridden comes from a broker property (dynamic or static)
+    or from Kafka's built-in default."""
+    origin = default_origin(config, key)
+    return DEFAULT_CONFIG if origin is None else _SOURCES[config.source(origin)]
 
 
 def _topic(broker, name: str) -> list[dict]:
     return [
         dict(name=key, value=value, read_only=False, is_sensitive=False,
-             config_source=DEFAULT_CONFIG if is_default else TOPIC_CONFIG)
+             config_source=_topic_default_source(broker.config, key) if is_default
+             else TOPIC_CONFIG)
         for key, (value, is_default) in sorted(broker.logs.describe_topic_configs(name).items())
     ]
 
@@ -30,8 +43,8 @@ def _broker(broker) -> list[dict]:
         out.append(dict(
             name=key,
             value=None if value is None else (str(value).lower() if isinstance(value, bool) else str(value)),
-            read_only=True, is_sensitive=False,
-            config_source=DEFAULT_CONFIG if config.is_default(key) else STATIC_BROKER_CONFIG,
+            read_only=key not in DYNAMIC_BROKER_CONFIGS, is_sensitive=False,
+            config_source=_SOURCES[config.source(key)],
             documentation=PROPERTIES[key].doc,
         ))
     return out
