@@ -1,0 +1,82 @@
+"""ApiVersions, Metadata, DescribeCluster: what a client learns first."""
+
+from conformance.cases import case, versions
+
+APIV, METADATA, DESCRIBE_CLUSTER = 18, 3, 60
+
+
+@case("api_versions")
+def api_versions_all(s):
+    for v in versions(APIV):
+        s.check(f"v{v}", APIV, v, {"client_software_name": "conformance", "client_software_version": "1.0"})
+
+
+@case("api_versions/software-name")
+def api_versions_software_name(s):
+    # KIP-511: name and version must match [a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?
+    for label, name, ver in [("empty-name", "", "1.0"), ("bad-char", "my client", "1.0"),
+                             ("bad-version", "ok", "1.0!"), ("dash-end", "ok-", "1"),
+                             ("dots", "a.b-c", "2.16.1")]:
+        s.check(label, APIV, 3, {"client_software_name": name, "client_software_version": ver}, conn=label)
+
+
+@case("metadata/empty")
+def metadata_empty(s):
+    for v in versions(METADATA):
+        # v0 with an empty list means "all topics"; from v1 on it means none.
+        if v == 0:
+            continue
+        s.check(f"v{v}", METADATA, v, {"topics": [], "allow_auto_topic_creation": False,
+                                       "include_cluster_authorized_operations": False,
+                                       "include_topic_authorized_operations": False})
+
+
+@case("metadata/topic")
+def metadata_topic(s):
+    s.create_topic("md-known", 3)
+    for v in versions(METADATA):
+        s.check(f"v{v}", METADATA, v, {"topics": [{"name": "md-known"}], "allow_auto_topic_creation": False})
+
+
+@case("metadata/authorized-operations")
+def metadata_authorized_ops(s):
+    s.create_topic("md-authz", 1)
+    for v in versions(METADATA):
+        if v < 8:
+            continue
+        s.check(f"v{v}", METADATA, v, {"topics": [{"name": "md-authz"}], "allow_auto_topic_creation": False,
+                                       "include_cluster_authorized_operations": True,
+                                       "include_topic_authorized_operations": True})
+
+
+@case("metadata/unknown-topic-no-create")
+def metadata_unknown(s):
+    for v in versions(METADATA):
+        if v < 4:
+            continue
+        s.check(f"v{v}", METADATA, v, {"topics": [{"name": f"md-unknown-{v}"}], "allow_auto_topic_creation": False})
+
+
+@case("metadata/invalid-topic-name")
+def metadata_invalid_name(s):
+    for label, name in [("dotdot", ".."), ("space", "bad name"), ("long", "x" * 250), ("empty", "")]:
+        s.check(f"{label}/no-create", METADATA, 12, {"topics": [{"name": name}], "allow_auto_topic_creation": False})
+
+
+@case("metadata/topic-id")
+def metadata_topic_id(s):
+    import uuid
+
+    s.check("unknown-id", METADATA, 12, {"topics": [{"name": None, "topic_id": uuid.uuid4()}],
+                                          "allow_auto_topic_creation": False})
+    for v in (10, 11, 12, 13):
+        s.check(f"v{v}/null-name-zero-id", METADATA, v, {"topics": [{"name": None, "topic_id": uuid.UUID(int=0)}],
+                                                         "allow_auto_topic_creation": False})
+
+
+@case("describe_cluster")
+def describe_cluster(s):
+    for v in versions(DESCRIBE_CLUSTER):
+        for ops in (False, True):
+            s.check(f"v{v}/ops={ops}", DESCRIBE_CLUSTER, v, {"include_cluster_authorized_operations": ops,
+                                                             "endpoint_type": 1})
