@@ -2,8 +2,8 @@
 
 What may differ (and why): cluster and topic ids, producer ids and member ids (chosen by the
 broker at random or from counters), listener ports, throttle times, broker-chosen timestamps
-(append time, transaction start), error message texts (clients only show them), fetch session
-ids. Everything else a client can read, including list contents, must be equal; list order is
+(append time, transaction start), error message texts and config documentation (clients only
+show them), fetch session ids. Everything else a client can read, including list contents, must be equal; list order is
 compared only where the protocol gives it a meaning (records).
 """
 
@@ -38,6 +38,8 @@ class Normaliser:
             return self.members.setdefault(value, f"<member#{len(self.members) + 1}>")
         if ("time" in key or "timestamp" in key) and isinstance(value, int) and value in _WALL_CLOCK:
             return "<wall-clock>"
+        if key == "documentation" and isinstance(value, str):
+            return "<text>"  # prose, like error messages: only whether it is given is compared
         if key == "records" and isinstance(value, str):
             return record_batches(bytes.fromhex(value))
         return value

@@ -4,6 +4,8 @@ No `transaction.version` feature is finalized (epoch -1), so clients use the cla
 transaction flow; KIP-890 v2 is not offered.
 """
 
+import re
+
 from protocol.codec import build, encode_response, response_class
 from protocol.errors import ErrorCode
 
@@ -28,7 +30,21 @@ def unsupported_version_body() -> bytes:
     )
 
 
+# KIP-511: what a client may call itself (v3+), checked as Kafka's ApiVersionsRequest.isValid.
+_SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
+
+
+def _valid(req) -> bool:
+    name = getattr(req, "client_software_name", None)
+    if name is None:  # v0-2 carry no software name
+        return True
+    return bool(_SOFTWARE.fullmatch(name) and _SOFTWARE.fullmatch(req.client_software_version))
+
+
 async def handle(ctx, req):
+    if not _valid(req):
+        return ctx.response(error_code=ErrorCode.invalid_request, api_keys=[], throttle_time_ms=0,
+                            finalized_features_epoch=-1)
     return ctx.response(
         error_code=ErrorCode.none,
         api_keys=_api_keys(),

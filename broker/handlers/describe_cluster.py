@@ -1,5 +1,6 @@
 """DescribeCluster (60): one broker, which is also the controller."""
 
+from broker import authorized_operations as ops
 from protocol.errors import ErrorCode
 
 API_KEY = 60
@@ -14,4 +15,5 @@ async def handle(ctx, req):
     return ctx.response(
         throttle_time_ms=0, error_code=ErrorCode.none, cluster_id=b.logs.cluster_id,
         controller_id=b.node_id, brokers=[dict(broker_id=b.node_id, host=b.host, port=b.port)],
+        cluster_authorized_operations=ops.when(req.include_cluster_authorized_operations, ops.CLUSTER),
     )

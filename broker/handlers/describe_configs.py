@@ -1,6 +1,7 @@
 """DescribeConfigs (32): topic configs (overrides and the defaults they fall back to) and this
 broker's properties."""
 
+from broker import config_descriptions as describe
 from broker.config import PROPERTIES
 from protocol.errors import ErrorCode
 from storage.errors import KafkaStorageError
@@ -13,41 +14,46 @@ TOPIC, BROKER = 2, 4
 TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 4, 5
 
 
-def _topic(broker, name: str) -> list[dict]:
+def _topic(broker, name: str, synonyms: bool, documentation: bool) -> list[dict]:
     return [
         dict(name=key, value=value, read_only=False, is_sensitive=False,
-             config_source=DEFAULT_CONFIG if is_default else TOPIC_CONFIG)
+             config_source=DEFAULT_CONFIG if is_default else TOPIC_CONFIG,
+             config_type=describe.topic_type(key),
+             synonyms=describe.topic_synonyms(key, None if is_default else value, broker.config) if synonyms else [],
+             documentation=describe.topic_documentation(key) if documentation else None)
         for key, (value, is_default) in sorted(broker.logs.describe_topic_configs(name).items())
     ]
 
 
-def _broker(broker) -> list[dict]:
+def _broker(broker, synonyms: bool, documentation: bool) -> list[dict]:
     config = broker.config
     out = []
     for key, value in sorted(config.items()):
         if key.startswith("minibroker."):
             continue
+        text = None if value is None else (str(value).lower() if isinstance(value, bool) else str(value))
+        source = DEFAULT_CONFIG if config.is_default(key) else STATIC_BROKER_CONFIG
         out.append(dict(
-            name=key,
-            value=None if value is None else (str(value).lower() if isinstance(value, bool) else str(value)),
-            read_only=True, is_sensitive=False,
-            config_source=DEFAULT_CONFIG if config.is_default(key) else STATIC_BROKER_CONFIG,
-            documentation=PROPERTIES[key].doc,
+            name=key, value=text, read_only=True, is_sensitive=False, config_source=source,
+            config_type=describe.broker_type(PROPERTIES[key]),
+            synonyms=[dict(name=key, value=text, source=source)] if synonyms and text is not None else [],
+            documentation=PROPERTIES[key].doc if documentation else None,
         ))
     return out
 
 
-def _describe(broker, resource) -> dict:
+def _describe(broker, resource, synonyms: bool, documentation: bool) -> dict:
     out = dict(error_code=ErrorCode.none, error_message=None,
                resource_type=resource.resource_type, resource_name=resource.resource_name, configs=[])
     try:
         if resource.resource_type == TOPIC:
-            configs = _topic(broker, resource.resource_name)
+            configs = _topic(broker, resource.resource_name, synonyms, documentation)
         elif resource.resource_type == BROKER:
             if resource.resource_name not in ("", str(broker.node_id)):
                 return {**out, "error_code": ErrorCode.invalid_request,
                         "error_message": f"unknown broker {resource.resource_name}; this is node {broker.node_id}"}
-            configs = _broker(broker)
+            # "" names the cluster-wide dynamic defaults, of which there are none here.
+            configs = _broker(broker, synonyms, documentation) if resource.resource_name else []
         else:
             return {**out, "error_code": ErrorCode.invalid_request,
                     "error_message": f"resource type {resource.resource_type} is not supported"}
@@ -60,4 +66,7 @@ def _describe(broker, resource) -> dict:
 
 
 async def handle(ctx, req):
-    return ctx.response(throttle_time_ms=0, results=[_describe(ctx.broker, r) for r in req.resources])
+    synonyms = bool(getattr(req, "include_synonyms", False))
+    documentation = bool(getattr(req, "include_documentation", False))
+    return ctx.response(throttle_time_ms=0, results=[_describe(ctx.broker, r, synonyms, documentation)
+                                                     for r in req.resources])

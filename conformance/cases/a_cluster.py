@@ -18,6 +18,7 @@ def api_versions_software_name(s):
                              ("bad-version", "ok", "1.0!"), ("dash-end", "ok-", "1"),
                              ("dots", "a.b-c", "2.16.1")]:
         s.check(label, APIV, 3, {"client_software_name": name, "client_software_version": ver}, conn=label)
+        s.connection_state(f"{label}/after", conn=label)
 
 
 @case("metadata/empty")
@@ -69,7 +70,12 @@ def metadata_topic_id(s):
 
     s.check("unknown-id", METADATA, 12, {"topics": [{"name": None, "topic_id": uuid.uuid4()}],
                                           "allow_auto_topic_creation": False})
+    s.create_topic("md-by-id", 1)
     for v in (10, 11, 12, 13):
+        s.check(f"v{v}/name-and-random-id", METADATA, v, {"topics": [{"name": "md-by-id", "topic_id": uuid.uuid4()}],
+                                                          "allow_auto_topic_creation": False}, conn=f"nri{v}")
+        s.check(f"v{v}/null-name-random-id", METADATA, v, {"topics": [{"name": None, "topic_id": uuid.uuid4()}],
+                                                           "allow_auto_topic_creation": False}, conn=f"nnri{v}")
         s.check(f"v{v}/null-name-zero-id", METADATA, v, {"topics": [{"name": None, "topic_id": uuid.UUID(int=0)}],
                                                          "allow_auto_topic_creation": False})
 

@@ -85,7 +85,6 @@ def delete_topics(s):
         s.check(f"v{v}/unknown", DELETE, v, {"topic_names": [f"dt-missing-{v}"], "topics": [{"name": f"dt-missing-{v}"}],
                                               "timeout_ms": 30000})
     s.check("v6/unknown-id", DELETE, 6, {"topics": [{"name": None, "topic_id": uuid.uuid4()}], "timeout_ms": 30000})
-    s.check("v6/internal", DELETE, 6, {"topics": [{"name": "__consumer_offsets"}], "timeout_ms": 30000})
     s.check("v6/invalid-name", DELETE, 6, {"topics": [{"name": "bad name"}], "timeout_ms": 30000})
 
 
@@ -127,6 +126,7 @@ def describe_configs_topic(s):
     s.create_topic("dc-topic", 1, {"retention.ms": "3600000", "cleanup.policy": "compact"})
     for v in versions(DESCRIBE_CONFIGS):
         describe(s, f"v{v}/keys", v, [(TOPIC, "dc-topic", TOPIC_KEYS)])
+        describe(s, f"v{v}/all", v, [(TOPIC, "dc-topic", None)], synonyms=v >= 1, documentation=v >= 3)
         describe(s, f"v{v}/synonyms", v, [(TOPIC, "dc-topic", ["retention.ms", "segment.bytes"])], synonyms=True)
         describe(s, f"v{v}/documentation", v, [(TOPIC, "dc-topic", ["retention.ms"])], documentation=True)
         describe(s, f"v{v}/unknown-topic", v, [(TOPIC, "dc-missing", None)])

@@ -1,0 +1,208 @@
+"""Issue 11: answers that used to differ from Apache Kafka 4.x, each checked on a real broker
+over loopback (the differential suite in conformance/ compares them with Kafka itself).
+
+Requests are built with the project's codec (kio) through conformance.wire."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from conformance.wire import CLOSED, NO_ANSWER, Connection
+from protocol.record_batch import build_batch
+from tests.support.broker import BrokerFactory
+
+INVALID_REQUEST, UNSUPPORTED_VERSION, INVALID_TOPIC_EXCEPTION, UNKNOWN_SERVER_ERROR = 42, 35, 17, -1
+INVALID_CONFIG, INVALID_REPLICA_ASSIGNMENT, UNKNOWN_TOPIC_OR_PARTITION = 40, 39, 3
+NOT_REQUESTED = -(2**31)
+TS = 1_700_000_000_000
+
+
+@pytest.fixture(scope="module")
+def mb(request, tmp_path_factory):
+    factory = BrokerFactory(tmp_path_factory.mktemp("conformance"))
+    b = factory({"auto.create.topics.enable": False})
+    yield b
+    factory.teardown(request.session.testsfailed > 0)
+
+
+@pytest.fixture
+def conn(mb):
+    c = Connection(mb.address, timeout=10)
+    yield c
+    c.close()
+
+
+def create(conn, name, partitions=1, configs=None, assignments=(), version=7, validate_only=False):
+    answer = conn.call(19, version, {"topics": [{
+        "name": name, "num_partitions": partitions, "replication_factor": 1 if partitions != -1 else -1,
+        "assignments": list(assignments), "configs": [{"name": k, "value": v} for k, v in (configs or {}).items()],
+    }], "timeout_ms": 10000, "validate_only": validate_only})
+    return answer["topics"]
+
+
+def produce(conn, topic, partition, records, acks=-1):
+    return conn.call(0, 9, {"transactional_id": None, "acks": acks, "timeout_ms": 10000, "topic_data": [
+        {"name": topic, "partition_data": [{"index": partition, "records": records}]}]},
+        expect_response=acks != 0)
+
+
+def fetch(conn, parts, *, max_bytes=50_000_000, partition_max=1_000_000, isolation=0, version=12):
+    return conn.call(1, version, {
+        "replica_id": -1, "max_wait_ms": 0, "min_bytes": 0, "max_bytes": max_bytes, "isolation_level": isolation,
+        "session_id": 0, "session_epoch": -1, "forgotten_topics_data": [], "rack_id": "",
+        "topics": [{"topic": t, "partitions": [{"partition": p, "fetch_offset": 0, "partition_max_bytes": partition_max,
+                                                "current_leader_epoch": -1, "log_start_offset": -1}
+                                               for topic, p in parts if topic == t]}
+                   for t in dict.fromkeys(t for t, _ in parts)]})
+
+
+def list_offsets(conn, topic, partitions_ts, version=7):
+    return conn.call(2, version, {"replica_id": -1, "isolation_level": 0, "timeout_ms": 1000, "topics": [
+        {"name": topic, "partitions": [{"partition_index": p, "timestamp": ts, "current_leader_epoch": -1}
+                                       for p, ts in partitions_ts]}]})
+
+
+def still_open(conn) -> bool:
+    return isinstance(conn.call_raw(18, 0, {}), bytes)
+
+
+def test_metadata_v10_null_name_is_invalid_request_not_a_dropped_connection(conn):
+    for version in (10, 11):
+        answer = conn.call(3, version, {"topics": [{"name": None, "topic_id": uuid.uuid4()}],
+                                        "allow_auto_topic_creation": False})
+        assert answer != CLOSED, f"v{version}: connection dropped"
+        assert [t["error_code"] for t in answer["topics"]] == [INVALID_REQUEST]
+        assert answer["topics"][0]["name"] == "" and answer["brokers"] == []
+    assert still_open(conn)
+
+
+def test_metadata_invalid_topic_name_without_auto_create(conn):
+    answer = conn.call(3, 12, {"topics": [{"name": "bad name"}, {"name": ".."}, {"name": "fine-but-missing"}],
+                               "allow_auto_topic_creation": False})
+    assert {t["name"]: t["error_code"] for t in answer["topics"]} == {
+        "bad name": INVALID_TOPIC_EXCEPTION, "..": INVALID_TOPIC_EXCEPTION,
+        "fine-but-missing": UNKNOWN_TOPIC_OR_PARTITION}
+
+
+def test_authorized_operations_full_set_when_asked(conn):
+    create(conn, "authz")
+    md = conn.call(3, 10, {"topics": [{"name": "authz"}], "allow_auto_topic_creation": False,
+                           "include_cluster_authorized_operations": True, "include_topic_authorized_operations": True})
+    assert md["topics"][0]["topic_authorized_operations"] == 3576  # READ..ALTER_CONFIGS on a topic
+    assert md["cluster_authorized_operations"] == 8096
+    md = conn.call(3, 12, {"topics": [{"name": "authz"}], "allow_auto_topic_creation": False})
+    assert md["topics"][0]["topic_authorized_operations"] == NOT_REQUESTED
+    dc = conn.call(60, 1, {"include_cluster_authorized_operations": True, "endpoint_type": 1})
+    assert dc["cluster_authorized_operations"] == 8096
+
+
+def test_fetch_max_bytes_bounds_the_response_across_partitions(conn):
+    """KIP-74: only the first partition yielding data may return a batch over the limits."""
+    create(conn, "kip74", 3)
+    for p in range(3):
+        assert produce(conn, "kip74", p, build_batch([(b"k", b"x" * 3000, [], TS)]))["responses"][0][
+            "partition_responses"][0]["error_code"] == 0
+    parts = [("kip74", p) for p in range(3)]
+
+    def sizes(answer):  # records come back as hex text
+        return [len(p["records"] or "") // 2 for p in answer["responses"][0]["partitions"]]
+
+    small = sizes(fetch(conn, parts, max_bytes=1000))
+    assert small[0] > 1000 and small[1:] == [0, 0], small
+    assert sizes(fetch(conn, parts, partition_max=100))[1:] == [0, 0]
+    two = sizes(fetch(conn, parts, max_bytes=2 * small[0] + 10))
+    assert two[:2] == [small[0], small[0]] and two[2] == 0, two
+
+
+def test_fetch_isolation_level_outside_0_1(conn):
+    create(conn, "isolation")
+    answer = fetch(conn, [("isolation", 0)], isolation=2)
+    assert answer["error_code"] == UNKNOWN_SERVER_ERROR
+    assert answer["responses"][0]["partitions"][0]["error_code"] == UNKNOWN_SERVER_ERROR
+    assert still_open(conn)
+
+
+def test_acks0_error_closes_the_connection(mb):
+    with_ok, with_error = Connection(mb.address, timeout=5), Connection(mb.address, timeout=5)
+    try:
+        create(with_ok, "acks0")
+        assert produce(with_ok, "acks0", 0, build_batch([(b"k", b"v", [], TS)]), acks=0) == NO_ANSWER
+        assert still_open(with_ok)
+        produce(with_error, "acks0", 9, build_batch([(b"k", b"v", [], TS)]), acks=0)
+        assert with_error.call_raw(18, 0, {}) == CLOSED
+    finally:
+        with_ok.close()
+        with_error.close()
+
+
+def test_create_topics_validation(conn):
+    dup = conn.call(19, 7, {"topics": [{"name": "dup", "num_partitions": 1, "replication_factor": 1,
+                                        "assignments": [], "configs": []}] * 2, "timeout_ms": 1000,
+                            "validate_only": False})
+    assert [(t["name"], t["error_code"]) for t in dup["topics"]] == [("dup", INVALID_REQUEST)]
+    assert create(conn, "tiny-seg", configs={"segment.bytes": "1000"})[0]["error_code"] == INVALID_CONFIG
+    assert create(conn, "mib-seg", configs={"segment.bytes": str(1 << 20)})[0]["error_code"] == 0
+    gap = [{"partition_index": 0, "broker_ids": [1]}, {"partition_index": 2, "broker_ids": [1]}]
+    assert create(conn, "gap", -1, assignments=gap)[0]["error_code"] == INVALID_REPLICA_ASSIGNMENT
+    ok = [{"partition_index": 1, "broker_ids": [1]}, {"partition_index": 0, "broker_ids": [1]}]
+    assert create(conn, "ok-assign", -1, assignments=ok)[0]["num_partitions"] == 2
+
+
+def test_create_topics_v5_returns_configs(conn):
+    (topic,) = create(conn, "with-configs", configs={"retention.ms": "1000"}, version=5)
+    configs = {c["name"]: c for c in topic["configs"]}
+    assert configs["retention.ms"]["value"] == "1000" and configs["retention.ms"]["config_source"] == 1
+    assert configs["segment.bytes"]["value"] == "1073741824" and configs["segment.bytes"]["config_source"] == 5
+    (failed,) = create(conn, "with-configs", version=5)
+    assert failed["error_code"] == 36 and failed["configs"] == []
+
+
+def test_describe_configs_types_documentation_synonyms(conn):
+    create(conn, "described", configs={"retention.ms": "3600000"})
+    answer = conn.call(32, 4, {"resources": [{"resource_type": 2, "resource_name": "described",
+                                              "configuration_keys": ["retention.ms", "segment.bytes", "cleanup.policy"]}],
+                               "include_synonyms": True, "include_documentation": True})
+    configs = {c["name"]: c for c in answer["results"][0]["configs"]}
+    assert [configs[n]["config_type"] for n in ("retention.ms", "segment.bytes", "cleanup.policy")] == [5, 3, 7]
+    assert all(c["documentation"] for c in configs.values())
+    assert configs["retention.ms"]["synonyms"] == [{"name": "retention.ms", "value": "3600000", "source": 1}]
+    assert configs["segment.bytes"]["synonyms"] == [{"name": "log.segment.bytes", "value": "1073741824", "source": 5}]
+    plain = conn.call(32, 4, {"resources": [{"resource_type": 4, "resource_name": "1", "configuration_keys": ["num.partitions"]}],
+                              "include_synonyms": False, "include_documentation": False})
+    (entry,) = plain["results"][0]["configs"]
+    assert entry["documentation"] is None and entry["synonyms"] == [] and entry["config_type"] == 3
+
+
+def test_list_offsets_validation(conn):
+    create(conn, "lo-check")
+    dup = list_offsets(conn, "lo-check", [(0, -1), (0, -2)])
+    assert [(p["partition_index"], p["error_code"]) for p in dup["topics"][0]["partitions"]] == [(0, INVALID_REQUEST)]
+    for ts, since in ((-3, 7), (-4, 8), (-5, 9)):
+        assert list_offsets(conn, "lo-check", [(0, ts)], version=since - 1)["topics"][0]["partitions"][0][
+            "error_code"] == UNSUPPORTED_VERSION
+        assert list_offsets(conn, "lo-check", [(0, ts)], version=since)["topics"][0]["partitions"][0]["error_code"] == 0
+    assert list_offsets(conn, "lo-check", [(0, -7)], version=10)["topics"][0]["partitions"][0][
+        "error_code"] == UNSUPPORTED_VERSION
+
+
+def test_api_versions_client_software_format(mb):
+    for name, version, expected in (("librdkafka", "2.16.1", 0), ("bad name", "1", INVALID_REQUEST),
+                                    ("ok", "1.0-", INVALID_REQUEST), ("", "1", INVALID_REQUEST)):
+        c = Connection(mb.address, timeout=5)
+        try:
+            answer = c.call(18, 3, {"client_software_name": name, "client_software_version": version})
+            assert answer["error_code"] == expected, (name, version)
+            assert bool(answer["api_keys"]) == (expected == 0)
+            assert still_open(c)
+        finally:
+            c.close()
+
+
+def test_offset_for_leader_epoch_undefined_epoch(conn):
+    create(conn, "ofle-undefined")
+    answer = conn.call(23, 4, {"replica_id": -1, "topics": [{"topic": "ofle-undefined", "partitions": [
+        {"partition": 0, "current_leader_epoch": -1, "leader_epoch": -1}]}]})
+    p = answer["topics"][0]["partitions"][0]
+    assert (p["error_code"], p["leader_epoch"], p["end_offset"]) == (0, -1, -1)
