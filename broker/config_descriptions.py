@@ -51,6 +51,8 @@ TOPIC = {
     "unclean.leader.election.enable": (BOOLEAN, "Whether an out-of-sync replica may become leader."),
 }
 
+#: First broker synonyms whose Kafka default is null (so Kafka lists no default synonym).
+_NULL_BROKER_DEFAULTS = {"log.roll.jitter.ms"}
 _LONG_BROKER = {"log.retention.bytes", "log.flush.interval.messages", "log.flush.scheduler.interval.ms"}
 
 
@@ -86,7 +88,7 @@ def topic_synonyms(name: str, override: str | None, broker_config) -> list[dict]
             value = broker_config[broker_name]
             is_default = broker_config.is_default(broker_name)
         except KeyError:  # a Kafka broker property minibroker does not have: its default applies
-            if i == 0:
+            if i == 0 and broker_name not in _NULL_BROKER_DEFAULTS:
                 out.append(dict(name=broker_name, value=definition.default, source=DEFAULT_CONFIG))
             continue
         if value is None or (is_default and i > 0):

@@ -10,6 +10,8 @@ from broker.handlers import (
     delete_topics,
     describe_cluster,
     describe_configs,
+    describe_topic_partitions,
+    elect_leaders,
     fetch,
     list_offsets,
     metadata,
@@ -67,11 +69,13 @@ HANDLERS = {
     32: describe_configs,
     37: create_partitions,
     42: delete_groups,
+    43: elect_leaders,
     47: offset_delete,
     60: describe_cluster,
     61: describe_producers,
     65: describe_transactions,
     66: list_transactions,
+    75: describe_topic_partitions,
 }
 
 for _key, _module in HANDLERS.items():

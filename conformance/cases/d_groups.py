@@ -115,6 +115,8 @@ def offsets(s):
         commit(s, f"commit-v{v}/unknown-partition", v, g, "oc-topic", 5, parts=(7,))
         commit(s, f"commit-v{v}/unknown-topic", v, g, "oc-missing", 5)
         commit(s, f"commit-v{v}/with-generation", v, g, "oc-topic", 6, generation=3, member="m1")
+        commit(s, f"commit-v{v}/unknown-group-with-generation", v, f"oc-unknown-{v}", "oc-topic", 6, generation=3,
+               member="m1")
     for v in versions(OFFSET_FETCH):
         fetch_offsets(s, f"fetch-v{v}/known", v, "oc-9", [("oc-topic", [0, 1])])
         fetch_offsets(s, f"fetch-v{v}/unknown-group", v, "oc-none", [("oc-topic", [0])])

@@ -206,3 +206,38 @@ def test_offset_for_leader_epoch_undefined_epoch(conn):
         {"partition": 0, "current_leader_epoch": -1, "leader_epoch": -1}]}]})
     p = answer["topics"][0]["partitions"][0]
     assert (p["error_code"], p["leader_epoch"], p["end_offset"]) == (0, -1, -1)
+
+
+def test_offset_commit_v9_to_unknown_group(conn):
+    create(conn, "oc-unknown")
+    for version, expected in ((8, 22), (9, 69)):  # ILLEGAL_GENERATION before v9, GROUP_ID_NOT_FOUND after
+        answer = conn.call(8, version, {
+            "group_id": f"never-joined-{version}", "generation_id_or_member_epoch": 3, "member_id": "m",
+            "retention_time_ms": -1, "topics": [{"name": "oc-unknown", "partitions": [
+                {"partition_index": 0, "committed_offset": 1, "committed_leader_epoch": -1, "committed_metadata": ""}]}]})
+        assert answer["topics"][0]["partitions"][0]["error_code"] == expected, version
+
+
+def test_describe_topic_partitions_pages_with_a_cursor(conn):
+    create(conn, "dtp-one", 3)
+    create(conn, "dtp-two", 2)
+    page = conn.call(75, 0, {"topics": [{"name": "dtp-two"}, {"name": "dtp-one"}], "response_partition_limit": 4,
+                             "cursor": None})
+    assert [(t["name"], [p["partition_index"] for p in t["partitions"]]) for t in page["topics"]] == [
+        ("dtp-one", [0, 1, 2]), ("dtp-two", [0])]
+    assert page["next_cursor"] == {"topic_name": "dtp-two", "partition_index": 1}
+    rest = conn.call(75, 0, {"topics": [{"name": "dtp-two"}, {"name": "dtp-one"}], "response_partition_limit": 4,
+                             "cursor": page["next_cursor"]})
+    assert [(t["name"], [p["partition_index"] for p in t["partitions"]]) for t in rest["topics"]] == [("dtp-two", [1])]
+    assert rest["next_cursor"] is None
+    missing = conn.call(75, 0, {"topics": [{"name": "dtp-nope"}], "response_partition_limit": 10, "cursor": None})
+    assert missing["topics"][0]["error_code"] == UNKNOWN_TOPIC_OR_PARTITION
+
+
+def test_elect_leaders_is_never_needed_on_one_broker(conn):
+    create(conn, "elect", 2)
+    answer = conn.call(43, 2, {"election_type": 0, "timeout_ms": 1000, "topic_partitions": [
+        {"topic": "elect", "partitions": [0, 1, 7]}]})
+    assert answer["error_code"] == 0
+    assert [(p["partition_id"], p["error_code"]) for p in answer["replica_election_results"][0]["partition_result"]] == [
+        (0, 84), (1, 84), (7, UNKNOWN_TOPIC_OR_PARTITION)]
