@@ -86,3 +86,16 @@ def describe_cluster(s):
         for ops in (False, True):
             s.check(f"v{v}/ops={ops}", DESCRIBE_CLUSTER, v, {"include_cluster_authorized_operations": ops,
                                                              "endpoint_type": 1})
+
+
+@case("api_versions/v5-cluster-and-node")
+def api_versions_v5(s):
+    md = s.call(METADATA, 12, {"topics": [], "allow_auto_topic_creation": False})
+    own_cluster, own_node = md["cluster_id"], md["brokers"][0]["node_id"]
+    base = {"client_software_name": "conformance", "client_software_version": "1.0"}
+    for label, cluster, node in [("unset", None, -1), ("own", own_cluster, own_node),
+                                 ("other-cluster", "AAAAAAAAAAAAAAAAAAAAAA", own_node),
+                                 ("other-node", own_cluster, own_node + 5), ("cluster-only", "AAAAAAAAAAAAAAAAAAAAAA", -1),
+                                 ("node-only", None, 7)]:
+        s.check(label, APIV, 5, {**base, "cluster_id": cluster, "node_id": node}, conn=label)
+        s.connection_state(f"{label}/after", conn=label)

@@ -241,3 +241,20 @@ def test_elect_leaders_is_never_needed_on_one_broker(conn):
     assert answer["error_code"] == 0
     assert [(p["partition_id"], p["error_code"]) for p in answer["replica_election_results"][0]["partition_result"]] == [
         (0, 84), (1, 84), (7, UNKNOWN_TOPIC_OR_PARTITION)]
+
+
+def test_api_versions_v5_checks_the_cluster_and_node(mb):
+    probe = Connection(mb.address, timeout=5)
+    try:
+        md = probe.call(3, 12, {"topics": [], "allow_auto_topic_creation": False})
+        base = {"client_software_name": "test", "client_software_version": "1"}
+        own = probe.call(18, 5, {**base, "cluster_id": md["cluster_id"], "node_id": md["brokers"][0]["node_id"]})
+        assert own["error_code"] == 0 and {k["api_key"]: k["max_version"] for k in own["api_keys"]}[18] == 5
+        unset = probe.call(18, 5, {**base, "cluster_id": None, "node_id": -1})
+        assert unset["error_code"] == 0
+        other = probe.call(18, 5, {**base, "cluster_id": "AAAAAAAAAAAAAAAAAAAAAA", "node_id": md["brokers"][0]["node_id"]})
+        assert other["error_code"] == 129 and other["api_keys"] == []  # REBOOTSTRAP_REQUIRED
+        half = probe.call(18, 5, {**base, "cluster_id": md["cluster_id"], "node_id": -1})
+        assert half["error_code"] == INVALID_REQUEST
+    finally:
+        probe.close()
