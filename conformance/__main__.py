@@ -17,7 +17,15 @@ from pathlib import Path
 
 from conformance.brokers import SHARED_CONFIG, MiniBroker
 from conformance.reference_kafka import ReferenceKafka
-from conformance.runner import classify, compare_case, load_deviations, run_case, selected_cases, table
+from conformance.runner import (
+    classify,
+    compare_case,
+    load_deviations,
+    run_case,
+    selected_cases,
+    table,
+    uncovered,
+)
 
 #: Whole-run bound (Kafka's start on a loaded machine can take over a minute).
 RUN_TIMEOUT_S = 1200
@@ -62,9 +70,11 @@ def main(argv: list[str] | None = None) -> int:
             if getattr(error, "error", None):
                 print(f"conformance: {side} not ready: {error.error}", file=sys.stderr)
                 return 2
-        compared, mismatches = 0, []
+        compared, mismatches, covered = 0, [], set()
         for name, fn in cases:
-            n, found = compare_case(name, run_case(name, fn, addresses))
+            sessions = run_case(name, fn, addresses)
+            covered |= {(r.api_key, r.version) for r in sessions["minibroker"].records}
+            n, found = compare_case(name, sessions)
             compared += n
             mismatches += found
         classify(mismatches, deviations)
@@ -79,6 +89,9 @@ def main(argv: list[str] | None = None) -> int:
         print("\nIntended deviations (conformance/deviations.toml):\n" + table(intended))
     if unexpected:
         print("\nUnexpected differences (minibroker vs Apache Kafka):\n" + table(unexpected))
+    missing = [] if args.only else uncovered(covered)
+    if missing:
+        print("\nAdvertised API versions no case sends: " + ", ".join(f"{k} v{v}" for k, v in missing))
     unused = [d for d in deviations if d.used == 0 and not args.only]
     for d in unused:
         print(f"note: deviation no longer seen: case={d.case!r} path={d.path!r}")
@@ -88,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{len(intended)} intended differences; {len(unexpected)} unexpected differences "
           f"in {len(failing_cases)} answers ({time.monotonic() - started:.0f}s)")
     print(f"{compared - len(failing_cases)} passed, {len(failing_cases)} failed")
-    return 1 if unexpected else 0
+    return 1 if unexpected or missing else 0
 
 
 if __name__ == "__main__":

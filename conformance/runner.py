@@ -138,3 +138,12 @@ def table(rows: list[Mismatch]) -> str:
 
 def selected_cases(patterns: list[str]) -> list[tuple[str, object]]:
     return [(n, f) for n, f in REGISTRY if not patterns or any(glob(p, n) for p in patterns)]
+
+
+def uncovered(covered: set[tuple[int, int]]) -> list[tuple[int, int]]:
+    """(api key, version) pairs minibroker advertises that no case sent; Produce v0-2 are listed
+    for old clients only and answered by closing the connection, like Kafka 4."""
+    from broker.dispatch import HANDLERS  # noqa: PLC0415
+
+    return [(k, v) for k, m in sorted(HANDLERS.items()) for v in range(m.MIN_VERSION, m.MAX_VERSION + 1)
+            if (k, v) not in covered and not (k == 0 and v < 3)]
