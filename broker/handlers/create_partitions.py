@@ -42,5 +42,9 @@ async def handle(ctx, req):
                                     error_message=f"topic {t.name} appears more than once"))
             seen.add(t.name)
             continue
+        if req.timeout.total_seconds() <= 0:  # Kafka's controller gives up on a past deadline
+            results.append(dict(name=t.name, error_code=ErrorCode.request_timed_out,
+                                error_message="timeout_ms must be positive"))
+            continue
         results.append(_grow(ctx.broker, t, req.validate_only))
     return ctx.response(throttle_time_ms=0, results=results)

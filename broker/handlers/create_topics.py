@@ -10,12 +10,16 @@ from collections import Counter
 from protocol.errors import ErrorCode
 from storage.config import effective_topic_configs
 from storage.errors import KafkaStorageError
+from storage.log_manager import INTERNAL_TOPICS
 
 API_KEY = 19
 MIN_VERSION, MAX_VERSION = 2, 7
 
 # DescribeConfigsResponse ConfigSource values.
 TOPIC_CONFIG, DEFAULT_CONFIG = 1, 5
+#: Kafka's controller writes at most this many metadata records for one request (a topic record,
+#: one per partition, one per config); a request that would go past it fails with POLICY_VIOLATION.
+MAX_RECORDS_PER_REQUEST = 10000
 
 
 def _error(name: str, code: ErrorCode, message: str | None) -> dict:
@@ -46,7 +50,15 @@ def _config_entries(broker, overrides: dict[str, str]) -> list[dict]:
     ]
 
 
+def _records(broker, t) -> int:
+    partitions = len(t.assignments) if t.assignments else (
+        t.num_partitions if t.num_partitions != -1 else broker.config["num.partitions"])
+    return 1 + partitions + len(t.configs) if partitions > 0 else 0
+
+
 def _create(broker, t, validate_only: bool) -> dict:
+    if t.name in INTERNAL_TOPICS:  # the coordinators create these, with their own settings
+        return _error(t.name, ErrorCode.topic_already_exists, f"{t.name} is an internal topic")
     partitions = t.num_partitions if t.num_partitions != -1 else broker.config["num.partitions"]
     if t.assignments:
         error = _assignment_error(broker, t)
@@ -74,9 +86,16 @@ def _create(broker, t, validate_only: bool) -> dict:
                 configs=_config_entries(broker, overrides))
 
 
+def _timeout_ms(req) -> int:
+    return int(req.timeout.total_seconds() * 1000)
+
+
 async def handle(ctx, req):
     counts = Counter(t.name for t in req.topics)
     topics, seen = [], set()
+    timed_out = _timeout_ms(req) <= 0
+    unique = [t for t in req.topics if counts[t.name] == 1]
+    too_large = sum(_records(ctx.broker, t) for t in unique) > MAX_RECORDS_PER_REQUEST
     for t in req.topics:
         if counts[t.name] > 1:
             # Kafka answers a name given twice once, with INVALID_REQUEST, and creates nothing.
@@ -84,6 +103,13 @@ async def handle(ctx, req):
                 topics.append(_error(t.name, ErrorCode.invalid_request,
                                      f"topic {t.name} appears more than once in the request"))
             seen.add(t.name)
+            continue
+        if timed_out:  # Kafka's controller gives up at once on a deadline already past
+            topics.append(_error(t.name, ErrorCode.request_timed_out, "timeout_ms must be positive"))
+            continue
+        if too_large:
+            topics.append(_error(t.name, ErrorCode.policy_violation,
+                                 f"the request would write more than {MAX_RECORDS_PER_REQUEST} metadata records"))
             continue
         topics.append(_create(ctx.broker, t, req.validate_only))
     return ctx.response(throttle_time_ms=0, topics=topics)

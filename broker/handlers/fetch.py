@@ -51,7 +51,7 @@ def _read_all(broker, req, isolation: int) -> tuple[list, int, bool]:
                 out.error_code = error
                 any_error = True
                 continue
-            if budget <= 0 and fp.fetch_offset <= plog.log_end_offset and fp.fetch_offset >= plog.log_start_offset:
+            if total and budget <= 0 and fp.fetch_offset <= plog.log_end_offset and fp.fetch_offset >= plog.log_start_offset:
                 out.high_watermark = plog.high_watermark
                 out.last_stable_offset = plog.last_stable_offset
                 out.log_start_offset = plog.log_start_offset

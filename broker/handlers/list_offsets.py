@@ -57,5 +57,6 @@ def _partitions(ctx, t, isolation: int) -> list[dict]:
 
 async def handle(ctx, req):
     isolation = getattr(req, "isolation_level", 0)
-    topics = [dict(name=t.name, partitions=_partitions(ctx, t, isolation)) for t in req.topics]
+    # A topic named with no partitions is left out of the answer, as Kafka does.
+    topics = [dict(name=t.name, partitions=_partitions(ctx, t, isolation)) for t in req.topics if t.partitions]
     return ctx.response(throttle_time_ms=0, topics=topics)

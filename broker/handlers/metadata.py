@@ -88,8 +88,12 @@ async def handle(ctx, req):
         if any(_topic_id(t) != _ZERO_UUID for t in requested):
             # v12+: once any topic is named by id, Kafka looks up by id only and ignores names.
             requested = [t for t in requested if _topic_id(t) != _ZERO_UUID]
-        entries = []
+        entries, seen = [], set()
         for t in requested:
+            key = t.name if _topic_id(t) == _ZERO_UUID else _topic_id(t)
+            if key in seen:  # Kafka answers each topic once, however often it is named
+                continue
+            seen.add(key)
             name = t.name if _topic_id(t) == _ZERO_UUID else None
             if name is None:  # v12+ lookup by id
                 match = next((i for i in broker.logs.topics.values() if i.topic_id == t.topic_id), None)

@@ -258,3 +258,33 @@ def test_api_versions_v5_checks_the_cluster_and_node(mb):
         assert half["error_code"] == INVALID_REQUEST
     finally:
         probe.close()
+
+
+def test_admin_deadlines_and_request_size_limits(conn):
+    def topic(name, partitions=1):
+        return {"name": name, "num_partitions": partitions, "replication_factor": 1, "assignments": [], "configs": []}
+
+    def codes(api, version, fields, key):
+        return [r["error_code"] for r in conn.call(api, version, fields)[key]]
+
+    assert codes(19, 7, {"topics": [topic("deadline")], "timeout_ms": 0, "validate_only": True}, "topics") == [7]
+    assert codes(20, 6, {"topics": [{"name": "deadline"}], "timeout_ms": 0}, "responses") == [7]
+    create(conn, "grow-deadline")
+    assert codes(37, 3, {"topics": [{"name": "grow-deadline", "count": 2, "assignments": None}], "timeout_ms": 0,
+                         "validate_only": True}, "results") == [7]
+    # one request may write at most 10000 metadata records (a topic record plus one per partition)
+    assert codes(19, 7, {"topics": [topic("big", 9999)], "timeout_ms": 1000, "validate_only": True}, "topics") == [0]
+    assert codes(19, 7, {"topics": [topic("big-a", 5000), topic("big-b", 5001)], "timeout_ms": 1000,
+                         "validate_only": True}, "topics") == [44, 44]
+    assert codes(19, 7, {"topics": [topic("__consumer_offsets")], "timeout_ms": 1000, "validate_only": True},
+                 "topics") == [36]
+
+
+def test_answers_name_each_topic_once_and_skip_empty_requests(conn):
+    create(conn, "once")
+    md = conn.call(3, 12, {"topics": [{"name": "once"}, {"name": "once"}], "allow_auto_topic_creation": False})
+    assert [t["name"] for t in md["topics"]] == ["once"]
+    assert list_offsets(conn, "once", [])["topics"] == []
+    produce(conn, "once", 0, build_batch([(b"k", b"v" * 100, [], TS)]))
+    first = fetch(conn, [("once", 0)], max_bytes=0)["responses"][0]["partitions"][0]
+    assert first["records"], "max_bytes=0 still returns the first batch (KIP-74)"
