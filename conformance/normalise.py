@@ -27,7 +27,7 @@ class Normaliser:
 
     def __call__(self, value, key: str = ""):
         if isinstance(value, dict):
-            return {k: self(v, k) for k, v in value.items() if k not in DROPPED}
+            return {str(k): self(v, str(k)) for k, v in value.items() if k not in DROPPED}
         if isinstance(value, list):
             return [self(v, key) for v in value]
         if key in OPAQUE_IDS:

@@ -19,7 +19,7 @@ from pathlib import Path
 from conformance.cases import REGISTRY
 from conformance.compare import MISSING, diff
 from conformance.normalise import Normaliser
-from conformance.session import Session
+from conformance.session import OBSERVATION, Session
 from conformance.wire import decode_pair
 
 DEVIATIONS = Path(__file__).resolve().parent / "deviations.toml"
@@ -98,6 +98,9 @@ def compare_case(name: str, sessions: dict[str, Session]) -> tuple[int, list[Mis
         rm, rk = by_label["m"].get(label), by_label["k"].get(label)
         if rm is None or rk is None:
             out.append(Mismatch(label, "<answer>", "recorded" if rm else MISSING, "recorded" if rk else MISSING))
+            continue
+        if rm.api_key == OBSERVATION:
+            out += [Mismatch(label, path or "<value>", a, b) for path, a, b in diff(norm_m(rm.body), norm_k(rk.body))]
             continue
         if isinstance(rm.body, str) or isinstance(rk.body, str):
             vm = rm.body if isinstance(rm.body, str) else "ANSWERED"

@@ -17,12 +17,16 @@ from conformance.wire import CLOSED, NO_ANSWER, Connection, decode_kio
 TOPIC_READY_TIMEOUT = 30.0
 
 
+#: Recorded.api_key of a client scenario's observation (a plain value, compared as is).
+OBSERVATION = -2
+
+
 @dataclass
 class Recorded:
     label: str
     api_key: int
     version: int
-    body: bytes | str  # response body, or CLOSED / NO_ANSWER
+    body: object  # response body, CLOSED / NO_ANSWER, or an observation
 
 
 @dataclass
@@ -55,6 +59,16 @@ class Session:
     def call(self, api_key: int, version: int, fields: dict, *, conn: str = "main"):
         body = self._send(api_key, version, fields, conn, True, "conformance")
         return _decoded(api_key, version, body)
+
+    @property
+    def bootstrap(self) -> str:
+        return f"{self.address[0]}:{self.address[1]}"
+
+    def observe(self, label: str, value) -> None:
+        """Record what a real client saw (client scenarios), to compare between the brokers."""
+        from conformance.wire import to_plain  # noqa: PLC0415
+
+        self.records.append(Recorded(f"{self.case}/{label}", OBSERVATION, 0, to_plain(value)))
 
     def connection_state(self, label: str, conn: str = "main") -> None:
         """Record whether `conn` is still open: an ApiVersions v0 either answers or finds it closed."""
