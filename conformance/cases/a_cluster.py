@@ -99,3 +99,12 @@ def api_versions_v5(s):
                                  ("node-only", None, 7)]:
         s.check(label, APIV, 5, {**base, "cluster_id": cluster, "node_id": node}, conn=label)
         s.connection_state(f"{label}/after", conn=label)
+
+
+@case("metadata/auto-create")
+def metadata_auto_create(s):
+    s.check("first-request", METADATA, 12, {"topics": [{"name": "md-auto"}], "allow_auto_topic_creation": True})
+    s.wait_topic("md-auto", 1)
+    s.check("after-creation", METADATA, 12, {"topics": [{"name": "md-auto"}], "allow_auto_topic_creation": True})
+    s.check("invalid-name", METADATA, 12, {"topics": [{"name": "bad name!"}], "allow_auto_topic_creation": True})
+    s.check("internal-name", METADATA, 12, {"topics": [{"name": "__transaction_state"}], "allow_auto_topic_creation": True})
