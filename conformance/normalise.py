@@ -58,8 +58,9 @@ def record_batches(data: bytes) -> list:
         out.append({
             "base_offset": base, "length": length, "leader_epoch": leader_epoch, "magic": magic,
             "attributes": attrs, "last_offset_delta": last_delta,
-            "first_timestamp": "<wall-clock>" if attrs & 0x08 else first_ts,
-            "max_timestamp": "<wall-clock>" if attrs & 0x08 else max_ts,
+            # LogAppendTime batches and control batches (markers) carry the broker's clock
+            "first_timestamp": "<wall-clock>" if attrs & 0x28 else first_ts,
+            "max_timestamp": "<wall-clock>" if attrs & 0x28 else max_ts,
             "producer_id": "<producer_id>" if pid >= 0 else pid, "producer_epoch": epoch,
             "base_sequence": base_seq, "record_count": count, "records": data[pos + 61:end].hex(),
         })

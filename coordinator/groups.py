@@ -1035,7 +1035,8 @@ class GroupCoordinator:
                 client_id=m.client_id,
                 client_host=m.client_host,
                 member_metadata=m.metadata(group.protocol_name) if stable and group.protocol_name else b"",
-                member_assignment=m.assignment if stable else b"",
+                # Kafka shows the last assignment in every state (describeNoMetadata)
+                member_assignment=m.assignment,
             ))
         return E.none, dict(
             group_state=group.state.value,

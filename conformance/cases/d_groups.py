@@ -164,3 +164,61 @@ def inspect(s):
     for v in versions(DELETE_GROUPS):
         s.check(f"delete-v{v}", DELETE_GROUPS, v, {"groups_names": ["gi-live", "gi-none", "gi-empty"]})
         commit(s, f"delete-v{v}/recommit", 9, "gi-empty", "gi-topic", 3)
+
+
+@case("groups/rebalance-two-members")
+def rebalance(s):
+    """A second member joins a stable group: the first learns of the rebalance from its heartbeat,
+    both rejoin, the leader assigns, both sync."""
+    s.create_topic("rb-topic", 2)
+    first, gen = joined_member(s, "rb")
+    s.check("sync-first", SYNC, 5, {"group_id": "rb", "generation_id": gen, "member_id": first,
+                                     "protocol_type": "consumer", "protocol_name": "range",
+                                     "assignments": [{"member_id": first, "assignment": b"all"}]})
+    probe = s.call(JOIN, 9, {"group_id": "rb", "session_timeout_ms": 10000, "rebalance_timeout_ms": 10000,
+                             "member_id": "", "group_instance_id": None, "protocol_type": "consumer",
+                             "protocols": [{"name": "range", "metadata": b"\x00\x01"}], "reason": None}, conn="second")
+    second = probe["member_id"]
+    # the second member's join (with its id) blocks until the first rejoins: send it on its own connection
+    import threading
+
+    answers = {}
+
+    def second_join():
+        answers["second"] = s.conn("second").call_raw(JOIN, 9, {
+            "group_id": "rb", "session_timeout_ms": 10000, "rebalance_timeout_ms": 10000, "member_id": second,
+            "group_instance_id": None, "protocol_type": "consumer",
+            "protocols": [{"name": "range", "metadata": b"\x00\x02"}], "reason": None}, timeout=30)
+
+    t = threading.Thread(target=second_join)
+    t.start()
+    s.wait_until(lambda: s.call(HEARTBEAT, 4, {"group_id": "rb", "generation_id": gen, "member_id": first})
+                 ["error_code"] == 27, "rebalance seen by the first member", 20)
+    s.check("heartbeat-during-rebalance", HEARTBEAT, 4, {"group_id": "rb", "generation_id": gen, "member_id": first})
+    rejoin = s.check("first-rejoins", JOIN, 9, {
+        "group_id": "rb", "session_timeout_ms": 10000, "rebalance_timeout_ms": 10000, "member_id": first,
+        "group_instance_id": None, "protocol_type": "consumer",
+        "protocols": [{"name": "range", "metadata": b"\x00\x01"}], "reason": None})
+    t.join(35)
+    from conformance.wire import decode_kio
+
+    second_answer = decode_kio(JOIN, 9, answers["second"]) if isinstance(answers.get("second"), bytes) else None
+    s.observe("second-join", None if second_answer is None else
+              {k: second_answer[k] for k in ("error_code", "generation_id", "protocol_name")} |
+              {"is_leader": second_answer["leader"] == second_answer["member_id"],
+               "members": len(second_answer["members"])})
+    new_gen = rejoin["generation_id"]
+    s.check("describe-completing", DESCRIBE_GROUPS, 5, {"groups": ["rb"], "include_authorized_operations": False})
+    leader_first = rejoin["leader"] == first
+    leader, follower = (first, second) if leader_first else (second, first)
+    s.check("leader-sync", SYNC, 5, {"group_id": "rb", "generation_id": new_gen, "member_id": leader,
+                                      "protocol_type": "consumer", "protocol_name": "range",
+                                      "assignments": [{"member_id": first, "assignment": b"p0"},
+                                                      {"member_id": second, "assignment": b"p1"}]})
+    s.check("follower-sync", SYNC, 5, {"group_id": "rb", "generation_id": new_gen, "member_id": follower,
+                                        "protocol_type": "consumer", "protocol_name": "range", "assignments": []})
+    s.check("describe-stable", DESCRIBE_GROUPS, 5, {"groups": ["rb"], "include_authorized_operations": False})
+    s.check("old-generation-commit", OFFSET_COMMIT, 9, {
+        "group_id": "rb", "generation_id_or_member_epoch": gen, "member_id": first, "topics": [
+            {"name": "rb-topic", "partitions": [{"partition_index": 0, "committed_offset": 1,
+                                                 "committed_leader_epoch": -1, "committed_metadata": ""}]}]})

@@ -1,7 +1,7 @@
 """Idempotent and transactional producers: InitProducerId, the transaction APIs, inspection."""
 
 from conformance.cases import case, versions
-from conformance.cases.c_data import PRODUCE, produce_req
+from conformance.cases.c_data import FETCH, LIST_OFFSETS, PRODUCE, fetch_req, list_offsets_req, produce_req
 from conformance.cases.d_groups import FIND_COORDINATOR, commit, fetch_offsets, joined_member
 from protocol.record_batch import build_batch
 
@@ -130,3 +130,46 @@ def txn_inspect(s):
         s.check(f"describe-producers-v{v}", DESCRIBE_PRODUCERS, v, {"topics": [
             {"name": "txi-topic", "partition_indexes": [0, 4]}, {"name": "txi-none", "partition_indexes": [0]}]})
     end_txn(s, "abort", 3, "txi", pid, epoch, False)
+
+
+@case("transactions/read-committed")
+def txn_read_committed(s):
+    """Aborted and committed transactions interleaved with an open one: LSO, aborted lists,
+    control batches, ListOffsets by isolation level."""
+    s.create_topic("txr-topic", 1)
+    pids = {}
+    for tid in ("txr-a", "txr-b"):
+        s.call(FIND_COORDINATOR, 4, {"key_type": 1, "coordinator_keys": [tid]})
+        r = s.call(INIT_PID, 4, {"transactional_id": tid, "transaction_timeout_ms": 60000, "producer_id": -1,
+                                 "producer_epoch": -1})
+        pids[tid] = (r["producer_id"], r["producer_epoch"])
+    seq = {"txr-a": 0, "txr-b": 0}
+
+    def send(tid, n):
+        pid, epoch = pids[tid]
+        s.call(ADD_PARTITIONS, 3, {"v3_and_below_transactional_id": tid, "v3_and_below_producer_id": pid,
+                                   "v3_and_below_producer_epoch": epoch,
+                                   "v3_and_below_topics": [{"name": "txr-topic", "partitions": [0]}]})
+        s.check(f"produce-{tid}-{seq[tid]}", PRODUCE, 9, produce_req("txr-topic", 0, txn_batch(pid, epoch, seq[tid], n),
+                                                                    tid=tid))
+        seq[tid] += n
+
+    def finish(tid, commit_):
+        pid, epoch = pids[tid]
+        end_txn(s, f"end-{tid}-{seq[tid]}", 3, tid, pid, epoch, commit_)
+        s.wait_txn_complete(tid)
+
+    send("txr-a", 2)
+    send("txr-b", 1)
+    finish("txr-a", False)
+    send("txr-a", 3)
+    finish("txr-a", True)
+    for isolation in (0, 1):
+        s.check(f"fetch-open-b-iso{isolation}", FETCH, 12, fetch_req([("txr-topic", 0, 0)], isolation=isolation))
+        s.check(f"fetch-open-b-from-3-iso{isolation}", FETCH, 12, fetch_req([("txr-topic", 0, 3)], isolation=isolation))
+        s.check(f"latest-open-b-iso{isolation}", LIST_OFFSETS, 7, list_offsets_req("txr-topic", [(0, -1)], isolation))
+    finish("txr-b", False)
+    for isolation in (0, 1):
+        for v in (4, 11, 12):
+            s.check(f"fetch-done-v{v}-iso{isolation}", FETCH, v, fetch_req([("txr-topic", 0, 0)], isolation=isolation))
+        s.check(f"latest-done-iso{isolation}", LIST_OFFSETS, 7, list_offsets_req("txr-topic", [(0, -1)], isolation))
