@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import signal
 import sys
 import tempfile
@@ -101,7 +102,11 @@ def main(argv: list[str] | None = None) -> int:
           f"{len(intended)} intended differences; {len(unexpected)} unexpected differences "
           f"in {len(failing_cases)} answers ({time.monotonic() - started:.0f}s)")
     print(f"{compared - len(failing_cases)} passed, {len(failing_cases)} failed")
-    return 1 if unexpected or missing else 0
+    if unexpected or missing:
+        print(f"broker logs kept in {workdir}")
+        return 1
+    shutil.rmtree(workdir, ignore_errors=True)
+    return 0
 
 
 if __name__ == "__main__":

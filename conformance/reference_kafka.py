@@ -19,6 +19,7 @@ from conformance.ports import free_low_port
 
 HERE = Path(__file__).resolve().parent
 POM = HERE / "kafka" / "pom.xml"
+CLIENTS_POM = HERE / "kafka" / "clients" / "pom.xml"
 LOG4J = HERE / "kafka" / "log4j2.properties"
 KAFKA_VERSION = "4.4.0"
 CLUSTER_ID = "bWluaWJyb2tlci1jb25mb3Jt"  # any 22-char base64 uuid; ids are normalised anyway
@@ -37,18 +38,27 @@ def cache_dir() -> Path:
 
 def ensure_jars() -> Path:
     """Fetch Kafka and its runtime dependencies with Maven unless already cached."""
-    libs = cache_dir() / "libs"
+    return _fetch(POM, cache_dir() / "libs", f"kafka_2.13-{KAFKA_VERSION}.jar")
+
+
+def ensure_client_jars(version: str) -> Path:
+    """An older Java client (kafka-clients `version` and its dependencies), cached likewise."""
+    libs = cache_dir().parent / f"kafka-clients-{version}" / "libs"
+    return _fetch(CLIENTS_POM, libs, f"kafka-clients-{version}.jar", f"-Dclients.version={version}")
+
+
+def _fetch(pom: Path, libs: Path, expected_jar: str, *properties: str) -> Path:
     marker = libs / ".complete"
     if marker.exists():
         return libs
     libs.mkdir(parents=True, exist_ok=True)
     subprocess.run(
-        ["mvn", "-q", "-B", "-f", str(POM), "dependency:copy-dependencies",
-         "-DincludeScope=runtime", f"-DoutputDirectory={libs}"],
+        ["mvn", "-q", "-B", "-f", str(pom), "dependency:copy-dependencies",
+         "-DincludeScope=runtime", f"-DoutputDirectory={libs}", *properties],
         check=True, timeout=900,
     )
-    if not (libs / f"kafka_2.13-{KAFKA_VERSION}.jar").exists():
-        raise RuntimeError(f"Maven did not deliver kafka_2.13-{KAFKA_VERSION}.jar into {libs}")
+    if not (libs / expected_jar).exists():
+        raise RuntimeError(f"Maven did not deliver {expected_jar} into {libs}")
     marker.touch()
     return libs
 

@@ -16,6 +16,7 @@ import org.apache.kafka.common.serialization.*;
 
 public class Scenarios {
     static String bootstrap;
+    static String prefix;  // topic, group and transactional-id prefix, distinct per client version
 
     static void out(String label, Object value) {
         System.out.println(label + "\t" + value);
@@ -28,6 +29,14 @@ public class Scenarios {
     }
 
     interface Step { Object run() throws Exception; }
+
+    /** The first of these no-argument methods the object has: names changed between client versions. */
+    static Object firstOf(Object target, String... methods) throws Exception {
+        for (String m : methods) {
+            try { return target.getClass().getMethod(m).invoke(target); } catch (NoSuchMethodException e) { /* older */ }
+        }
+        throw new NoSuchMethodException(String.join("/", methods));
+    }
 
     static void attempt(String label, Step step) {
         try { out(label, step.run()); } catch (Exception e) { out(label, error(e)); }
@@ -57,6 +66,7 @@ public class Scenarios {
 
     public static void main(String[] args) throws Exception {
         bootstrap = args[0];
+        prefix = args.length > 2 ? args[2] : "jv";
         switch (args[1]) {
             case "admin" -> adminScenario();
             case "produce-consume" -> produceConsume();
@@ -67,51 +77,51 @@ public class Scenarios {
 
     static void adminScenario() throws Exception {
         try (Admin admin = admin()) {
-            attempt("create", () -> { admin.createTopics(List.of(new NewTopic("jv-admin", 3, (short) 1)
+            attempt("create", () -> { admin.createTopics(List.of(new NewTopic(prefix + "-admin", 3, (short) 1)
                 .configs(Map.of("retention.ms", "60000")))).all().get(); return "ok"; });
-            waitTopic(admin, "jv-admin", 3);
-            attempt("create-again", () -> { admin.createTopics(List.of(new NewTopic("jv-admin", 3, (short) 1))).all().get(); return "ok"; });
-            attempt("create-bad-segment", () -> { admin.createTopics(List.of(new NewTopic("jv-bad", 1, (short) 1)
+            waitTopic(admin, prefix + "-admin", 3);
+            attempt("create-again", () -> { admin.createTopics(List.of(new NewTopic(prefix + "-admin", 3, (short) 1))).all().get(); return "ok"; });
+            attempt("create-bad-segment", () -> { admin.createTopics(List.of(new NewTopic(prefix + "-bad", 1, (short) 1)
                 .configs(Map.of("segment.bytes", "1000")))).all().get(); return "ok"; });
             attempt("describe-topic", () -> {
-                TopicDescription d = admin.describeTopics(List.of("jv-admin")).allTopicNames().get().get("jv-admin");
+                TopicDescription d = admin.describeTopics(List.of(prefix + "-admin")).allTopicNames().get().get(prefix + "-admin");
                 return d.name() + " internal=" + d.isInternal() + " " + d.partitions().stream()
                     .map(p -> p.partition() + ":" + p.leader().id() + ":" + p.replicas().size() + ":" + p.isr().size())
                     .collect(Collectors.joining(","));
             });
-            attempt("describe-missing", () -> admin.describeTopics(List.of("jv-missing")).allTopicNames().get());
-            attempt("describe-with-ops", () -> admin.describeTopics(List.of("jv-admin"),
+            attempt("describe-missing", () -> admin.describeTopics(List.of(prefix + "-missing")).allTopicNames().get());
+            attempt("describe-with-ops", () -> admin.describeTopics(List.of(prefix + "-admin"),
                 new DescribeTopicsOptions().includeAuthorizedOperations(true)).allTopicNames().get()
-                .get("jv-admin").authorizedOperations().stream().map(Enum::name).sorted().collect(Collectors.toList()));
+                .get(prefix + "-admin").authorizedOperations().stream().map(Enum::name).sorted().collect(Collectors.toList()));
             attempt("cluster", () -> {
                 DescribeClusterResult c = admin.describeCluster(new DescribeClusterOptions().includeAuthorizedOperations(true));
                 return c.nodes().get().size() + " controller=" + c.controller().get().id() + " ops="
                     + c.authorizedOperations().get().stream().map(Enum::name).sorted().collect(Collectors.toList());
             });
             attempt("configs", () -> {
-                ConfigResource r = new ConfigResource(ConfigResource.Type.TOPIC, "jv-admin");
+                ConfigResource r = new ConfigResource(ConfigResource.Type.TOPIC, prefix + "-admin");
                 Config c = admin.describeConfigs(List.of(r)).all().get().get(r);
                 return List.of("retention.ms", "cleanup.policy", "segment.bytes").stream().map(n -> {
                     ConfigEntry e = c.get(n);
                     return n + "=" + e.value() + "/" + e.source() + "/" + e.type();
                 }).collect(Collectors.joining(","));
             });
-            attempt("grow", () -> { admin.createPartitions(Map.of("jv-admin", NewPartitions.increaseTo(4))).all().get(); return "ok"; });
-            attempt("shrink", () -> { admin.createPartitions(Map.of("jv-admin", NewPartitions.increaseTo(2))).all().get(); return "ok"; });
-            attempt("elect", () -> admin.electLeaders(ElectionType.PREFERRED, Set.of(new TopicPartition("jv-admin", 0)))
+            attempt("grow", () -> { admin.createPartitions(Map.of(prefix + "-admin", NewPartitions.increaseTo(4))).all().get(); return "ok"; });
+            attempt("shrink", () -> { admin.createPartitions(Map.of(prefix + "-admin", NewPartitions.increaseTo(2))).all().get(); return "ok"; });
+            attempt("elect", () -> admin.electLeaders(ElectionType.PREFERRED, Set.of(new TopicPartition(prefix + "-admin", 0)))
                 .partitions().get().values().stream().map(o -> o.map(Scenarios::error).orElse("ok")).collect(Collectors.toList()));
-            attempt("list-offsets", () -> admin.listOffsets(Map.of(new TopicPartition("jv-admin", 0), OffsetSpec.latest(),
-                new TopicPartition("jv-admin", 1), OffsetSpec.maxTimestamp())).all().get().entrySet().stream()
+            attempt("list-offsets", () -> admin.listOffsets(Map.of(new TopicPartition(prefix + "-admin", 0), OffsetSpec.latest(),
+                new TopicPartition(prefix + "-admin", 1), OffsetSpec.maxTimestamp())).all().get().entrySet().stream()
                 .map(e -> e.getKey() + "=" + e.getValue().offset()).sorted().collect(Collectors.toList()));
-            attempt("delete-missing", () -> { admin.deleteTopics(List.of("jv-missing")).all().get(); return "ok"; });
-            attempt("delete", () -> { admin.deleteTopics(List.of("jv-admin")).all().get(); return "ok"; });
+            attempt("delete-missing", () -> { admin.deleteTopics(List.of(prefix + "-missing")).all().get(); return "ok"; });
+            attempt("delete", () -> { admin.deleteTopics(List.of(prefix + "-admin")).all().get(); return "ok"; });
         }
     }
 
     static void produceConsume() throws Exception {
         try (Admin admin = admin()) {
-            admin.createTopics(List.of(new NewTopic("jv-data", 2, (short) 1))).all().get();
-            waitTopic(admin, "jv-data", 2);
+            admin.createTopics(List.of(new NewTopic(prefix + "-data", 2, (short) 1))).all().get();
+            waitTopic(admin, prefix + "-data", 2);
         }
         Properties pp = base();
         pp.put("enable.idempotence", "true");
@@ -119,18 +129,18 @@ public class Scenarios {
         try (Producer<String, String> producer = new KafkaProducer<>(pp, new StringSerializer(), new StringSerializer())) {
             List<String> acked = new ArrayList<>();
             for (int i = 0; i < 10; i++) {
-                RecordMetadata m = producer.send(new ProducerRecord<>("jv-data", null, 1_700_000_000_000L + i, "k" + i, "v" + i)).get();
+                RecordMetadata m = producer.send(new ProducerRecord<>(prefix + "-data", null, 1_700_000_000_000L + i, "k" + i, "v" + i)).get();
                 acked.add(m.partition() + "@" + m.offset());
             }
             Collections.sort(acked);
             out("produced", acked);
         }
         Properties cp = base();
-        cp.put("group.id", "jv-group");
+        cp.put("group.id", prefix + "-group");
         cp.put("auto.offset.reset", "earliest");
         cp.put("enable.auto.commit", "false");
         try (Consumer<String, String> consumer = new KafkaConsumer<>(cp, new StringDeserializer(), new StringDeserializer())) {
-            consumer.subscribe(List.of("jv-data"));
+            consumer.subscribe(List.of(prefix + "-data"));
             List<String> got = new ArrayList<>();
             long deadline = System.currentTimeMillis() + 30000;
             while (got.size() < 10 && System.currentTimeMillis() < deadline)
@@ -139,35 +149,35 @@ public class Scenarios {
             Collections.sort(got);
             out("consumed", got);
             consumer.commitSync();
-            Set<TopicPartition> tps = Set.of(new TopicPartition("jv-data", 0), new TopicPartition("jv-data", 1));
+            Set<TopicPartition> tps = Set.of(new TopicPartition(prefix + "-data", 0), new TopicPartition(prefix + "-data", 1));
             out("committed", consumer.committed(tps).entrySet().stream().map(e -> e.getKey() + "=" + e.getValue().offset())
                 .sorted().collect(Collectors.toList()));
             out("end-offsets", consumer.endOffsets(tps).entrySet().stream().map(e -> e.getKey() + "=" + e.getValue())
                 .sorted().collect(Collectors.toList()));
         }
         try (Admin admin = admin()) {
-            attempt("group-offsets", () -> admin.listConsumerGroupOffsets("jv-group").partitionsToOffsetAndMetadata().get()
+            attempt("group-offsets", () -> admin.listConsumerGroupOffsets(prefix + "-group").partitionsToOffsetAndMetadata().get()
                 .entrySet().stream().map(e -> e.getKey() + "=" + e.getValue().offset()).sorted().collect(Collectors.toList()));
             attempt("group", () -> {
-                ConsumerGroupDescription d = admin.describeConsumerGroups(List.of("jv-group")).all().get().get("jv-group");
-                return d.groupId() + " " + d.groupState() + " members=" + d.members().size() + " type=" + d.type();
+                ConsumerGroupDescription d = admin.describeConsumerGroups(List.of(prefix + "-group")).all().get().get(prefix + "-group");
+                return d.groupId() + " " + firstOf(d, "groupState", "state") + " members=" + d.members().size();
             });
         }
     }
 
     static void transactions() throws Exception {
         try (Admin admin = admin()) {
-            admin.createTopics(List.of(new NewTopic("jv-txn", 1, (short) 1))).all().get();
-            waitTopic(admin, "jv-txn", 1);
+            admin.createTopics(List.of(new NewTopic(prefix + "-txn", 1, (short) 1))).all().get();
+            waitTopic(admin, prefix + "-txn", 1);
         }
         Properties pp = base();
-        pp.put("transactional.id", "jv-txn-producer");
+        pp.put("transactional.id", prefix + "-txn-producer");
         try (Producer<String, String> producer = new KafkaProducer<>(pp, new StringSerializer(), new StringSerializer())) {
             producer.initTransactions();
             for (boolean commit : new boolean[] {true, false, true}) {
                 producer.beginTransaction();
                 for (int i = 0; i < 3; i++)
-                    producer.send(new ProducerRecord<>("jv-txn", null, 1_700_000_000_000L + i, "k", (commit ? "c" : "a") + i));
+                    producer.send(new ProducerRecord<>(prefix + "-txn", null, 1_700_000_000_000L + i, "k", (commit ? "c" : "a") + i));
                 producer.flush();
                 if (commit) producer.commitTransaction(); else producer.abortTransaction();
             }
@@ -180,7 +190,7 @@ public class Scenarios {
             cp.put("isolation.level", isolation);
             cp.put("auto.offset.reset", "earliest");
             try (Consumer<String, String> consumer = new KafkaConsumer<>(cp, new StringDeserializer(), new StringDeserializer())) {
-                TopicPartition tp = new TopicPartition("jv-txn", 0);
+                TopicPartition tp = new TopicPartition(prefix + "-txn", 0);
                 consumer.assign(List.of(tp));
                 int expected = isolation.equals("read_committed") ? 6 : 9;
                 List<String> got = new ArrayList<>();
@@ -194,12 +204,12 @@ public class Scenarios {
         }
         try (Admin admin = admin()) {
             attempt("list-transactions", () -> admin.listTransactions().all().get().stream()
-                .filter(t -> t.transactionalId().equals("jv-txn-producer")).map(t -> t.state().toString()).collect(Collectors.toList()));
+                .filter(t -> t.transactionalId().equals(prefix + "-txn-producer")).map(t -> t.state().toString()).collect(Collectors.toList()));
             attempt("describe-transaction", () -> {
-                TransactionDescription d = admin.describeTransactions(List.of("jv-txn-producer")).all().get().get("jv-txn-producer");
+                TransactionDescription d = admin.describeTransactions(List.of(prefix + "-txn-producer")).all().get().get(prefix + "-txn-producer");
                 return d.state() + " timeout=" + d.transactionTimeoutMs() + " partitions=" + d.topicPartitions();
             });
-            attempt("describe-producers", () -> admin.describeProducers(List.of(new TopicPartition("jv-txn", 0))).all().get()
+            attempt("describe-producers", () -> admin.describeProducers(List.of(new TopicPartition(prefix + "-txn", 0))).all().get()
                 .values().stream().map(s -> s.activeProducers().size()).collect(Collectors.toList()));
         }
     }
