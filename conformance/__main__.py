@@ -67,9 +67,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"conformance: minibroker {mini.address}, Apache Kafka {kafka.address} "
               f"(both up after {time.monotonic() - started:.1f}s); {len(cases)} cases", flush=True)
         addresses = {"minibroker": mini.address, "kafka": kafka.address}
-        for side, error in run_case("warm-up", lambda s: s.wait_coordinators(), addresses).items():
-            if getattr(error, "error", None):
-                print(f"conformance: {side} not ready: {error.error}", file=sys.stderr)
+        for side, session in run_case("warm-up", lambda s: s.wait_coordinators(), addresses).items():
+            if session.error:
+                print(f"conformance: {side} not ready: {session.error}", file=sys.stderr)
                 return 2
         compared, mismatches, covered = 0, [], set()
         for name, fn in cases:

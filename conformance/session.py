@@ -34,6 +34,7 @@ class Session:
     address: tuple[str, int]
     case: str
     records: list[Recorded] = field(default_factory=list)
+    error: str | None = None  # why the case could not finish on this broker
     _conns: dict[str, Connection] = field(default_factory=dict)
 
     def conn(self, name: str = "main") -> Connection:

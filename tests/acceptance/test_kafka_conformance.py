@@ -5,6 +5,7 @@ Requests are built with the project's codec (kio) through conformance.wire."""
 
 from __future__ import annotations
 
+import time
 import uuid
 
 import pytest
@@ -288,3 +289,27 @@ def test_answers_name_each_topic_once_and_skip_empty_requests(conn):
     produce(conn, "once", 0, build_batch([(b"k", b"v" * 100, [], TS)]))
     first = fetch(conn, [("once", 0)], max_bytes=0)["responses"][0]["partitions"][0]
     assert first["records"], "max_bytes=0 still returns the first batch (KIP-74)"
+
+
+def test_librdkafka_consumer_with_fetch_max_bytes_below_the_batches_gets_everything(mb, conn):
+    """The reported stall: 900 KiB records on three partitions and fetch.max.bytes=1000000. An
+    answer over receive.message.max.bytes made librdkafka drop it and retry forever."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    create(conn, "big-records", 3)
+    for p in range(3):
+        answer = produce(conn, "big-records", p, build_batch([(b"k", bytes([65 + p]) * (900 * 1024), [], TS)]))
+        assert answer["responses"][0]["partition_responses"][0]["error_code"] == 0
+    consumer = Consumer({"bootstrap.servers": mb.bootstrap, "group.id": "big-records", "enable.auto.commit": False,
+                         "fetch.max.bytes": 1_000_000, "receive.message.max.bytes": 1_000_000 + 512,
+                         "fetch.wait.max.ms": 100})
+    try:
+        consumer.assign([TopicPartition("big-records", p, 0) for p in range(3)])
+        got, deadline = {}, time.monotonic() + 30
+        while len(got) < 3 and time.monotonic() < deadline:
+            for m in consumer.consume(3, 1.0):
+                assert m.error() is None, m.error()
+                got[m.partition()] = len(m.value())
+        assert got == {0: 900 * 1024, 1: 900 * 1024, 2: 900 * 1024}
+    finally:
+        consumer.close()
