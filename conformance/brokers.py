@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from conformance.ports import free_low_port
-from tests.support.broker import BrokerProcess
+from minibroker.testing import BrokerProcess
 
 #: Set identically on both brokers so that their answers can be equal.
 SHARED_CONFIG = {
