@@ -51,6 +51,10 @@ def _fetch(pom: Path, libs: Path, expected_jar: str, *properties: str) -> Path:
     marker = libs / ".complete"
     if marker.exists():
         return libs
+    missing = [tool for tool in ("java", "mvn") if shutil.which(tool) is None]
+    if missing:
+        raise RuntimeError(f"the reference Kafka needs {' and '.join(missing)} on PATH "
+                           f"(Debian: apt-get install default-jdk-headless maven)")
     libs.mkdir(parents=True, exist_ok=True)
     subprocess.run(
         ["mvn", "-q", "-B", "-f", str(pom), "dependency:copy-dependencies",
