@@ -5,6 +5,7 @@ from broker import config_descriptions as describe
 from broker.config import PROPERTIES
 from protocol.errors import ErrorCode
 from storage.errors import KafkaStorageError
+from storage.log_manager import validate_topic_name
 
 API_KEY = 32
 MIN_VERSION, MAX_VERSION = 1, 4
@@ -47,6 +48,7 @@ def _describe(broker, resource, synonyms: bool, documentation: bool) -> dict:
                resource_type=resource.resource_type, resource_name=resource.resource_name, configs=[])
     try:
         if resource.resource_type == TOPIC:
+            validate_topic_name(resource.resource_name)  # INVALID_TOPIC_EXCEPTION before lookup
             configs = _topic(broker, resource.resource_name, synonyms, documentation)
         elif resource.resource_type == BROKER:
             if resource.resource_name not in ("", str(broker.node_id)):

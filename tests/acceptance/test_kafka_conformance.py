@@ -313,3 +313,11 @@ def test_librdkafka_consumer_with_fetch_max_bytes_below_the_batches_gets_everyth
         assert got == {0: 900 * 1024, 1: 900 * 1024, 2: 900 * 1024}
     finally:
         consumer.close()
+
+
+def test_describe_configs_invalid_topic_name_and_controller_endpoints(conn):
+    answer = conn.call(32, 4, {"resources": [{"resource_type": 2, "resource_name": "bad name", "configuration_keys": None}],
+                               "include_synonyms": False, "include_documentation": False})
+    assert answer["results"][0]["error_code"] == INVALID_TOPIC_EXCEPTION
+    controllers = conn.call(60, 1, {"include_cluster_authorized_operations": False, "endpoint_type": 2})
+    assert controllers["error_code"] == 114  # MISMATCHED_ENDPOINT_TYPE: brokers do not describe controllers
