@@ -88,11 +88,29 @@ def _invalid_isolation(ctx, req) -> RawResponse:
     return RawResponse(parts, size)
 
 
+def _refused(ctx, req) -> RawResponse | None:
+    """Requests Kafka refuses before reading: an incremental fetch (epoch > 0) on a session this
+    broker never created (it creates none: FETCH_SESSION_ID_NOT_FOUND), a follower's fetch
+    (replica_id >= 0: there are no followers, NOT_LEADER_OR_FOLLOWER), an unknown isolation level."""
+    if req.isolation_level not in (0, 1):
+        return _invalid_isolation(ctx, req)
+    if getattr(req, "session_epoch", -1) > 0:
+        parts, size = encode(ctx.api_version, [], error_code=ErrorCode.fetch_session_id_not_found)
+        return RawResponse(parts, size)
+    if req.replica_id >= 0:
+        topics = [(t.topic, [PartitionData(p.partition, ErrorCode.not_leader_or_follower) for p in t.partitions])
+                  for t in req.topics]
+        parts, size = encode(ctx.api_version, topics)
+        return RawResponse(parts, size)
+    return None
+
+
 async def handle(ctx, req):
     broker = ctx.broker
     isolation = req.isolation_level
-    if isolation not in (0, 1):
-        return _invalid_isolation(ctx, req)
+    refused = _refused(ctx, req)
+    if refused is not None:
+        return refused
     deadline = time.monotonic() + max(millis(req.max_wait), 0) / 1000
     keys = [(t.topic, p.partition) for t in req.topics for p in t.partitions]
     while True:

@@ -54,3 +54,20 @@ def config_resources(s):
                                   "configuration_keys": ["log.segment.bytes", "log.retention.hours"]}], syn=True)
     s.check("describe-cluster-controllers", DESCRIBE_CLUSTER, 1, {"include_cluster_authorized_operations": False,
                                                                   "endpoint_type": 2})
+
+
+@case("edges/fetch-sessions")
+def fetch_sessions(s):
+    from conformance.cases.c_data import FETCH, fetch_req
+
+    s.create_topic("ef-topic", 1)
+    base = fetch_req([("ef-topic", 0, 0)])
+    s.check("new-session", FETCH, 12, {**base, "session_id": 0, "session_epoch": 0})
+    s.check("unknown-session", FETCH, 12, {**base, "session_id": 12345, "session_epoch": 1})
+    s.check("close-unknown-session", FETCH, 12, {**base, "session_id": 12345, "session_epoch": -1})
+    s.check("epoch-without-session", FETCH, 12, {**base, "session_id": 0, "session_epoch": 3})
+    s.check("forgotten-topics-full-fetch", FETCH, 12, {**base, "forgotten_topics_data": [
+        {"topic": "ef-topic", "partitions": [0]}]})
+    s.check("replica-id-0", FETCH, 12, {**base, "replica_id": 0})
+    s.check("negative-partition", FETCH, 12, fetch_req([("ef-topic", -1, 0)]))
+    s.check("v4-empty-topics", FETCH, 4, fetch_req([]))

@@ -321,3 +321,17 @@ def test_describe_configs_invalid_topic_name_and_controller_endpoints(conn):
     assert answer["results"][0]["error_code"] == INVALID_TOPIC_EXCEPTION
     controllers = conn.call(60, 1, {"include_cluster_authorized_operations": False, "endpoint_type": 2})
     assert controllers["error_code"] == 114  # MISMATCHED_ENDPOINT_TYPE: brokers do not describe controllers
+
+
+def test_fetch_refuses_unknown_sessions_and_follower_fetches(conn):
+    create(conn, "sessions")
+    base = {"replica_id": -1, "max_wait_ms": 0, "min_bytes": 0, "max_bytes": 1000, "isolation_level": 0,
+            "forgotten_topics_data": [], "rack_id": "", "topics": [{"topic": "sessions", "partitions": [
+                {"partition": 0, "fetch_offset": 0, "partition_max_bytes": 1000, "current_leader_epoch": -1,
+                 "log_start_offset": -1}]}]}
+    incremental = conn.call(1, 12, {**base, "session_id": 99, "session_epoch": 1})
+    assert incremental["error_code"] == 70 and incremental["responses"] == []  # FETCH_SESSION_ID_NOT_FOUND
+    full = conn.call(1, 12, {**base, "session_id": 0, "session_epoch": -1})
+    assert full["error_code"] == 0 and full["session_id"] == 0
+    follower = conn.call(1, 12, {**base, "session_id": 0, "session_epoch": -1, "replica_id": 0})
+    assert follower["responses"][0]["partitions"][0]["error_code"] == 6  # NOT_LEADER_OR_FOLLOWER
