@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test bench clean
+.PHONY: run test bench conformance clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -19,6 +19,10 @@ run: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+
+# Differential run against a reference Apache Kafka (needs java and mvn; see conformance/README.md).
+conformance: $(STAMP)
+	$(BIN)/python -m conformance $(CONFORMANCE_ARGS)
 
 bench: $(STAMP)
 	$(BIN)/python -m bench

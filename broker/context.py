@@ -32,6 +32,11 @@ class _NoResponse:
 NO_RESPONSE = _NoResponse()
 
 
+class CloseConnection(Exception):
+    """Raised by a handler when Kafka would close the connection instead of answering (for
+    example a failed Produce with acks=0, whose client gets no other signal)."""
+
+
 @dataclass(slots=True)
 class RequestContext:
     broker: "Broker"

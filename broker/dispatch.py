@@ -13,6 +13,8 @@ from broker.handlers import (
     describe_cluster,
     describe_configs,
     describe_log_dirs,
+    describe_topic_partitions,
+    elect_leaders,
     fetch,
     incremental_alter_configs,
     list_offsets,
@@ -76,12 +78,14 @@ HANDLERS = {
     35: describe_log_dirs,
     37: create_partitions,
     42: delete_groups,
+    43: elect_leaders,
     44: incremental_alter_configs,
     47: offset_delete,
     60: describe_cluster,
     61: describe_producers,
     65: describe_transactions,
     66: list_transactions,
+    75: describe_topic_partitions,
 }
 
 for _key, _module in HANDLERS.items():

@@ -15,7 +15,7 @@ import time
 
 import structlog
 
-from broker.context import NO_RESPONSE, RawResponse, RequestContext
+from broker.context import NO_RESPONSE, CloseConnection, RawResponse, RequestContext
 from broker.dispatch import HANDLERS, supports
 from broker.handlers import api_versions
 from protocol.codec import DecodeError, decode_request, encode_response, request_class
@@ -136,6 +136,8 @@ class Connection:
         started = time.perf_counter() if observe is not None else 0.0
         try:
             result = await HANDLERS[key].handle(ctx, request)
+        except CloseConnection as exc:
+            raise ClosingConnection(str(exc)) from None
         except Exception as exc:  # noqa: BLE001 - a handler bug must not take the broker down
             log.exception("request handler failed", api_key=key, api_version=version, peer=self.peer)
             raise ClosingConnection(f"internal error handling api key {key} v{version}: {exc}") from None

@@ -741,6 +741,7 @@ class GroupCoordinator:
         group_instance_id: str | None,
         generation_id: int,
         offsets: Iterable[tuple[str, int, int, int, str | None]],
+        api_version: int = 0,
     ) -> dict[TopicPartition, int]:
         """OffsetCommit: offsets are (topic, partition, offset, leader_epoch, metadata).
         Returns the error code of every partition."""
@@ -750,8 +751,9 @@ class GroupCoordinator:
         error: int | None = None
         if group is None:
             if generation_id >= 0:
-                # a member of a group this coordinator does not know: a stale generation
-                error = E.illegal_generation
+                # A member of a group this coordinator does not know: Kafka says so from v9 on,
+                # and calls it a stale generation before.
+                error = E.group_id_not_found if api_version >= 9 else E.illegal_generation
             else:
                 error = self._validate_offset_commit(Group(group_id), generation_id, member_id,
                                                      group_instance_id, transactional=False)
@@ -1025,7 +1027,8 @@ class GroupCoordinator:
                 client_id=m.client_id,
                 client_host=m.client_host,
                 member_metadata=m.metadata(group.protocol_name) if stable and group.protocol_name else b"",
-                member_assignment=m.assignment if stable else b"",
+                # Kafka shows the last assignment in every state (describeNoMetadata)
+                member_assignment=m.assignment,
             ))
         return E.none, dict(
             group_state=group.state.value,

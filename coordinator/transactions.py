@@ -556,9 +556,10 @@ class TransactionCoordinator:
         return unknown, out
 
     def describe_transaction(self, transactional_id: str) -> dict:
+        # An error entry keeps the schema defaults (zeros), as Kafka's does.
         entry = dict(transactional_id=transactional_id, transaction_state="",
-                     transaction_timeout_ms=0, transaction_start_time_ms=-1, producer_id=-1,
-                     producer_epoch=-1, topics=[])
+                     transaction_timeout_ms=0, transaction_start_time_ms=0, producer_id=0,
+                     producer_epoch=0, topics=[])
         if transactional_id is None or transactional_id == "":
             entry["error_code"] = ErrorCode.invalid_request
             return entry

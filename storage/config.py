@@ -148,13 +148,14 @@ TOPIC_CONFIGS: dict[str, TopicConfigDef] = {d.name: d for d in [
     TopicConfigDef("preallocate", _bool, "false", ("log.preallocate",)),
     TopicConfigDef("message.timestamp.before.max.ms", _int(0), str(LONG_MAX),
                    ("log.message.timestamp.before.max.ms",)),
-    TopicConfigDef("message.timestamp.after.max.ms", _int(0), "3600000",  # Kafka 4 default
+    # Kafka 4 default: records more than an hour in the future are refused.
+    TopicConfigDef("message.timestamp.after.max.ms", _int(0), "3600000",
                    ("log.message.timestamp.after.max.ms",)),
-    TopicConfigDef("message.timestamp.difference.max.ms", _int(0), str(LONG_MAX),
-                   ("log.message.timestamp.difference.max.ms",)),
-    TopicConfigDef("message.downconversion.enable", _bool, "true",
-                   ("log.message.downconversion.enable",)),
-    TopicConfigDef("message.format.version", _any, "3.0-IV1", ("log.message.format.version",)),
+    TopicConfigDef("max.decompressed.message.bytes", _int(0, INT_MAX), "2147483639",
+                   ("max.decompressed.message.bytes",)),
+    TopicConfigDef("errors.deadletterqueue.group.enable", _bool, "false", ()),
+    TopicConfigDef("remote.copy.lag.bytes", _int(-1), "-1", ("log.remote.copy.lag.bytes",)),
+    TopicConfigDef("remote.copy.lag.ms", _int(0), "0", ("log.remote.copy.lag.ms",)),
     TopicConfigDef("local.retention.ms", _int(-2), "-2", ("log.local.retention.ms",)),
     TopicConfigDef("local.retention.bytes", _int(-2), "-2", ("log.local.retention.bytes",)),
     TopicConfigDef("remote.storage.enable", _bool, "false", ()),
@@ -165,13 +166,20 @@ TOPIC_CONFIGS: dict[str, TopicConfigDef] = {d.name: d for d in [
 ]}
 
 
+#: Lower bounds Kafka 4 applies to a client's overrides but not to the broker default (which tests
+#: set low to force segment rolls): segment.bytes under 1 MiB is refused (KIP-1030).
+_OVERRIDE_MINIMUM = {"segment.bytes": 1024 * 1024}
+
+
 def _invalid(message: str) -> KafkaStorageError:
     return KafkaStorageError(ErrorCode.invalid_config, message)
 
 
-def validate_topic_configs(configs: Mapping[str, Any] | None) -> dict[str, str]:
-    """Check overrides given by a client; returns them normalized to strings. Unknown names,
-    null values and values out of range -> INVALID_CONFIG (as Kafka's LogConfig.validate)."""
+def validate_topic_configs(configs: Mapping[str, Any] | None, *,
+                           client: bool = True) -> dict[str, str]:
+    """Check overrides; returns them normalized to strings. Unknown names, null values and values
+    out of range -> INVALID_CONFIG (as Kafka's LogConfig.validate). The broker's own internal
+    topics (``client=False``) take their sizes from broker properties, which have no 1 MiB floor."""
     out: dict[str, str] = {}
     for name, raw in (configs or {}).items():
         d = TOPIC_CONFIGS.get(name)
@@ -180,7 +188,8 @@ def validate_topic_configs(configs: Mapping[str, Any] | None) -> dict[str, str]:
         if raw is None:
             raise _invalid(f"null value not supported for topic config {name}")
         try:
-            d.parse(raw)
+            if client and d.parse(raw) < _OVERRIDE_MINIMUM.get(name, d.parse(raw)):
+                raise ValueError(f"must be at least {_OVERRIDE_MINIMUM[name]}")
         except ValueError as exc:
             raise _invalid(f"invalid value {raw!r} for topic config {name}: {exc}") from None
         out[name] = str(raw).strip() if d.parse is not _any else str(raw)

@@ -385,7 +385,7 @@ class LogManager:
         if partitions <= 0:
             raise KafkaStorageError(ErrorCode.invalid_partitions,
                                     f"number of partitions must be positive, got {partitions}")
-        return validate_topic_configs(configs)
+        return validate_topic_configs(configs, client=name not in INTERNAL_TOPICS)
 
     def create_topic(self, name: str, partitions: int = -1,
                      configs: dict | None = None) -> TopicInfo:

@@ -4,11 +4,13 @@ No `transaction.version` feature is finalized (epoch -1), so clients use the cla
 transaction flow; KIP-890 v2 is not offered.
 """
 
+import re
+
 from protocol.codec import build, encode_response, response_class
 from protocol.errors import ErrorCode
 
 API_KEY = 18
-MIN_VERSION, MAX_VERSION = 0, 4
+MIN_VERSION, MAX_VERSION = 0, 5
 
 
 def _api_keys() -> list[dict]:
@@ -28,7 +30,35 @@ def unsupported_version_body() -> bytes:
     )
 
 
+# KIP-511: what a client may call itself (v3+), checked as Kafka's ApiVersionsRequest.isValid.
+_SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
+
+
+def _valid(req) -> bool:
+    name = getattr(req, "client_software_name", None)
+    if name is None:  # v0-2 carry no software name
+        return True
+    if (getattr(req, "cluster_id", None) is None) != (getattr(req, "node_id", -1) < 0):
+        return False  # v5: the cluster id and the node id come together or not at all
+    return bool(_SOFTWARE.fullmatch(name) and _SOFTWARE.fullmatch(req.client_software_version))
+
+
+def _wrong_broker(ctx, req) -> bool:
+    """v5 (KIP-1242): a client that names the cluster and node it means to reach learns when it
+    reached another (REBOOTSTRAP_REQUIRED); either left unset means "not known"."""
+    cluster_id, node_id = getattr(req, "cluster_id", None), getattr(req, "node_id", -1)
+    if cluster_id is None or node_id < 0:
+        return False
+    return cluster_id != ctx.broker.logs.cluster_id or node_id != ctx.broker.node_id
+
+
 async def handle(ctx, req):
+    if not _valid(req):
+        return ctx.response(error_code=ErrorCode.invalid_request, api_keys=[], throttle_time_ms=0,
+                            finalized_features_epoch=-1)
+    if _wrong_broker(ctx, req):
+        return ctx.response(error_code=ErrorCode.rebootstrap_required, api_keys=[], throttle_time_ms=0,
+                            finalized_features_epoch=-1)
     return ctx.response(
         error_code=ErrorCode.none,
         api_keys=_api_keys(),

@@ -1,5 +1,7 @@
 """CreatePartitions (37): grow a topic's partition count."""
 
+from collections import Counter
+
 from protocol.errors import ErrorCode
 from storage.errors import KafkaStorageError
 
@@ -14,6 +16,10 @@ def _grow(broker, t, validate_only: bool) -> dict:
     if t.count <= info.num_partitions:
         return dict(name=t.name, error_code=ErrorCode.invalid_partitions,
                     error_message=f"topic has {info.num_partitions} partitions; the new count must be larger, got {t.count}")
+    if t.assignments is not None and len(t.assignments) != t.count - info.num_partitions:
+        return dict(name=t.name, error_code=ErrorCode.invalid_replica_assignment,
+                    error_message=f"{len(t.assignments)} assignments given for "
+                                  f"{t.count - info.num_partitions} new partitions")
     if t.assignments and any(list(a.broker_ids) != [broker.node_id] for a in t.assignments):
         return dict(name=t.name, error_code=ErrorCode.invalid_replica_assignment,
                     error_message=f"this cluster has one broker, node {broker.node_id}")
@@ -27,5 +33,18 @@ def _grow(broker, t, validate_only: bool) -> dict:
 
 
 async def handle(ctx, req):
-    results = [_grow(ctx.broker, t, req.validate_only) for t in req.topics]
+    counts = Counter(t.name for t in req.topics)
+    results, seen = [], set()
+    for t in req.topics:
+        if counts[t.name] > 1:  # Kafka answers a repeated name once, with INVALID_REQUEST
+            if t.name not in seen:
+                results.append(dict(name=t.name, error_code=ErrorCode.invalid_request,
+                                    error_message=f"topic {t.name} appears more than once"))
+            seen.add(t.name)
+            continue
+        if req.timeout.total_seconds() <= 0:  # Kafka's controller gives up on a past deadline
+            results.append(dict(name=t.name, error_code=ErrorCode.request_timed_out,
+                                error_message="timeout_ms must be positive"))
+            continue
+        results.append(_grow(ctx.broker, t, req.validate_only))
     return ctx.response(throttle_time_ms=0, results=results)

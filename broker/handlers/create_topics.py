@@ -1,42 +1,115 @@
-"""CreateTopics (19): one replica on this broker; configs use Kafka's topic property names."""
+"""CreateTopics (19): one replica on this broker; configs use Kafka's topic property names.
+
+From v5 a created (or validated) topic is answered with every topic config it ends up with, as
+Kafka does, so clients need no DescribeConfigs round trip.
+"""
+
+import uuid
+from collections import Counter
 
 from protocol.errors import ErrorCode
+from storage.config import effective_topic_configs
 from storage.errors import KafkaStorageError
+from storage.log_manager import INTERNAL_TOPICS
 
 API_KEY = 19
 MIN_VERSION, MAX_VERSION = 2, 7
 
+# DescribeConfigsResponse ConfigSource values.
+TOPIC_CONFIG, DEFAULT_CONFIG = 1, 5
+#: Kafka's controller writes at most this many metadata records for one request (a topic record,
+#: one per partition, one per config); a request that would go past it fails with POLICY_VIOLATION.
+MAX_RECORDS_PER_REQUEST = 10000
+
+
+def _error(name: str, code: ErrorCode, message: str | None) -> dict:
+    return dict(name=name, error_code=code, error_message=message, num_partitions=-1,
+                replication_factor=-1, configs=[])
+
+
+def _assignment_error(broker, t) -> dict | None:
+    if t.num_partitions != -1 or t.replication_factor != -1:
+        return _error(t.name, ErrorCode.invalid_request,
+                      "give either assignments or num_partitions/replication_factor")
+    for expected, a in enumerate(sorted(t.assignments, key=lambda a: a.partition_index)):
+        if a.partition_index != expected:
+            return _error(t.name, ErrorCode.invalid_replica_assignment,
+                          f"partitions of a manual assignment must be numbered from 0 without gaps; "
+                          f"partition {expected} is missing")
+        if list(a.broker_ids) != [broker.node_id]:
+            return _error(t.name, ErrorCode.invalid_replica_assignment,
+                          f"this cluster has one broker, node {broker.node_id}")
+    return None
+
+
+def _config_entries(broker, overrides: dict[str, str]) -> list[dict]:
+    return [
+        dict(name=name, value=value, read_only=False, is_sensitive=False,
+             config_source=DEFAULT_CONFIG if is_default else TOPIC_CONFIG)
+        for name, (value, is_default) in sorted(effective_topic_configs(broker.config, overrides).items())
+    ]
+
+
+def _records(broker, t) -> int:
+    partitions = len(t.assignments) if t.assignments else (
+        t.num_partitions if t.num_partitions != -1 else broker.config["num.partitions"])
+    return 1 + partitions + len(t.configs) if partitions > 0 else 0
+
 
 def _create(broker, t, validate_only: bool) -> dict:
-    out = dict(name=t.name, error_code=ErrorCode.none, error_message=None)
+    if t.name in INTERNAL_TOPICS:  # the coordinators create these, with their own settings
+        return _error(t.name, ErrorCode.topic_already_exists, f"{t.name} is an internal topic")
     partitions = t.num_partitions if t.num_partitions != -1 else broker.config["num.partitions"]
     if t.assignments:
-        if t.num_partitions != -1 or t.replication_factor != -1:
-            return {**out, "error_code": ErrorCode.invalid_request,
-                    "error_message": "give either assignments or num_partitions/replication_factor"}
-        if any(list(a.broker_ids) != [broker.node_id] for a in t.assignments):
-            return {**out, "error_code": ErrorCode.invalid_replica_assignment,
-                    "error_message": f"this cluster has one broker, node {broker.node_id}"}
+        error = _assignment_error(broker, t)
+        if error is not None:
+            return error
         partitions = len(t.assignments)
     if partitions <= 0:
-        return {**out, "error_code": ErrorCode.invalid_partitions,
-                "error_message": f"number of partitions must be positive, got {partitions}"}
+        return _error(t.name, ErrorCode.invalid_partitions,
+                      f"number of partitions must be positive, got {partitions}")
     if t.replication_factor not in (-1, 1):
-        return {**out, "error_code": ErrorCode.invalid_replication_factor,
-                "error_message": f"replication factor {t.replication_factor} is larger than the 1 available broker"}
+        return _error(t.name, ErrorCode.invalid_replication_factor,
+                      f"replication factor {t.replication_factor} is larger than the 1 available broker")
     configs = {c.name: c.value for c in t.configs}
     try:
         if validate_only:
-            broker.logs.validate_new_topic(t.name, partitions, configs)
-            info = None
+            overrides = broker.logs.validate_new_topic(t.name, partitions, configs)
+            topic_id = uuid.uuid4()  # Kafka also answers a validation with a fresh id
         else:
             info = broker.logs.create_topic(t.name, partitions, configs)
+            overrides, topic_id = info.configs, info.topic_id
     except KafkaStorageError as exc:
-        return {**out, "error_code": exc.error_code, "error_message": exc.message}
-    return {**out, "topic_id": info.topic_id if info else None, "num_partitions": partitions,
-            "replication_factor": 1, "configs": []}
+        return _error(t.name, exc.error_code, exc.message)
+    return dict(name=t.name, error_code=ErrorCode.none, error_message=None, topic_id=topic_id,
+                num_partitions=partitions, replication_factor=1,
+                configs=_config_entries(broker, overrides))
+
+
+def _timeout_ms(req) -> int:
+    return int(req.timeout.total_seconds() * 1000)
 
 
 async def handle(ctx, req):
-    topics = [_create(ctx.broker, t, req.validate_only) for t in req.topics]
+    counts = Counter(t.name for t in req.topics)
+    topics, seen = [], set()
+    timed_out = _timeout_ms(req) <= 0
+    unique = [t for t in req.topics if counts[t.name] == 1]
+    too_large = sum(_records(ctx.broker, t) for t in unique) > MAX_RECORDS_PER_REQUEST
+    for t in req.topics:
+        if counts[t.name] > 1:
+            # Kafka answers a name given twice once, with INVALID_REQUEST, and creates nothing.
+            if t.name not in seen:
+                topics.append(_error(t.name, ErrorCode.invalid_request,
+                                     f"topic {t.name} appears more than once in the request"))
+            seen.add(t.name)
+            continue
+        if timed_out:  # Kafka's controller gives up at once on a deadline already past
+            topics.append(_error(t.name, ErrorCode.request_timed_out, "timeout_ms must be positive"))
+            continue
+        if too_large:
+            topics.append(_error(t.name, ErrorCode.policy_violation,
+                                 f"the request would write more than {MAX_RECORDS_PER_REQUEST} metadata records"))
+            continue
+        topics.append(_create(ctx.broker, t, req.validate_only))
     return ctx.response(throttle_time_ms=0, topics=topics)

@@ -30,9 +30,16 @@ def _delete(broker, name, topic_id) -> dict:
     return dict(name=name, topic_id=info.topic_id, error_code=ErrorCode.none)
 
 
+def _timed_out(name, topic_id) -> dict:
+    return dict(name=name, topic_id=topic_id, error_code=ErrorCode.request_timed_out,
+                error_message="timeout_ms must be positive")
+
+
 async def handle(ctx, req):
+    # Kafka's controller gives up at once on a deadline already past (timeout_ms <= 0).
+    delete = _delete if req.timeout.total_seconds() > 0 else (lambda _broker, name, tid: _timed_out(name, tid))
     if ctx.api_version >= 6:
-        results = [_delete(ctx.broker, t.name, t.topic_id) for t in req.topics]
+        results = [delete(ctx.broker, t.name, t.topic_id) for t in req.topics]
     else:
-        results = [_delete(ctx.broker, name, None) for name in req.topic_names]
+        results = [delete(ctx.broker, name, None) for name in req.topic_names]
     return ctx.response(throttle_time_ms=0, responses=results)

@@ -1,5 +1,6 @@
 """DescribeCluster (60): one broker, which is also the controller."""
 
+from broker import authorized_operations as ops
 from protocol.errors import ErrorCode
 
 API_KEY = 60
@@ -8,10 +9,14 @@ MIN_VERSION, MAX_VERSION = 0, 1
 
 async def handle(ctx, req):
     b = ctx.broker
-    if getattr(req, "endpoint_type", 1) != 1:
-        return ctx.response(throttle_time_ms=0, error_code=ErrorCode.unsupported_endpoint_type,
+    endpoint_type = getattr(req, "endpoint_type", 1)
+    if endpoint_type != 1:
+        # 2 asks for controllers, which a broker listener does not describe (as Kafka answers)
+        error = ErrorCode.mismatched_endpoint_type if endpoint_type == 2 else ErrorCode.unsupported_endpoint_type
+        return ctx.response(throttle_time_ms=0, error_code=error,
                             error_message="only broker endpoints are served", cluster_id=b.logs.cluster_id)
     return ctx.response(
         throttle_time_ms=0, error_code=ErrorCode.none, cluster_id=b.logs.cluster_id,
         controller_id=b.node_id, brokers=[dict(broker_id=b.node_id, host=b.host, port=b.port)],
+        cluster_authorized_operations=ops.when(req.include_cluster_authorized_operations, ops.CLUSTER),
     )

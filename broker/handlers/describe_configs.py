@@ -1,11 +1,13 @@
 """DescribeConfigs (32): topic configs (overrides and the defaults they fall back to) and this
 broker's properties."""
 
-from broker.config import PROPERTIES
+from broker import config_descriptions as describe
+from broker.config import DYNAMIC_DEFAULT, PROPERTIES
 from broker.dynamic_config import DYNAMIC_BROKER_CONFIGS
 from protocol.errors import ErrorCode
 from storage.config import default_origin
 from storage.errors import KafkaStorageError
+from storage.log_manager import validate_topic_name
 
 API_KEY = 32
 MIN_VERSION, MAX_VERSION = 1, 4
@@ -25,42 +27,51 @@ def _topic_default_source(config, key: str) -> int:
     return DEFAULT_CONFIG if origin is None else _SOURCES[config.source(origin)]
 
 
-def _topic(broker, name: str) -> list[dict]:
+def _topic(broker, name: str, synonyms: bool, documentation: bool) -> list[dict]:
     return [
         dict(name=key, value=value, read_only=False, is_sensitive=False,
              config_source=_topic_default_source(broker.config, key) if is_default
-             else TOPIC_CONFIG)
+             else TOPIC_CONFIG,
+             config_type=describe.topic_type(key),
+             synonyms=describe.topic_synonyms(key, None if is_default else value, broker.config) if synonyms else [],
+             documentation=describe.topic_documentation(key) if documentation else None)
         for key, (value, is_default) in sorted(broker.logs.describe_topic_configs(name).items())
     ]
 
 
-def _broker(broker) -> list[dict]:
+def _broker(broker, synonyms: bool, documentation: bool, cluster_defaults: bool) -> list[dict]:
+    """This broker's properties, or (``cluster_defaults``, the resource named "") only the
+    cluster-wide dynamic defaults, as Kafka answers."""
     config = broker.config
+    items = sorted(config.dynamic(DYNAMIC_DEFAULT).items() if cluster_defaults else config.items())
     out = []
-    for key, value in sorted(config.items()):
+    for key, value in items:
         if key.startswith("minibroker."):
             continue
+        text = None if value is None else (str(value).lower() if isinstance(value, bool) else str(value))
+        source = DYNAMIC_DEFAULT_BROKER_CONFIG if cluster_defaults else _SOURCES[config.source(key)]
         out.append(dict(
-            name=key,
-            value=None if value is None else (str(value).lower() if isinstance(value, bool) else str(value)),
-            read_only=key not in DYNAMIC_BROKER_CONFIGS, is_sensitive=False,
-            config_source=_SOURCES[config.source(key)],
-            documentation=PROPERTIES[key].doc,
+            name=key, value=text, read_only=key not in DYNAMIC_BROKER_CONFIGS, is_sensitive=False,
+            config_source=source,
+            config_type=describe.broker_type(PROPERTIES[key]),
+            synonyms=[dict(name=key, value=text, source=source)] if synonyms and text is not None else [],
+            documentation=PROPERTIES[key].doc if documentation else None,
         ))
     return out
 
 
-def _describe(broker, resource) -> dict:
+def _describe(broker, resource, synonyms: bool, documentation: bool) -> dict:
     out = dict(error_code=ErrorCode.none, error_message=None,
                resource_type=resource.resource_type, resource_name=resource.resource_name, configs=[])
     try:
         if resource.resource_type == TOPIC:
-            configs = _topic(broker, resource.resource_name)
+            validate_topic_name(resource.resource_name)  # INVALID_TOPIC_EXCEPTION before lookup
+            configs = _topic(broker, resource.resource_name, synonyms, documentation)
         elif resource.resource_type == BROKER:
             if resource.resource_name not in ("", str(broker.node_id)):
                 return {**out, "error_code": ErrorCode.invalid_request,
                         "error_message": f"unknown broker {resource.resource_name}; this is node {broker.node_id}"}
-            configs = _broker(broker)
+            configs = _broker(broker, synonyms, documentation, cluster_defaults=not resource.resource_name)
         else:
             return {**out, "error_code": ErrorCode.invalid_request,
                     "error_message": f"resource type {resource.resource_type} is not supported"}
@@ -73,4 +84,7 @@ def _describe(broker, resource) -> dict:
 
 
 async def handle(ctx, req):
-    return ctx.response(throttle_time_ms=0, results=[_describe(ctx.broker, r) for r in req.resources])
+    synonyms = bool(getattr(req, "include_synonyms", False))
+    documentation = bool(getattr(req, "include_documentation", False))
+    return ctx.response(throttle_time_ms=0, results=[_describe(ctx.broker, r, synonyms, documentation)
+                                                     for r in req.resources])

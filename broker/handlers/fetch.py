@@ -1,7 +1,9 @@
 """Fetch (1): whole record batches from the segment files, long-polling for min_bytes.
 
 Every requested partition is answered (Java drops a full-fetch response that omits one). Records
-come back as file slices that the connection writes without decoding them. read_committed
+come back as file slices that the connection writes without decoding them. `max_bytes` bounds
+the whole response except that the first partition yielding data may return one batch larger
+than its limits (KIP-74); later partitions get nothing rather than an oversized batch. read_committed
 (isolation 1) stops at the last stable offset and lists the aborted transactions the returned
 range spans. No fetch sessions: session id 0 tells clients to keep sending full fetches.
 """
@@ -41,20 +43,22 @@ def _read_all(broker, req, isolation: int) -> tuple[list, int, bool]:
             plog = broker.get_log(t.topic, fp.partition)
             if plog is None:
                 out.error_code = ErrorCode.unknown_topic_or_partition
+                out.aborted = []  # Kafka's error answer carries an empty list here
                 any_error = True
                 continue
-            out.high_watermark = plog.high_watermark
-            out.last_stable_offset = plog.last_stable_offset
-            out.log_start_offset = plog.log_start_offset
             error = leader_epoch_error(getattr(fp, "current_leader_epoch", -1), plog.leader_epoch)
             if error:
                 out.error_code = error
                 any_error = True
                 continue
-            if budget <= 0 and fp.fetch_offset <= plog.log_end_offset and fp.fetch_offset >= plog.log_start_offset:
+            if total and budget <= 0 and fp.fetch_offset <= plog.log_end_offset and fp.fetch_offset >= plog.log_start_offset:
+                out.high_watermark = plog.high_watermark
+                out.last_stable_offset = plog.last_stable_offset
+                out.log_start_offset = plog.log_start_offset
                 continue  # response full: answer the partition with no records
+            limit = min(fp.partition_max_bytes, budget)
             try:
-                result = plog.read(fp.fetch_offset, min(fp.partition_max_bytes, budget), isolation)
+                result = plog.read(fp.fetch_offset, limit, isolation)
             except KafkaStorageError as exc:
                 out.error_code = exc.error_code
                 any_error = True
@@ -63,17 +67,50 @@ def _read_all(broker, req, isolation: int) -> tuple[list, int, bool]:
             out.last_stable_offset = result.last_stable_offset
             out.log_start_offset = result.log_start_offset
             out.aborted = result.aborted if isolation == 1 else None
+            size = sum(c.length for c in result.chunks)
+            if total and size > limit:
+                continue  # an oversized first batch only for the first partition with data
             out.chunks = result.chunks
-            out.records_size = sum(c.length for c in result.chunks)
+            out.records_size = size
             budget -= out.records_size
             total += out.records_size
         topics.append((t.topic, partitions))
     return topics, total, any_error
 
 
+def _invalid_isolation(ctx, req) -> RawResponse:
+    """Kafka fails the whole request (UNKNOWN_SERVER_ERROR everywhere) for an isolation level
+    other than 0 (read_uncommitted) and 1 (read_committed)."""
+    error = ErrorCode.unknown_server_error
+    topics = [(t.topic, [PartitionData(p.partition, error, aborted=[]) for p in t.partitions])
+              for t in req.topics]
+    parts, size = encode(ctx.api_version, topics, error_code=error)
+    return RawResponse(parts, size)
+
+
+def _refused(ctx, req) -> RawResponse | None:
+    """Requests Kafka refuses before reading: an incremental fetch (epoch > 0) on a session this
+    broker never created (it creates none: FETCH_SESSION_ID_NOT_FOUND), a follower's fetch
+    (replica_id >= 0: there are no followers, NOT_LEADER_OR_FOLLOWER), an unknown isolation level."""
+    if req.isolation_level not in (0, 1):
+        return _invalid_isolation(ctx, req)
+    if getattr(req, "session_epoch", -1) > 0:
+        parts, size = encode(ctx.api_version, [], error_code=ErrorCode.fetch_session_id_not_found)
+        return RawResponse(parts, size)
+    if req.replica_id >= 0:
+        topics = [(t.topic, [PartitionData(p.partition, ErrorCode.not_leader_or_follower) for p in t.partitions])
+                  for t in req.topics]
+        parts, size = encode(ctx.api_version, topics)
+        return RawResponse(parts, size)
+    return None
+
+
 async def handle(ctx, req):
     broker = ctx.broker
     isolation = req.isolation_level
+    refused = _refused(ctx, req)
+    if refused is not None:
+        return refused
     deadline = time.monotonic() + max(millis(req.max_wait), 0) / 1000
     keys = [(t.topic, p.partition) for t in req.topics for p in t.partitions]
     while True:

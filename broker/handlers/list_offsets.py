@@ -1,5 +1,9 @@
 """ListOffsets (2): earliest (-2), latest (-1: high watermark, or LSO for read_committed),
-max timestamp (-3) and first offset at or after a timestamp."""
+max timestamp (-3), earliest local (-4), latest tiered (-5) and first offset at or after a
+timestamp. A special timestamp older than the version that introduced it, or a negative one
+Kafka does not know, gets UNSUPPORTED_VERSION; a partition named twice gets INVALID_REQUEST."""
+
+from collections import Counter
 
 from protocol.errors import ErrorCode
 from broker.handlers.fetch import leader_epoch_error
@@ -9,8 +13,15 @@ API_KEY = 2
 MIN_VERSION, MAX_VERSION = 1, 10
 
 
-def _lookup(broker, topic: str, p, isolation: int) -> dict:
+#: Special timestamps and the first version that may send them.
+_SPECIAL_SINCE = {-1: 0, -2: 0, -3: 7, -4: 8, -5: 9}
+
+
+def _lookup(broker, topic: str, p, isolation: int, version: int) -> dict:
     out = dict(partition_index=p.partition_index, error_code=ErrorCode.none, timestamp=-1, offset=-1)
+    if p.timestamp < 0 and version < _SPECIAL_SINCE.get(p.timestamp, version + 1):
+        out["error_code"] = ErrorCode.unsupported_version
+        return out
     plog = broker.get_log(topic, p.partition_index)
     if plog is None:
         out["error_code"] = ErrorCode.unknown_topic_or_partition
@@ -30,10 +41,22 @@ def _lookup(broker, topic: str, p, isolation: int) -> dict:
     return out
 
 
+def _partitions(ctx, t, isolation: int) -> list[dict]:
+    counts = Counter(p.partition_index for p in t.partitions)
+    out, seen = [], set()
+    for p in t.partitions:
+        if counts[p.partition_index] > 1:
+            if p.partition_index not in seen:
+                out.append(dict(partition_index=p.partition_index, error_code=ErrorCode.invalid_request,
+                                timestamp=-1, offset=-1))
+            seen.add(p.partition_index)
+            continue
+        out.append(_lookup(ctx.broker, t.name, p, isolation, ctx.api_version))
+    return out
+
+
 async def handle(ctx, req):
     isolation = getattr(req, "isolation_level", 0)
-    topics = [
-        dict(name=t.name, partitions=[_lookup(ctx.broker, t.name, p, isolation) for p in t.partitions])
-        for t in req.topics
-    ]
+    # A topic named with no partitions is left out of the answer, as Kafka does.
+    topics = [dict(name=t.name, partitions=_partitions(ctx, t, isolation)) for t in req.topics if t.partitions]
     return ctx.response(throttle_time_ms=0, topics=topics)

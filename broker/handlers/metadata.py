@@ -7,8 +7,10 @@ restarts. Naming an unknown topic auto-creates it when both the broker
 
 import uuid
 
+from broker import authorized_operations as ops
 from protocol.errors import ErrorCode
-from storage.log_manager import LEADER_EPOCH
+from storage.errors import KafkaStorageError
+from storage.log_manager import LEADER_EPOCH, validate_topic_name
 
 API_KEY = 3
 MIN_VERSION, MAX_VERSION = 0, 13
@@ -16,7 +18,7 @@ MIN_VERSION, MAX_VERSION = 0, 13
 _ZERO_UUID = uuid.UUID(int=0)
 
 
-def topic_entry(broker, name: str, error: ErrorCode = ErrorCode.none) -> dict:
+def topic_entry(broker, name: str, error: ErrorCode = ErrorCode.none, authorized_operations: int = ops.NOT_REQUESTED) -> dict:
     info = broker.logs.topics.get(name) if error == ErrorCode.none else None
     if info is None:
         return dict(error_code=error or ErrorCode.unknown_topic_or_partition, name=name,
@@ -32,35 +34,84 @@ def topic_entry(broker, name: str, error: ErrorCode = ErrorCode.none) -> dict:
                  leader_epoch=LEADER_EPOCH, replica_nodes=[node], isr_nodes=[node])
             for p in range(info.num_partitions)
         ],
+        topic_authorized_operations=authorized_operations,
     )
+
+
+def _topic_id(t) -> uuid.UUID:
+    """The requested topic id; zero when absent (v0-9) or null (kio's zero uuid)."""
+    return getattr(t, "topic_id", None) or _ZERO_UUID
+
+
+def _request_error(ctx, req) -> ErrorCode | None:
+    """Kafka refuses the whole request (every topic gets the error, no brokers) when v10-11 name a
+    topic by id or leave a name null, and fails with UNKNOWN_SERVER_ERROR when v12+ give neither
+    a name nor an id."""
+    for t in req.topics or ():
+        topic_id = _topic_id(t)
+        if ctx.api_version < 12 and (t.name is None or topic_id != _ZERO_UUID):
+            return ErrorCode.invalid_request
+        if t.name is None and topic_id == _ZERO_UUID:
+            return ErrorCode.unknown_server_error
+    return None
+
+
+def _error_response(ctx, req, error: ErrorCode):
+    topics = [dict(error_code=error, name=t.name or "", topic_id=_topic_id(t), partitions=[])
+              for t in req.topics]
+    return ctx.response(throttle_time_ms=0, brokers=[], cluster_id=None, controller_id=-1,
+                        topics=topics, error_code=error)
+
+
+def _unknown_topic(broker, name: str, allow_create: bool) -> ErrorCode:
+    if allow_create:
+        return broker.auto_create_topic(name)
+    try:
+        validate_topic_name(name)
+    except KafkaStorageError as exc:
+        return exc.error_code
+    return ErrorCode.unknown_topic_or_partition
 
 
 async def handle(ctx, req):
     broker = ctx.broker
+    error = _request_error(ctx, req)
+    if error is not None:
+        return _error_response(ctx, req, error)
+    topic_ops = ops.when(getattr(req, "include_topic_authorized_operations", False), ops.TOPIC)
     if req.topics is None or (ctx.api_version == 0 and not req.topics):
         names = sorted(broker.logs.topics)
-        entries = [topic_entry(broker, n) for n in names]
+        entries = [topic_entry(broker, n, authorized_operations=topic_ops) for n in names]
     else:
         allow_create = getattr(req, "allow_auto_topic_creation", True)
-        entries = []
-        for t in req.topics:
-            name = t.name
-            if name is None:  # v10+ lookup by id
+        requested = req.topics
+        if any(_topic_id(t) != _ZERO_UUID for t in requested):
+            # v12+: once any topic is named by id, Kafka looks up by id only and ignores names.
+            requested = [t for t in requested if _topic_id(t) != _ZERO_UUID]
+        entries, seen = [], set()
+        for t in requested:
+            key = t.name if _topic_id(t) == _ZERO_UUID else _topic_id(t)
+            if key in seen:  # Kafka answers each topic once, however often it is named
+                continue
+            seen.add(key)
+            name = t.name if _topic_id(t) == _ZERO_UUID else None
+            if name is None:  # v12+ lookup by id
                 match = next((i for i in broker.logs.topics.values() if i.topic_id == t.topic_id), None)
-                entries.append(topic_entry(broker, match.name) if match else
+                entries.append(topic_entry(broker, match.name, authorized_operations=topic_ops) if match else
                                dict(error_code=ErrorCode.unknown_topic_id, name=None,
                                     topic_id=t.topic_id, partitions=[]))
                 continue
             if name not in broker.logs.topics:
-                error = broker.auto_create_topic(name) if allow_create else ErrorCode.unknown_topic_or_partition
-                entries.append(topic_entry(broker, name, error))
+                entries.append(topic_entry(broker, name, _unknown_topic(broker, name, allow_create), topic_ops))
             else:
-                entries.append(topic_entry(broker, name))
+                entries.append(topic_entry(broker, name, authorized_operations=topic_ops))
     return ctx.response(
         throttle_time_ms=0,
         brokers=[dict(node_id=broker.node_id, host=broker.host, port=broker.port)],
         cluster_id=broker.logs.cluster_id,
         controller_id=broker.node_id,
         topics=entries,
+        cluster_authorized_operations=ops.when(
+            getattr(req, "include_cluster_authorized_operations", False), ops.CLUSTER),
         error_code=ErrorCode.none,
     )

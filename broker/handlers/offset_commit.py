@@ -14,7 +14,7 @@ async def handle(ctx, req):
     ]
     results = ctx.broker.groups.commit_offsets(
         req.group_id, req.member_id, getattr(req, "group_instance_id", None),
-        req.generation_id_or_member_epoch, offsets)
+        req.generation_id_or_member_epoch, offsets, ctx.api_version)
     return ctx.response(
         throttle_time_ms=0,
         topics=[dict(name=t.name, partitions=[

@@ -15,7 +15,7 @@ def _answer(broker, topic: str, p) -> dict:
     error = leader_epoch_error(p.current_leader_epoch, plog.leader_epoch)
     if error:
         return dict(error_code=error, partition=p.partition)
-    if p.leader_epoch > plog.leader_epoch:
+    if p.leader_epoch > plog.leader_epoch or p.leader_epoch < 0:
         # An epoch this log never had: Kafka answers UNDEFINED_EPOCH (-1) / UNDEFINED_OFFSET.
         return dict(error_code=ErrorCode.none, partition=p.partition, leader_epoch=-1, end_offset=-1)
     return dict(error_code=ErrorCode.none, partition=p.partition,

@@ -6,10 +6,11 @@ such a request is logged and the connection closed (there is no schema for an er
 The batch stays opaque bytes: storage checks and patches its 61-byte header and writes it.
 """
 
-from broker.context import NO_RESPONSE
+from broker.context import NO_RESPONSE, CloseConnection
 from protocol.errors import ErrorCode
 from storage.errors import KafkaStorageError
 from storage.log_validator import first_produced_batch
+from storage.log_manager import INTERNAL_TOPICS
 
 API_KEY = 0
 MIN_VERSION, MAX_VERSION = 0, 12
@@ -17,6 +18,9 @@ MIN_VERSION, MAX_VERSION = 0, 12
 
 def _append(ctx, topic: str, index: int, records, transactional_id) -> dict:
     broker = ctx.broker
+    if topic in INTERNAL_TOPICS:  # even before the coordinator first writes (creates) it
+        return dict(index=index, error_code=ErrorCode.invalid_topic_exception, base_offset=-1,
+                    error_message=f"{topic} is an internal topic")
     plog = broker.get_log(topic, index)
     if plog is None:
         return dict(index=index, error_code=ErrorCode.unknown_topic_or_partition, base_offset=-1)
@@ -56,5 +60,10 @@ async def handle(ctx, req):
         for t in req.topic_data
     ]
     if req.acks == 0:
+        failed = [(t["name"], p["index"], ErrorCode(p["error_code"]).name)
+                  for t in responses for p in t["partition_responses"] if p["error_code"]]
+        if failed:
+            # Kafka closes the connection: an acks=0 client has no other way to learn of the error.
+            raise CloseConnection(f"acks=0 produce failed for {failed}")
         return NO_RESPONSE
     return ctx.response(responses=responses, throttle_time_ms=0)

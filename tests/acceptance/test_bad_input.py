@@ -101,7 +101,7 @@ def test_api_versions_unsupported_version_gets_v0_error_body(bad_broker, flexibl
         v0 = parse_api_versions_v0(resp[4:])  # response header v0: no tag buffer
         assert v0.error_code == UNSUPPORTED_VERSION
         assert v0.trailing == b"", f"the error body must be exactly a v0 body, {len(v0.trailing)} bytes follow"
-        assert 18 in v0.api_keys and v0.api_keys[18] == (0, 4), f"ApiVersions entry: {v0.api_keys.get(18)}"
+        assert 18 in v0.api_keys and v0.api_keys[18] == (0, 5), f"ApiVersions entry: {v0.api_keys.get(18)}"
         # the connection is kept: the client retries at a version the broker knows
         av = c.api_versions(3)
         assert av.error_code == 0
@@ -113,7 +113,7 @@ def test_api_versions_advertised_ranges(bad_broker):
     """The ranges issue 2 requires, in every ApiVersions version the clients use."""
     required = {0: (0, 12), 1: (4, 12), 2: (1, 10), 3: (0, 13), 18: (0, 4), 19: (2, 7), 20: (1, 6),
                 23: (2, 4), 32: (1, 4), 60: (0, 1)}
-    never = {68, 69, 71, 72, 75}  # KIP-848, telemetry, DescribeTopicPartitions: not implemented
+    never = {68, 69, 71, 72}  # KIP-848, telemetry: not implemented
     for version in (0, 1, 2, 3, 4):
         with WireClient.to(bad_broker) as c:
             av = c.api_versions(version)

@@ -78,7 +78,10 @@ async def test_produce_consume_roundtrip(shared_broker, client, codec):
         _, part = c.fetch(topic, 0, 0, max_wait_ms=0)
         batches = list(iter_batches(part.records))
     assert batches, "no batches fetched from partition 0"
-    assert {b.compression_type for b in batches} == {codec_id}
+    types = {b.compression_type for b in batches}
+    # kafka-python and librdkafka send a batch uncompressed when compressing would not shrink it (a
+    # batch of a record or two, which linger timing on a loaded machine produces): allow those.
+    assert codec_id in types and types <= {codec_id, 0}, f"compression types {types}, expected {codec_id}"
 
 
 CROSS = [

@@ -118,9 +118,9 @@ def test_garbage_checkpoint_and_meta_properties(broker_factory):
 
 
 def test_segment_missing_in_the_middle_is_reported(broker_factory):
-    broker = broker_factory()
+    broker = broker_factory({"log.segment.bytes": 500})
     topic = unique_name("gap")
-    create_topic(broker, topic, 1, {"segment.bytes": 500})
+    create_topic(broker, topic, 1)
     produce(broker.bootstrap, topic, [b"%03d" % i + b"z" * 150 for i in range(12)])
     broker.stop()
     logs = sorted((broker.data_dir / f"{topic}-0").glob("*.log"))

@@ -69,9 +69,9 @@ def consume_from_zero(bootstrap, topic, expected):
 
 
 def test_retention_bytes_deletes_old_segments_and_consumers_follow(broker_factory):
-    broker = broker_factory(FAST_RETENTION)
+    broker = broker_factory({**FAST_RETENTION, "log.segment.bytes": 1000})
     topic = unique_name("ret-bytes")
-    create_topic(broker, topic, 1, {"segment.bytes": 1000, "retention.bytes": 3000})
+    create_topic(broker, topic, 1, {"retention.bytes": 3000})
     ck_produce_values(broker.bootstrap, topic, [b"%04d" % i + b"x" * 200 for i in range(40)])
     seg_dir = broker.data_dir / f"{topic}-0"
 
@@ -84,7 +84,7 @@ def test_retention_bytes_deletes_old_segments_and_consumers_follow(broker_factor
     assert high == 40 and 0 < low < 40
     with WireClient.to(broker) as c:
         _, part = c.fetch(topic, 0, 0)
-        assert (part.error_code, part.log_start_offset) == (1, low)  # OFFSET_OUT_OF_RANGE
+        assert part.error_code == 1  # OFFSET_OUT_OF_RANGE (Kafka gives no offsets with an error)
     got = consume_from_zero(broker.bootstrap, topic, 40 - low)
     assert [o for o, _ in got] == list(range(low, 40))
     assert got[0][1].startswith(b"%04d" % low)
@@ -92,9 +92,9 @@ def test_retention_bytes_deletes_old_segments_and_consumers_follow(broker_factor
 
 
 def test_retention_ms_deletes_by_record_timestamp(broker_factory):
-    broker = broker_factory(FAST_RETENTION)
+    broker = broker_factory({**FAST_RETENTION, "log.segment.bytes": 500})
     topic = unique_name("ret-ms")
-    create_topic(broker, topic, 1, {"segment.bytes": 500, "retention.ms": 3_600_000})
+    create_topic(broker, topic, 1, {"retention.ms": 3_600_000})
     old = int(time.time() * 1000) - 2 * 3_600_000
     ck_produce_values(broker.bootstrap, topic, [b"old" + b"x" * 200] * 10, timestamp=old)
     ck_produce_values(broker.bootstrap, topic, [b"new" + b"x" * 200] * 5)
@@ -109,9 +109,9 @@ def test_delete_records_with_both_admin_clients_persists_across_restart(broker_f
     from confluent_kafka import TopicPartition
     from confluent_kafka.admin import AdminClient
 
-    broker = broker_factory(FAST_RETENTION)
+    broker = broker_factory({**FAST_RETENTION, "log.segment.bytes": 1000})
     topic = unique_name("delrec")
-    create_topic(broker, topic, 2, {"segment.bytes": 1000})
+    create_topic(broker, topic, 2, {})
     ck_produce_values(broker.bootstrap, topic, [b"v%d" % i + b"x" * 100 for i in range(20)])
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})
     futures = admin.delete_records([TopicPartition(topic, 0, 7)])
@@ -169,9 +169,9 @@ def test_delete_records_refused_on_internal_and_compacted_topics(broker_factory)
 
 
 def test_idempotent_producer_keeps_working_after_its_batches_are_deleted(broker_factory):
-    broker = broker_factory(FAST_RETENTION)
+    broker = broker_factory({**FAST_RETENTION, "log.segment.bytes": 500})
     topic = unique_name("ret-idem")
-    create_topic(broker, topic, 1, {"segment.bytes": 500, "retention.ms": 3_600_000})
+    create_topic(broker, topic, 1, {"retention.ms": 3_600_000})
     old = int(time.time() * 1000) - 2 * 3_600_000
     p = ck_produce_values(broker.bootstrap, topic, [b"old" + b"y" * 200] * 6, timestamp=old,
                           **{"enable.idempotence": True})

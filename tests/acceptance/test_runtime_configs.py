@@ -40,23 +40,24 @@ def describe(admin, resource_type, name):
 def test_topic_configs_change_at_runtime_and_survive_restart(broker_factory):
     from confluent_kafka.admin import ConfigSource
 
-    broker = broker_factory({"log.retention.check.interval.ms": 200, "log.segment.bytes": 100000})
+    broker = broker_factory({"log.retention.check.interval.ms": 200, "log.segment.bytes": 1000})
     topic = unique_name("cfg")
-    create_topic(broker, topic, 1, {"segment.bytes": 1000})
+    create_topic(broker, topic, 1, {"segment.bytes": 2 * 1024 * 1024})
     admin = ck_admin(broker)
     ck_produce_values(broker.bootstrap, topic, [b"x" * 300] * 20)
     assert watermarks(broker.bootstrap, topic) == (0, 20)
 
+    incremental(admin, "topic", topic, [("segment.bytes", "DELETE", None)])
+    ck_produce_values(broker.bootstrap, topic, [b"x" * 300] * 20)  # now in 1000-byte segments
     incremental(admin, "topic", topic, [("retention.bytes", "SET", "2000"),
-                                        ("cleanup.policy", "APPEND", "compact"),
-                                        ("segment.bytes", "DELETE", None)])
+                                        ("cleanup.policy", "APPEND", "compact")])
     wait_until(lambda: watermarks(broker.bootstrap, topic)[0] > 0, 15,
                message="retention.bytes set at runtime to delete old segments")
     d = describe(admin, "topic", topic)
     assert d["retention.bytes"].value == "2000"
     assert d["retention.bytes"].source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value
     assert d["cleanup.policy"].value == "delete,compact"
-    assert d["segment.bytes"].value == "100000"  # back to the broker's static value
+    assert d["segment.bytes"].value == "1000"  # back to the broker's static value
     assert d["segment.bytes"].source == ConfigSource.STATIC_BROKER_CONFIG.value
     assert d["retention.ms"].source == ConfigSource.DEFAULT_CONFIG.value
 
@@ -85,7 +86,7 @@ def test_alter_configs_replaces_the_whole_set(broker_factory):
 
     broker = broker_factory()
     topic = unique_name("cfg-alter")
-    create_topic(broker, topic, 1, {"retention.ms": 1000, "segment.bytes": 5000})
+    create_topic(broker, topic, 1, {"retention.ms": 1000, "segment.bytes": 2 * 1024 * 1024})
     # kafka-python's non-incremental path reads the current set and sends it back merged
     kp = admin_client(broker.bootstrap)
     try:
@@ -111,9 +112,9 @@ def test_alter_configs_replaces_the_whole_set(broker_factory):
 def test_dynamic_broker_configs_reach_topics_and_persist(broker_factory):
     from confluent_kafka.admin import ConfigSource
 
-    broker = broker_factory({"log.retention.check.interval.ms": 200})
+    broker = broker_factory({"log.retention.check.interval.ms": 200, "log.segment.bytes": 1000})
     topic = unique_name("cfg-broker")
-    create_topic(broker, topic, 1, {"segment.bytes": 1000})
+    create_topic(broker, topic, 1)
     admin = ck_admin(broker)
     ck_produce_values(broker.bootstrap, topic, [b"y" * 300] * 20)
     incremental(admin, "broker", "1", [("log.retention.bytes", "SET", "2500")])

@@ -776,3 +776,14 @@ def test_durability_through_storage_with_transactional_offsets(tmp_path):
     gc2.complete_txn(42, True)
     assert gc2.fetch_offsets("g", [("t", 1)], require_stable=True)[1] == [("t", 1, 11, -1, "", E.none)]
     logs.close()
+
+
+def test_describe_shows_last_assignment_during_rebalance(gc, clock):
+    """Kafka's describe shows each member's last synced assignment in every state; metadata only
+    when Stable (issue 11)."""
+    gen, (a, b) = form_group(gc, clock, 2)
+    join(gc, member_id=a)  # a rejoins: the group is rebalancing
+    err, d = gc.describe_group("g")
+    assert d["group_state"] == "PreparingRebalance"
+    assert {m["member_id"]: m["member_assignment"] for m in d["members"]} == {a: a.encode(), b: b.encode()}
+    assert all(m["member_metadata"] == b"" for m in d["members"]) and d["protocol_data"] == ""

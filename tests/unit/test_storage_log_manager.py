@@ -56,19 +56,19 @@ def test_meta_properties_cluster_id_is_stable(tmp_path):
 
 def test_create_topic_persists_id_partitions_and_configs(tmp_path):
     m = manager(tmp_path)
-    info = m.create_topic("orders", 3, {"segment.bytes": "1000", "cleanup.policy": "compact"})
+    info = m.create_topic("orders", 3, {"segment.bytes": "2097152", "cleanup.policy": "compact"})
     assert isinstance(info.topic_id, uuid.UUID) and info.num_partitions == 3
     assert not info.internal
     assert [m.get_log("orders", p) is not None for p in range(4)] == [True, True, True, False]
-    assert m.get_log("orders", 0).config.segment_bytes == 1000
+    assert m.get_log("orders", 0).config.segment_bytes == 2097152
     stored = json.loads((tmp_path / "topics" / "orders.json").read_text())
     assert stored["topic_id"] == str(info.topic_id) and stored["num_partitions"] == 3
     m.close()
     m = manager(tmp_path)
     again = m.topics["orders"]
     assert (again.topic_id, again.num_partitions, again.configs) == (
-        info.topic_id, 3, {"segment.bytes": "1000", "cleanup.policy": "compact"})
-    assert m.get_log("orders", 0).config.segment_bytes == 1000
+        info.topic_id, 3, {"segment.bytes": "2097152", "cleanup.policy": "compact"})
+    assert m.get_log("orders", 0).config.segment_bytes == 2097152
     m.close()
 
 
@@ -106,6 +106,7 @@ def test_topic_creation_errors(tmp_path):
         (lambda: m.create_topic("cfg", 1, {"no.such.config": "1"}), ErrorCode.invalid_config),
         (lambda: m.create_topic("cfg", 1, {"segment.bytes": "ten"}), ErrorCode.invalid_config),
         (lambda: m.create_topic("cfg", 1, {"segment.bytes": "5"}), ErrorCode.invalid_config),
+        (lambda: m.create_topic("cfg", 1, {"segment.bytes": str(1024 * 1024 - 1)}), ErrorCode.invalid_config),
         (lambda: m.create_topic("cfg", 1, {"message.timestamp.type": "Now"}),
          ErrorCode.invalid_config),
         (lambda: m.create_topic("cfg", 1, {"retention.ms": None}), ErrorCode.invalid_config),
@@ -224,8 +225,8 @@ def test_leftover_directories_are_removed_but_records_are_never_deleted(tmp_path
 
 
 def test_roll_in_background_advances_recovery_point_checkpoint(tmp_path):
-    m = manager(tmp_path)
-    m.create_topic("t", 1, {"segment.bytes": "300"})
+    m = manager(tmp_path, **{"log.segment.bytes": 300})  # topics may not go below 1 MiB
+    m.create_topic("t", 1)
     plog = m.get_log("t", 0)
     for _ in range(10):
         plog.append(batch(3))
