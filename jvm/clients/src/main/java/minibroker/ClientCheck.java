@@ -2,6 +2,7 @@ package minibroker;
 
 import java.time.Duration;
 import java.util.*;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Future;
 
 import org.apache.kafka.clients.admin.Admin;
@@ -9,7 +10,6 @@ import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.consumer.*;
 import org.apache.kafka.clients.producer.*;
-import org.apache.kafka.common.KafkaException;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.errors.ProducerFencedException;
 import org.apache.kafka.common.serialization.StringDeserializer;
@@ -126,6 +126,7 @@ public final class ClientCheck {
         createTopic(topic, 1);
         String txnId = topic + "-txn";
         String fencedWith;
+        String sendFailedWith;
         try (KafkaProducer<String, String> first = producer(txnId); KafkaProducer<String, String> second = producer(txnId)) {
             first.initTransactions();
             first.beginTransaction();
@@ -134,20 +135,24 @@ public final class ClientCheck {
             second.beginTransaction();
             second.send(new ProducerRecord<>(topic, "k", "winner"));
             second.commitTransaction();
+            // the broker refuses the zombie's produce (stale epoch): the batch fails
             try {
-                first.send(new ProducerRecord<>(topic, "k", "zombie-late"));
-                first.commitTransaction();
-                throw new AssertionError("the fenced producer committed");
+                first.send(new ProducerRecord<>(topic, "k", "zombie-late")).get();
+                throw new AssertionError("the fenced producer's send succeeded");
+            } catch (ExecutionException e) {
+                sendFailedWith = e.getCause().getClass().getSimpleName();
+            }
+            // ending the transaction asks the coordinator, which answers PRODUCER_FENCED (fatal)
+            try {
+                first.abortTransaction();
+                throw new AssertionError("the fenced producer ended its transaction");
             } catch (ProducerFencedException e) {
                 fencedWith = e.getClass().getSimpleName();
-            } catch (KafkaException e) {
-                if (!(e.getCause() instanceof ProducerFencedException)) throw e;
-                fencedWith = e.getCause().getClass().getSimpleName();
             }
         }
         List<String> seen = readCommitted(topic, 1);
         if (!seen.equals(List.of("winner"))) throw new AssertionError("read_committed saw " + seen);
-        System.out.println("RESULT fenced=" + fencedWith + " visible=" + String.join(",", seen));
+        System.out.println("RESULT send_failed=" + sendFailedWith + " fenced=" + fencedWith + " visible=" + String.join(",", seen));
     }
 
     /**
