@@ -57,8 +57,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--master", default=None, help="Spark master when not under spark-submit (default local[2])")
     p.add_argument("--shuffle-partitions", type=int, default=4,
                    help="state partitions of the totals aggregation (fixed once checkpointed)")
-    p.add_argument("--pause-before-commit", type=float, default=0.0,
-                   help="seconds to hold each totals transaction open (widens the crash window in tests)")
+    p.add_argument("--pause-in-batch", type=float, default=0.0,
+                   help="seconds to pause in each totals batch before and after its Kafka commit "
+                        "(widens the crash windows for tests and the demo)")
     return p.parse_args(argv)
 
 
@@ -126,7 +127,7 @@ def read_orders(spark: SparkSession, opts) -> DataFrame:
     return reader.load()
 
 
-def start_queries(spark: SparkSession, opts, log=print) -> list:
+def start_queries(spark: SparkSession, opts, sink: TransactionalTotalsSink) -> list:
     """Start the three queries; returns them (StreamingQuery objects)."""
     def with_trigger(writer):
         if opts.available_now:
@@ -144,9 +145,6 @@ def start_queries(spark: SparkSession, opts, log=print) -> list:
                              .option("path", opts.dead_letter)
                              .option("checkpointLocation", f"{checkpoint}/rejects")
                              .queryName("rejects")).start()
-    sink = TransactionalTotalsSink(opts.bootstrap_servers, opts.totals_topic,
-                                   kafka_options=kafka_options(opts),
-                                   pause_before_commit=opts.pause_before_commit, log=log)
     events = classified(read_orders(spark, opts))
     totals_q = with_trigger(customer_totals(valid_orders(events)).writeStream.outputMode("update")
                             .foreachBatch(sink)
@@ -178,7 +176,9 @@ def _under_spark_submit() -> bool:
 
 def run(spark: SparkSession, opts, log=print) -> None:
     """Run until every query stops (available-now) or one fails; raises on failure."""
-    queries = start_queries(spark, opts, log)
+    sink = TransactionalTotalsSink(opts.bootstrap_servers, opts.totals_topic, kafka_options=kafka_options(opts),
+                                   pause_in_batch=opts.pause_in_batch, log=log)
+    queries = start_queries(spark, opts, sink)
     try:
         if opts.available_now:
             for q in queries:
@@ -192,6 +192,7 @@ def run(spark: SparkSession, opts, log=print) -> None:
         for q in queries:
             if q.isActive:
                 q.stop()
+        sink.close()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -32,13 +32,13 @@ BOOKKEEPING_PARTITION = 0
 
 class TransactionalTotalsSink:
     def __init__(self, bootstrap: str, topic: str, name: str = "customer-totals-sink",
-                 kafka_options: dict[str, str] | None = None, pause_before_commit: float = 0.0,
+                 kafka_options: dict[str, str] | None = None, pause_in_batch: float = 0.0,
                  partitions: int = 3, log=print):
         self.bootstrap = bootstrap
         self.topic = topic
         self.name = name
         self.kafka_options = dict(kafka_options or {})
-        self.pause_before_commit = pause_before_commit
+        self.pause_in_batch = pause_in_batch
         self.partitions = partitions     # when the sink creates the topic
         self.log = log
         self._query_id: str | None = None
@@ -50,12 +50,13 @@ class TransactionalTotalsSink:
         query_id = batch_df.sparkSession.sparkContext.getLocalProperty("sql.streaming.queryId")
         if query_id is None:
             raise RuntimeError("TransactionalTotalsSink must be used from a streaming query's foreachBatch")
+        # always run the whole batch: Spark checks that a stateful batch committed every state store
+        rows = batch_df.collect()
         self._connect(query_id)
         next_batch = self.next_batch_id()
         if batch_id < next_batch:
             self.log(f"totals batch {batch_id}: already committed (next is {next_batch}), skipped on replay")
             return
-        rows = batch_df.collect()
         producer = self._producer
         producer.begin_transaction()
         for row in rows:
@@ -65,11 +66,13 @@ class TransactionalTotalsSink:
         producer.send_offsets_to_transaction(
             [TopicPartition(self.topic, BOOKKEEPING_PARTITION, batch_id + 1)],
             self._bookkeeping.consumer_group_metadata())
-        if self.pause_before_commit:
+        if self.pause_in_batch:
             self.log(f"totals batch {batch_id}: transaction open with {len(rows)} records")
-            time.sleep(self.pause_before_commit)
+            time.sleep(self.pause_in_batch)
         producer.commit_transaction()
         self.log(f"totals batch {batch_id}: committed {len(rows)} customer totals")
+        if self.pause_in_batch:     # committed to Kafka, not yet in Spark's commit log
+            time.sleep(self.pause_in_batch)
 
     def _produce(self, key: bytes, value: bytes) -> None:
         while True:
