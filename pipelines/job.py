@@ -15,6 +15,7 @@ failOnDataLoss=true), each with its own checkpoint under --checkpoint:
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -195,8 +196,13 @@ def run(spark: SparkSession, opts, log=print) -> None:
         sink.close()
 
 
+def _stop_on_sigterm(signum, frame):
+    raise SystemExit(0)     # unwinds run(), which stops the queries between batches' work
+
+
 def main(argv: list[str] | None = None) -> int:
     opts = parse_args(argv)
+    signal.signal(signal.SIGTERM, _stop_on_sigterm)
     spark = session(opts)
     spark.sparkContext.setLogLevel("WARN")
 
