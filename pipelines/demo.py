@@ -10,7 +10,6 @@ verifies, prints a summary. Every process it starts is stopped at the end."""
 from __future__ import annotations
 
 import argparse
-import os
 import queue
 import re
 import shutil
@@ -22,6 +21,7 @@ import threading
 import time
 from pathlib import Path
 
+from pipelines.driver import DriverProcess
 from pipelines.generator import GeneratorConfig, OrderGenerator
 
 KILL_POINTS = (r"totals batch (\d+): transaction open", r"totals batch (\d+): committed")
@@ -55,41 +55,6 @@ class Broker:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
-        self.log.close()
-
-
-class Driver:
-    """The Spark job as a subprocess in its own process group (so SIGKILL takes its JVM too)."""
-
-    def __init__(self, args: list[str], log_path: Path, on_line):
-        self.log = open(log_path, "a")
-        self.proc = subprocess.Popen([sys.executable, "-m", "pipelines", "job", *args], stdout=subprocess.PIPE,
-                                     stderr=self.log, text=True, start_new_session=True,
-                                     env={**os.environ, "PYTHONUNBUFFERED": "1"})
-        self.reader = threading.Thread(target=self._read, args=(on_line,), daemon=True)
-        self.reader.start()
-
-    def _read(self, on_line) -> None:
-        for line in self.proc.stdout:
-            self.log.write(line)
-            self.log.flush()
-            on_line(line.rstrip("\n"))
-
-    def signal(self, sig: int) -> None:
-        try:
-            os.killpg(self.proc.pid, sig)
-        except ProcessLookupError:
-            pass
-
-    def wait(self, timeout: float | None = None) -> int:
-        rc = self.proc.wait(timeout)
-        self.reader.join(10)
-        return rc
-
-    def close(self) -> None:
-        if self.proc.poll() is None:
-            self.signal(signal.SIGKILL)
-            self.proc.wait()
         self.log.close()
 
 
@@ -142,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
 
         kills = 0
         killed_batch = -1
-        driver = Driver(streaming, workdir / "driver.log", on_line)
+        driver = DriverProcess(streaming, workdir / "driver.log", on_line)
         say("spark driver started (streaming, local[2])")
         next_report = time.monotonic()
         last_line_at = time.monotonic()
@@ -169,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
                 say(f"SIGKILL spark driver in micro-batch {killed_batch} ({what})")
                 driver.close()
                 kills += 1
-                driver = Driver(streaming, workdir / "driver.log", on_line)
+                driver = DriverProcess(streaming, workdir / "driver.log", on_line)
                 done_since_restart = 0
                 say(f"spark driver restarted from the checkpoint (kill {kills})")
             if time.monotonic() >= next_report:
@@ -183,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
         driver.signal(signal.SIGTERM)
         driver.wait(120)
         driver.close()
-        driver = Driver(job_args + ["--available-now"], workdir / "driver.log", on_line)
+        driver = DriverProcess(job_args + ["--available-now"], workdir / "driver.log", on_line)
         if driver.wait(600) != 0:
             raise RuntimeError(f"the draining run failed; see {workdir / 'driver.log'}")
         driver.close()

@@ -11,7 +11,7 @@ import pytest
 from pipelines.generator import GeneratorConfig, OrderGenerator
 from pipelines.job import parse_args, run
 from pipelines.verifier import verify
-from tests.support.spark import DriverProcess, pipeline_args, spark_session
+from tests.support.spark import Driver, pipeline_args, spark_session
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -60,21 +60,21 @@ def test_driver_sigkill_mid_batch_then_restart(broker, tmp_path):
                                                         "--trigger-seconds", "0.2", "--pause-in-batch", "2"]
     log = tmp_path / "driver.log"
 
-    driver = DriverProcess(args, log)
+    driver = Driver(args, log)
     try:
         driver.wait_for_line(r"totals batch [1-9]\d*: transaction open", timeout=120)
         driver.kill()
     finally:
         driver.close()
 
-    driver = DriverProcess(args, log)
+    driver = Driver(args, log)
     try:
         batch = int(driver.wait_for_line(r"totals batch (\d+): committed", timeout=120).group(1))
         driver.kill()
     finally:
         driver.close()
 
-    driver = DriverProcess(pipeline_args(broker.bootstrap, tmp_path) + ["--available-now"], log)
+    driver = Driver(pipeline_args(broker.bootstrap, tmp_path) + ["--available-now"], log)
     try:
         assert driver.wait(180) == 0, f"restarted driver failed; see {log}"
     finally:

@@ -3,16 +3,12 @@ driver as a subprocess that can be SIGKILLed (python and its JVM together) and r
 
 from __future__ import annotations
 
-import os
 import queue
 import re
-import signal
-import subprocess
-import sys
-import threading
 import time
 from pathlib import Path
 
+from pipelines.driver import DriverProcess
 from tests.support.broker import REPO_ROOT
 
 
@@ -31,27 +27,12 @@ def pipeline_args(bootstrap: str, workdir: Path) -> list[str]:
             "--shuffle-partitions", "2"]
 
 
-class DriverProcess:
-    """`python -m pipelines job ...` in its own process group; its stdout lines are collected."""
+class Driver(DriverProcess):
+    """The job subprocess, with a wait for a line of its output."""
 
     def __init__(self, args: list[str], log_path: Path):
-        self.log_path = log_path
-        self._log = open(log_path, "a")
-        self._log.write(f"\n===== driver: {' '.join(args)}\n")
         self.lines: queue.Queue[str] = queue.Queue()
-        self.output: list[str] = []
-        self.proc = subprocess.Popen([sys.executable, "-m", "pipelines", "job", *args], cwd=REPO_ROOT,
-                                     stdout=subprocess.PIPE, stderr=self._log, text=True,
-                                     start_new_session=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
-
-    def _read(self) -> None:
-        for line in self.proc.stdout:
-            self.output.append(line)
-            self._log.write(line)
-            self._log.flush()
-            self.lines.put(line)
+        super().__init__(args, log_path, on_line=self.lines.put, cwd=REPO_ROOT)
 
     def wait_for_line(self, pattern: str, timeout: float) -> re.Match:
         rx = re.compile(pattern)
@@ -60,7 +41,7 @@ class DriverProcess:
             remaining = deadline - time.monotonic()
             if remaining <= 0 or (self.proc.poll() is not None and self.lines.empty()):
                 raise AssertionError(f"driver printed no line matching {pattern!r} within {timeout}s "
-                                     f"(exit code {self.proc.poll()}); see {self.log_path}")
+                                     f"(exit code {self.proc.poll()})")
             try:
                 line = self.lines.get(timeout=min(remaining, 0.5))
             except queue.Empty:
@@ -68,26 +49,3 @@ class DriverProcess:
             m = rx.search(line)
             if m:
                 return m
-
-    def kill(self) -> None:
-        """SIGKILL the driver and its JVM at once, as a crashed machine would."""
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        self.proc.wait(30)
-        self._reader.join(10)
-
-    def wait(self, timeout: float) -> int:
-        try:
-            rc = self.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.kill()
-            raise AssertionError(f"driver did not finish within {timeout}s; see {self.log_path}")
-        self._reader.join(10)
-        return rc
-
-    def close(self) -> None:
-        if self.proc.poll() is None:
-            self.kill()
-        self._log.close()
