@@ -163,10 +163,10 @@ def session(opts=None, app_name: str = "minibroker-orders") -> SparkSession:
         builder = (builder.master((opts and opts.master) or "local[2]")
                    .config("spark.jars", ",".join(spark_kafka_jars()))
                    .config("spark.ui.enabled", "false")
-                   .config("spark.ui.showConsoleProgress", "false")
-                   .config("spark.sql.session.timeZone", "UTC"))
+                   .config("spark.ui.showConsoleProgress", "false"))
     spark = builder.getOrCreate()
     spark.conf.set("spark.sql.shuffle.partitions", str(getattr(opts, "shuffle_partitions", 4)))
+    spark.conf.set("spark.sql.session.timeZone", "UTC")    # the `day` partitions are UTC days
     return spark
 
 
