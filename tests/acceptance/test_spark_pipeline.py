@@ -84,3 +84,14 @@ def test_driver_sigkill_mid_batch_then_restart(broker, tmp_path):
 
     from tests.support.spark import spark_session as session
     check(session(), broker.bootstrap, tmp_path, report.committed_events)
+
+
+def test_spark_sql_rules_agree_with_the_python_rules(spark):
+    """The job's Spark SQL validation gives the same outcome as pipelines.orders.classify."""
+    from pipelines.job import classified
+    from tests.unit.test_pipeline_rules import CASES
+
+    rows = [(None, event, 0, i, None) for i, (event, _) in enumerate(CASES)]
+    df = spark.createDataFrame(rows, "key binary, value binary, partition int, offset long, timestamp timestamp")
+    got = {r["offset"]: r["reason"] for r in classified(df).collect()}
+    assert got == {i: reason for i, (_, reason) in enumerate(CASES)}
