@@ -98,11 +98,15 @@ def main(argv: list[str] | None = None) -> int:
 
         lines: queue.Queue[str] = queue.Queue()
         last_batch = [-1]
+        orders_rows = [0]     # rows the orders query has processed (replays after a kill count again)
 
         def on_line(line: str) -> None:
             m = re.match(r"totals batch (\d+)", line)
             if m:
                 last_batch[0] = int(m.group(1))
+            m = re.match(r"progress orders batch \d+: (\d+) rows", line)
+            if m:
+                orders_rows[0] += int(m.group(1))
             lines.put(line)
 
         kills = 0
@@ -140,7 +144,8 @@ def main(argv: list[str] | None = None) -> int:
             if time.monotonic() >= next_report:
                 r = generator.report
                 say(f"generator: {r.committed_events:,} committed, {r.aborted_events:,} aborted events | "
-                    f"spark: totals batch {last_batch[0]} | kills survived: {kills}")
+                    f"spark: {orders_rows[0]:,} rows through the orders query, totals batch {last_batch[0]} | "
+                    f"kills survived: {kills}")
                 next_report = time.monotonic() + 5
         if gen_error:
             raise gen_error[0]

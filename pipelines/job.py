@@ -20,6 +20,7 @@ import sys
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.streaming import StreamingQueryListener
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 from pipelines import orders as rules
@@ -175,6 +176,27 @@ def _under_spark_submit() -> bool:
     return "PYSPARK_GATEWAY_PORT" in os.environ
 
 
+class ProgressPrinter(StreamingQueryListener):
+    """One line per finished micro-batch: `progress <query> batch <id>: <rows> rows in <ms> ms`."""
+
+    def __init__(self, log):
+        self.log = log
+
+    def onQueryStarted(self, event):
+        pass
+
+    def onQueryProgress(self, event):
+        p = event.progress
+        self.log(f"progress {p.name} batch {p.batchId}: {p.numInputRows} rows in "
+                 f"{p.durationMs.get('triggerExecution', 0)} ms")
+
+    def onQueryIdle(self, event):
+        pass
+
+    def onQueryTerminated(self, event):
+        pass
+
+
 def run(spark: SparkSession, opts, log=print) -> None:
     """Run until every query stops (available-now) or one fails; raises on failure."""
     sink = TransactionalTotalsSink(opts.bootstrap_servers, opts.totals_topic, kafka_options=kafka_options(opts),
@@ -208,6 +230,8 @@ def main(argv: list[str] | None = None) -> int:
 
     def log(message: str) -> None:
         print(message, flush=True)
+
+    spark.streams.addListener(ProgressPrinter(log))
 
     try:
         run(spark, opts, log)
