@@ -37,7 +37,7 @@ class Broker:
         self.data_dir = workdir / "broker-data"
         port_file = workdir / "broker.port"
         self.log = open(workdir / "broker.log", "wb")
-        self.proc = subprocess.Popen([sys.executable, "-m", "broker", "--port", "0", "--data-dir", str(self.data_dir),
+        self.proc = subprocess.Popen([sys.executable, "-m", "minibroker", "--port", "0", "--data-dir", str(self.data_dir),
                                       "--port-file", str(port_file), "--log-level", "warning"],
                                      stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 30
