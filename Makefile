@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test bench conformance clean
+.PHONY: run test bench conformance clean jvm demo
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -17,12 +17,19 @@ $(STAMP): pyproject.toml | $(BIN)/python
 run: $(STAMP)
 	$(BIN)/minibroker --host 127.0.0.1 --port 9092 --data-dir ./data
 
-test: $(STAMP)
+test: $(STAMP) jvm
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
 # Differential run against a reference Apache Kafka (needs java and mvn; see conformance/README.md).
 conformance: $(STAMP)
 	$(BIN)/python -m conformance $(CONFORMANCE_ARGS)
+
+# Spark's Kafka connector and the Java client checks, fetched with Maven into ~/.cache/minibroker/jvm
+jvm:
+	bash jvm/fetch.sh
+
+demo: $(STAMP) jvm
+	$(BIN)/python -m pipelines demo
 
 bench: $(STAMP)
 	$(BIN)/python -m bench
