@@ -34,11 +34,13 @@ def build_config(args: argparse.Namespace) -> BrokerConfig:
     config = BrokerConfig(values)
     if args.data_dir:
         config.set("log.dirs", args.data_dir)
-    if args.host is not None or args.port is not None:
+    if args.host is not None or args.port is not None:  # they override the first listener only
         host, port = config.listener
         host = args.host if args.host is not None else host
         port = args.port if args.port is not None else port
-        config.set("listeners", f"PLAINTEXT://{host}:{port}")
+        first, _, rest = config["listeners"].partition(",")
+        name = first.partition("://")[0].strip() if "://" in first else "PLAINTEXT"
+        config.set("listeners", f"{name}://{host}:{port}" + (f",{rest}" if rest else ""))
     for item in args.set:
         key, sep, value = item.partition("=")
         if not sep:

@@ -8,24 +8,15 @@ increasing precedence: defaults, a Kafka-style properties file (--config), comma
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
+
+from broker.security.settings import Property, SECURITY_AND_LIMIT_PROPERTIES, listener_property
 
 LONG_MAX = 2**63 - 1
 
 
 class ConfigError(ValueError):
     """A property is unknown or has an invalid value; the message names the property."""
-
-
-@dataclass(frozen=True)
-class Property:
-    name: str
-    type: str  # int | bool | str | list
-    default: Any
-    doc: str
-    check: Callable[[Any], bool] | None = None
-    check_doc: str = ""
 
 
 def _positive(v) -> bool:
@@ -40,8 +31,8 @@ PROPERTIES: dict[str, Property] = {
     p.name: p
     for p in [
         # listeners and identity
-        Property("listeners", "str", "PLAINTEXT://127.0.0.1:9092", "Address to bind, Kafka listener syntax (one PLAINTEXT listener)."),
-        Property("advertised.listeners", "str", None, "Address given to clients in Metadata; defaults to the bound listener."),
+        Property("listeners", "str", "PLAINTEXT://127.0.0.1:9092", "Comma-separated NAME://host:port listeners to bind (see Security)."),
+        Property("advertised.listeners", "str", None, "NAME://host:port per listener given to clients in Metadata; defaults to the bound address."),
         Property("node.id", "int", 1, "This broker's id.", _non_negative, ">= 0"),
         Property("log.dirs", "str", "./data", "Data directory (one directory)."),
         # topics
@@ -64,7 +55,8 @@ PROPERTIES: dict[str, Property] = {
         Property("log.retention.bytes", "int", -1, "Accepted and reported; size-based deletion is not implemented.", None),
         # network
         Property("socket.request.max.bytes", "int", 104857600, "Largest request frame; larger ones close the connection.", _positive, "> 0"),
-        Property("connections.max.idle.ms", "int", 600000, "Accepted; idle connections are not closed.", _positive, "> 0"),
+        Property("connections.max.idle.ms", "int", 600000, "Close a connection with no request for this long.", _positive, "> 0"),
+        *SECURITY_AND_LIMIT_PROPERTIES,  # broker/security/settings.py
         # idempotence and transactions
         Property("producer.id.expiration.ms", "int", 86400000, "Forget an idle producer's sequence state after this long.", _positive, "> 0"),
         Property("producer.id.expiration.check.interval.ms", "int", 600000, "How often idle producer state is expired.", _positive, "> 0"),
@@ -115,7 +107,7 @@ class BrokerConfig:
             self.set(name, raw)
 
     def set(self, name: str, raw: Any) -> None:
-        prop = PROPERTIES.get(name)
+        prop = PROPERTIES.get(name) or listener_property(name)
         if prop is None:
             raise ConfigError(f"{name}: unknown property")
         value = _parse(prop, raw)
@@ -126,6 +118,10 @@ class BrokerConfig:
 
     def __getitem__(self, name: str) -> Any:
         return self._values[name]
+
+    def for_listener(self, listener: str, name: str) -> Any:
+        """`listener.name.<listener>.<name>` if set, else the broker-wide `name` (Kafka's rule)."""
+        return self._values.get(f"listener.name.{listener.lower()}.{name}", self._values.get(name))
 
     def is_default(self, name: str) -> bool:
         return name not in self._explicit
@@ -145,11 +141,10 @@ class BrokerConfig:
 
 
 def parse_listener(value: str, name: str) -> tuple[str, int]:
+    """host and port of the first NAME://host:port entry (the one --host/--port override)."""
     first = value.split(",")[0].strip()
     if "://" in first:
-        proto, _, first = first.partition("://")
-        if proto.upper() != "PLAINTEXT":
-            raise ConfigError(f"{name}: only PLAINTEXT listeners are supported, got {proto}")
+        first = first.partition("://")[2]
     host, sep, port = first.rpartition(":")
     if not sep:
         raise ConfigError(f"{name}: expected host:port, got {value!r}")

@@ -41,6 +41,16 @@ from broker.handlers import (  # transactions (coordinator/transactions.py)
     txn_offset_commit,
 )
 
+from broker.handlers import (  # security (broker/security/)
+    alter_user_scram_credentials,
+    create_acls,
+    delete_acls,
+    describe_acls,
+    describe_user_scram_credentials,
+    sasl_authenticate,
+    sasl_handshake,
+)
+
 HANDLERS = {
     0: produce,
     1: fetch,
@@ -55,6 +65,7 @@ HANDLERS = {
     14: sync_group,
     15: describe_groups,
     16: list_groups,
+    17: sasl_handshake,
     18: api_versions,
     19: create_topics,
     20: delete_topics,
@@ -64,10 +75,16 @@ HANDLERS = {
     25: add_offsets_to_txn,
     26: end_txn,
     28: txn_offset_commit,
+    29: describe_acls,
+    30: create_acls,
+    31: delete_acls,
     32: describe_configs,
+    36: sasl_authenticate,
     37: create_partitions,
     42: delete_groups,
     47: offset_delete,
+    50: describe_user_scram_credentials,
+    51: alter_user_scram_credentials,
     60: describe_cluster,
     61: describe_producers,
     65: describe_transactions,

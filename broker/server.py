@@ -9,14 +9,19 @@ reason is logged and the connection closed; other connections are unaffected.
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import struct
+import time
 
 import structlog
 
 from broker.context import NO_RESPONSE, RawResponse, RequestContext
 from broker.dispatch import HANDLERS, supports
 from broker.handlers import api_versions
+from broker.limits import ConnectionLimits, RequestBudget, idle_or_stalled
+from broker.security.listeners import finish_binding, tls_principal
+from broker.security.sasl import ANONYMOUS, Session
 from protocol.codec import DecodeError, decode_request, encode_response, request_class
 from protocol.frames import API_VERSIONS_KEY, parse_request_header, response_header
 
@@ -34,26 +39,62 @@ class ClosingConnection(Exception):
 class Server:
     def __init__(self, broker) -> None:
         self.broker = broker
-        self._server: asyncio.base_events.Server | None = None
+        config = broker.config
+        self._servers: list[asyncio.base_events.Server] = []
         self._connections: set[Connection] = set()
+        self.limits = ConnectionLimits(config["max.connections"], config["max.connections.per.ip"])
+        self.budget = RequestBudget(config["queued.max.requests"], config["queued.max.request.bytes"])
+        self._idle_s = config["connections.max.idle.ms"] / 1000
+        self._receive_timeout_s = config["minibroker.request.receive.timeout.ms"] / 1000
+        self._watchdog: asyncio.Task | None = None
 
-    async def start(self, host: str, port: int) -> tuple[str, int]:
-        self._server = await asyncio.start_server(self._on_connect, host, port, reuse_address=True)
-        sockname = self._server.sockets[0].getsockname()
-        return sockname[0], sockname[1]
+    async def start(self, listeners) -> None:
+        """Bind every listener (broker/security/listeners.py), TLS ones with their context."""
+        for listener in listeners:
+            server = await asyncio.start_server(
+                functools.partial(self._on_connect, listener), listener.host, listener.port,
+                reuse_address=True, ssl=listener.ssl_context)
+            finish_binding(listener, server.sockets[0].getsockname()[1])
+            self._servers.append(server)
+        self._watchdog = asyncio.create_task(self._close_idle_and_stalled(), name="connection-watchdog")
 
-    async def _on_connect(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        conn = Connection(self.broker, reader, writer)
+    async def _on_connect(self, listener, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        peer = writer.get_extra_info("peername")
+        ip = peer[0] if isinstance(peer, tuple) else str(peer)
+        refusal = self.limits.admit(ip)
+        if refusal is not None:
+            log.warning("connection refused", peer=peer, listener=listener.name, reason=refusal)
+            writer.transport.abort()
+            return
+        principal = tls_principal(writer.get_extra_info("peercert")) if listener.uses_tls else None
+        conn = Connection(self.broker, reader, writer, Session(listener, ip, principal or ANONYMOUS), self.budget)
         self._connections.add(conn)
         try:
             await conn.run()
         finally:
             self._connections.discard(conn)
+            self.limits.release(ip)
+
+    async def _close_idle_and_stalled(self) -> None:
+        interval = min(1.0, max(0.05, min(self._idle_s, self._receive_timeout_s) / 4))
+        while True:
+            await asyncio.sleep(interval)
+            now = time.monotonic()
+            for conn in list(self._connections):
+                if conn._busy:
+                    continue
+                reason = idle_or_stalled(now, conn.last_activity, conn.frame_started, self._idle_s,
+                                         self._receive_timeout_s)
+                if reason is not None:
+                    log.info("closing connection", peer=conn.peer, reason=reason)
+                    conn.abort()
 
     async def stop(self, grace_s: float = 5.0) -> None:
         """Stop accepting, let each connection finish the request it is handling, then close."""
-        if self._server is not None:
-            self._server.close()
+        for server in self._servers:
+            server.close()
+        if self._watchdog is not None:
+            self._watchdog.cancel()
         for conn in list(self._connections):
             conn.stop_after_current()
         deadline = asyncio.get_running_loop().time() + grace_s
@@ -64,15 +105,20 @@ class Server:
 
 
 class Connection:
-    def __init__(self, broker, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    def __init__(self, broker, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                 session: Session, budget: RequestBudget) -> None:
         self.broker = broker
         self.reader = reader
         self.writer = writer
+        self.session = session
+        self.budget = budget
         peer = writer.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
         self._busy = False
         self._stopping = False
         self.max_frame = broker.config["socket.request.max.bytes"]
+        self.last_activity = time.monotonic()
+        self.frame_started: float | None = None  # a frame's body is being received since then
 
     def stop_after_current(self) -> None:
         self._stopping = True
@@ -95,15 +141,21 @@ class Connection:
                         f"request of {size} bytes exceeds socket.request.max.bytes={self.max_frame}"
                         if size > 0 else f"invalid frame size {size}"
                     )
+                if not self.budget.try_acquire(size):
+                    await self.budget.acquire(size)  # queued.max.request(s/.bytes): wait unread
                 try:
-                    frame = await self.reader.readexactly(size)
-                except (asyncio.IncompleteReadError, ConnectionError):
-                    return
-                self._busy = True
-                try:
+                    self.frame_started = time.monotonic()
+                    try:
+                        frame = await self.reader.readexactly(size)
+                    except (asyncio.IncompleteReadError, ConnectionError):
+                        return
+                    self.frame_started = None
+                    self._busy = True
                     await self._serve(frame)
                 finally:
                     self._busy = False
+                    self.budget.release(size)
+                    self.last_activity = time.monotonic()
         except ClosingConnection as exc:
             log.warning("closing connection", peer=self.peer, reason=str(exc))
         except (ConnectionError, asyncio.CancelledError):
@@ -117,6 +169,9 @@ class Connection:
         except DecodeError as exc:
             raise ClosingConnection(f"malformed request header: {exc}") from None
         key, version = header.api_key, header.api_version
+        refusal = self.session.refusal(key)
+        if refusal is not None:
+            raise ClosingConnection(refusal)
         if not supports(key, version) or request_class(key, version) is None:
             if key == API_VERSIONS_KEY:
                 # Answer with a v0 body and UNSUPPORTED_VERSION so the client can retry lower;
@@ -130,7 +185,7 @@ class Connection:
             request, _consumed = decode_request(request_class(key, version), frame, header.body_offset)
         except DecodeError as exc:
             raise ClosingConnection(f"malformed api key {key} v{version} request body: {exc}") from None
-        ctx = RequestContext(self.broker, key, version, header.correlation_id, header.client_id, self.peer)
+        ctx = RequestContext(self.broker, key, version, header.correlation_id, header.client_id, self.peer, self.session)
         try:
             result = await HANDLERS[key].handle(ctx, request)
         except Exception as exc:  # noqa: BLE001 - a handler bug must not take the broker down
@@ -143,6 +198,8 @@ class Connection:
             await self._send_raw(head, result)
         else:
             await self._send(header.correlation_id, head, encode_response(result))
+        if self.session.close_reason is not None:
+            raise ClosingConnection(self.session.close_reason)
 
     async def _send(self, _correlation_id: int, head: bytes, body: bytes) -> None:
         self.writer.write(_INT32.pack(len(head) + len(body)) + head + body)
@@ -164,6 +221,9 @@ class Connection:
                 if not chunk:
                     raise ClosingConnection("segment file shorter than its index says")
                 self.writer.write(chunk)
+                # back-pressure: hold at most one chunk beyond the transport's high-water mark
+                # for a client that does not read
+                await self.writer.drain()
                 position += len(chunk)
                 remaining -= len(chunk)
         await self.writer.drain()

@@ -12,7 +12,8 @@ import time
 
 import structlog
 
-from broker.config import BrokerConfig, parse_listener
+from broker.config import BrokerConfig
+from broker.security.service import Security
 from broker.server import Server
 from broker.waiters import DataWaiters
 from coordinator.groups import GroupCoordinator
@@ -35,6 +36,7 @@ class Broker:
         self.data_waiters = DataWaiters()
         self.groups = GroupCoordinator(config, self.logs)
         self.txns = TransactionCoordinator(self)
+        self.security = Security(config, self.data_dir)  # listeners, SASL, SCRAM, ACLs
         self.server = Server(self)
         self.host = "127.0.0.1"
         self.port = 0  # advertised to clients
@@ -48,18 +50,14 @@ class Broker:
         self.logs.open()
         await self.groups.load()  # replays __consumer_offsets
         await self.txns.load()  # replays __transaction_state, completes or aborts what was open
-        bind_host, bind_port = self.config.listener
-        _, self.bound_port = await self.server.start(bind_host, bind_port)
-        self.port = self.bound_port
-        advertised = self.config["advertised.listeners"]
-        if advertised:
-            self.host, adv_port = parse_listener(advertised, "advertised.listeners")
-            self.port = adv_port or self.bound_port
-        else:
-            self.host = bind_host if bind_host not in ("0.0.0.0", "::", "") else "127.0.0.1"
+        listeners = self.security.listeners
+        await self.server.start(listeners)
+        first = listeners[0]  # --port-file and the defaults below describe the first listener
+        self.bound_port, self.host, self.port = first.bound_port, first.advertised_host, first.advertised_port
         self._start_background_tasks()
         log.info(
             "broker ready", host=self.host, port=self.bound_port, advertised_port=self.port, data_dir=self.data_dir,
+            listeners={lst.name: lst.bound_port for lst in listeners},
             cluster_id=self.logs.cluster_id, node_id=self.node_id,
             startup_ms=round((time.monotonic() - started) * 1000, 1),
         )

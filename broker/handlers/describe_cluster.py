@@ -13,5 +13,5 @@ async def handle(ctx, req):
                             error_message="only broker endpoints are served", cluster_id=b.logs.cluster_id)
     return ctx.response(
         throttle_time_ms=0, error_code=ErrorCode.none, cluster_id=b.logs.cluster_id,
-        controller_id=b.node_id, brokers=[dict(broker_id=b.node_id, host=b.host, port=b.port)],
+        controller_id=b.node_id, brokers=[dict(broker_id=b.node_id, host=ctx.advertised[0], port=ctx.advertised[1])],
     )

@@ -58,7 +58,7 @@ async def handle(ctx, req):
                 entries.append(topic_entry(broker, name))
     return ctx.response(
         throttle_time_ms=0,
-        brokers=[dict(node_id=broker.node_id, host=broker.host, port=broker.port)],
+        brokers=[dict(node_id=broker.node_id, host=ctx.advertised[0], port=ctx.advertised[1])],
         cluster_id=broker.logs.cluster_id,
         controller_id=broker.node_id,
         topics=entries,

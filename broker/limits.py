@@ -1,0 +1,117 @@
+"""Resource limits that keep one client from taking the broker down (sans I/O, but the budget
+waits on the event loop).
+
+- ConnectionLimits: `max.connections` and `max.connections.per.ip`; a connection over either is
+  closed as soon as it is accepted (Kafka instead delays accepting when the total is reached).
+- RequestBudget: `queued.max.requests` requests and `queued.max.request.bytes` request bytes may
+  be held at once across all connections; a connection whose next frame does not fit is not read
+  until others finish (Kafka mutes such channels the same way).
+- idle_or_stalled: `connections.max.idle.ms` without a request, or a request frame started and
+  not finished within `minibroker.request.receive.timeout.ms` (slow-loris), closes a connection.
+- partition_limit_error: CreateTopics, CreatePartitions and auto-creation may not create more
+  than `minibroker.max.partitions.per.request` partitions in one request (Kafka's
+  POLICY_VIOLATION for an excessively large batch) nor exceed `minibroker.max.partitions`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter, deque
+
+
+class ConnectionLimits:
+    def __init__(self, max_total: int, max_per_ip: int) -> None:
+        self.max_total = max_total
+        self.max_per_ip = max_per_ip
+        self.total = 0
+        self.per_ip: Counter[str] = Counter()
+
+    def admit(self, ip: str) -> str | None:
+        """Count the connection in, or return why it must be closed."""
+        if self.total >= self.max_total:
+            return f"max.connections={self.max_total} reached"
+        if self.per_ip[ip] >= self.max_per_ip:
+            return f"max.connections.per.ip={self.max_per_ip} reached for {ip}"
+        self.total += 1
+        self.per_ip[ip] += 1
+        return None
+
+    def release(self, ip: str) -> None:
+        self.total -= 1
+        self.per_ip[ip] -= 1
+        if self.per_ip[ip] <= 0:
+            del self.per_ip[ip]
+
+
+class RequestBudget:
+    """Counts requests and request bytes being served; waiters are served in arrival order."""
+
+    def __init__(self, max_requests: int, max_bytes: int) -> None:
+        self.max_requests = max_requests
+        self.max_bytes = max_bytes  # -1: no bound
+        self.requests = 0
+        self.bytes = 0
+        self._waiters: deque[tuple[int, asyncio.Future]] = deque()
+
+    def _fits(self, size: int) -> bool:
+        if self.requests >= self.max_requests:
+            return False
+        # one request larger than the whole budget is still served, alone
+        return self.max_bytes < 0 or self.bytes == 0 or self.bytes + size <= self.max_bytes
+
+    def try_acquire(self, size: int) -> bool:
+        if self._waiters or not self._fits(size):
+            return False
+        self.requests += 1
+        self.bytes += size
+        return True
+
+    async def acquire(self, size: int) -> None:
+        if self.try_acquire(size):
+            return
+        fut = asyncio.get_running_loop().create_future()
+        self._waiters.append((size, fut))
+        try:
+            await fut
+        except asyncio.CancelledError:
+            if fut.done() and not fut.cancelled():
+                self.release(size)  # granted just as we were cancelled
+            else:
+                self._waiters.remove((size, fut))
+            raise
+
+    def release(self, size: int) -> None:
+        self.requests -= 1
+        self.bytes -= size
+        while self._waiters and self._fits(self._waiters[0][0]):
+            size_next, fut = self._waiters.popleft()
+            if fut.cancelled():
+                continue
+            self.requests += 1
+            self.bytes += size_next
+            fut.set_result(None)
+
+
+def idle_or_stalled(now: float, last_activity: float, frame_started: float | None,
+                    idle_s: float, receive_timeout_s: float) -> str | None:
+    """Why a connection should be closed now, or None."""
+    if frame_started is not None:
+        if now - frame_started > receive_timeout_s:
+            return f"request not received in full within minibroker.request.receive.timeout.ms={int(receive_timeout_s * 1000)}"
+        return None
+    if now - last_activity > idle_s:
+        return f"idle for longer than connections.max.idle.ms={int(idle_s * 1000)}"
+    return None
+
+
+def partition_limit_error(config, existing_partitions: int, requested: int) -> str | None:
+    """Why creating `requested` more partitions in one request is refused, or None."""
+    per_request = config["minibroker.max.partitions.per.request"]
+    if requested > per_request:
+        return (f"Unable to perform excessively large batch operation: {requested} partitions in one request "
+                f"(minibroker.max.partitions.per.request={per_request})")
+    total = config["minibroker.max.partitions"]
+    if existing_partitions + requested > total:
+        return (f"the broker would have {existing_partitions + requested} partitions, more than "
+                f"minibroker.max.partitions={total}")
+    return None
