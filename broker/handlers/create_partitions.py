@@ -1,5 +1,7 @@
 """CreatePartitions (37): grow a topic's partition count."""
 
+from broker.limits import partition_limit_error
+from broker.security.acls import Operation as Op, ResourceType as Res
 from protocol.errors import ErrorCode
 from storage.errors import KafkaStorageError
 
@@ -27,5 +29,15 @@ def _grow(broker, t, validate_only: bool) -> dict:
 
 
 async def handle(ctx, req):
-    results = [_grow(ctx.broker, t, req.validate_only) for t in req.topics]
+    broker = ctx.broker
+    # authorization (Kafka: ALTER on each topic)
+    denied = {t.name for t in req.topics if not ctx.allowed(Op.ALTER, Res.TOPIC, t.name)}
+    # limits: the partitions this request would add, all or nothing (Kafka: POLICY_VIOLATION)
+    topics = broker.logs.topics
+    added = sum(max(0, t.count - topics[t.name].num_partitions) for t in req.topics
+                if t.name in topics and t.name not in denied)
+    refusal = partition_limit_error(broker.config, sum(i.num_partitions for i in topics.values()), added) if added else None
+    results = [dict(name=t.name, error_code=ErrorCode.topic_authorization_failed) if t.name in denied
+               else dict(name=t.name, error_code=ErrorCode.policy_violation, error_message=refusal) if refusal
+               else _grow(broker, t, req.validate_only) for t in req.topics]
     return ctx.response(throttle_time_ms=0, results=results)

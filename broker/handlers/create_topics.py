@@ -1,5 +1,7 @@
 """CreateTopics (19): one replica on this broker; configs use Kafka's topic property names."""
 
+from broker.limits import partition_limit_error
+from broker.security.acls import CLUSTER_NAME, Operation as Op, ResourceType as Res
 from protocol.errors import ErrorCode
 from storage.errors import KafkaStorageError
 
@@ -37,6 +39,21 @@ def _create(broker, t, validate_only: bool) -> dict:
             "replication_factor": 1, "configs": []}
 
 
+def _refused(t, error: ErrorCode, message: str | None = None) -> dict:
+    return dict(name=t.name, error_code=error, error_message=message)
+
+
 async def handle(ctx, req):
-    topics = [_create(ctx.broker, t, req.validate_only) for t in req.topics]
+    broker = ctx.broker
+    # authorization (Kafka: CREATE on the cluster, or CREATE on each topic)
+    may_create_any = ctx.allowed(Op.CREATE, Res.CLUSTER, CLUSTER_NAME)
+    denied = {t.name for t in req.topics if not may_create_any and not ctx.allowed(Op.CREATE, Res.TOPIC, t.name)}
+    # limits: the partitions this request would create, all or nothing (Kafka: POLICY_VIOLATION)
+    requested = sum(len(t.assignments) or (t.num_partitions if t.num_partitions > 0 else broker.config["num.partitions"])
+                    for t in req.topics if t.name not in denied and t.name not in broker.logs.topics)
+    refusal = partition_limit_error(broker.config, sum(i.num_partitions for i in broker.logs.topics.values()),
+                                    requested) if requested else None
+    topics = [_refused(t, ErrorCode.topic_authorization_failed) if t.name in denied
+              else _refused(t, ErrorCode.policy_violation, refusal) if refusal
+              else _create(broker, t, req.validate_only) for t in req.topics]
     return ctx.response(throttle_time_ms=0, topics=topics)

@@ -1,5 +1,7 @@
 """DescribeCluster (60): one broker, which is also the controller."""
 
+from broker.security.acls import CLUSTER_NAME, ResourceType as Res
+from broker.security.authorizer import OPERATIONS_NOT_REQUESTED
 from protocol.errors import ErrorCode
 
 API_KEY = 60
@@ -11,7 +13,11 @@ async def handle(ctx, req):
     if getattr(req, "endpoint_type", 1) != 1:
         return ctx.response(throttle_time_ms=0, error_code=ErrorCode.unsupported_endpoint_type,
                             error_message="only broker endpoints are served", cluster_id=b.logs.cluster_id)
+    # authorization: the call needs nothing; the operations field is filled only when asked for
+    operations = (ctx.authorized_operations(Res.CLUSTER, CLUSTER_NAME)
+                  if req.include_cluster_authorized_operations else OPERATIONS_NOT_REQUESTED)
     return ctx.response(
         throttle_time_ms=0, error_code=ErrorCode.none, cluster_id=b.logs.cluster_id,
+        cluster_authorized_operations=operations,
         controller_id=b.node_id, brokers=[dict(broker_id=b.node_id, host=ctx.advertised[0], port=ctx.advertised[1])],
     )

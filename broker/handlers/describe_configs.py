@@ -2,6 +2,8 @@
 broker's properties."""
 
 from broker.config import PROPERTIES
+from broker.security.acls import CLUSTER_NAME, Operation as Op, ResourceType as Res
+from broker.security.settings import is_sensitive, listener_property
 from protocol.errors import ErrorCode
 from storage.errors import KafkaStorageError
 
@@ -27,12 +29,13 @@ def _broker(broker) -> list[dict]:
     for key, value in sorted(config.items()):
         if key.startswith("minibroker."):
             continue
+        sensitive = is_sensitive(key)  # passwords and JAAS configs: Kafka sends null
         out.append(dict(
             name=key,
-            value=None if value is None else (str(value).lower() if isinstance(value, bool) else str(value)),
-            read_only=True, is_sensitive=False,
+            value=None if value is None or sensitive else (str(value).lower() if isinstance(value, bool) else str(value)),
+            read_only=True, is_sensitive=sensitive,
             config_source=DEFAULT_CONFIG if config.is_default(key) else STATIC_BROKER_CONFIG,
-            documentation=PROPERTIES[key].doc,
+            documentation=(PROPERTIES.get(key) or listener_property(key)).doc,
         ))
     return out
 
@@ -60,4 +63,16 @@ def _describe(broker, resource) -> dict:
 
 
 async def handle(ctx, req):
-    return ctx.response(throttle_time_ms=0, results=[_describe(ctx.broker, r) for r in req.resources])
+    return ctx.response(throttle_time_ms=0, results=[
+        _describe(ctx.broker, r) if _allowed(ctx, r) else
+        dict(error_code=ErrorCode.cluster_authorization_failed if r.resource_type == BROKER
+             else ErrorCode.topic_authorization_failed, error_message=None, resource_type=r.resource_type,
+             resource_name=r.resource_name, configs=[])
+        for r in req.resources])
+
+
+def _allowed(ctx, resource) -> bool:
+    # authorization (Kafka: DESCRIBE_CONFIGS on the topic, or on the cluster for a broker)
+    if resource.resource_type == BROKER:
+        return ctx.allowed(Op.DESCRIBE_CONFIGS, Res.CLUSTER, CLUSTER_NAME)
+    return ctx.allowed(Op.DESCRIBE_CONFIGS, Res.TOPIC, resource.resource_name)

@@ -1,6 +1,7 @@
 """ListOffsets (2): earliest (-2), latest (-1: high watermark, or LSO for read_committed),
 max timestamp (-3) and first offset at or after a timestamp."""
 
+from broker.security.acls import Operation as Op, ResourceType as Res
 from protocol.errors import ErrorCode
 from broker.handlers.fetch import leader_epoch_error
 from storage.errors import KafkaStorageError
@@ -32,8 +33,13 @@ def _lookup(broker, topic: str, p, isolation: int) -> dict:
 
 async def handle(ctx, req):
     isolation = getattr(req, "isolation_level", 0)
+    # authorization (Kafka: DESCRIBE on each topic)
+    denied = {t.name for t in req.topics if not ctx.allowed(Op.DESCRIBE, Res.TOPIC, t.name)}
     topics = [
-        dict(name=t.name, partitions=[_lookup(ctx.broker, t.name, p, isolation) for p in t.partitions])
+        dict(name=t.name, partitions=[
+            dict(partition_index=p.partition_index, error_code=ErrorCode.topic_authorization_failed,
+                 timestamp=-1, offset=-1) if t.name in denied else _lookup(ctx.broker, t.name, p, isolation)
+            for p in t.partitions])
         for t in req.topics
     ]
     return ctx.response(throttle_time_ms=0, topics=topics)

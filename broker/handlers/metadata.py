@@ -2,11 +2,18 @@
 
 Topic ids (v10+) come from storage, where they are persisted, so they stay stable across
 restarts. Naming an unknown topic auto-creates it when both the broker
-(auto.create.topics.enable) and the request (allow_auto_topic_creation, v4+) allow it.
+(auto.create.topics.enable) and the request (allow_auto_topic_creation, v4+) allow it, within
+the partition limits of broker/limits.py (the rest answer the retriable UNKNOWN_TOPIC_OR_PARTITION,
+so a client retrying creates them over several requests instead of one long stall).
 """
 
 import uuid
 
+import structlog
+
+from broker.limits import partition_limit_error
+from broker.security.acls import CLUSTER_NAME, Operation as Op, ResourceType as Res
+from broker.security.authorizer import OPERATIONS_NOT_REQUESTED
 from protocol.errors import ErrorCode
 from storage.log_manager import LEADER_EPOCH
 
@@ -14,6 +21,7 @@ API_KEY = 3
 MIN_VERSION, MAX_VERSION = 0, 13
 
 _ZERO_UUID = uuid.UUID(int=0)
+log = structlog.get_logger("broker.metadata")
 
 
 def topic_entry(broker, name: str, error: ErrorCode = ErrorCode.none) -> dict:
@@ -35,32 +43,66 @@ def topic_entry(broker, name: str, error: ErrorCode = ErrorCode.none) -> dict:
     )
 
 
+def _created_or_refused(ctx, name: str, budget: list[int]) -> ErrorCode:
+    """Auto-create `name` if the principal may and the per-request partition budget allows."""
+    # authorization (Kafka: CREATE on the cluster or on the topic)
+    if not (ctx.allowed(Op.CREATE, Res.CLUSTER, CLUSTER_NAME) or ctx.allowed(Op.CREATE, Res.TOPIC, name)):
+        return ErrorCode.topic_authorization_failed
+    broker = ctx.broker
+    partitions = broker.config["num.partitions"]
+    refusal = partition_limit_error(broker.config, budget[1], budget[0] + partitions)
+    if refusal is not None:
+        budget[2] += 1
+        budget[3] = refusal
+        return ErrorCode.unknown_topic_or_partition  # retriable: a later request may create it
+    error = broker.auto_create_topic(name)
+    if error == ErrorCode.none:
+        budget[0] += partitions
+    return error
+
+
 async def handle(ctx, req):
     broker = ctx.broker
     if req.topics is None or (ctx.api_version == 0 and not req.topics):
-        names = sorted(broker.logs.topics)
-        entries = [topic_entry(broker, n) for n in names]
+        # authorization (Kafka: DESCRIBE on each topic; an all-topics request leaves out the others)
+        entries = [topic_entry(broker, n) for n in sorted(broker.logs.topics)
+                   if ctx.allowed(Op.DESCRIBE, Res.TOPIC, n)]
     else:
         allow_create = getattr(req, "allow_auto_topic_creation", True)
+        # [partitions created here, partitions existing, topics refused, why]
+        budget = [0, sum(i.num_partitions for i in broker.logs.topics.values()), 0, ""]
         entries = []
         for t in req.topics:
             name = t.name
             if name is None:  # v10+ lookup by id
                 match = next((i for i in broker.logs.topics.values() if i.topic_id == t.topic_id), None)
-                entries.append(topic_entry(broker, match.name) if match else
-                               dict(error_code=ErrorCode.unknown_topic_id, name=None,
-                                    topic_id=t.topic_id, partitions=[]))
+                if match and ctx.allowed(Op.DESCRIBE, Res.TOPIC, match.name):
+                    entries.append(topic_entry(broker, match.name))
+                else:
+                    entries.append(dict(error_code=ErrorCode.unknown_topic_id, name=None, topic_id=t.topic_id,
+                                        partitions=[]))
                 continue
-            if name not in broker.logs.topics:
-                error = broker.auto_create_topic(name) if allow_create else ErrorCode.unknown_topic_or_partition
+            if not ctx.allowed(Op.DESCRIBE, Res.TOPIC, name):
+                entries.append(topic_entry(broker, name, ErrorCode.topic_authorization_failed))
+            elif name not in broker.logs.topics:
+                error = _created_or_refused(ctx, name, budget) if allow_create else ErrorCode.unknown_topic_or_partition
                 entries.append(topic_entry(broker, name, error))
             else:
                 entries.append(topic_entry(broker, name))
+        if budget[2]:
+            log.warning("topics not auto-created", count=budget[2], reason=budget[3])
+    if getattr(req, "include_topic_authorized_operations", False):
+        for entry in entries:
+            if entry["error_code"] == ErrorCode.none:
+                entry["topic_authorized_operations"] = ctx.authorized_operations(Res.TOPIC, entry["name"])
+    cluster_operations = (ctx.authorized_operations(Res.CLUSTER, CLUSTER_NAME)
+                          if getattr(req, "include_cluster_authorized_operations", False) else OPERATIONS_NOT_REQUESTED)
     return ctx.response(
         throttle_time_ms=0,
         brokers=[dict(node_id=broker.node_id, host=ctx.advertised[0], port=ctx.advertised[1])],
         cluster_id=broker.logs.cluster_id,
         controller_id=broker.node_id,
         topics=entries,
+        cluster_authorized_operations=cluster_operations,
         error_code=ErrorCode.none,
     )

@@ -81,3 +81,8 @@ def listener_property(name: str) -> Property | None:
     if _JAAS.match(match.group(2)):
         return Property(name, "str", None, "JAAS login module configuration of this listener and mechanism.")
     return None
+
+
+def is_sensitive(name: str) -> bool:
+    """Passwords, credentials and JAAS configs are never sent back (DescribeConfigs gives null)."""
+    return name.endswith((".password", "sasl.jaas.config")) or name == "minibroker.scram.credentials"
