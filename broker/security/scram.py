@@ -127,8 +127,9 @@ def _unescape_user(name: str) -> str:
 class ScramServer:
     """One server-side SCRAM exchange: client-first -> server-first, client-final -> server-final."""
 
-    def __init__(self, mechanism: str, store: ScramStore) -> None:
+    def __init__(self, mechanism: str, store: ScramStore, server_nonce=lambda: secrets.token_urlsafe(18)) -> None:
         self.mechanism = mechanism
+        self._server_nonce = server_nonce  # tests pass RFC 7677's fixed nonce
         self.digest = BY_NAME[mechanism][1]
         self.store = store
         self.user: str | None = None
@@ -169,7 +170,7 @@ class ScramServer:
         self._credential = self.store.get(self.user, self.mechanism)
         if self._credential is None:
             raise self._fail()
-        self._nonce = attrs["r"] + secrets.token_urlsafe(18)
+        self._nonce = attrs["r"] + self._server_nonce()
         self._server_first = (f"r={self._nonce},s={base64.b64encode(self._credential.salt).decode()},"
                               f"i={self._credential.iterations}")
         return self._server_first.encode()
