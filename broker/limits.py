@@ -4,10 +4,12 @@ waits on the event loop).
 - ConnectionLimits: `max.connections` and `max.connections.per.ip`; a connection over either is
   closed as soon as it is accepted (Kafka instead delays accepting when the total is reached).
 - RequestBudget: `queued.max.requests` requests and `queued.max.request.bytes` request bytes may
-  be held at once across all connections; a connection whose next frame does not fit is not read
-  until others finish (Kafka mutes such channels the same way).
-- idle_or_stalled: `connections.max.idle.ms` without a request, or a request frame started and
-  not finished within `minibroker.request.receive.timeout.ms` (slow-loris), closes a connection.
+  be held at once across all connections, from reading a frame until its handler returns; a
+  connection whose next frame does not fit is not read until others finish (Kafka mutes such
+  channels the same way).
+- idle_or_stalled: `connections.max.idle.ms` without a request or without the client reading
+  its response, or a request frame started and not finished within
+  `minibroker.request.receive.timeout.ms` (slow-loris), closes a connection.
 - partition_limit_error: CreateTopics, CreatePartitions and auto-creation may not create more
   than `minibroker.max.partitions.per.request` partitions in one request (Kafka's
   POLICY_VIOLATION for an excessively large batch) nor exceed `minibroker.max.partitions`.
@@ -92,14 +94,20 @@ class RequestBudget:
             fut.set_result(None)
 
 
-def idle_or_stalled(now: float, last_activity: float, frame_started: float | None,
-                    idle_s: float, receive_timeout_s: float) -> str | None:
-    """Why a connection should be closed now, or None."""
+def idle_or_stalled(now: float, last_activity: float, frame_started: float | None, writing_since: float | None,
+                    busy: bool, idle_s: float, receive_timeout_s: float) -> str | None:
+    """Why a connection should be closed now, or None. A request being served (a long-polling
+    Fetch, a parked JoinGroup) is not idleness; a response the client has not taken for
+    connections.max.idle.ms is."""
+    if writing_since is not None:
+        if now - writing_since > idle_s:
+            return f"client has not read its response for connections.max.idle.ms={int(idle_s * 1000)}"
+        return None
     if frame_started is not None:
         if now - frame_started > receive_timeout_s:
             return f"request not received in full within minibroker.request.receive.timeout.ms={int(receive_timeout_s * 1000)}"
         return None
-    if now - last_activity > idle_s:
+    if not busy and now - last_activity > idle_s:
         return f"idle for longer than connections.max.idle.ms={int(idle_s * 1000)}"
     return None
 

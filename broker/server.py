@@ -81,10 +81,8 @@ class Server:
             await asyncio.sleep(interval)
             now = time.monotonic()
             for conn in list(self._connections):
-                if conn._busy:
-                    continue
-                reason = idle_or_stalled(now, conn.last_activity, conn.frame_started, self._idle_s,
-                                         self._receive_timeout_s)
+                reason = idle_or_stalled(now, conn.last_activity, conn.frame_started, conn.writing_since,
+                                         conn._busy, self._idle_s, self._receive_timeout_s)
                 if reason is not None:
                     log.info("closing connection", peer=conn.peer, reason=reason)
                     conn.abort()
@@ -119,6 +117,8 @@ class Connection:
         self.max_frame = broker.config["socket.request.max.bytes"]
         self.last_activity = time.monotonic()
         self.frame_started: float | None = None  # a frame's body is being received since then
+        self.writing_since: float | None = None  # a response is being written since then
+        self._held_bytes: int | None = None  # request bytes counted in the budget
 
     def stop_after_current(self) -> None:
         self._stopping = True
@@ -143,6 +143,7 @@ class Connection:
                     )
                 if not self.budget.try_acquire(size):
                     await self.budget.acquire(size)  # queued.max.request(s/.bytes): wait unread
+                self._held_bytes = size
                 try:
                     self.frame_started = time.monotonic()
                     try:
@@ -154,7 +155,7 @@ class Connection:
                     await self._serve(frame)
                 finally:
                     self._busy = False
-                    self.budget.release(size)
+                    self._release_budget()
                     self.last_activity = time.monotonic()
         except ClosingConnection as exc:
             log.warning("closing connection", peer=self.peer, reason=str(exc))
@@ -191,6 +192,9 @@ class Connection:
         except Exception as exc:  # noqa: BLE001 - a handler bug must not take the broker down
             log.exception("request handler failed", api_key=key, api_version=version, peer=self.peer)
             raise ClosingConnection(f"internal error handling api key {key} v{version}: {exc}") from None
+        # the request is served: its bytes and its queue slot are free while the response is sent
+        # (a client that never reads must not hold them)
+        self._release_budget()
         if result is NO_RESPONSE:
             return
         head = response_header(key, version, header.correlation_id)
@@ -201,11 +205,19 @@ class Connection:
         if self.session.close_reason is not None:
             raise ClosingConnection(self.session.close_reason)
 
+    def _release_budget(self) -> None:
+        if self._held_bytes is not None:
+            self.budget.release(self._held_bytes)
+            self._held_bytes = None
+
     async def _send(self, _correlation_id: int, head: bytes, body: bytes) -> None:
         self.writer.write(_INT32.pack(len(head) + len(body)) + head + body)
+        self.writing_since = time.monotonic()
         await self.writer.drain()
+        self.writing_since = None
 
     async def _send_raw(self, head: bytes, raw: RawResponse) -> None:
+        self.writing_since = time.monotonic()
         self.writer.write(_INT32.pack(len(head) + raw.size) + head)
         for part in raw.parts:
             if isinstance(part, (bytes, bytearray, memoryview)):
@@ -227,3 +239,4 @@ class Connection:
                 position += len(chunk)
                 remaining -= len(chunk)
         await self.writer.drain()
+        self.writing_since = None

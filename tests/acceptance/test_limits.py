@@ -94,8 +94,9 @@ def _rss_kb(pid: int) -> int:
 
 def test_clients_that_never_read_do_not_grow_memory(broker_factory):
     """Four connections pipeline Fetch requests for ~16 MB each and never read: the broker holds
-    about one chunk per connection, not whole responses, and keeps serving others."""
-    b = broker_factory()
+    about one chunk per connection, not whole responses, keeps serving others (the stalled ones
+    hold no queued.max.requests slot), and closes them after connections.max.idle.ms."""
+    b = broker_factory({"queued.max.requests": 2, "connections.max.idle.ms": 3000})
     with WireClient.to(b) as c:
         c.create_topics([("wide", 1)])
         _fill(c, "wide", 16, 1_000_000)
@@ -116,11 +117,12 @@ def test_clients_that_never_read_do_not_grow_memory(broker_factory):
         _, part = other.fetch("wide", 0, 15)
         assert part.error_code == 0
     growth_mb = (_rss_kb(b.proc.pid) - before) / 1024
-    for s in stalled:
-        s.close()
     print(f"stalled-reader RSS growth {growth_mb:.1f} MB")
     # without back-pressure each connection buffers a whole ~16 MB response (64 MB in all)
     assert growth_mb < 24, f"broker RSS grew {growth_mb:.1f} MB for 4 stalled readers"
+    b.wait_for_log("has not read its response", timeout=10)
+    for s in stalled:
+        s.close()
 
 
 def test_queued_request_bytes_bound_holds_a_request_until_memory_frees(broker_factory):

@@ -148,9 +148,11 @@ async def test_request_budget_waits_in_order_and_bounds_bytes():
 
 
 def test_idle_and_stall_and_partition_limits():
-    assert idle_or_stalled(10.0, 0.0, None, 5.0, 1.0).startswith("idle")
-    assert idle_or_stalled(10.0, 9.0, None, 5.0, 1.0) is None
-    assert idle_or_stalled(10.0, 9.9, 8.0, 5.0, 1.0).startswith("request not received")
+    assert idle_or_stalled(10.0, 0.0, None, None, False, 5.0, 1.0).startswith("idle")
+    assert idle_or_stalled(10.0, 0.0, None, None, True, 5.0, 1.0) is None  # a long poll is not idle
+    assert idle_or_stalled(10.0, 9.0, None, None, False, 5.0, 1.0) is None
+    assert idle_or_stalled(10.0, 9.9, 8.0, None, False, 5.0, 1.0).startswith("request not received")
+    assert "not read its response" in idle_or_stalled(10.0, 9.9, None, 4.0, True, 5.0, 1.0)
     config = {"minibroker.max.partitions.per.request": 100, "minibroker.max.partitions": 150}
     assert partition_limit_error(config, 0, 100) is None
     assert "excessively large" in partition_limit_error(config, 0, 101)
