@@ -11,7 +11,7 @@ import sys
 import structlog
 
 from broker import logging as broker_logging
-from broker.config import BrokerConfig, ConfigError, read_properties_file
+from broker.config import BrokerConfig, ConfigError, parse_listener_entry, read_properties_file
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -35,11 +35,10 @@ def build_config(args: argparse.Namespace) -> BrokerConfig:
     if args.data_dir:
         config.set("log.dirs", args.data_dir)
     if args.host is not None or args.port is not None:  # they override the first listener only
-        host, port = config.listener
+        first, _, rest = config["listeners"].partition(",")
+        name, host, port = parse_listener_entry(first, "listeners")
         host = args.host if args.host is not None else host
         port = args.port if args.port is not None else port
-        first, _, rest = config["listeners"].partition(",")
-        name = first.partition("://")[0].strip() if "://" in first else "PLAINTEXT"
         config.set("listeners", f"{name}://{host}:{port}" + (f",{rest}" if rest else ""))
     for item in args.set:
         key, sep, value = item.partition("=")

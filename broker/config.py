@@ -131,30 +131,26 @@ class BrokerConfig:
 
     # derived values -------------------------------------------------------------------------
     @property
-    def listener(self) -> tuple[str, int]:
-        return parse_listener(self["listeners"], "listeners")
-
-    @property
     def segment_ms(self) -> int:
         roll_ms = self["log.roll.ms"]
         return roll_ms if roll_ms is not None else self["log.roll.hours"] * 3600 * 1000
 
 
-def parse_listener(value: str, name: str) -> tuple[str, int]:
-    """host and port of the first NAME://host:port entry (the one --host/--port override)."""
-    first = value.split(",")[0].strip()
-    if "://" in first:
-        first = first.partition("://")[2]
-    host, sep, port = first.rpartition(":")
+def parse_listener_entry(entry: str, prop: str) -> tuple[str, str, int]:
+    """`NAME://host:port` (NAME defaults to PLAINTEXT) -> (NAME upper-cased, host, port)."""
+    name, sep, address = entry.strip().partition("://")
     if not sep:
-        raise ConfigError(f"{name}: expected host:port, got {value!r}")
+        name, address = "PLAINTEXT", entry.strip()
+    host, colon, port = address.rpartition(":")
+    if not colon:
+        raise ConfigError(f"{prop}: expected NAME://host:port, got {entry!r}")
     try:
         port_num = int(port)
     except ValueError:
-        raise ConfigError(f"{name}: invalid port {port!r}") from None
+        raise ConfigError(f"{prop}: invalid port {port!r} in {entry!r}") from None
     if not 0 <= port_num <= 65535:
-        raise ConfigError(f"{name}: port {port_num} out of range")
-    return host.strip("[]") or "0.0.0.0", port_num
+        raise ConfigError(f"{prop}: port {port_num} out of range in {entry!r}")
+    return name.strip().upper(), host.strip("[]"), port_num
 
 
 def read_properties_file(path: str) -> dict[str, str]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import ssl
 from dataclasses import dataclass, field
 
-from broker.config import ConfigError
+from broker.config import ConfigError, parse_listener_entry
 from broker.security.settings import SUPPORTED_MECHANISMS
 
 PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
@@ -39,21 +39,7 @@ class Listener:
 
 
 def _split_entries(value: str, prop: str) -> list[tuple[str, str, int]]:
-    entries = []
-    for raw in filter(None, (e.strip() for e in value.split(","))):
-        name, sep, address = raw.partition("://")
-        if not sep:
-            name, address = "PLAINTEXT", raw
-        host, colon, port = address.rpartition(":")
-        if not colon:
-            raise ConfigError(f"{prop}: expected NAME://host:port, got {raw!r}")
-        try:
-            port_num = int(port)
-        except ValueError:
-            raise ConfigError(f"{prop}: invalid port {port!r} in {raw!r}") from None
-        if not 0 <= port_num <= 65535:
-            raise ConfigError(f"{prop}: port {port_num} out of range in {raw!r}")
-        entries.append((name.strip().upper(), host.strip("[]"), port_num))
+    entries = [parse_listener_entry(raw, prop) for raw in value.split(",") if raw.strip()]
     if not entries:
         raise ConfigError(f"{prop}: no listener given")
     return entries
