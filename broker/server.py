@@ -81,6 +81,8 @@ class Server:
             await asyncio.sleep(interval)
             now = time.monotonic()
             for conn in list(self._connections):
+                if conn.aborted:  # e.g. still waiting for the request budget: goes when woken
+                    continue
                 reason = idle_or_stalled(now, conn.last_activity, conn.frame_started, conn.writing_since,
                                          conn._busy, self._idle_s, self._receive_timeout_s)
                 if reason is not None:
@@ -119,6 +121,7 @@ class Connection:
         self.frame_started: float | None = None  # a frame's body is being received since then
         self.writing_since: float | None = None  # a response is being written since then
         self._held_bytes: int | None = None  # request bytes counted in the budget
+        self.aborted = False
 
     def stop_after_current(self) -> None:
         self._stopping = True
@@ -126,6 +129,7 @@ class Connection:
             self.abort()
 
     def abort(self) -> None:
+        self.aborted = True
         self.writer.transport.abort()
 
     async def run(self) -> None:

@@ -132,8 +132,8 @@ def test_queued_request_bytes_bound_holds_a_request_until_memory_frees(broker_fa
         time.sleep(0.3)
         # a 30 kB Metadata request does not fit next to the 90 kB being received
         topics = [f"t{i:05d}-" + "x" * 20 for i in range(1000)]
-        req = MetadataRequest[1](topics=topics)
-        corr = waiter.send_request(req, 1)
+        req = MetadataRequest[4](topics=topics, allow_auto_topic_creation=False)
+        corr = waiter.send_request(req, 4)
         with pytest.raises(TimeoutError):
             waiter.recv_frame(timeout=1.0)
         holder.close()  # the broker drops the half-received request and frees its bytes

@@ -9,8 +9,19 @@ import struct
 import uuid
 
 import pytest
-from confluent_kafka import Consumer, KafkaException, Producer
-from confluent_kafka.admin import AdminClient, UserScramCredentialUpsertion, ScramCredentialInfo, ScramMechanism
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
+from confluent_kafka.admin import (
+    AclBinding,
+    AclOperation,
+    AclPermissionType,
+    AdminClient,
+    NewTopic,
+    ResourcePatternType,
+    ResourceType,
+    ScramCredentialInfo,
+    ScramMechanism,
+    UserScramCredentialUpsertion,
+)
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
 from kafka.errors import KafkaError as KPError
 from kafka.protocol.metadata import MetadataRequest, MetadataResponse
@@ -214,3 +225,35 @@ def test_tls_client_certificate_required(broker_factory, certs):
                              ssl_keyfile=str(certs.client_key))
     producer.send("tls-topic", b"kp").get(timeout=20)
     producer.close()
+
+
+def test_sasl_handshake_on_a_plaintext_listener_is_illegal_state(secure_broker):
+    with WireClient("127.0.0.1", secure_broker.ports["PLAINTEXT"]) as c:
+        resp = _sasl_handshake(c, "PLAIN")
+        assert struct.unpack(">ih", resp[:6]) == (1, 34)  # ILLEGAL_SASL_STATE, connection kept
+        c.api_versions()
+
+
+def test_tls_client_certificate_is_the_principal_for_acls(broker_factory, certs):
+    overrides = {**security_overrides(certs, client_auth="required"),
+                 "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+                 "super.users": "User:admin"}
+    b = broker_factory(overrides)
+    b.ports = listener_ports(b)
+    admin = AdminClient(ck_conf(b, "SASL_PLAINTEXT", certs, **{"sasl.mechanism": "PLAIN", "sasl.username": "admin",
+                                                               "sasl.password": "admin-secret"}))
+    for fut in admin.create_topics([NewTopic("cert-ok", 1), NewTopic("cert-no", 1)]).values():
+        fut.result(15)
+    grant = AclBinding(ResourceType.TOPIC, "cert-ok", ResourcePatternType.LITERAL, f"User:{certs.client_dn}", "*",
+                       AclOperation.WRITE, AclPermissionType.ALLOW)
+    for fut in admin.create_acls([grant]).values():
+        fut.result(15)
+    conf = ck_conf(b, "SSL", certs, **{"ssl.certificate.location": str(certs.client_cert),
+                                       "ssl.key.location": str(certs.client_key), "message.timeout.ms": 8000})
+    results = {}
+    producer = Producer(conf)
+    for topic in ("cert-ok", "cert-no"):
+        producer.produce(topic, b"v", on_delivery=lambda err, msg, t=topic: results.__setitem__(t, err))
+    producer.flush(15)
+    assert results["cert-ok"] is None
+    assert results["cert-no"].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
