@@ -12,13 +12,25 @@ waits on the event loop).
   `minibroker.request.receive.timeout.ms` (slow-loris), closes a connection.
 - partition_limit_error: CreateTopics, CreatePartitions and auto-creation may not create more
   than `minibroker.max.partitions.per.request` partitions in one request (Kafka's
-  POLICY_VIOLATION for an excessively large batch) nor exceed `minibroker.max.partitions`.
+  POLICY_VIOLATION for an excessively large batch) nor exceed `minibroker.max.partitions`, nor
+  leave fewer than FD_RESERVE file descriptors free (each partition keeps one open).
+- raise_open_file_limit: like the JVM under Kafka (-XX:+MaxFDLimit), raise the soft limit on
+  open files to the hard limit at startup.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 from collections import Counter, deque
+
+try:
+    import resource
+except ImportError:  # not on Windows
+    resource = None
+
+# descriptors kept free for connections, new segments and lazily imported modules
+FD_RESERVE = 256
 
 
 class ConnectionLimits:
@@ -122,4 +134,35 @@ def partition_limit_error(config, existing_partitions: int, requested: int) -> s
     if existing_partitions + requested > total:
         return (f"the broker would have {existing_partitions + requested} partitions, more than "
                 f"minibroker.max.partitions={total}")
+    free = free_file_descriptors()
+    if free is not None and requested > free - FD_RESERVE:
+        return (f"{requested} new partitions would leave fewer than {FD_RESERVE} of the {free} free file "
+                "descriptors; raise the open-files limit (ulimit -n)")
     return None
+
+
+def free_file_descriptors() -> int | None:
+    """Open-file headroom of this process, or None where it cannot be counted."""
+    if resource is None:
+        return None
+    limit = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    if limit == resource.RLIM_INFINITY:
+        return None
+    for fd_dir in ("/proc/self/fd", "/dev/fd"):
+        if os.path.isdir(fd_dir):
+            return limit - len(os.listdir(fd_dir))
+    return None
+
+
+def raise_open_file_limit() -> tuple[int, int] | None:
+    """Raise the soft open-files limit to the hard one; returns (old, new) when it changed."""
+    if resource is None:
+        return None
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY or soft == hard:
+        return None
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    except (ValueError, OSError):  # macOS refuses RLIM_INFINITY for files
+        return None
+    return soft, hard

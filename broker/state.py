@@ -13,6 +13,7 @@ import time
 import structlog
 
 from broker.config import BrokerConfig
+from broker.limits import raise_open_file_limit
 from broker.security.service import Security
 from broker.server import Server
 from broker.waiters import DataWaiters
@@ -47,6 +48,9 @@ class Broker:
     # --- lifecycle ------------------------------------------------------------------------------
     async def start(self) -> None:
         started = time.monotonic()
+        raised = raise_open_file_limit()  # startup opens every segment (broker/limits.py)
+        if raised:
+            log.info("open file limit raised", soft_limit_was=raised[0], soft_limit=raised[1])
         self.logs.open()
         await self.groups.load()  # replays __consumer_offsets
         await self.txns.load()  # replays __transaction_state, completes or aborts what was open

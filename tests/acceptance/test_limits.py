@@ -6,14 +6,17 @@ partition limits on CreateTopics/CreatePartitions/auto-creation."""
 from __future__ import annotations
 
 import os
+import resource
 import socket
 import struct
+import sys
 import time
 
 import pytest
 from kafka.protocol.admin import CreatePartitionsRequest, CreatePartitionsResponse
 from kafka.protocol.metadata import MetadataRequest
 
+from tests.support.broker import BrokerProcess
 from tests.support.helpers import wait_until
 from tests.support.wire import ConnectionClosed, WireClient, build_batch, build_fetch_request, frame, request_header
 
@@ -162,3 +165,49 @@ def test_partition_limits_on_create_topics_partitions_and_auto_creation(broker_f
         md = c.metadata(["auto3"], version=9, allow_auto_topic_creation=True)
         assert md.topics[0].error_code == 3
     b.wait_for_log("topics not auto-created")
+
+
+class LimitedBroker(BrokerProcess):
+    """A broker started with soft and hard open-file limits of `nofile` (via a tiny exec wrapper,
+    so the test process keeps its own limits)."""
+
+    nofile = 600
+
+    def command(self) -> list[str]:
+        cmd = super().command()
+        wrapper = ("import os, resource, sys; resource.setrlimit(resource.RLIMIT_NOFILE, "
+                   f"({self.nofile}, {self.nofile})); os.execv(sys.executable, sys.argv[1:])")
+        return [sys.executable, "-c", wrapper, *cmd]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="counts /proc/self/fd")
+def test_topic_creation_cannot_exhaust_file_descriptors(tmp_path):
+    b = LimitedBroker(tmp_path / "data").start()
+    try:
+        with WireClient.to(b) as c:
+            resp = c.create_topics([("fd-hog", 500)])  # one descriptor per partition: 500 of ~570 free
+            assert [(t.name, t.error_code) for t in resp.topics] == [("fd-hog", POLICY_VIOLATION)]
+            assert "file descriptors" in resp.topics[0].error_message
+            assert [t.error_code for t in c.create_topics([("fits", 100)]).topics] == [0]
+        with WireClient.to(b) as other:  # the broker still has descriptors for new clients
+            other.api_versions()
+    finally:
+        b.stop()
+
+
+def test_soft_open_file_limit_is_raised_to_the_hard_limit(tmp_path):
+    class SoftLimited(BrokerProcess):
+        def command(self) -> list[str]:
+            wrapper = ("import os, resource, sys; hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]; "
+                       "resource.setrlimit(resource.RLIMIT_NOFILE, (min(256, hard), hard)); "
+                       "os.execv(sys.executable, sys.argv[1:])")
+            return [sys.executable, "-c", wrapper, *super().command()]
+
+    b = SoftLimited(tmp_path / "data").start()
+    try:
+        hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+        if hard > 256:
+            line = b.wait_for_log("open file limit raised")
+            assert '"soft_limit_was": 256' in line
+    finally:
+        b.stop()
