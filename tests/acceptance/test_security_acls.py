@@ -201,3 +201,17 @@ def test_transactional_id_and_idempotence_authorization(acl_broker):
     assert produce_error(conf(acl_broker, "bob", **{"enable.idempotence": True}),
                          "txn-out").code() in (KafkaError.CLUSTER_AUTHORIZATION_FAILED,
                                                KafkaError.TOPIC_AUTHORIZATION_FAILED)
+
+
+def test_cluster_and_group_authorized_operations(acl_broker):
+    admin = AdminClient(conf(acl_broker, "admin"))
+    create_acls(admin, [allow(ResourceType.GROUP, "ops-group", "User:alice", AclOperation.READ),
+                        allow(ResourceType.BROKER, "kafka-cluster", "User:alice", AclOperation.DESCRIBE)])
+    alice = AdminClient(conf(acl_broker, "alice"))
+    cluster = alice.describe_cluster(include_authorized_operations=True, request_timeout=15).result(15)
+    assert set(cluster.authorized_operations) == {AclOperation.DESCRIBE}
+    group = alice.describe_consumer_groups(["ops-group"], include_authorized_operations=True)["ops-group"].result(15)
+    assert set(group.authorized_operations) == {AclOperation.READ, AclOperation.DESCRIBE}
+    with pytest.raises(KafkaException) as err:
+        alice.describe_consumer_groups(["other-group"])["other-group"].result(15)
+    assert err.value.args[0].code() == KafkaError.GROUP_AUTHORIZATION_FAILED
