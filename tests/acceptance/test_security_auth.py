@@ -6,6 +6,8 @@ restart; wrong credentials and requests before authentication close the connecti
 from __future__ import annotations
 
 import struct
+import subprocess
+import sys
 import uuid
 
 import pytest
@@ -26,6 +28,7 @@ from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
 from kafka.errors import KafkaError as KPError
 from kafka.protocol.metadata import MetadataRequest, MetadataResponse
 
+from tests.support.broker import REPO_ROOT
 from tests.support.security import KEY_PASSWORD, listener_ports, make_certs, plain_jaas
 from tests.support.wire import WireClient, encode_uvarint, frame, request_header
 
@@ -257,3 +260,23 @@ def test_tls_client_certificate_is_the_principal_for_acls(broker_factory, certs)
     producer.flush(15)
     assert results["cert-ok"] is None
     assert results["cert-no"].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+
+
+@pytest.mark.parametrize("settings,named", [
+    (["listeners=PLAINTEXT://127.0.0.1:0,FOO://127.0.0.1:0"], "FOO"),
+    (["listeners=SSL://127.0.0.1:0"], "ssl.keystore.location"),
+    (["listeners=SASL_PLAINTEXT://127.0.0.1:0"], "plain.sasl.jaas.config"),
+    (["listeners=SASL_PLAINTEXT://127.0.0.1:0", "sasl.enabled.mechanisms=GSSAPI"], "sasl.enabled.mechanisms"),
+    (["minibroker.scram.credentials=SCRAM-SHA-1=[name=a,password=b]"], "minibroker.scram.credentials"),
+    (["authorizer.class.name=com.example.MyAuthorizer"], "authorizer.class.name"),
+    (["listener.name.plaintext.ssl.client.auth=sometimes"], "listener.name.plaintext.ssl.client.auth"),
+], ids=["unmapped-listener", "tls-without-keystore", "plain-without-jaas", "gssapi", "bad-scram", "authorizer",
+        "per-listener-value"])
+def test_bad_security_settings_stop_startup(tmp_path, settings, named):
+    args = [a for s in settings for a in ("--set", s)]
+    res = subprocess.run([sys.executable, "-m", "broker", "--data-dir", str(tmp_path / "data"),
+                          "--port-file", str(tmp_path / "port"), *args],
+                         cwd=str(REPO_ROOT), capture_output=True, text=True, timeout=30)
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert named in res.stdout + res.stderr
+    assert not (tmp_path / "port").exists()
