@@ -5,6 +5,7 @@ restart; wrong credentials and requests before authentication close the connecti
 
 from __future__ import annotations
 
+import asyncio
 import struct
 import subprocess
 import sys
@@ -280,3 +281,28 @@ def test_bad_security_settings_stop_startup(tmp_path, settings, named):
     assert res.returncode == 2, res.stdout + res.stderr
     assert named in res.stdout + res.stderr
     assert not (tmp_path / "port").exists()
+
+
+@pytest.mark.parametrize("mechanism,user,password", [("PLAIN", "alice", "alice-secret"),
+                                                     ("SCRAM-SHA-256", "scram256", "pw256")])
+async def test_aiokafka_sasl_ssl(secure_broker, certs, mechanism, user, password):
+    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+    from aiokafka.helpers import create_ssl_context
+
+    conf = dict(bootstrap_servers=f"127.0.0.1:{secure_broker.ports['SASL_SSL']}", security_protocol="SASL_SSL",
+                ssl_context=create_ssl_context(cafile=str(certs.ca)), sasl_mechanism=mechanism,
+                sasl_plain_username=user, sasl_plain_password=password)
+    topic = f"aio-{mechanism.lower()}"
+    producer = AIOKafkaProducer(**conf, acks="all")
+    await producer.start()
+    try:
+        await producer.send_and_wait(topic, b"aio")
+    finally:
+        await producer.stop()
+    consumer = AIOKafkaConsumer(topic, **conf, auto_offset_reset="earliest")
+    await consumer.start()
+    try:
+        msg = await asyncio.wait_for(consumer.getone(), 20)
+        assert msg.value == b"aio"
+    finally:
+        await consumer.stop()
