@@ -22,6 +22,7 @@ from broker.handlers import api_versions
 from broker.limits import ConnectionLimits, RequestBudget, idle_or_stalled
 from broker.security.listeners import finish_binding, tls_principal
 from broker.security.sasl import ANONYMOUS, Session
+from broker.security.scram import AuthenticationFailed
 from protocol.codec import DecodeError, decode_request, encode_response, request_class
 from protocol.frames import API_VERSIONS_KEY, parse_request_header, response_header
 
@@ -156,6 +157,9 @@ class Connection:
                         return
                     self.frame_started = None
                     self._busy = True
+                    if self.session.raw_tokens and not self.session.authenticated:
+                        await self._serve_raw_sasl_token(frame)
+                        continue
                     await self._serve(frame)
                 finally:
                     self._busy = False
@@ -208,6 +212,14 @@ class Connection:
             await self._send(header.correlation_id, head, encode_response(result))
         if self.session.close_reason is not None:
             raise ClosingConnection(self.session.close_reason)
+
+    async def _serve_raw_sasl_token(self, token: bytes) -> None:
+        try:
+            challenge = self.session.evaluate_raw_token(token)
+        except AuthenticationFailed as exc:
+            raise ClosingConnection(f"authentication failed on listener {self.session.listener.name}: {exc}") from None
+        self.writer.write(_INT32.pack(len(challenge)) + challenge)
+        await self.writer.drain()
 
     def _release_budget(self) -> None:
         if self._held_bytes is not None:

@@ -83,6 +83,7 @@ class Session:
         self.principal = principal
         self.authenticated = not listener.uses_sasl
         self.mechanism_server = None  # set by SaslHandshake
+        self.raw_tokens = False  # SaslHandshake v0: the tokens follow as bare length-prefixed frames
         self.close_reason: str | None = None  # set when Kafka answers and then closes the connection
 
     def refusal(self, api_key: int) -> str | None:
@@ -94,3 +95,12 @@ class Session:
         if api_key == SASL_AUTHENTICATE and self.mechanism_server is not None:
             return None
         return f"api key {api_key} received before SASL authentication completed on listener {self.listener.name}"
+
+    def evaluate_raw_token(self, token: bytes) -> bytes:
+        """One SASL token after a SaslHandshake v0 (no Kafka header); returns the server's token.
+        Raises AuthenticationFailed (Kafka then closes the connection without an answer)."""
+        challenge, finished = self.mechanism_server.evaluate(token)
+        if finished:
+            self.principal = f"User:{self.mechanism_server.user}"
+            self.authenticated = True
+        return challenge

@@ -181,10 +181,12 @@ def test_wire_wrong_credentials_answer_58_and_close(secure_broker):
 
 
 def test_wire_request_before_authentication_closes(secure_broker):
+    since = secure_broker.log_size()
     with WireClient("127.0.0.1", secure_broker.ports["SASL_PLAINTEXT"]) as c:
         c.api_versions()  # allowed before authentication
-        c.send_frame(request_header(3, 9, 5, flexible=True) + b"\x01\x00\x00")  # Metadata v9, no topics
+        c.send_frame(request_header(3, 9, 5, flexible=True) + b"\x01\x00\x00\x00\x00")  # Metadata v9, no topics
         c.wait_closed()
+    secure_broker.wait_for_log("api key 3 received before SASL authentication", since)
 
 
 def test_wire_unknown_mechanism_is_refused_and_closed(secure_broker):
@@ -306,3 +308,19 @@ async def test_aiokafka_sasl_ssl(secure_broker, certs, mechanism, user, password
         assert msg.value == b"aio"
     finally:
         await consumer.stop()
+
+
+def test_sasl_handshake_v0_then_bare_tokens(secure_broker):
+    """Before Kafka 1.0 the SASL tokens followed SaslHandshake v0 without a Kafka header."""
+    with WireClient("127.0.0.1", secure_broker.ports["SASL_PLAINTEXT"]) as c:
+        raw = b"PLAIN"
+        c.send_frame(request_header(17, 0, 7) + struct.pack(">h", len(raw)) + raw)
+        assert struct.unpack(">ih", c.recv_frame()[:6]) == (7, 0)
+        c.send_frame(b"\0alice\0alice-secret")
+        assert c.recv_frame() == b""  # PLAIN's empty server token
+        assert c.metadata([], version=9).brokers  # other requests are served now
+    with WireClient("127.0.0.1", secure_broker.ports["SASL_PLAINTEXT"]) as c:
+        c.send_frame(request_header(17, 0, 7) + struct.pack(">h", len(raw)) + raw)
+        c.recv_frame()
+        c.send_frame(b"\0alice\0wrong")
+        assert c.wait_closed() == b""
