@@ -5,6 +5,7 @@ import asyncio
 
 from broker.security.acls import Operation as Op, ResourceType as Res
 from protocol.codec import millis
+from protocol.errors import ErrorCode
 
 API_KEY = 11
 MIN_VERSION, MAX_VERSION = 0, 9

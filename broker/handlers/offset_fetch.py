@@ -13,7 +13,10 @@ def _fetch(ctx, group_id: str, topics, require_stable: bool) -> tuple[int, list[
     # authorization (Kafka: DESCRIBE on the group; DESCRIBE on each topic, whose offsets are
     # otherwise TOPIC_AUTHORIZATION_FAILED, or left out when all topics were asked for)
     if not ctx.allowed(Op.DESCRIBE, Res.GROUP, group_id):
-        return ErrorCode.group_authorization_failed, []
+        denied = ErrorCode.group_authorization_failed
+        return denied, [dict(name=t.name, partitions=[
+            dict(partition_index=p, committed_offset=-1, committed_leader_epoch=-1, metadata="", error_code=denied)
+            for p in t.partition_indexes]) for t in topics or ()]
     if topics is None:
         wanted = None
     else:

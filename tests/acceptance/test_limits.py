@@ -18,7 +18,7 @@ from kafka.protocol.metadata import MetadataRequest
 
 from tests.support.broker import BrokerProcess
 from tests.support.helpers import wait_until
-from tests.support.wire import ConnectionClosed, WireClient, build_batch, build_fetch_request, frame, request_header
+from tests.support.wire import ConnectionClosed, WireClient, build_batch, build_fetch_request
 
 pytestmark = pytest.mark.timeout(90)
 

@@ -31,7 +31,7 @@ from kafka.protocol.metadata import MetadataRequest, MetadataResponse
 
 from tests.support.broker import REPO_ROOT
 from tests.support.security import KEY_PASSWORD, listener_ports, make_certs, plain_jaas
-from tests.support.wire import WireClient, encode_uvarint, frame, request_header
+from tests.support.wire import WireClient, encode_uvarint, request_header
 
 pytestmark = pytest.mark.timeout(90)
 
