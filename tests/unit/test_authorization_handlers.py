@@ -3,27 +3,47 @@ error code Kafka uses, over each advertised version (the response must also enco
 
 from __future__ import annotations
 
+import datetime
+import uuid
 from types import SimpleNamespace
 
 import pytest
 
+from kio.serial import entity_reader
+
 from broker.handlers import (
     add_offsets_to_txn,
+    add_partitions_to_txn,
+    create_partitions,
+    create_topics,
     delete_groups,
+    delete_topics,
+    describe_configs,
     describe_groups,
+    describe_producers,
+    describe_transactions,
     end_txn,
+    fetch,
     find_coordinator,
     heartbeat,
     init_producer_id,
     join_group,
     leave_group,
     list_groups,
+    list_offsets,
+    list_transactions,
+    metadata,
     offset_commit,
+    offset_delete,
     offset_fetch,
+    offset_for_leader_epoch,
+    produce,
     sync_group,
+    txn_offset_commit,
 )
+from protocol.codec import build, request_class, response_class
 from protocol.errors import ErrorCode as E
-from tests.unit.test_groups_handlers import PROTOCOLS, call, make_broker, ms
+from tests.unit.test_groups_handlers import PROTOCOLS, call, ctx_for, make_broker, ms
 
 
 class DenyAll:
@@ -131,3 +151,119 @@ async def test_transactional_apis(version):
         r = await call(b, add_offsets_to_txn, version, transactional_id="tx", producer_id=1, producer_epoch=0,
                        group_id="g")
         assert r.error_code == E.transactional_id_authorization_failed
+
+
+# --- topic-level APIs: a broker with one topic "t" whose storage must never be reached --------
+def topic_broker():
+    b = denying_broker()
+    info = SimpleNamespace(name="t", topic_id=uuid.uuid4(), num_partitions=1, internal=False)
+    b.logs = SimpleNamespace(topics={"t": info}, cluster_id="c", get_log=lambda *_: pytest.fail("storage reached"))
+    b.get_log = b.logs.get_log
+    b.config = {"fetch.max.bytes": 1 << 20, "num.partitions": 1, "auto.create.topics.enable": True,
+                "minibroker.max.partitions.per.request": 10, "minibroker.max.partitions": 10}
+    return b
+
+
+def decode(module, version, raw):
+    """A RawResponse (Fetch is hand-encoded) decoded with kio's reader."""
+    return entity_reader(response_class(module.API_KEY, version))(b"".join(bytes(p) for p in raw.parts), 0)[0]
+
+
+@pytest.mark.parametrize("version", range(3, 13))
+async def test_produce(version):
+    b = topic_broker()
+    fields = dict(acks=-1, timeout=ms(1000), topic_data=[dict(name="t", partition_data=[dict(index=0, records=b"")])])
+    r = await call(b, produce, version, transactional_id=None, **fields)
+    assert r.responses[0].partition_responses[0].error_code == E.topic_authorization_failed
+    r = await call(b, produce, version, transactional_id="tx", **fields)
+    assert r.responses[0].partition_responses[0].error_code == E.transactional_id_authorization_failed
+
+
+@pytest.mark.parametrize("version", range(4, 13))
+async def test_fetch(version):
+    req = build(request_class(fetch.API_KEY, version), dict(
+        replica_id=-1, max_wait=ms(1000), min_bytes=1, max_bytes=1 << 20, isolation_level=0,
+        topics=[dict(topic="t", partitions=[dict(partition=0, fetch_offset=0, partition_max_bytes=1 << 20)])]))
+    raw = await fetch.handle(ctx_for(topic_broker(), fetch, version), req)
+    assert decode(fetch, version, raw).responses[0].partitions[0].error_code == E.topic_authorization_failed
+
+
+@pytest.mark.parametrize("version", range(1, 11))
+async def test_list_offsets(version):
+    r = await call(topic_broker(), list_offsets, version, replica_id=-1, isolation_level=0,
+                   topics=[dict(name="t", partitions=[dict(partition_index=0, timestamp=datetime.datetime.now())])])
+    assert r.topics[0].partitions[0].error_code == E.topic_authorization_failed
+
+
+@pytest.mark.parametrize("version", range(2, 5))
+async def test_offset_for_leader_epoch(version):
+    r = await call(topic_broker(), offset_for_leader_epoch, version, replica_id=-1,
+                   topics=[dict(topic="t", partitions=[dict(partition=0, current_leader_epoch=-1, leader_epoch=0)])])
+    assert r.topics[0].partitions[0].error_code == E.topic_authorization_failed
+
+
+@pytest.mark.parametrize("version", range(0, 14))
+async def test_metadata(version):
+    b = topic_broker()
+    r = await call(b, metadata, version, topics=[dict(name="t"), dict(name="new")], allow_auto_topic_creation=True)
+    assert [t.error_code for t in r.topics] == [E.topic_authorization_failed] * 2
+    if version >= 1:
+        r = await call(b, metadata, version, topics=None, allow_auto_topic_creation=False)
+        assert r.topics == ()  # all-topics requests leave out what may not be described
+
+
+@pytest.mark.parametrize("version", range(2, 8))
+async def test_create_delete_and_grow_topics(version):
+    b = topic_broker()
+    r = await call(b, create_topics, version, topics=[dict(name="n", num_partitions=1, replication_factor=1,
+                                                           assignments=[], configs=[])],
+                   timeout=ms(1000), validate_only=False)
+    assert r.topics[0].error_code == E.topic_authorization_failed
+    dv = min(version, 6)
+    fields = dict(topics=[dict(name="t", topic_id=uuid.UUID(int=0))]) if dv >= 6 else dict(topic_names=["t"])
+    r = await call(b, delete_topics, dv, timeout=ms(1000), **fields)
+    assert r.responses[0].error_code == E.topic_authorization_failed
+    r = await call(b, create_partitions, min(version, 3), topics=[dict(name="t", count=2, assignments=None)],
+                   timeout=ms(1000), validate_only=False)
+    assert r.results[0].error_code == E.topic_authorization_failed
+
+
+@pytest.mark.parametrize("version", range(1, 5))
+async def test_describe_configs(version):
+    r = await call(topic_broker(), describe_configs, version, resources=[
+        dict(resource_type=2, resource_name="t", configuration_keys=None),
+        dict(resource_type=4, resource_name="", configuration_keys=None)])
+    assert [x.error_code for x in r.results] == [E.topic_authorization_failed, E.cluster_authorization_failed]
+
+
+async def test_producers_and_transactions_inspection():
+    b = topic_broker()
+    b.txns = SimpleNamespace(list_transactions=lambda *_: ([], [dict(transactional_id="tx", producer_id=1,
+                                                                        transaction_state="Ongoing")]))
+    r = await call(b, describe_producers, 0, topics=[dict(name="t", partition_indexes=[0])])
+    assert r.topics[0].partitions[0].error_code == E.topic_authorization_failed
+    r = await call(b, describe_transactions, 0, transactional_ids=["tx"])
+    assert r.transaction_states[0].error_code == E.transactional_id_authorization_failed
+    r = await call(b, list_transactions, 1, state_filters=[], producer_id_filters=[])
+    assert r.transaction_states == ()
+
+
+@pytest.mark.parametrize("version", range(0, 5))
+async def test_add_partitions_and_txn_offset_commit(version):
+    b = topic_broker()
+    if version <= 3:
+        r = await call(b, add_partitions_to_txn, version, v3_and_below_transactional_id="tx",
+                       v3_and_below_producer_id=1, v3_and_below_producer_epoch=0,
+                       v3_and_below_topics=[dict(name="t", partitions=[0])])
+        code = r.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code
+        assert code == E.transactional_id_authorization_failed
+    r = await call(b, txn_offset_commit, version, transactional_id="tx", group_id="g", producer_id=1,
+                   producer_epoch=0, topics=[dict(name="t", partitions=[dict(partition_index=0, committed_offset=1,
+                                                                             committed_metadata=None)])])
+    assert r.topics[0].partitions[0].error_code == E.transactional_id_authorization_failed
+
+
+async def test_offset_delete():
+    r = await call(topic_broker(), offset_delete, 0, group_id="g",
+                   topics=[dict(name="t", partitions=[dict(partition_index=0)])])
+    assert r.error_code == E.group_authorization_failed
