@@ -9,7 +9,7 @@ listener the client came in on, as Kafka does). TLS contexts come from PEM files
 from __future__ import annotations
 
 import ssl
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from broker.config import ConfigError, parse_listener_entry
 from broker.security.settings import SUPPORTED_MECHANISMS
@@ -27,7 +27,7 @@ class Listener:
     mechanisms: tuple[str, ...] = ()
     advertised_host: str = ""
     advertised_port: int = 0
-    bound_port: int = field(default=0)
+    bound_port: int = 0
 
     @property
     def uses_sasl(self) -> bool:
