@@ -48,6 +48,7 @@ class Server:
         self._idle_s = config["connections.max.idle.ms"] / 1000
         self._receive_timeout_s = config["minibroker.request.receive.timeout.ms"] / 1000
         self._watchdog: asyncio.Task | None = None
+        self._refused, self._refusal_logged_at = 0, float("-inf")
 
     async def start(self, listeners) -> None:
         """Bind every listener (broker/security/listeners.py), TLS ones with their context."""
@@ -64,7 +65,7 @@ class Server:
         ip = peer[0] if isinstance(peer, tuple) else str(peer)
         refusal = self.limits.admit(ip)
         if refusal is not None:
-            log.warning("connection refused", peer=peer, listener=listener.name, reason=refusal)
+            self._log_refusal(ip, listener.name, refusal)
             writer.transport.abort()
             return
         principal = tls_principal(writer.get_extra_info("peercert")) if listener.uses_tls else None
@@ -75,6 +76,14 @@ class Server:
         finally:
             self._connections.discard(conn)
             self.limits.release(ip)
+
+    def _log_refusal(self, ip: str, listener: str, reason: str) -> None:
+        """At most one warning a second: a client reconnecting in a loop must not flood the log."""
+        self._refused += 1
+        now = time.monotonic()
+        if now - self._refusal_logged_at >= 1.0:
+            log.warning("connections refused", ip=ip, listener=listener, reason=reason, count=self._refused)
+            self._refused, self._refusal_logged_at = 0, now
 
     async def _close_idle_and_stalled(self) -> None:
         interval = min(1.0, max(0.05, min(self._idle_s, self._receive_timeout_s) / 4))

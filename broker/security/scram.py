@@ -167,6 +167,9 @@ class ScramServer:
         if "n" not in attrs or "r" not in attrs:
             raise AuthenticationFailed("SCRAM client-first message lacks n= or r=")
         self.user = _unescape_user(attrs["n"])
+        if parts[1] and parts[1] != f"a={attrs['n']}":
+            raise AuthenticationFailed("Authentication failed: Client requested an authorization id that is "
+                                       "different from username")
         self._credential = self.store.get(self.user, self.mechanism)
         if self._credential is None:
             raise self._fail()

@@ -49,6 +49,9 @@ def test_scram_wrong_proof_unknown_user_and_persistence(tmp_path):
         ScramServer("SCRAM-SHA-512", store).evaluate(b"n,,n=user,r=abc")  # no SHA-512 credential
     with pytest.raises(AuthenticationFailed):
         ScramServer("SCRAM-SHA-256", store).evaluate(b"p=tls-unique,,n=user,r=abc")  # channel binding
+    with pytest.raises(AuthenticationFailed):
+        ScramServer("SCRAM-SHA-256", store).evaluate(b"n,a=admin,n=user,r=abc")  # someone else's identity
+    assert ScramServer("SCRAM-SHA-256", store).evaluate(b"n,a=user,n=user,r=abc")[1] is False
     store.save()
     again = ScramStore(str(tmp_path))
     assert again.get("user", "SCRAM-SHA-256") == store.get("user", "SCRAM-SHA-256")
