@@ -140,7 +140,12 @@ def test_kafka_python_sasl_ssl(secure_broker, certs, mechanism, user, password):
     producer.close()
     consumer = KafkaConsumer(topic, **conf, auto_offset_reset="earliest", consumer_timeout_ms=15000)
     try:
-        assert [m.value for m in consumer][:3] == [b"v0", b"v1", b"v2"]
+        values = []
+        for message in consumer:  # stops after consumer_timeout_ms without a message
+            values.append(message.value)
+            if len(values) == 3:
+                break
+        assert values == [b"v0", b"v1", b"v2"]
     finally:
         consumer.close()
 
