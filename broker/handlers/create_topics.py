@@ -1,5 +1,7 @@
 """CreateTopics (19): one replica on this broker; configs use Kafka's topic property names."""
 
+import asyncio
+
 from broker.limits import partition_limit_error
 from broker.security.acls import CLUSTER_NAME, Operation as Op, ResourceType as Res
 from protocol.errors import ErrorCode
@@ -53,7 +55,13 @@ async def handle(ctx, req):
                     for t in req.topics if t.name not in denied and t.name not in broker.logs.topics)
     refusal = partition_limit_error(broker.config, sum(i.num_partitions for i in broker.logs.topics.values()),
                                     requested) if requested else None
-    topics = [_refused(t, ErrorCode.topic_authorization_failed) if t.name in denied
-              else _refused(t, ErrorCode.policy_violation, refusal) if refusal
-              else _create(broker, t, req.validate_only) for t in req.topics]
+    topics = []
+    for t in req.topics:
+        if t.name in denied:
+            topics.append(_refused(t, ErrorCode.topic_authorization_failed))
+        elif refusal:
+            topics.append(_refused(t, ErrorCode.policy_violation, refusal))
+        else:
+            topics.append(_create(broker, t, req.validate_only))
+            await asyncio.sleep(0)  # let other clients in between topics (creation is synchronous)
     return ctx.response(throttle_time_ms=0, topics=topics)

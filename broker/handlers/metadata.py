@@ -7,6 +7,7 @@ the partition limits of broker/limits.py (the rest answer the retriable UNKNOWN_
 so a client retrying creates them over several requests instead of one long stall).
 """
 
+import asyncio
 import uuid
 
 import structlog
@@ -87,6 +88,8 @@ async def handle(ctx, req):
             elif name not in broker.logs.topics:
                 error = _created_or_refused(ctx, name, budget) if allow_create else ErrorCode.unknown_topic_or_partition
                 entries.append(topic_entry(broker, name, error))
+                if allow_create:
+                    await asyncio.sleep(0)  # let other clients in between auto-created topics
             else:
                 entries.append(topic_entry(broker, name))
         if budget[2]:

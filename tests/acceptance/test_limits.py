@@ -211,3 +211,27 @@ def test_soft_open_file_limit_is_raised_to_the_hard_limit(tmp_path):
             assert '"soft_limit_was": 256' in line
     finally:
         b.stop()
+
+
+def test_other_clients_are_served_while_many_topics_are_created(broker):
+    """A CreateTopics for many topics yields between topics: a client that asks something after
+    creation has started is answered before that CreateTopics finishes."""
+    from kafka.protocol.admin import CreateTopicsRequest
+
+    T = CreateTopicsRequest.CreatableTopic
+    since = broker.log_size()
+    with WireClient.to(broker) as creator, WireClient.to(broker) as other:
+        req = CreateTopicsRequest(topics=[T(name=f"many-{i:04d}", num_partitions=1, replication_factor=1,
+                                            assignments=[], configs=[]) for i in range(600)],
+                                  timeout_ms=60000, validate_only=False)
+        creator.send_request(req, 5)
+        broker.wait_for_log("many-0000", since)  # creation has started
+        other.api_versions()
+        creator.sock.setblocking(False)
+        try:
+            pending = creator.sock.recv(1)
+        except BlockingIOError:
+            pending = b""
+        creator.sock.setblocking(True)
+        assert pending == b"", "ApiVersions was answered only after the whole CreateTopics"
+        assert creator.recv_frame(timeout=60)
