@@ -46,6 +46,8 @@ PROPERTIES: dict[str, Property] = {
         Property("log.roll.hours", "int", 168, "Roll a segment after this age.", _positive, "> 0"),
         Property("log.index.interval.bytes", "int", 4096, "Bytes between offset-index entries.", _non_negative, ">= 0"),
         Property("log.message.timestamp.type", "str", "CreateTime", "CreateTime or LogAppendTime.", lambda v: v in ("CreateTime", "LogAppendTime"), "CreateTime|LogAppendTime"),
+        Property("log.message.timestamp.before.max.ms", "int", LONG_MAX, "Refuse CreateTime timestamps older than this (INVALID_TIMESTAMP).", _non_negative, ">= 0"),
+        Property("log.message.timestamp.after.max.ms", "int", 3600000, "Refuse CreateTime timestamps further ahead than this (INVALID_TIMESTAMP).", _non_negative, ">= 0"),
         Property("message.max.bytes", "int", 1048588, "Largest record batch accepted.", _positive, "> 0"),
         Property("log.flush.interval.messages", "int", LONG_MAX, "fsync a partition after this many appended messages.", _positive, "> 0"),
         Property("log.flush.interval.ms", "int", None, "fsync a partition whose oldest unflushed data is this old.", _non_negative, ">= 0"),
@@ -72,6 +74,10 @@ PROPERTIES: dict[str, Property] = {
         Property("group.min.session.timeout.ms", "int", 6000, "Smallest session.timeout.ms a member may ask for.", _positive, "> 0"),
         Property("group.max.session.timeout.ms", "int", 1800000, "Largest session.timeout.ms a member may ask for.", _positive, "> 0"),
         Property("group.max.size", "int", 2147483647, "Most members in one group.", _positive, "> 0"),
+        # observability (minibroker's own; Kafka has no equivalent property)
+        Property("minibroker.request.log.enable", "bool", False, "Log one line per request at info level (always on at debug level)."),
+        Property("minibroker.metrics.port", "int", None, "Serve Prometheus metrics over HTTP on this port (0 picks a free one); off when unset.", lambda v: 0 <= v <= 65535, "0..65535"),
+        Property("minibroker.metrics.host", "str", "127.0.0.1", "Address the metrics endpoint binds."),
         # testing only
         Property("minibroker.test.fault", "str", "", "Test-only fault hook (e.g. crash-after-prepare-commit); leave empty."),
     ]

@@ -204,6 +204,8 @@ class Connection:
         except DecodeError as exc:
             raise ClosingConnection(f"malformed api key {key} v{version} request body: {exc}") from None
         ctx = RequestContext(self.broker, key, version, header.correlation_id, header.client_id, self.peer, self.session)
+        observe = self.broker.request_observer  # request log / metrics; None when both are off
+        started = time.perf_counter() if observe is not None else 0.0
         try:
             result = await HANDLERS[key].handle(ctx, request)
         except Exception as exc:  # noqa: BLE001 - a handler bug must not take the broker down
@@ -212,13 +214,14 @@ class Connection:
         # the request is served: its bytes and its queue slot are free while the response is sent
         # (a client that never reads must not hold them)
         self._release_budget()
-        if result is NO_RESPONSE:
-            return
-        head = response_header(key, version, header.correlation_id)
-        if isinstance(result, RawResponse):
-            await self._send_raw(head, result)
-        else:
-            await self._send(header.correlation_id, head, encode_response(result))
+        if result is not NO_RESPONSE:
+            head = response_header(key, version, header.correlation_id)
+            if isinstance(result, RawResponse):
+                await self._send_raw(head, result)
+            else:
+                await self._send(header.correlation_id, head, encode_response(result))
+        if observe is not None:
+            observe(ctx, request, result, time.perf_counter() - started)
         if self.session.close_reason is not None:
             raise ClosingConnection(self.session.close_reason)
 
@@ -235,13 +238,21 @@ class Connection:
             self.budget.release(self._held_bytes)
             self._held_bytes = None
 
+    def _ensure_open(self) -> None:
+        # The client may have reset the connection while its request waited (a parked Fetch);
+        # writing to the closed transport would raise RuntimeError, so end the connection quietly.
+        if self.writer.transport.is_closing():
+            raise ConnectionResetError("client closed the connection before its response")
+
     async def _send(self, _correlation_id: int, head: bytes, body: bytes) -> None:
+        self._ensure_open()
         self.writer.write(_INT32.pack(len(head) + len(body)) + head + body)
         self.writing_since = time.monotonic()
         await self.writer.drain()
         self.writing_since = None
 
     async def _send_raw(self, head: bytes, raw: RawResponse) -> None:
+        self._ensure_open()
         self.writing_since = time.monotonic()
         self.writer.write(_INT32.pack(len(head) + raw.size) + head)
         for part in raw.parts:

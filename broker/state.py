@@ -14,6 +14,7 @@ import structlog
 
 from broker.config import BrokerConfig
 from broker.limits import raise_open_file_limit
+from broker.observe import build_request_observer
 from broker.security.service import Security
 from broker.server import Server
 from broker.waiters import DataWaiters
@@ -39,26 +40,49 @@ class Broker:
         self.txns = TransactionCoordinator(self)
         self.security = Security(config, self.data_dir)  # listeners, SASL, SCRAM, ACLs
         self.server = Server(self)
+        self.metrics = None
+        if config["minibroker.metrics.port"] is not None:
+            from broker.metrics import BrokerMetrics  # prometheus_client takes ~90 ms to import
+
+            self.metrics = BrokerMetrics(self)
+            self.txns.on_transition = self.metrics.on_txn_transition
+        self.request_observer = build_request_observer(config, self.metrics)  # None: nothing to call
+        self.startup_seconds: dict[str, float] = {}  # per phase of the last start (metrics)
         self.host = "127.0.0.1"
         self.port = 0  # advertised to clients
         self.bound_port = 0  # what the listener really bound (--port 0 picks one)
         self._tasks: list[asyncio.Task] = []
-        self._watched: set[int] = set()
+        # the log object each partition's wake-up listener is attached to: a topic deleted and
+        # created again gets a new PartitionLog, which needs its own listener
+        self._watched: dict[tuple[str, int], object] = {}
 
     # --- lifecycle ------------------------------------------------------------------------------
     async def start(self) -> None:
-        started = time.monotonic()
+        started = phase_start = time.monotonic()
+
+        def phase_done(name: str) -> None:
+            nonlocal phase_start
+            now = time.monotonic()
+            self.startup_seconds[name] = now - phase_start
+            phase_start = now
+
         raised = raise_open_file_limit()  # startup opens every segment (broker/limits.py)
         if raised:
             log.info("open file limit raised", soft_limit_was=raised[0], soft_limit=raised[1])
         self.logs.open()
+        phase_done("log_recovery")
         await self.groups.load()  # replays __consumer_offsets
+        phase_done("group_load")
         await self.txns.load()  # replays __transaction_state, completes or aborts what was open
+        phase_done("transaction_load")
         listeners = self.security.listeners
         await self.server.start(listeners)
         first = listeners[0]  # --port-file and the defaults below describe the first listener
         self.bound_port, self.host, self.port = first.bound_port, first.advertised_host, first.advertised_port
         self._start_background_tasks()
+        if self.metrics is not None:
+            await self.metrics.start(self.config["minibroker.metrics.host"], self.config["minibroker.metrics.port"])
+        self.startup_seconds["total"] = time.monotonic() - started
         log.info(
             "broker ready", host=self.host, port=self.bound_port, advertised_port=self.port, data_dir=self.data_dir,
             listeners={lst.name: lst.bound_port for lst in listeners},
@@ -69,7 +93,10 @@ class Broker:
     async def stop(self) -> None:
         log.info("broker stopping")
         self.groups.close()  # answer parked JoinGroup/SyncGroup now instead of after the grace period
+        self.data_waiters.close()  # answer parked long-poll Fetches now too
         await self.server.stop()
+        if self.metrics is not None:
+            await self.metrics.stop()
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
@@ -103,8 +130,8 @@ class Broker:
     def get_log(self, topic: str, partition: int):
         """The partition's log, with long-poll wake-ups wired to it."""
         plog = self.logs.get_log(topic, partition)
-        if plog is not None and id(plog) not in self._watched:
-            self._watched.add(id(plog))
+        if plog is not None and self._watched.get((topic, partition)) is not plog:
+            self._watched[(topic, partition)] = plog
             plog.add_listener(lambda t=topic, p=partition: self.data_waiters.notify(t, p))
         return plog
 

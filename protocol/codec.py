@@ -21,6 +21,8 @@ from kio.schema.errors import ErrorCode
 from kio.serial import entity_reader, entity_writer
 from kio.static.constants import EntityType
 
+from protocol.request_guard import MalformedRequest, check_body
+
 __all__ = [
     "DecodeError",
     "build",
@@ -77,8 +79,13 @@ def decode_request(cls: type, buf: bytes | memoryview, offset: int):
     """Decode a request body starting at `offset`; returns (entity, bytes consumed).
 
     kio raises KeyError for a tagged field it does not know and assorted errors for short or
-    malformed input; all of them become DecodeError so the caller can answer cleanly.
+    malformed input; all of them become DecodeError so the caller can answer cleanly. Lengths
+    and nulls are checked first (`request_guard`): kio would abort the process on a huge one.
     """
+    try:
+        check_body(cls, buf, offset)
+    except MalformedRequest as exc:
+        raise DecodeError(str(exc)) from None
     try:
         return _reader(cls)(buf, offset)
     except KeyError as exc:

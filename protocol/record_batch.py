@@ -41,10 +41,10 @@ __all__ = [
     "COMPRESSION_NONE", "COMPRESSION_GZIP", "COMPRESSION_SNAPPY", "COMPRESSION_LZ4",
     "COMPRESSION_ZSTD", "ATTR_COMPRESSION_MASK", "ATTR_LOG_APPEND_TIME", "ATTR_TRANSACTIONAL",
     "ATTR_CONTROL", "CONTROL_ABORT", "CONTROL_COMMIT", "NO_PRODUCER_ID", "NO_SEQUENCE",
-    "NO_TIMESTAMP", "BatchHeader", "Record", "ControlRecord", "CorruptBatchError",
+    "NO_TIMESTAMP", "BatchHeader", "Record", "ControlRecord", "CorruptBatchError", "DecompressedTooLarge",
     "parse_header", "crc_ok", "compute_crc", "set_base_offset", "set_partition_leader_epoch",
     "set_max_timestamp_and_type", "iter_batches", "build_batch", "build_control_batch",
-    "iter_records", "parse_control_record", "iter_batches_with_records",
+    "iter_records", "parse_control_record", "iter_batches_with_records", "decompress",
 ]
 
 HEADER_SIZE = 61
@@ -82,6 +82,10 @@ _CRC_START = 21  # the CRC covers attributes .. end of batch
 
 class CorruptBatchError(ValueError):
     """The bytes are not a well-formed record batch (or its records cannot be decoded)."""
+
+
+class DecompressedTooLarge(CorruptBatchError):
+    """The records decompress to more than the caller's limit."""
 
 
 class BatchHeader(NamedTuple):
@@ -363,32 +367,76 @@ def build_control_batch(producer_id: int, producer_epoch: int, commit: bool,
 _XERIAL_HEADER = b"\x82SNAPPY\x00" + struct.pack(">ii", 1, 1)
 
 
-def _decompress(codec: int, data) -> bytes:
+_FIRST_GUESS_RATIO = 16  # most batches decompress to less than this many times their size
+_TOO_SMALL = ("failed to write whole buffer", "smaller than required")
+
+
+def _bounded(module, data: bytes, limit: int):
+    """Decompress into a buffer of at most ``limit`` bytes (cramjam's ``decompress_into``) so a
+    small payload that expands to gigabytes cannot exhaust memory. A first, smaller buffer
+    covers ordinary ratios; only a payload that does not fit gets a second try at ``limit``."""
+    import cramjam
+
+    size = min(limit, max(1 << 16, _FIRST_GUESS_RATIO * len(data)))
+    while True:
+        out = bytearray(size)
+        try:
+            n = module.decompress_into(data, out)
+        except cramjam.DecompressionError as exc:
+            if size < limit and any(t in str(exc) for t in _TOO_SMALL):
+                size = limit
+                continue
+            if any(t in str(exc) for t in _TOO_SMALL):
+                raise DecompressedTooLarge(f"records decompress to more than {limit} bytes") from None
+            raise
+        return memoryview(out)[:n]
+
+
+def _snappy_raw(data, limit: int | None):
+    import cramjam
+
+    if limit is not None and cramjam.snappy.decompress_raw_len(data) > limit:
+        raise DecompressedTooLarge(f"records decompress to more than {limit} bytes")
+    return bytes(cramjam.snappy.decompress_raw(data))
+
+
+def decompress(codec: int, data, limit: int | None = None):
+    """The records section of a compressed batch, decompressed (bytes-like). With ``limit``,
+    more than ``limit`` decompressed bytes is an error instead of an allocation."""
     import cramjam
 
     try:
-        if codec == COMPRESSION_GZIP:
-            return bytes(cramjam.gzip.decompress(bytes(data)))
+        data = bytes(data)
         if codec == COMPRESSION_SNAPPY:
-            data = bytes(data)
             if data[:8] == _XERIAL_HEADER[:8]:
                 # xerial framing: 16-byte header, then [int32 length, raw snappy block]*
                 out = []
                 pos = 16
-                while pos + 4 <= len(data):
+                total = 0
+                while pos < len(data):  # consumers refuse a partial chunk: so do we
+                    if pos + 4 > len(data):
+                        raise ValueError("xerial snappy chunk length is truncated")
                     n = _I32.unpack_from(data, pos)[0]
                     pos += 4
-                    out.append(bytes(cramjam.snappy.decompress_raw(data[pos:pos + n])))
+                    if n < 0 or pos + n > len(data):
+                        raise ValueError(f"xerial snappy chunk of {n} bytes is truncated")
+                    chunk = _snappy_raw(data[pos:pos + n], None if limit is None else limit - total)
+                    total += len(chunk)
+                    out.append(chunk)
                     pos += n
                 return b"".join(out)
-            return bytes(cramjam.snappy.decompress_raw(data))  # librdkafka: raw snappy
-        if codec == COMPRESSION_LZ4:
-            return bytes(cramjam.lz4.decompress(bytes(data)))
-        if codec == COMPRESSION_ZSTD:
-            return bytes(cramjam.zstd.decompress(bytes(data)))
+            return _snappy_raw(data, limit)  # librdkafka: raw snappy
+        module = {COMPRESSION_GZIP: cramjam.gzip, COMPRESSION_LZ4: cramjam.lz4,
+                  COMPRESSION_ZSTD: cramjam.zstd}.get(codec)
+        if module is None:
+            raise CorruptBatchError(f"unknown compression codec {codec}")
+        if limit is None:
+            return bytes(module.decompress(data))
+        return _bounded(module, data, limit)
+    except DecompressedTooLarge:
+        raise
     except (cramjam.DecompressionError, ValueError) as exc:
         raise CorruptBatchError(f"cannot decompress records (codec {codec}): {exc}") from None
-    raise CorruptBatchError(f"unknown compression codec {codec}")
 
 
 def iter_records(batch) -> Iterator[Record]:
@@ -401,7 +449,7 @@ def iter_records(batch) -> Iterator[Record]:
         raise CorruptBatchError("batch is truncated")
     codec = h.compression
     if codec:
-        buf = _decompress(codec, mv[HEADER_SIZE:end])
+        buf = decompress(codec, mv[HEADER_SIZE:end])
         pos, end = 0, len(buf)
     else:
         buf, pos = mv, HEADER_SIZE

@@ -8,38 +8,11 @@ after kio has refused a body, so speed does not matter here.
 
 from __future__ import annotations
 
-import dataclasses
-import typing
-from functools import lru_cache
-
 from protocol.frames import read_uvarint
 from protocol.frames import write_uvarint as _uvarint
-
-_FIXED = {"int8": 1, "bool": 1, "int16": 2, "uint16": 2, "int32": 4, "timedelta_i32": 4,
-          "int64": 8, "timedelta_i64": 8, "datetime_i64": 8, "float64": 8, "uuid": 16,
-          "error_code": 2}
-_LENGTH_PREFIXED = {"string", "bytes", "records"}
-
-
-
-@lru_cache(maxsize=None)
-def _layout(cls: type) -> tuple[list, dict[int, object]]:
-    """(untagged fields in wire order, known tag -> field) where a field is
-    (kafka_type or entity class, is_array)."""
-    hints = typing.get_type_hints(cls)
-    fields, tags = [], {}
-    for f in dataclasses.fields(cls):
-        tp = hints[f.name]
-        if type(None) in typing.get_args(tp):
-            tp = next(a for a in typing.get_args(tp) if a is not type(None))
-        is_array = typing.get_origin(tp) is tuple
-        inner = typing.get_args(tp)[0] if is_array else tp
-        kind = inner if dataclasses.is_dataclass(inner) else f.metadata.get("kafka_type")
-        if "tag" in f.metadata:
-            tags[f.metadata["tag"]] = (kind, is_array)
-        else:
-            fields.append((kind, is_array))
-    return fields, tags
+from protocol.schema_layout import FIXED_SIZES as _FIXED
+from protocol.schema_layout import LENGTH_PREFIXED as _LENGTH_PREFIXED
+from protocol.schema_layout import layout as _layout
 
 
 def _skip_value(kind, buf, pos: int, out: bytearray) -> int:
@@ -71,8 +44,8 @@ def _copy_field(kind, is_array: bool, buf, pos: int, out: bytearray) -> int:
 
 def _copy_entity(cls: type, buf, pos: int, out: bytearray) -> int:
     fields, known = _layout(cls)
-    for kind, is_array in fields:
-        pos = _copy_field(kind, is_array, buf, pos, out)
+    for field in fields:
+        pos = _copy_field(field.kind, field.is_array, buf, pos, out)
     count, pos = read_uvarint(buf, pos)
     kept = bytearray()
     kept_count = 0

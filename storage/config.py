@@ -143,7 +143,7 @@ TOPIC_CONFIGS: dict[str, TopicConfigDef] = {d.name: d for d in [
     TopicConfigDef("preallocate", _bool, "false", ("log.preallocate",)),
     TopicConfigDef("message.timestamp.before.max.ms", _int(0), str(LONG_MAX),
                    ("log.message.timestamp.before.max.ms",)),
-    TopicConfigDef("message.timestamp.after.max.ms", _int(0), str(LONG_MAX),
+    TopicConfigDef("message.timestamp.after.max.ms", _int(0), "3600000",  # Kafka 4 default
                    ("log.message.timestamp.after.max.ms",)),
     TopicConfigDef("message.timestamp.difference.max.ms", _int(0), str(LONG_MAX),
                    ("log.message.timestamp.difference.max.ms",)),
@@ -222,6 +222,8 @@ class LogConfig:
     retention_ms: int = 7 * _DAY_MS
     retention_bytes: int = -1
     cleanup_policy: str = "delete"
+    timestamp_before_max_ms: int = LONG_MAX  # CreateTime at most this far in the past
+    timestamp_after_max_ms: int = 3_600_000  # ... and this far in the future
 
     @classmethod
     def from_configs(cls, broker_config: Any = None, overrides: Mapping[str, str] | None = None
@@ -247,4 +249,6 @@ class LogConfig:
             retention_ms=value("retention.ms"),
             retention_bytes=value("retention.bytes"),
             cleanup_policy=value("cleanup.policy"),
+            timestamp_before_max_ms=value("message.timestamp.before.max.ms"),
+            timestamp_after_max_ms=value("message.timestamp.after.max.ms"),
         )

@@ -3,10 +3,11 @@
 A PartitionLog is an ordered list of LogSegments (only the last, the *active* one, is appended
 to) plus the partition's producer state. It owns every rule about offsets:
 
-* append: validate one batch like Kafka's LogValidator, check producer state (idempotence,
-  epochs, retries), stamp baseOffset / partitionLeaderEpoch (and maxTimestamp for LogAppendTime
-  topics) into a copy of the 61-byte header only, write header + untouched payload with one
-  writev. The records are never parsed or copied.
+* append: validate one batch (``storage/log_validator.py``, Kafka's LogValidator: the header
+  and every record are checked, nothing is rewritten), check producer state (idempotence,
+  epochs, retries), stamp baseOffset / partitionLeaderEpoch (and maxTimestamp when the records
+  say otherwise or for LogAppendTime topics) into a copy of the 61-byte header only, write
+  header + untouched payload with one writev. The records are never copied.
 * high watermark == log end offset (one replica: an append is committed once written);
   last stable offset == first offset of the oldest open transaction, else the high watermark.
 * reads hand out FileSlices of whole batches, limited to the HWM or LSO.
@@ -36,15 +37,11 @@ from crc32c import crc32c
 
 from protocol.errors import ErrorCode
 from protocol.record_batch import (
-    ATTR_COMPRESSION_MASK,
     ATTR_CONTROL,
     ATTR_LOG_APPEND_TIME,
-    ATTR_TRANSACTIONAL,
-    BATCH_OVERHEAD_LENGTH,
     CONTROL_ABORT,
     HEADER_SIZE,
     HEADER_STRUCT,
-    MAGIC,
     BatchHeader,
     CorruptBatchError,
     build_control_batch,
@@ -54,6 +51,7 @@ from protocol.record_batch import (
 from storage.config import LogConfig
 from storage.errors import KafkaStorageError
 from storage.file_slice import FileSlice
+from storage.log_validator import validate_batch_header, validate_records
 from storage.segment import (
     INDEX_SUFFIX,
     LOG_SUFFIX,
@@ -175,7 +173,14 @@ class PartitionLog:
         """Validate and append exactly one magic-2 batch (see the module docstring). Raises
         KafkaStorageError; a rejected batch changes nothing on disk or in memory."""
         mv = memoryview(batch)
-        h = self._validate(mv, internal)
+        cfg = self.config
+        h = validate_batch_header(mv, cfg.max_message_bytes, client=not internal)
+        max_ts = None  # internal batches are built by the broker and stored as they are
+        if not internal:
+            max_ts = validate_records(
+                mv, h, now_ms=self._time_ms(), log_append_time=cfg.log_append_time,
+                before_max_ms=cfg.timestamp_before_max_ms, after_max_ms=cfg.timestamp_after_max_ms,
+                compacted="compact" in cfg.cleanup_policy).max_timestamp
         attrs = h.attributes
         if h.producer_id >= 0:
             dup = self.producer_state.check(h)
@@ -184,7 +189,7 @@ class PartitionLog:
                                   dup.timestamp if self.config.log_append_time else -1,
                                   self._log_start, True)
         now = self._time_ms()
-        base = self._write(h, mv, now)
+        base = self._write(h, mv, now, max_ts)
         if h.producer_id >= 0:
             stored = h._replace(base_offset=base)
             if attrs & ATTR_CONTROL:  # an internal caller wrote a marker itself
@@ -200,58 +205,18 @@ class PartitionLog:
         return AppendInfo(base, base + h.last_offset_delta,
                           now if self.config.log_append_time else -1, self._log_start, False)
 
-    def _validate(self, mv: memoryview, internal: bool) -> BatchHeader:
-        """Kafka's ProduceRequest.validateRecords + LogValidator checks, cheapest first; none of
-        them looks at a record."""
-        n = len(mv)
-        if n == 0:
-            raise _error(ErrorCode.invalid_record, "the request has no record batch")
-        if n < HEADER_SIZE:
-            raise _error(ErrorCode.corrupt_message,
-                         f"{n} bytes is shorter than a record batch header ({HEADER_SIZE})")
-        h = _make_header(_unpack_header(mv, 0))
-        if h.magic != MAGIC:
-            raise _error(ErrorCode.unsupported_for_message_format,
-                         f"record batch magic {h.magic}: only magic {MAGIC} is supported")
-        if h.batch_length < BATCH_OVERHEAD_LENGTH:
-            raise _error(ErrorCode.corrupt_message, f"batch length {h.batch_length} is too small")
-        size = h.batch_length + 12
-        if size > n:
-            raise _error(ErrorCode.corrupt_message,
-                         f"batch length says {size} bytes but only {n} were sent")
-        if size < n:
-            raise _error(ErrorCode.invalid_record,
-                         f"exactly one record batch per partition is allowed; {n - size} bytes "
-                         f"follow the first batch")
-        if size > self.config.max_message_bytes:
-            raise _error(ErrorCode.message_too_large,
-                         f"record batch of {size} bytes exceeds max.message.bytes "
-                         f"({self.config.max_message_bytes})")
-        if crc32c(mv[21:]) != h.crc:
-            raise _error(ErrorCode.corrupt_message, "record batch CRC mismatch")
-        if h.records_count <= 0 or h.records_count != h.last_offset_delta + 1:
-            raise _error(ErrorCode.invalid_record,
-                         f"record count {h.records_count} does not match last offset delta "
-                         f"{h.last_offset_delta}")
-        attrs = h.attributes
-        if attrs & ATTR_CONTROL and not internal:
-            raise _error(ErrorCode.invalid_record, "clients may not write control records")
-        if attrs & ATTR_COMPRESSION_MASK > 4:
-            raise _error(ErrorCode.corrupt_message,
-                         f"unknown compression codec {attrs & ATTR_COMPRESSION_MASK}")
-        if h.producer_id >= 0:
-            if h.base_sequence < 0 and not attrs & ATTR_CONTROL:
-                raise _error(ErrorCode.invalid_record,
-                             f"batch of producer {h.producer_id} has no base sequence")
-        elif attrs & ATTR_TRANSACTIONAL:
-            raise _error(ErrorCode.invalid_record, "transactional batch without a producer id")
-        return h
-
-    def _write(self, h: BatchHeader, mv: memoryview, now: int) -> int:
-        """Assign offsets and write; returns the base offset. Only the header is copied."""
+    def _write(self, h: BatchHeader, mv: memoryview, now: int, create_max_ts: int | None = None
+               ) -> int:
+        """Assign offsets and write; returns the base offset. Only the header is copied.
+        ``create_max_ts``: the records' real maximum CreateTime, stamped (with the CreateTime
+        type) when the header says otherwise, as Kafka's LogValidator does."""
         size = h.batch_length + 12
         lat = self.config.log_append_time
         max_ts = now if lat else h.max_timestamp
+        restamp = not lat and create_max_ts is not None and (
+            create_max_ts != max_ts or h.attributes & ATTR_LOG_APPEND_TIME)
+        if restamp:
+            max_ts = create_max_ts
         seg = self._active
         if seg.size and self._should_roll(seg, h, size, max_ts, now):
             try:
@@ -267,6 +232,10 @@ class PartitionLog:
             # LogAppendTime: the timestamp type bit and maxTimestamp are inside the CRC.
             _I16.pack_into(head, 21, h.attributes | ATTR_LOG_APPEND_TIME)
             _I64.pack_into(head, 35, now)
+            _U32.pack_into(head, 17, crc32c(mv[HEADER_SIZE:], crc32c(memoryview(head)[21:])))
+        elif restamp:
+            _I16.pack_into(head, 21, h.attributes & ~ATTR_LOG_APPEND_TIME)
+            _I64.pack_into(head, 35, max_ts)
             _U32.pack_into(head, 17, crc32c(mv[HEADER_SIZE:], crc32c(memoryview(head)[21:])))
         next_offset = base + h.last_offset_delta + 1
         try:

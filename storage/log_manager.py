@@ -55,7 +55,7 @@ META_PROPERTIES_FILE = "meta.properties"
 TOPICS_DIR = "topics"
 
 MAX_TOPIC_NAME_LENGTH = 249
-_LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
+_LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]+")
 _PARTITION_DIR = re.compile(r"^(.+)-(\d+)$")
 _DELETED_DIR = re.compile(r"^.+-\d+\.[0-9a-f]{32}-delete$")
 _LOG_FILE_SUFFIXES = (".log", ".index", ".timeindex", ".txnindex", ".snapshot", ".tmp")
@@ -80,7 +80,7 @@ def validate_topic_name(name: str) -> None:
     if len(name) > MAX_TOPIC_NAME_LENGTH:
         raise KafkaStorageError(ErrorCode.invalid_topic_exception,
                                 f"topic name is longer than {MAX_TOPIC_NAME_LENGTH} characters")
-    if not _LEGAL_TOPIC.match(name):
+    if not _LEGAL_TOPIC.fullmatch(name):  # fullmatch: "$" would let a trailing newline in
         raise KafkaStorageError(ErrorCode.invalid_topic_exception,
                                 f"topic name {name!r} contains characters other than ASCII "
                                 f"letters, digits, '.', '_' and '-'")
@@ -342,9 +342,7 @@ class LogManager:
         info = TopicInfo(name, _new_kafka_uuid(), partitions, overrides, name in INTERNAL_TOPICS)
         # Partition directories first, registry file last: a crash in between leaves only empty
         # directories, which the next start removes.
-        for p in range(partitions):
-            self._create_partition(info, p)
-        self._write_topic(info)
+        self._add_partitions(info, 0, partitions)
         self.topics[name] = info
         log.info("created topic", topic=name, partitions=partitions, topic_id=str(info.topic_id),
                  configs=overrides or None)
@@ -369,11 +367,33 @@ class LogManager:
                 ErrorCode.invalid_partitions,
                 f"topic {name!r} has {info.num_partitions} partitions; the new count must be "
                 f"larger, got {total}")
-        for p in range(info.num_partitions, total):
-            self._create_partition(info, p)
-        info.num_partitions = total
-        self._write_topic(info)
+        self._add_partitions(info, info.num_partitions, total)
         log.info("added partitions", topic=name, partitions=total)
+
+    def _add_partitions(self, info: TopicInfo, first: int, total: int) -> None:
+        """Create partitions first..total-1, then record ``total`` in the registry file. An
+        I/O error (a full disk) removes what was created, leaves the registry as it was and
+        raises KAFKA_STORAGE_ERROR: no half-created partition stays registered."""
+        try:
+            for p in range(first, total):
+                self._create_partition(info, p)
+            self._write_topic(TopicInfo(info.name, info.topic_id, total, info.configs,
+                                        info.internal))
+        except OSError as exc:
+            for p in range(first, total):
+                plog = self._logs.pop((info.name, p), None)
+                if plog is not None:
+                    try:
+                        plog.close(flush=False)
+                    except OSError:
+                        pass
+                shutil.rmtree(self._partition_dir(info.name, p), ignore_errors=True)
+            log.error("could not create partitions; nothing was created", topic=info.name,
+                      partitions=f"{first}..{total - 1}", error=str(exc))
+            raise KafkaStorageError(ErrorCode.kafka_storage_error,
+                                    f"cannot create partitions of {info.name} in "
+                                    f"{self.data_dir}: {exc}") from exc
+        info.num_partitions = total
 
     def delete_topic(self, name: str) -> None:
         """Remove a topic and its data (UNKNOWN_TOPIC_OR_PARTITION if absent). Its directories

@@ -11,8 +11,8 @@ duplicate path of ``UnifiedLog.analyzeAndValidateProducerState`` for one partiti
 * ``update(header, first_offset, append_time_ms)`` runs after a successful append and during
   recovery replay. It never validates and never raises.
 
-Sequences are int32 values that wrap from ``2**31 - 1`` to 0; "behind the last sequence" is
-decided modulo 2**31 within ``DUPLICATE_HORIZON`` (2**28) so that it works across the wrap.
+Sequences are int32 values that wrap from ``2**31 - 1`` to 0; a batch must continue the last
+one exactly or repeat one of the cached five exactly (``sequence_error`` has all the rules).
 Epochs are int16 and compared as plain integers (the coordinator moves to a new producer id
 before the epoch would wrap).
 
@@ -31,13 +31,14 @@ Files are written to a temporary name, fsynced, renamed and the directory fsynce
 
 from __future__ import annotations
 
-import logging
 import os
 import re
 import struct
 import zlib
 from collections import deque
 from typing import Iterable, NamedTuple
+
+import structlog
 
 from protocol.errors import ErrorCode
 from protocol.record_batch import (
@@ -59,17 +60,13 @@ __all__ = [
     "snapshot_path",
 ]
 
-log = logging.getLogger(__name__)
+log = structlog.get_logger(__name__)
 
 BATCH_WINDOW = 5  # Kafka's ProducerStateEntry.NUM_BATCHES_TO_RETAIN
 SNAPSHOTS_TO_KEEP = 3
 
 _INT32_MAX = 0x7FFFFFFF
-_SEQ_SPACE = 1 << 31
-# A sequence at most this far behind the last one (modulo 2**31, so across the wrap) is an old
-# duplicate (DUPLICATE_SEQUENCE_NUMBER); further away it counts as a jump ahead (OUT_OF_ORDER).
-# Real retries are at most a few batches behind; 2**28 records leaves a wide margin both ways.
-DUPLICATE_HORIZON = 1 << 28
+NO_PRODUCER_EPOCH = -1
 
 _SNAPSHOT_SUFFIX = ".snapshot"
 _SNAPSHOT_RE = re.compile(r"^(\d{20})\.snapshot$")
@@ -143,18 +140,61 @@ class ProducerStateEntry:
         v = self.current_txn_first_offset_raw
         return v if v >= 0 else None
 
-    def find_duplicate(self, epoch: int, first_seq: int, last_seq: int) -> BatchMetadata | None:
-        if epoch != self.epoch:
-            return None
-        for b in self.batches:
-            if b.first_seq == first_seq and b.last_seq == last_seq:
-                return b
-        return None
-
     def __repr__(self) -> str:
         return (f"ProducerStateEntry(pid={self.producer_id}, epoch={self.epoch}, "
                 f"last_seq={self.last_sequence}, coord_epoch={self.coordinator_epoch}, "
                 f"last_ts={self.last_timestamp}, txn_first={self.current_txn_first_offset})")
+
+
+def in_sequence(last_seq: int, next_seq: int) -> bool:
+    """Kafka's ProducerAppendInfo.inSequence: the next sequence, wrapping after 2**31-1."""
+    return next_seq == last_seq + 1 or (next_seq == 0 and last_seq == _INT32_MAX)
+
+
+def sequence_error(entry: "ProducerStateEntry", epoch: int, first_seq: int,
+                   last_offset_delta: int):
+    """Every epoch and sequence rule for a data batch of a known producer, in Kafka 4's order
+    (``UnifiedLog.analyzeAndValidateProducerState``, then ``ProducerAppendInfo
+    .checkProducerEpoch`` and ``.checkSequence``):
+
+    1. same epoch and the same first and last sequence as one of the five cached batches: a
+       retry: that batch's metadata is returned (answered with the original offsets, nothing
+       is written);
+    2. an epoch below the current one: INVALID_PRODUCER_EPOCH;
+    3. a new epoch must start at sequence 0 (unless the current epoch is -1): else
+       OUT_OF_ORDER_SEQUENCE_NUMBER;
+    4. the same epoch must continue the last sequence (+1, wrapping): anything else, including
+       an overlap, an old batch outside the window or a jump ahead, is
+       OUT_OF_ORDER_SEQUENCE_NUMBER. Kafka 4 never answers DUPLICATE_SEQUENCE_NUMBER.
+
+    Returns None when the batch may be appended, the cached BatchMetadata for a retry, or the
+    KafkaStorageError to raise.
+    """
+    pid, current = entry.producer_id, entry.epoch
+    if epoch == current:
+        last_seq = (first_seq + last_offset_delta) & _INT32_MAX
+        for b in entry.batches:
+            if b.first_seq == first_seq and b.last_seq == last_seq:
+                return b
+    if epoch < current:
+        return KafkaStorageError(
+            ErrorCode.invalid_producer_epoch,
+            f"epoch {epoch} of producer {pid} is smaller than the last seen epoch {current}")
+    if epoch != current:
+        if first_seq != 0 and current != NO_PRODUCER_EPOCH:
+            return KafkaStorageError(
+                ErrorCode.out_of_order_sequence_number,
+                f"invalid sequence number for new epoch {epoch} of producer {pid}: {first_seq} "
+                f"(must be 0), current epoch {current}")
+        return None
+    last = entry.last_sequence
+    if current != NO_PRODUCER_EPOCH and not in_sequence(last, first_seq):
+        return KafkaStorageError(
+            ErrorCode.out_of_order_sequence_number,
+            f"out of order sequence number for producer {pid} epoch {epoch}: {first_seq} "
+            f"(incoming), {last} (current end sequence number); a retry must match one of the "
+            f"last {BATCH_WINDOW} batches exactly")
+    return None
 
 
 def snapshot_path(partition_dir: str, offset: int) -> str:
@@ -208,7 +248,7 @@ class ProducerStateManager:
         Returns the metadata of the original batch if ``header`` is an exact retry (same epoch,
         same first and last sequence) of one of the producer's last five batches; None if the
         batch may be appended. Raises KafkaStorageError with INVALID_PRODUCER_EPOCH (47),
-        OUT_OF_ORDER_SEQUENCE_NUMBER (45), DUPLICATE_SEQUENCE_NUMBER (46), INVALID_TXN_STATE
+        OUT_OF_ORDER_SEQUENCE_NUMBER (45) (rules: ``sequence_error``), INVALID_TXN_STATE
         (48, non-transactional write while the producer has an open transaction),
         INVALID_RECORD (87, producer id without a sequence) or, for a control batch whose
         ``coordinator_epoch`` is lower than the last one seen, TRANSACTION_COORDINATOR_FENCED.
@@ -239,34 +279,19 @@ class ProducerStateManager:
                 ErrorCode.invalid_record,
                 f"batch of producer {pid} has no base sequence ({first_seq})")
         if entry is None:
-            return None  # unknown producer (new, expired or retention-deleted): any sequence
-
-        cur_epoch = entry.epoch
-        if epoch == cur_epoch:
-            last_seq = (first_seq + header.last_offset_delta) & _INT32_MAX
-            for b in entry.batches:
-                if b.first_seq == first_seq and b.last_seq == last_seq:
-                    return b
-            prev = entry.batches[-1].last_seq if entry.batches else -1
-            if first_seq != ((prev + 1) & _INT32_MAX):
-                if prev >= 0 and ((prev - first_seq) % _SEQ_SPACE) < DUPLICATE_HORIZON:
-                    raise KafkaStorageError(
-                        ErrorCode.duplicate_sequence_number,
-                        f"duplicate sequence {first_seq}..{last_seq} of producer {pid} epoch "
-                        f"{epoch}: last appended sequence is {prev} and the batch is not one "
-                        f"of the last {BATCH_WINDOW}")
+            # A new (or expired, or retention-deleted) producer: any sequence, but Kafka's empty
+            # entry has epoch -1 and an epoch below it is refused.
+            if epoch < NO_PRODUCER_EPOCH:
                 raise KafkaStorageError(
-                    ErrorCode.out_of_order_sequence_number,
-                    f"out of order sequence {first_seq} of producer {pid} epoch {epoch}: "
-                    f"expected {(prev + 1) & _INT32_MAX}")
-        elif epoch < cur_epoch:
-            raise KafkaStorageError(
-                ErrorCode.invalid_producer_epoch,
-                f"epoch {epoch} of producer {pid} is older than current {cur_epoch}")
-        elif first_seq != 0:
-            raise KafkaStorageError(
-                ErrorCode.out_of_order_sequence_number,
-                f"new epoch {epoch} of producer {pid} must start at sequence 0, got {first_seq}")
+                    ErrorCode.invalid_producer_epoch,
+                    f"epoch {epoch} of producer {pid} is smaller than the last seen epoch "
+                    f"{NO_PRODUCER_EPOCH}")
+            return None
+        verdict = sequence_error(entry, epoch, first_seq, header.last_offset_delta)
+        if isinstance(verdict, KafkaStorageError):
+            raise verdict
+        if verdict is not None:
+            return verdict  # an exact retry
 
         if entry.current_txn_first_offset_raw >= 0 and not attrs & _ATTR_TRANSACTIONAL:
             raise KafkaStorageError(
@@ -313,16 +338,16 @@ class ProducerStateManager:
                 try:
                     parsed_abort, parsed_coord = parse_end_txn_marker(batch)
                 except ValueError as exc:
-                    log.warning("producer %d: unparseable control batch at offset %d: %s",
-                                pid, first_offset, exc)
+                    log.warning("unparseable control batch", producer_id=pid, offset=first_offset,
+                                reason=str(exc))
                 else:
                     if abort is None:
                         abort = parsed_abort
                     if coordinator_epoch is None:
                         coordinator_epoch = parsed_coord
             if abort is None:
-                log.warning("producer %d: control batch at offset %d with unknown type, "
-                            "treated as COMMIT", pid, first_offset)
+                log.warning("control batch of unknown type treated as COMMIT", producer_id=pid,
+                            offset=first_offset)
                 abort = False
             if coordinator_epoch is not None and coordinator_epoch > entry.coordinator_epoch:
                 entry.coordinator_epoch = coordinator_epoch
@@ -505,7 +530,8 @@ class ProducerStateManager:
                 if stored_offset != off:
                     raise ValueError(f"snapshot names offset {off} but holds {stored_offset}")
             except (OSError, ValueError, struct.error) as exc:
-                log.warning("deleting unreadable producer snapshot %s: %s", path, exc)
+                log.warning("deleting unreadable producer snapshot; state is rebuilt from the log",
+                            path=str(path), reason=str(exc))
                 self._delete_snapshot(off)
                 continue
             self._producers = producers

@@ -10,6 +10,7 @@ from broker.context import NO_RESPONSE
 from broker.security.acls import Operation as Op, ResourceType as Res
 from protocol.errors import ErrorCode
 from storage.errors import KafkaStorageError
+from storage.log_validator import first_produced_batch
 
 API_KEY = 0
 MIN_VERSION, MAX_VERSION = 0, 12
@@ -24,11 +25,14 @@ def _append(ctx, topic: str, index: int, records, transactional_id) -> dict:
         return dict(index=index, error_code=ErrorCode.invalid_topic_exception, base_offset=-1,
                     error_message=f"{topic} is an internal topic")
     try:
-        broker.txns.verify_produce(transactional_id, topic, index, records, ctx.api_version)
-        info = plog.append(records or b"")
+        batch = first_produced_batch(records, ctx.api_version)
+        broker.txns.verify_produce(transactional_id, topic, index, batch, ctx.api_version)
+        info = plog.append(batch)
     except KafkaStorageError as exc:
         return dict(index=index, error_code=exc.error_code, base_offset=-1,
-                    log_start_offset=plog.log_start_offset, error_message=exc.message)
+                    log_start_offset=plog.log_start_offset, error_message=exc.message,
+                    record_errors=[dict(batch_index=i, batch_index_error_message=m)
+                                   for i, m in exc.record_errors])
     return dict(
         index=index,
         error_code=ErrorCode.none,

@@ -260,7 +260,8 @@ def test_unknown_tagged_fields_are_ignored(bad_broker, where):
 
 
 # ----------------------------------------------------------------------------------- topics
-INVALID_NAMES = ["bad name", "a/b", "..", ".", "x" * 250, "", "t\u00e9st", "semi;colon"]
+INVALID_NAMES = ["bad name", "a/b", "..", ".", "x" * 250, "", "t\u00e9st", "semi;colon", "x\n",
+                 "..\n", "tab\t"]
 
 
 @pytest.mark.parametrize("version", [2, 5, 7])

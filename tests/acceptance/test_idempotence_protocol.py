@@ -21,7 +21,6 @@ from tests.support.wire import WireClient, build_batch, read_partition
 
 NONE = 0
 OUT_OF_ORDER_SEQUENCE_NUMBER = 45
-DUPLICATE_SEQUENCE_NUMBER = 46
 INVALID_PRODUCER_EPOCH = 47
 
 INT32_MAX = 2**31 - 1
@@ -197,16 +196,23 @@ def test_sequence_gap_is_out_of_order_and_changes_nothing(wire, topic):
     assert values(wire, topic) == [f"r-{s}".encode() for s in range(6)]
 
 
-def test_older_duplicate_outside_window_is_duplicate_sequence_number(wire, topic):
+def test_older_batch_outside_window_is_out_of_order(wire, topic):
     pid = wire.new_producer()
     batches = [batch(pid, 0, 2 * i, n=2) for i in range(WINDOW + 1)]  # seq 0..11
     for i, b in enumerate(batches):
         ok(wire.send(topic, 0, b), 2 * i)
     leo = wire.leo(topic, 0)
-    # batch 0 fell out of the window of five: it cannot be answered with its offset
-    err(wire.send(topic, 0, batches[0]), DUPLICATE_SEQUENCE_NUMBER)
+    # batch 0 fell out of the window of five: it cannot be answered with its offset, and
+    # Kafka 4 answers OUT_OF_ORDER_SEQUENCE_NUMBER (never DUPLICATE_SEQUENCE_NUMBER)
+    err(wire.send(topic, 0, batches[0]), OUT_OF_ORDER_SEQUENCE_NUMBER)
     # batch 1 is still in the window
     ok(wire.send(topic, 0, batches[1]), 2)
+    assert wire.leo(topic, 0) == leo
+    # overlapping the last batch and extending past it (10-11 stored, 10-12 sent): refused,
+    # so the extra record is never acknowledged without being written
+    err(wire.send(topic, 0, batch(pid, 0, 10, n=3)), OUT_OF_ORDER_SEQUENCE_NUMBER)
+    # a far jump ahead
+    err(wire.send(topic, 0, batch(pid, 0, INT32_MAX, n=1)), OUT_OF_ORDER_SEQUENCE_NUMBER)
     assert wire.leo(topic, 0) == leo
     # still in sequence afterwards
     ok(wire.send(topic, 0, batch(pid, 0, 12)), leo)
@@ -249,13 +255,13 @@ def test_sequence_wraps_at_int32_max(wire, topic):
     ok(wire.send(topic, 0, batch(pid2, 0, 2, n=1, tag="x")), 9)
     assert wire.producers(topic, 0)[pid2] == (0, 2)
 
-    # five more batches after the wrap push the wrapping batch out of the window; it is then an
-    # old duplicate (behind, across the wrap), not a sequence gap
+    # five more batches after the wrap push the wrapping batch out of the window; resent, it is
+    # out of order (Kafka 4 has no DUPLICATE_SEQUENCE_NUMBER answer)
     seq = 2
     for i in range(WINDOW):
         ok(wire.send(topic, 0, batch(pid, 0, seq, n=1)))
         seq += 1
-    err(wire.send(topic, 0, b_end), DUPLICATE_SEQUENCE_NUMBER)
+    err(wire.send(topic, 0, b_end), OUT_OF_ORDER_SEQUENCE_NUMBER)
     leo = wire.leo(topic, 0)
     assert leo == 15
     recs = values(wire, topic)
@@ -318,7 +324,7 @@ def test_retry_deduplicated_after_sigkill_and_restart(broker):
                 assert c.leo(t, 0) == leo, f"{label}: {t}: a retry was appended after restart"
                 # the state is really there (an unknown producer would accept any sequence)
                 err(c.send(t, 0, batch(pid, 0, st["seq"] + 7, tag=t)), OUT_OF_ORDER_SEQUENCE_NUMBER)
-                err(c.send(t, 0, st["sent"][-WINDOW - 1][0]), DUPLICATE_SEQUENCE_NUMBER)
+                err(c.send(t, 0, st["sent"][-WINDOW - 1][0]), OUT_OF_ORDER_SEQUENCE_NUMBER)
                 got = values(c, t)
                 assert got == [f"{t}-{s}".encode() for s in range(st["seq"])], f"{label}: {t}: log content"
 

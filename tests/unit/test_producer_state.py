@@ -179,21 +179,33 @@ def test_window_of_five(log, psm):
     for i in range(2, 7):
         dup = psm.check(hdr(1, 0, 2 * i, 2))
         assert (dup.first_offset, dup.last_offset) == (2 * i, 2 * i + 1)
-    # the two oldest fell out of the window: DUPLICATE_SEQUENCE_NUMBER
+    # the two oldest fell out of the window: Kafka 4 answers OUT_OF_ORDER_SEQUENCE_NUMBER
     for i in range(2):
         with pytest.raises(KafkaStorageError) as ei:
             psm.check(hdr(1, 0, 2 * i, 2))
-        assert code_of(ei) == ErrorCode.duplicate_sequence_number == 46
+        assert code_of(ei) == ErrorCode.out_of_order_sequence_number == 45
     assert len(psm.get(1).batches) == 5
 
 
-def test_sequence_behind_but_not_exact_is_duplicate(log, psm):
+def test_sequence_behind_but_not_exact_is_out_of_order(log, psm):
     log.append(hdr(1, 0, 0, 5))
     log.append(hdr(1, 0, 5, 5))
     for first, count in ((0, 3), (2, 3), (9, 1), (5, 4)):  # overlapping, not an exact retry
         with pytest.raises(KafkaStorageError) as ei:
             psm.check(hdr(1, 0, first, count))
-        assert code_of(ei) == ErrorCode.duplicate_sequence_number
+        assert code_of(ei) == ErrorCode.out_of_order_sequence_number
+
+
+def test_overlapping_and_extending_batch_is_out_of_order_not_acknowledged(log, psm):
+    """The issue's case: last 14-15, new 14-16. DUPLICATE would make the Java producer report
+    record 16 as written; Kafka 4 answers OUT_OF_ORDER_SEQUENCE_NUMBER."""
+    log.append(hdr(1, 0, 0, 14))
+    log.append(hdr(1, 0, 14, 2))
+    with pytest.raises(KafkaStorageError) as ei:
+        psm.check(hdr(1, 0, 14, 3))
+    assert code_of(ei) == ErrorCode.out_of_order_sequence_number
+    assert psm.check(hdr(1, 0, 14, 2)).first_offset == 14  # the exact retry still dedups
+    assert psm.check(hdr(1, 0, 16, 1)) is None
 
 
 def test_ahead_is_out_of_order_not_duplicate(log, psm):
@@ -202,11 +214,11 @@ def test_ahead_is_out_of_order_not_duplicate(log, psm):
         with pytest.raises(KafkaStorageError) as ei:
             psm.check(hdr(1, 0, first))
         assert code_of(ei) == ErrorCode.out_of_order_sequence_number
-    # modulo 2**31 these are just behind 4 (the wrap): old duplicates
-    for first in (INT32_MAX, INT32_MAX - 1000):
+    # a far jump (the issue's 2**31-1 after 15) and what lies "behind" across the wrap too
+    for first in (INT32_MAX, INT32_MAX - 1000, 0, 3):
         with pytest.raises(KafkaStorageError) as ei:
             psm.check(hdr(1, 0, first))
-        assert code_of(ei) == ErrorCode.duplicate_sequence_number
+        assert code_of(ei) == ErrorCode.out_of_order_sequence_number
 
 
 # --------------------------------------------------------------------------- int32 wrap
@@ -244,7 +256,7 @@ def test_duplicate_and_out_of_order_across_the_wrap(log, psm):
     assert last == 3  # MAX-9 + 14 - 1 wrapped
     with pytest.raises(KafkaStorageError) as ei:  # behind, before the wrap, out of window
         psm.check(hdr(1, 0, INT32_MAX - 9, 2))
-    assert code_of(ei) == ErrorCode.duplicate_sequence_number
+    assert code_of(ei) == ErrorCode.out_of_order_sequence_number
     with pytest.raises(KafkaStorageError) as ei:  # ahead
         psm.check(hdr(1, 0, 5))
     assert code_of(ei) == ErrorCode.out_of_order_sequence_number
@@ -496,7 +508,7 @@ def test_snapshot_round_trip(tmp_path, log, psm):
         assert fresh.check(hdr(1, 3, 2 * i, 2)).first_offset == 2 * i
     with pytest.raises(KafkaStorageError) as ei:
         fresh.check(hdr(1, 3, 0, 2))
-    assert code_of(ei) == ErrorCode.duplicate_sequence_number
+    assert code_of(ei) == ErrorCode.out_of_order_sequence_number
     assert fresh.check(hdr(4, 0, INT32_MAX, 2)).last_offset == 18
     assert fresh.check(hdr(4, 0, 1, 1)) is None
     assert fresh.get(3).coordinator_epoch == 9
@@ -601,3 +613,60 @@ def test_hot_path_is_cheap(psm):
             off += 1
     elapsed = time.perf_counter() - start
     assert elapsed < 2.0  # 5000 check+update; ~10 ms on a laptop
+
+
+# --------------------------------------------------------------------------- issue 9 audit
+def test_negative_epoch_with_a_producer_id_is_invalid_producer_epoch(psm):
+    """Kafka's empty entry has epoch -1: -5 is 'smaller than the last seen epoch'."""
+    with pytest.raises(KafkaStorageError) as ei:
+        psm.check(hdr(7, -5, 0))
+    assert code_of(ei) == ErrorCode.invalid_producer_epoch
+    assert psm.check(hdr(7, -1, 0)) is None
+
+
+def test_producer_with_epoch_minus_one_accepts_any_sequence(log, psm):
+    """currentEntry.producerEpoch == NO_PRODUCER_EPOCH: Kafka accepts any sequence."""
+    log.append(hdr(7, -1, 0, 2))
+    assert psm.check(hdr(7, -1, 10)) is None
+    assert psm.check(hdr(7, 0, 5)) is None  # a new epoch over -1 need not start at 0
+
+
+def test_unknown_producer_accepts_any_sequence(psm):
+    assert psm.check(hdr(9, 3, 1234)) is None
+
+
+def test_new_epoch_must_start_at_zero(log, psm):
+    log.append(hdr(1, 0, 0, 3))
+    with pytest.raises(KafkaStorageError) as ei:
+        psm.check(hdr(1, 1, 3))
+    assert code_of(ei) == ErrorCode.out_of_order_sequence_number
+    assert psm.check(hdr(1, 1, 0)) is None
+
+
+def test_retry_of_a_batch_from_an_older_epoch_is_invalid_producer_epoch(log, psm):
+    log.append(hdr(1, 0, 0, 3))
+    log.append(hdr(1, 1, 0, 3))
+    with pytest.raises(KafkaStorageError) as ei:
+        psm.check(hdr(1, 0, 0, 3))
+    assert code_of(ei) == ErrorCode.invalid_producer_epoch
+
+
+def test_entry_known_only_from_a_marker_needs_sequence_zero(log, psm):
+    """A marker creates the entry (epoch known, no batches): the next batch continues from -1."""
+    psm.update(marker_hdr(4, 2), 0, 0, abort=False)
+    with pytest.raises(KafkaStorageError) as ei:
+        psm.check(hdr(4, 2, 7))
+    assert code_of(ei) == ErrorCode.out_of_order_sequence_number
+    assert psm.check(hdr(4, 2, 0)) is None
+
+
+def test_every_rule_lives_in_sequence_error(log, psm):
+    from storage.producer_state import in_sequence, sequence_error
+
+    assert in_sequence(INT32_MAX, 0) and in_sequence(4, 5)
+    assert not in_sequence(4, 4) and not in_sequence(4, 6)
+    log.append(hdr(1, 0, 0, 2))
+    entry = psm.get(1)
+    assert sequence_error(entry, 0, 0, 1).first_offset == 0
+    assert sequence_error(entry, 0, 2, 0) is None
+    assert sequence_error(entry, 0, 1, 1).error_code == ErrorCode.out_of_order_sequence_number

@@ -20,6 +20,7 @@ from storage.config import LogConfig
 from storage.errors import KafkaStorageError
 from storage.file_slice import FileSlice
 from storage.log import LEADER_EPOCH, PartitionLog
+from storage.log_validator import first_produced_batch
 
 pytestmark = pytest.mark.timeout(10)
 
@@ -174,17 +175,17 @@ def _transactional_without_pid():
 def _short_length():
     b = bytearray(batch(1))
     struct.pack_into(">i", b, 8, 20)
-    return bytes(b)
+    return bytes(b[:32])
 
 
 @pytest.mark.parametrize("payload,code", [
     (lambda: b"", ErrorCode.invalid_record),
-    (lambda: batch(1)[:40], ErrorCode.corrupt_message),
-    (lambda: batch(1)[:-3], ErrorCode.corrupt_message),
+    (lambda: batch(1)[:40], ErrorCode.invalid_record),
+    (lambda: batch(1)[:-3], ErrorCode.invalid_record),
     (lambda: batch(1) + batch(1), ErrorCode.invalid_record),
-    (lambda: batch(1) + b"\x00garbage", ErrorCode.invalid_record),
+    (lambda: batch(1) + b"\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x05", ErrorCode.corrupt_message),
     (_short_length, ErrorCode.corrupt_message),
-    (_bad_magic, ErrorCode.unsupported_for_message_format),
+    (_bad_magic, ErrorCode.invalid_record),
     (_bad_crc, ErrorCode.corrupt_message),
     (_count_mismatch, ErrorCode.invalid_record),
     (_zero_records, ErrorCode.invalid_record),
@@ -192,7 +193,7 @@ def _short_length():
     (_pid_without_sequence, ErrorCode.invalid_record),
     (_transactional_without_pid, ErrorCode.invalid_record),
     (lambda: batch(1, value=b"x" * 2000), ErrorCode.message_too_large),
-], ids=["empty", "short-header", "truncated", "two-batches", "trailing-garbage", "bad-length",
+], ids=["empty", "short-header", "truncated", "two-batches", "trailing-size-below-14", "bad-length",
         "magic-1", "crc", "count-mismatch", "zero-records", "control-from-client",
         "pid-without-sequence", "transactional-without-pid", "too-large"])
 def test_rejected_append_changes_nothing(tmp_path, payload, code):
@@ -200,12 +201,21 @@ def test_rejected_append_changes_nothing(tmp_path, payload, code):
     plog.append(batch(2))
     before = dir_state(tmp_path / "p")
     leo = plog.log_end_offset
-    with pytest.raises(KafkaStorageError) as e:
-        plog.append(payload())
+    with pytest.raises(KafkaStorageError) as e:  # what the Produce handler does
+        plog.append(first_produced_batch(payload(), 9))
     assert e.value.error_code == code
     assert plog.log_end_offset == leo
     assert dir_state(tmp_path / "p") == before
     assert plog.append(batch(1)).base_offset == leo  # still appendable
+
+
+def test_trailing_bytes_that_are_not_a_batch_are_dropped(tmp_path):
+    """Kafka's trimInvalidBytes: a partial second batch is ignored, not stored."""
+    plog = open_log(tmp_path / "p")
+    one = batch(1)
+    plog.append(first_produced_batch(one + b"\x00garbage", 9))
+    assert plog.log_end_offset == 1
+    assert plog.segments[-1].size == len(one)
 
 
 def test_internal_callers_may_write_control_batches(tmp_path):

@@ -1,0 +1,96 @@
+"""Issue 9 over the wire: crafted batches inside valid Produce requests get Kafka 4's answers
+(error code, record_errors for timestamps) and leave the log untouched; the issue's poison pills
+are refused and never served."""
+
+from __future__ import annotations
+
+import struct
+import time
+
+import pytest
+from crc32c import crc32c
+
+from tests.support.broker import BrokerFactory
+from tests.support.helpers import unique_name
+from tests.support.wire import WireClient, read_partition
+from tests.support.crafted import raw_batch, record, varint
+
+INVALID_RECORD = 87
+INVALID_TIMESTAMP = 32
+UNSUPPORTED_COMPRESSION_TYPE = 76
+CORRUPT_MESSAGE = 2
+UNKNOWN_SERVER_ERROR = -1
+HOUR = 3_600_000
+
+
+@pytest.fixture(scope="module")
+def broker(request, tmp_path_factory):
+    factory = BrokerFactory(tmp_path_factory.mktemp("produce-validation"))
+    b = factory({"auto.create.topics.enable": False})
+    yield b
+    factory.teardown(request.session.testsfailed > 0)
+
+
+@pytest.fixture
+def topic(broker):
+    name = unique_name("pv")
+    with WireClient.to(broker) as c:
+        assert c.create_topics([(name, 1)]).topics[0].error_code == 0
+    return name
+
+
+def now_batch(recs, **kw) -> bytes:
+    now = int(time.time() * 1000)
+    return raw_batch(recs, base_timestamp=now, max_timestamp=now, **kw)
+
+
+def leo(c, topic) -> int:
+    return c.list_offsets(topic, 0, -1).offset
+
+
+def refused(c, topic, batch, code, version=9):
+    before = leo(c, topic)
+    r = c.produce(topic, 0, batch, version=version)
+    assert r.error_code == code, (r.error_code, r.error_message)
+    assert leo(c, topic) == before
+    return r
+
+
+def test_poison_pills_from_the_issue_are_refused(broker, topic):
+    with WireClient.to(broker) as c:
+        three = [record(i) for i in range(3)]
+        refused(c, topic, now_batch(three, count=2), INVALID_RECORD)  # more records than count
+        refused(c, topic, now_batch(three[:2], count=3), INVALID_RECORD)  # fewer
+        refused(c, topic, now_batch([b"\x13" * 20]), INVALID_RECORD)  # garbage record
+        refused(c, topic, now_batch([record(0, key_len=b"\x80" * 10 + b"\x00")]), INVALID_RECORD)
+        refused(c, topic, now_batch([record(0, headers=varint(-3))]), INVALID_RECORD)
+        refused(c, topic, now_batch([record(0)], last_offset_delta=2**31 - 2), INVALID_RECORD)
+        for codec in (1, 2, 3, 4):
+            b = bytearray(now_batch(three, codec=codec))
+            b[61:] = b"\x42" * (len(b) - 61)
+            struct.pack_into(">I", b, 17, crc32c(bytes(b[21:])))
+            refused(c, topic, bytes(b), UNKNOWN_SERVER_ERROR)
+        assert leo(c, topic) == 0
+        assert c.produce(topic, 0, now_batch(three)).error_code == 0
+        recs, hw = read_partition(c, topic, 0)
+        assert hw == 3 and len(recs) == 3
+
+
+def test_timestamps_out_of_range_get_record_errors(broker, topic):
+    with WireClient.to(broker) as c:
+        recs = [record(0), record(1, ts_delta=2 * HOUR), record(2), record(3, ts_delta=3 * HOUR)]
+        r = refused(c, topic, now_batch(recs), INVALID_TIMESTAMP)
+        assert [e.batch_index for e in r.record_errors] == [1, 3]
+        assert all("out of range" in e.batch_index_error_message for e in r.record_errors)
+        assert r.error_message == "One or more records have been rejected due to invalid timestamp"
+
+
+def test_version_codec_magic_and_base_offset_rules(broker, topic):
+    with WireClient.to(broker) as c:
+        zstd = now_batch([record(0)], codec=4)
+        refused(c, topic, zstd, UNSUPPORTED_COMPRESSION_TYPE, version=6)
+        assert c.produce(topic, 0, zstd, version=7).error_code == 0
+        refused(c, topic, now_batch([record(0)], base_offset=7), INVALID_RECORD)
+        refused(c, topic, now_batch([record(0)], magic=1), INVALID_RECORD)
+        refused(c, topic, now_batch([record(0)], magic=3), CORRUPT_MESSAGE)
+        refused(c, topic, now_batch([record(0)])[:-1], INVALID_RECORD)  # truncated

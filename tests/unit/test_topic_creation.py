@@ -1,0 +1,68 @@
+"""Issue 9: topic names as Kafka's Topic.validate, and CreateTopics / CreatePartitions on a full
+disk: KAFKA_STORAGE_ERROR and nothing half-created left registered or on disk."""
+
+from __future__ import annotations
+
+import errno
+import os
+
+import pytest
+
+from protocol.errors import ErrorCode
+from storage import log as log_module
+from storage.errors import KafkaStorageError
+from storage.log_manager import validate_topic_name
+from tests.unit.test_storage_log_manager import manager
+
+
+@pytest.mark.parametrize("name", ["x\n", "..\n", "ok\n", "a b", "é", ".", "..", "", "x" * 250,
+                                  "a/b", "tab\t"])
+def test_illegal_names(name):
+    with pytest.raises(KafkaStorageError) as e:
+        validate_topic_name(name)
+    assert e.value.error_code == ErrorCode.invalid_topic_exception
+
+
+@pytest.mark.parametrize("name", ["a", "A.b_c-9", "x" * 249, "...", "_"])
+def test_legal_names(name):
+    validate_topic_name(name)
+
+
+@pytest.fixture
+def full_disk_after(monkeypatch):
+    """Make the n-th PartitionLog.open from now on fail with ENOSPC."""
+    real_open = log_module.PartitionLog.open.__func__
+
+    def arm(n: int) -> None:
+        calls = {"n": 0}
+
+        def failing(cls, *args, **kw):
+            calls["n"] += 1
+            if calls["n"] >= n:
+                raise OSError(errno.ENOSPC, "No space left on device")
+            return real_open(cls, *args, **kw)
+
+        monkeypatch.setattr(log_module.PartitionLog, "open", classmethod(failing))
+    return arm
+
+
+def test_create_topic_on_full_disk_rolls_back(tmp_path, full_disk_after):
+    m = manager(tmp_path)
+    full_disk_after(3)
+    with pytest.raises(KafkaStorageError) as e:
+        m.create_topic("t", 4, {})
+    assert e.value.error_code == ErrorCode.kafka_storage_error
+    assert "t" not in m.topics and m.get_log("t", 0) is None
+    assert not [d for d in os.listdir(tmp_path) if d.startswith("t-")]
+    assert not os.path.exists(tmp_path / "topics" / "t.json")
+
+
+def test_create_partitions_on_full_disk_rolls_back(tmp_path, full_disk_after):
+    m = manager(tmp_path)
+    m.create_topic("t", 2, {})
+    full_disk_after(2)
+    with pytest.raises(KafkaStorageError) as e:
+        m.create_partitions("t", 5)
+    assert e.value.error_code == ErrorCode.kafka_storage_error
+    assert m.topics["t"].num_partitions == 2 and m.get_log("t", 2) is None
+    assert sorted(d for d in os.listdir(tmp_path) if d.startswith("t-")) == ["t-0", "t-1"]
