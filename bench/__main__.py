@@ -27,14 +27,14 @@ ROOT = Path(__file__).resolve().parent.parent
 TICK = os.sysconf("SC_CLK_TCK")
 
 
-def start_broker(data_dir: str) -> tuple[subprocess.Popen, int, float]:
+def start_broker(data_dir: str, extra_args: tuple = ()) -> tuple[subprocess.Popen, int, float]:
     port_file = os.path.join(data_dir, "port")
     if os.path.exists(port_file):
         os.unlink(port_file)
     t0 = time.perf_counter()
     proc = subprocess.Popen(
         [sys.executable, "-m", "broker", "--port", "0", "--port-file", port_file,
-         "--data-dir", data_dir, "--log-level", "warning"],
+         "--data-dir", data_dir, "--log-level", "warning", *extra_args],
         cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
     deadline = time.monotonic() + 15

@@ -13,6 +13,8 @@ import structlog
 from broker import logging as broker_logging
 from broker.config import BrokerConfig, ConfigError, parse_listener_entry, read_properties_file
 from broker.profiles import PROFILES, profile_defaults
+from coordinator.producer_ids import ProducerIdStateError
+from storage.errors import KafkaStorageError
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -100,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as exc:
         log.error("invalid configuration", problem=str(exc))
         return 2
-    except OSError as exc:
+    except (OSError, KafkaStorageError, ProducerIdStateError) as exc:
         log.error("cannot start", problem=str(exc))
         return 1
     return 0

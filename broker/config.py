@@ -27,6 +27,13 @@ def _non_negative(v) -> bool:
     return v >= 0
 
 
+def _ratio(v) -> bool:
+    try:
+        return 0.0 <= float(v) <= 1.0
+    except ValueError:
+        return False
+
+
 PROPERTIES: dict[str, Property] = {
     p.name: p
     for p in [
@@ -52,9 +59,21 @@ PROPERTIES: dict[str, Property] = {
         Property("log.flush.interval.messages", "int", LONG_MAX, "fsync a partition after this many appended messages.", _positive, "> 0"),
         Property("log.flush.interval.ms", "int", None, "fsync a partition whose oldest unflushed data is this old.", _non_negative, ">= 0"),
         Property("log.flush.scheduler.interval.ms", "int", LONG_MAX, "How often the flusher checks log.flush.interval.ms.", _positive, "> 0"),
-        Property("log.retention.ms", "int", None, "Accepted and reported; time-based deletion is not implemented.", None),
-        Property("log.retention.hours", "int", 168, "Accepted and reported; time-based deletion is not implemented.", None),
-        Property("log.retention.bytes", "int", -1, "Accepted and reported; size-based deletion is not implemented.", None),
+        Property("log.retention.ms", "int", None, "Delete segments whose newest record is older than this (overrides log.retention.minutes/hours; -1: never).", lambda v: v >= -1, ">= -1"),
+        Property("log.retention.minutes", "int", None, "Delete segments older than this (overrides log.retention.hours).", lambda v: v >= -1, ">= -1"),
+        Property("log.retention.hours", "int", 168, "Delete segments older than this.", lambda v: v >= -1, ">= -1"),
+        Property("log.retention.bytes", "int", -1, "Delete the oldest segments while a partition is larger than this (-1: no limit).", lambda v: v >= -1, ">= -1"),
+        Property("log.retention.check.interval.ms", "int", 300000, "How often retention is checked.", _positive, "> 0"),
+        Property("log.segment.delete.delay.ms", "int", 60000, "Keep a deleted segment's file open this long for reads in flight.", _non_negative, ">= 0"),
+        Property("log.cleaner.enable", "bool", True, "Run the log cleaner (compaction of topics with cleanup.policy=compact, internal topics included)."),
+        Property("log.cleaner.backoff.ms", "int", 15000, "How often the log cleaner looks for a log to clean.", _positive, "> 0"),
+        Property("log.cleaner.delete.retention.ms", "int", 86400000, "Default delete.retention.ms: how long tombstones and transaction markers outlive cleaning.", _non_negative, ">= 0"),
+        Property("log.cleaner.min.compaction.lag.ms", "int", 0, "Default min.compaction.lag.ms.", _non_negative, ">= 0"),
+        Property("log.cleaner.max.compaction.lag.ms", "int", LONG_MAX, "Default max.compaction.lag.ms.", _positive, "> 0"),
+        Property("log.cleaner.min.cleanable.ratio", "str", "0.5", "Default min.cleanable.dirty.ratio.", lambda v: _ratio(v), "a number in [0, 1]"),
+        Property("offsets.topic.segment.bytes", "int", 1048576, "segment.bytes of __consumer_offsets (Kafka: 104857600; smaller here so compaction keeps it small).", lambda v: v >= 14, ">= 14"),
+        Property("transaction.state.log.segment.bytes", "int", 1048576, "segment.bytes of __transaction_state (Kafka: 104857600; smaller here so compaction keeps it small).", lambda v: v >= 14, ">= 14"),
+        Property("log.cleanup.policy", "str", "delete", "Default cleanup.policy of topics.", lambda v: all(p.strip() in ("delete", "compact") for p in v.split(",")), "delete, compact or both"),
         # network
         Property("socket.request.max.bytes", "int", 104857600, "Largest request frame; larger ones close the connection.", _positive, "> 0"),
         Property("connections.max.idle.ms", "int", 600000, "Close a connection with no request for this long.", _positive, "> 0"),
@@ -69,7 +88,8 @@ PROPERTIES: dict[str, Property] = {
         Property("transaction.state.log.num.partitions", "int", 1, "Partitions of __transaction_state (Kafka: 50).", _positive, "> 0"),
         # groups
         Property("offsets.topic.num.partitions", "int", 1, "Partitions of __consumer_offsets (Kafka: 50).", _positive, "> 0"),
-        Property("offsets.retention.minutes", "int", 10080, "Accepted and reported; offsets of empty groups are kept.", _positive, "> 0"),
+        Property("offsets.retention.minutes", "int", 10080, "Committed offsets of a group empty this long (or standalone commits this old) expire.", _positive, "> 0"),
+        Property("offsets.retention.check.interval.ms", "int", 600000, "How often expired offsets are removed.", _positive, "> 0"),
         Property("group.initial.rebalance.delay.ms", "int", 3000, "Wait this long for more members before the first rebalance of an empty group.", _non_negative, ">= 0"),
         Property("group.min.session.timeout.ms", "int", 6000, "Smallest session.timeout.ms a member may ask for.", _positive, "> 0"),
         Property("group.max.session.timeout.ms", "int", 1800000, "Largest session.timeout.ms a member may ask for.", _positive, "> 0"),
@@ -103,26 +123,46 @@ def _parse(prop: Property, raw: Any) -> Any:
     raise AssertionError(prop.type)
 
 
+# Where a value comes from, Kafka's precedence: per-broker dynamic, cluster-wide dynamic
+# default (both set at runtime with AlterConfigs, see broker/dynamic_config.py), static.
+DYNAMIC_BROKER, DYNAMIC_DEFAULT = "broker", "cluster"
+
+
 class BrokerConfig:
     """Validated broker properties; read with config['log.segment.bytes']."""
 
     def __init__(self, values: dict[str, Any] | None = None):
         self._values: dict[str, Any] = {name: p.default for name, p in PROPERTIES.items()}
         self._explicit: set[str] = set()
+        self._dynamic: dict[str, dict[str, Any]] = {DYNAMIC_BROKER: {}, DYNAMIC_DEFAULT: {}}
         for name, raw in (values or {}).items():
             self.set(name, raw)
 
-    def set(self, name: str, raw: Any) -> None:
+    @staticmethod
+    def parse(name: str, raw: Any) -> Any:
         prop = PROPERTIES.get(name) or listener_property(name)
         if prop is None:
             raise ConfigError(f"{name}: unknown property")
         value = _parse(prop, raw)
         if value is not None and prop.check is not None and not prop.check(value):
             raise ConfigError(f"{name}: invalid value {raw!r} (must be {prop.check_doc})")
-        self._values[name] = value
+        return value
+
+    def set(self, name: str, raw: Any) -> None:
+        self._values[name] = self.parse(name, raw)
         self._explicit.add(name)
 
+    def set_dynamic(self, level: str, values: dict[str, Any]) -> None:
+        """Replace the dynamic values of one level (already validated with ``parse``)."""
+        self._dynamic[level] = dict(values)
+
+    def dynamic(self, level: str) -> dict[str, Any]:
+        return dict(self._dynamic[level])
+
     def __getitem__(self, name: str) -> Any:
+        for level in (DYNAMIC_BROKER, DYNAMIC_DEFAULT):
+            if name in self._dynamic[level]:
+                return self._dynamic[level][name]
         return self._values[name]
 
     def for_listener(self, listener: str, name: str) -> Any:
@@ -130,10 +170,17 @@ class BrokerConfig:
         return self._values.get(f"listener.name.{listener.lower()}.{name}", self._values.get(name))
 
     def is_default(self, name: str) -> bool:
-        return name not in self._explicit
+        return self.source(name) == "default"
+
+    def source(self, name: str) -> str:
+        """"broker" / "cluster" (dynamic), "static" (file or flags) or "default"."""
+        for level in (DYNAMIC_BROKER, DYNAMIC_DEFAULT):
+            if name in self._dynamic[level]:
+                return level
+        return "static" if name in self._explicit else "default"
 
     def items(self):
-        return self._values.items()
+        return [(name, self[name]) for name in self._values]
 
     # derived values -------------------------------------------------------------------------
     @property

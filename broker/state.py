@@ -13,6 +13,7 @@ import time
 import structlog
 
 from broker.config import BrokerConfig
+from broker.dynamic_config import DynamicConfigs
 from broker.limits import raise_open_file_limit
 from broker.observe import build_request_observer
 from broker.security.service import Security
@@ -34,6 +35,7 @@ class Broker:
         self.data_dir = config["log.dirs"]
         self.node_id = config["node.id"]
         self.logs = LogManager(self.data_dir, config)
+        self.dynamic_configs = DynamicConfigs(self.data_dir, config, self.logs)
         self.producer_ids = ProducerIdManager(self.data_dir)
         self.data_waiters = DataWaiters()
         self.groups = GroupCoordinator(config, self.logs)
@@ -59,6 +61,7 @@ class Broker:
     # --- lifecycle ------------------------------------------------------------------------------
     async def start(self) -> None:
         started = phase_start = time.monotonic()
+        self.dynamic_configs.load()  # runtime-set broker defaults apply to the logs opened next
 
         def phase_done(name: str) -> None:
             nonlocal phase_start
@@ -75,6 +78,7 @@ class Broker:
         phase_done("group_load")
         await self.txns.load()  # replays __transaction_state, completes or aborts what was open
         phase_done("transaction_load")
+        self._check_producer_id_counter()
         listeners = self.security.listeners
         await self.server.start(listeners)
         first = listeners[0]  # --port-file and the defaults below describe the first listener
@@ -103,6 +107,22 @@ class Broker:
         self.logs.close()
         log.info("broker stopped cleanly")
 
+    def _check_producer_id_counter(self) -> None:
+        """The producer id counter must be above every id the data directory holds (the
+        counter file may have been deleted or restored from an old backup)."""
+        highest = -1
+        for plog in self.logs.all_logs():
+            for entry in plog.producer_state.producers():
+                highest = max(highest, entry.producer_id)
+        for meta in self.txns.txns.values():
+            highest = max(highest, meta.producer_id, meta.last_producer_id,
+                          meta.next_producer_id)
+        before = self.producer_ids.next_id
+        if self.producer_ids.ensure_above(highest):
+            log.warning("producer id counter was behind the ids in the logs (producer_ids file "
+                        "missing or old); moved it past them", counter_was=before,
+                        highest_id_in_logs=highest, next_id=self.producer_ids.next_id)
+
     def every(self, interval_ms: int, duty, name: str) -> None:
         """Run `duty()` on the event loop every interval (background duties: flush, expiry)."""
 
@@ -122,6 +142,15 @@ class Broker:
         flush_ms = self.config["log.flush.interval.ms"]
         if flush_ms is not None:
             self.every(max(flush_ms, 10), self.logs.flush, "log-flush")
+        self.every(self.config["log.retention.check.interval.ms"], self.logs.delete_old_segments,
+                   "log-retention")
+        self.every(self.config["offsets.retention.check.interval.ms"], self.groups.expire_offsets,
+                   "offsets-expiration")
+        if self.config["log.cleaner.enable"]:
+            loop = asyncio.get_running_loop()
+            cleaner = self.logs.cleaner
+            cleaner.on_pass_done = lambda: loop.call_soon_threadsafe(cleaner.maybe_clean)
+            self.every(self.config["log.cleaner.backoff.ms"], cleaner.maybe_clean, "log-cleaner")
         self.every(self.config["producer.id.expiration.check.interval.ms"],
                    lambda: self.logs.remove_expired_producers(int(time.time() * 1000)),
                    "producer-expiration")

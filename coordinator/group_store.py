@@ -19,6 +19,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Iterator
 
+from storage.config import INTERNAL_SEGMENT_BYTES, broker_value
+
 __all__ = ["OFFSETS_TOPIC", "StoredBatch", "LogOffsetsStore", "MemoryOffsetsStore"]
 
 OFFSETS_TOPIC = "__consumer_offsets"
@@ -112,7 +114,9 @@ class LogOffsetsStore:
             if not create:
                 return None
             self.logs.create_topic(OFFSETS_TOPIC, self.configured_partitions,
-                                   {"cleanup.policy": "compact"})
+                                   {"cleanup.policy": "compact", "segment.bytes": str(
+                                       broker_value(self.logs.config, "offsets.topic.segment.bytes")
+                                       or INTERNAL_SEGMENT_BYTES)})
         return self.logs.get_log(OFFSETS_TOPIC, partition)
 
     def append(self, partition: int, records, *, producer_id: int = -1, producer_epoch: int = -1,
@@ -133,7 +137,7 @@ class LogOffsetsStore:
         return info.base_offset
 
     def batches(self, partition: int) -> Iterator[StoredBatch]:
-        from protocol.record_batch import iter_batches_with_records
+        from coordinator.txn_log import readable_batches
 
         plog = self._log(partition, create=False)
         if plog is None:
@@ -146,12 +150,14 @@ class LogOffsetsStore:
             if not data:
                 break
             advanced = False
-            for header, records in iter_batches_with_records(data):
+            for header, records in readable_batches(data, OFFSETS_TOPIC, partition):
                 last = header.base_offset + header.last_offset_delta
                 if last < offset:
                     continue
                 advanced = True
                 offset = last + 1
+                if records is None:
+                    continue
                 if header.is_control:
                     kind = _control_type(records[0][1]) if records else None
                     yield StoredBatch(header.base_offset, header.producer_id, True, True,

@@ -1060,6 +1060,50 @@ class GroupCoordinator:
             log.info("group deleted", group=group_id)
         return results
 
+    def expire_offsets(self, now_ms: int | None = None) -> int:
+        """Kafka's cleanupGroupMetadata (every offsets.retention.check.interval.ms): committed
+        offsets older than offsets.retention.minutes go, with tombstones in __consumer_offsets:
+        all of an Empty group's offsets once it has been empty that long (KIP-211), each
+        offset of a group that never had members (standalone commits) once it was committed
+        that long ago; offsets waiting for a transaction stay. An Empty group left without
+        offsets is removed (group tombstone). Returns how many offsets expired."""
+        now = self._now() if now_ms is None else now_ms
+        retention_ms = int(_cfg(self.config, "offsets.retention.minutes", 10080)) * 60_000
+        expired_total = 0
+        for group in list(self.groups.values()):
+            if not group.is_state(GroupState.EMPTY):
+                continue
+            if group.protocol_type is not None:
+                base = group.state_timestamp
+                doomed = [tp for tp, om in group.offsets.items()
+                          if max(base, om.commit_timestamp) + retention_ms <= now]
+            else:
+                doomed = [tp for tp, om in group.offsets.items()
+                          if (om.expire_timestamp if om.expire_timestamp is not None
+                              else om.commit_timestamp + retention_ms) <= now]
+            doomed = [tp for tp in doomed if not group.has_pending_offsets(tp)]
+            remove_group = len(doomed) == len(group.offsets) and not group.pending_txn_offsets
+            if not doomed and not remove_group:
+                continue
+            records = [(encode_offset_key(group.group_id, t, p), None) for t, p in doomed]
+            if remove_group:
+                records.append((encode_group_key(group.group_id), None))
+            try:
+                self.store.append(self.partition_for(group.group_id), records)
+            except Exception as exc:  # noqa: BLE001 - retried at the next check
+                log.warning("offset expiration append failed", group=group.group_id,
+                            error=str(exc))
+                continue
+            for tp in doomed:
+                del group.offsets[tp]
+            expired_total += len(doomed)
+            if remove_group:
+                group.transition_to(GroupState.DEAD, now)
+                del self.groups[group.group_id]
+            log.info("expired committed offsets", group=group.group_id, offsets=len(doomed),
+                     group_removed=remove_group)
+        return expired_total
+
     def remove_topic_offsets(self, topic: str) -> int:
         """A topic was deleted: drop every group's committed offsets for it (tombstones in
         __consumer_offsets, as Kafka's GroupMetadataManager.cleanupGroupMetadata does). Pending
@@ -1201,6 +1245,8 @@ class GroupCoordinator:
         if value is None:
             return group
         group.generation_id = value.generation
+        if value.current_state_timestamp >= 0:  # offsets of an empty group expire from it
+            group.state_timestamp = value.current_state_timestamp
         group.protocol_type = value.protocol_type or None
         group.protocol_name = value.protocol
         group.leader_id = value.leader

@@ -106,6 +106,16 @@ class ProducerIdManager:
         self._next = pid + 1
         return pid
 
+    def ensure_above(self, highest_seen: int) -> bool:
+        """Never hand out an id at or below one already in the logs (``highest_seen``, from
+        producer state and the transaction log): a lost or stale counter file must not make a
+        new producer collide with an old one's sequence state. True if the counter moved."""
+        if highest_seen < self._next:
+            return False
+        self._next = highest_seen + 1
+        self._block_end = self._next  # the next allocate() persists a block from here
+        return True
+
     @property
     def next_id(self) -> int:
         """The id the next allocate() will return."""

@@ -62,6 +62,7 @@ FAULT_POINTS = (
     "crash-after-prepare-abort",    # PrepareAbort durable, no marker written
     "crash-after-first-marker",     # the first of the transaction's markers written
     "crash-before-complete",        # all markers written and offsets applied, CompleteX not
+    "crash-mid-clean-swap",         # storage/log_cleaner.py: one cleaned segment installed
 )
 
 _ATTR_TRANSACTIONAL = 0x10

@@ -21,9 +21,15 @@ import os
 import time
 from typing import Iterator
 
+import structlog
+
+from storage.config import INTERNAL_SEGMENT_BYTES, broker_value
+
 __all__ = ["TXN_TOPIC", "LogTxnStore", "MemoryTxnStore"]
 
 TXN_TOPIC = "__transaction_state"
+
+log = structlog.get_logger(__name__)
 
 
 class MemoryTxnStore:
@@ -70,7 +76,10 @@ class LogTxnStore:
             if not create:
                 return None
             self.logs.create_topic(TXN_TOPIC, self.configured_partitions,
-                                   {"cleanup.policy": "compact"})
+                                   {"cleanup.policy": "compact", "segment.bytes": str(
+                                       broker_value(self.logs.config,
+                                                    "transaction.state.log.segment.bytes")
+                                       or INTERNAL_SEGMENT_BYTES)})
         return self.logs.get_log(TXN_TOPIC, partition)
 
     def coordinator_epoch(self, partition: int) -> int:
@@ -89,8 +98,6 @@ class LogTxnStore:
         flush_partition(plog, self.logs)
 
     def replay(self) -> Iterator[tuple[bytes, bytes | None]]:
-        from protocol.record_batch import iter_batches_with_records
-
         for partition in range(self.num_partitions()):
             plog = self._log(partition, create=False)
             if plog is None:
@@ -103,13 +110,13 @@ class LogTxnStore:
                 if not data:
                     break
                 advanced = False
-                for header, records in iter_batches_with_records(data):
+                for header, records in readable_batches(data, TXN_TOPIC, partition):
                     last = header.base_offset + header.last_offset_delta
                     if last < offset:
                         continue
                     advanced = True
                     offset = last + 1
-                    if header.is_control:
+                    if header.is_control or records is None:
                         continue
                     for rec_offset, key, value in records:
                         if key is not None:
@@ -125,6 +132,28 @@ def flush_partition(plog, logs=None) -> None:
         flush()
     elif logs is not None:
         logs.flush()
+
+
+def readable_batches(data: bytes, topic: str, partition: int):
+    """(header, [(offset, key, value)]) of each batch in ``data`` whose CRC holds and whose
+    records decode; a damaged batch (a flipped byte on disk that a clean start did not check)
+    is skipped with a warning naming what was lost, so replay starts with the rest."""
+    from protocol.record_batch import CorruptBatchError, crc_ok, iter_batches, iter_records
+
+    mv = memoryview(data)
+    for pos, header in iter_batches(mv):
+        batch = mv[pos:pos + header.size]
+        try:
+            if not crc_ok(batch):
+                raise CorruptBatchError("CRC mismatch")
+            records = [(r.offset, r.key, r.value) for r in iter_records(batch)]
+        except CorruptBatchError as exc:
+            log.warning("skipped a damaged batch of an internal topic; the state changes it "
+                        "held are lost", topic=topic, partition=partition,
+                        offsets=f"{header.base_offset}-{header.last_offset}", error=str(exc))
+            yield header, None
+            continue
+        yield header, records
 
 
 def read_slice(chunk) -> bytes:

@@ -20,10 +20,13 @@ from protocol.errors import ErrorCode
 from storage.errors import KafkaStorageError
 
 __all__ = ["LogConfig", "TOPIC_CONFIGS", "validate_topic_configs", "effective_topic_configs",
-           "broker_value", "LONG_MAX"]
+           "broker_value", "default_origin", "LONG_MAX", "INTERNAL_SEGMENT_BYTES"]
 
 LONG_MAX = 2**63 - 1
 INT_MAX = 2**31 - 1
+# segment.bytes of the internal topics (offsets.topic.segment.bytes,
+# transaction.state.log.segment.bytes); Kafka's 100 MiB would leave them uncompacted for long.
+INTERNAL_SEGMENT_BYTES = 1 << 20
 
 
 def broker_value(config: Any, name: str) -> Any:
@@ -85,6 +88,7 @@ def _hours(name: str) -> Callable[[Any], int | None]:
     def get(config: Any) -> int | None:
         v = broker_value(config, name)
         return None if v is None else int(v) * 3_600_000
+    get.property = name
     return get
 
 
@@ -92,6 +96,7 @@ def _minutes(name: str) -> Callable[[Any], int | None]:
     def get(config: Any) -> int | None:
         v = broker_value(config, name)
         return None if v is None else int(v) * 60_000
+    get.property = name
     return get
 
 
@@ -192,6 +197,16 @@ def _default(d: TopicConfigDef, broker_config: Any) -> str:
     return d.default
 
 
+def default_origin(broker_config: Any, name: str) -> str | None:
+    """The broker property that gives topic config ``name`` its default value here, or None
+    when it is Kafka's built-in default (DescribeConfigs reports the source)."""
+    for source in TOPIC_CONFIGS[name].broker_names:
+        v = source(broker_config) if callable(source) else broker_value(broker_config, source)
+        if v is not None:
+            return source.property if callable(source) else source
+    return None
+
+
 def effective_topic_configs(broker_config: Any, overrides: Mapping[str, str]
                             ) -> dict[str, tuple[str, bool]]:
     """name -> (value, is_default) for every topic config (what DescribeConfigs reports)."""
@@ -224,6 +239,11 @@ class LogConfig:
     cleanup_policy: str = "delete"
     timestamp_before_max_ms: int = LONG_MAX  # CreateTime at most this far in the past
     timestamp_after_max_ms: int = 3_600_000  # ... and this far in the future
+    delete_retention_ms: int = _DAY_MS
+    min_compaction_lag_ms: int = 0
+    max_compaction_lag_ms: int = LONG_MAX
+    min_cleanable_dirty_ratio: float = 0.5
+    compact: bool = False  # cleanup.policy includes compact (checked on every append)
 
     @classmethod
     def from_configs(cls, broker_config: Any = None, overrides: Mapping[str, str] | None = None
@@ -251,4 +271,9 @@ class LogConfig:
             cleanup_policy=value("cleanup.policy"),
             timestamp_before_max_ms=value("message.timestamp.before.max.ms"),
             timestamp_after_max_ms=value("message.timestamp.after.max.ms"),
+            compact="compact" in value("cleanup.policy").split(","),
+            delete_retention_ms=value("delete.retention.ms"),
+            min_compaction_lag_ms=value("min.compaction.lag.ms"),
+            max_compaction_lag_ms=value("max.compaction.lag.ms"),
+            min_cleanable_dirty_ratio=value("min.cleanable.dirty.ratio"),
         )

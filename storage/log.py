@@ -162,7 +162,11 @@ class PartitionLog:
     @property
     def last_stable_offset(self) -> int:
         fuo = self.producer_state.first_unstable_offset()
-        return self._leo if fuo is None else fuo
+        if fuo is None:
+            return self._leo
+        # as Kafka's updateFirstUnstableOffset: never below the log start (DeleteRecords or
+        # retention may have removed the start of an open transaction)
+        return fuo if fuo >= self._log_start else self._log_start
 
     @property
     def segments(self) -> list[LogSegment]:
@@ -180,7 +184,7 @@ class PartitionLog:
             max_ts = validate_records(
                 mv, h, now_ms=self._time_ms(), log_append_time=cfg.log_append_time,
                 before_max_ms=cfg.timestamp_before_max_ms, after_max_ms=cfg.timestamp_after_max_ms,
-                compacted="compact" in cfg.cleanup_policy).max_timestamp
+                compacted=cfg.compact, topic_partition=(self.topic, self.partition)).max_timestamp
         attrs = h.attributes
         if h.producer_id >= 0:
             dup = self.producer_state.check(h)
@@ -294,6 +298,60 @@ class PartitionLog:
         if self._pending_flushes:
             self._poll_flushes()
         self._notify()
+
+    # ====================================================================== log start, retention
+    def maybe_increment_log_start_offset(self, offset: int) -> bool:
+        """DeleteRecords (Kafka's maybeIncrementLogStartOffset): records below ``offset`` become
+        unreadable at once; segments wholly below it go at the next retention check. Never moves
+        backwards; OFFSET_OUT_OF_RANGE above the high watermark. True if it moved."""
+        if offset > self.high_watermark:
+            raise _error(ErrorCode.offset_out_of_range,
+                         f"cannot delete records of {self.topic}-{self.partition} below {offset}: "
+                         f"the high watermark is {self.high_watermark}")
+        if offset <= self._log_start:
+            return False
+        self._set_log_start(offset)
+        return True
+
+    def _set_log_start(self, offset: int) -> None:
+        self._log_start = offset
+        # aborted transactions whose marker is below the log start can match no fetch any more
+        drop = bisect_left(self._aborted_last, offset)
+        if drop:
+            del self._aborted[:drop]
+            del self._aborted_last[:drop]
+
+    def delete_oldest_segments(self, count: int) -> list[LogSegment]:
+        """Kafka's deleteSegments for retention: drop the ``count`` oldest segments (rolling
+        first if that is all of them, so the active segment is never the one deleted), advance
+        the log start offset to the new first segment and unlink their files. Returns the
+        removed segments with their files still open: a fetch answer already holding a
+        FileSlice of one keeps reading it; the caller closes them after file.delete.delay.ms.
+        Producer state is kept (KIP-360: a producer whose last batch was deleted continues)."""
+        if count <= 0:
+            return []
+        if count >= len(self._segments):
+            self._roll(self._time_ms())
+        doomed = self._segments[:count]
+        del self._segments[:count]
+        del self._bases[:count]
+        new_start = self._segments[0].base_offset
+        if new_start > self._log_start:
+            self._set_log_start(new_start)
+        for seg in doomed:  # oldest first: a crash in between leaves a contiguous log
+            seg.unlink_files()
+        self.producer_state.delete_snapshots_before(new_start)
+        return doomed
+
+    def replace_segments(self, olds: list[LogSegment], new: LogSegment) -> None:
+        """The log cleaner swapped in one compacted segment for the consecutive ``olds`` (the
+        same offsets, fewer records): serve reads from it and index its aborted transactions."""
+        i = self._segments.index(olds[0])
+        self._segments[i:i + len(olds)] = [new]
+        self._bases = [s.base_offset for s in self._segments]
+        self._aborted = [e for seg in self._segments for e in seg.txn_index.entries
+                         if e.last_offset >= self._log_start]
+        self._aborted_last = [e.last_offset for e in self._aborted]
 
     # ====================================================================== roll and flush
     def _should_roll(self, seg: LogSegment, h: BatchHeader, size: int, max_ts: int,
@@ -438,9 +496,15 @@ class PartitionLog:
         limit = lso if committed else leo
         if offset >= limit:
             return ReadResult([], leo, lso, self._log_start, [] if committed else None)
-        seg = self._segments[self._segment_index(offset)]
+        i = self._segment_index(offset)
+        seg = self._segments[i]
         found = seg.find_batch(offset)
-        if found is None:  # cannot happen for offsets below the LEO; answer empty, not wrong
+        while found is None and i + 1 < len(self._segments):
+            # compaction removed everything from ``offset`` to this segment's end
+            i += 1
+            seg = self._segments[i]
+            found = seg.find_batch(offset)
+        if found is None or found[1].base_offset >= limit:
             return ReadResult([], leo, lso, self._log_start, [] if committed else None)
         start, first = found
         stop_offset = limit if limit < seg.next_offset else seg.next_offset
@@ -504,29 +568,34 @@ class PartitionLog:
             return limit, -1
         if timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
             return self._log_start, -1
+        start = self._log_start
         if timestamp == MAX_TIMESTAMP:
             found = self._max_timestamp_record()
+            if found is not None and found[0] < start:
+                found = None
         elif timestamp < 0:
             return None
         else:
             found = None
             for seg in self._segments:
-                if seg.max_timestamp >= timestamp:
-                    found = self._search_segment(seg, timestamp)
+                if seg.max_timestamp >= timestamp and seg.next_offset > start:
+                    found = self._search_segment(seg, timestamp, start)
                     if found is not None:
                         break
         if found is None or found[0] >= limit:
             return None
         return found
 
-    def _search_segment(self, seg: LogSegment, timestamp: int) -> tuple[int, int] | None:
+    def _search_segment(self, seg: LogSegment, timestamp: int, start: int
+                        ) -> tuple[int, int] | None:
+        """The first record at or after offset ``start`` with a timestamp >= ``timestamp``."""
         entry = seg.time_index.lookup(timestamp)
-        _, pos = seg.index.lookup(entry[1] if entry is not None else seg.base_offset)
+        _, pos = seg.index.lookup(max(entry[1] if entry is not None else seg.base_offset, start))
         for p, h in seg.headers_from(pos):
-            if h.max_timestamp < timestamp:
+            if h.max_timestamp < timestamp or h.last_offset < start:
                 continue
             for rec in self._records_at(seg, p, h):
-                if rec.timestamp >= timestamp:
+                if rec.timestamp >= timestamp and rec.offset >= start:
                     return rec.offset, rec.timestamp
         return None
 
@@ -560,7 +629,7 @@ class PartitionLog:
     # ====================================================================== opening/recovery
     @classmethod
     def open(cls, directory: str, topic: str, partition: int, config: LogConfig, *,
-             recovery_point: int = 0, clean_shutdown: bool = False,
+             recovery_point: int = 0, log_start_offset: int = 0, clean_shutdown: bool = False,
              producer_expiration_ms: int = 86_400_000,
              time_ms: Callable[[], int] | None = None, executor: Any = None,
              producer_state_factory: Callable[[str, int], Any] | None = None) -> "PartitionLog":
@@ -572,7 +641,9 @@ class PartitionLog:
         indexes rebuilt, a torn or corrupt tail cut, every later segment dropped). A segment
         with a missing or broken index is recovered in either case. Then producer state is
         loaded from the newest usable snapshot and the log is replayed from it, rebuilding the
-        transaction index of every recovered segment from its abort markers."""
+        transaction index of every recovered segment from its abort markers. The log start
+        offset is the checkpointed ``log_start_offset`` (DeleteRecords) or the first segment's
+        base, whichever is larger."""
         if producer_state_factory is None:
             from storage.producer_state import ProducerStateManager as producer_state_factory
         time_ms = time_ms or _now_ms
@@ -580,6 +651,8 @@ class PartitionLog:
         psm = producer_state_factory(directory, producer_expiration_ms)
         self = cls(directory, topic, partition, config, psm, time_ms, executor)
         self._load(recovery_point, clean_shutdown)
+        if log_start_offset > self._log_start:
+            self._set_log_start(min(log_start_offset, self._leo))
         return self
 
     def _load(self, recovery_point: int, clean: bool) -> None:
@@ -614,10 +687,11 @@ class PartitionLog:
             if why is None and not clean and (is_last or seg_end > recovery_point):
                 why = "unclean shutdown"
             if why is None:
-                if is_last:
-                    why = seg.load_tail()
-                else:
-                    seg.next_offset = seg_end
+                # the tail after the last index entry (a few KiB) tells where the segment
+                # really ends: a gap before the next one means a segment file was lost
+                why = seg.load_tail()
+                if why is None and not is_last:
+                    self._check_gap(seg, seg_end)
             if why is not None:
                 result = seg.recover()
                 recovered.append(seg)
@@ -630,8 +704,11 @@ class PartitionLog:
                         segment=segment_file_name(base, LOG_SUFFIX), from_offset=result.next_offset,
                         position=result.valid_bytes, bytes_removed=result.truncated_bytes,
                         reason=result.reason, checked_because=why)
-                if not is_last and (result.truncated_bytes or result.next_offset != seg_end):
-                    cut = True
+                if not is_last:
+                    if result.truncated_bytes or result.next_offset > seg_end:
+                        cut = True
+                    else:
+                        self._check_gap(seg, seg_end)
             segments.append(seg)
         if dropped:
             log.warning("deleted the segments after a corrupt point of a partition log",
@@ -669,6 +746,16 @@ class PartitionLog:
             self.recovery_point = self._leo if clean else min(recovery_point, self._leo)
             if replayed:
                 self.producer_state.take_snapshot(self._leo)
+
+    def _check_gap(self, seg: LogSegment, next_base: int) -> None:
+        """``seg`` ends before the next segment begins. Compaction leaves such gaps; in a log
+        that is never compacted they mean a segment file was deleted: say what was lost."""
+        if seg.next_offset < next_base and not self.config.compact:
+            log.warning("records are missing between two segments (a segment file was deleted "
+                        "or lost); consumers will skip these offsets", topic=self.topic,
+                        partition=self.partition, missing_from_offset=seg.next_offset,
+                        missing_to_offset=next_base - 1)
+        seg.next_offset = next_base
 
     def _set_segments(self, segments: list[LogSegment]) -> None:
         self._segments = segments

@@ -7,6 +7,9 @@ Data directory layout::
     topics/<name>.json                   one per topic: id, partition count, config overrides
     <topic>-<partition>/                 a PartitionLog (segments, indexes, producer snapshots)
     recovery-point-offset-checkpoint     per partition: offsets below are known to be on disk
+    log-start-offset-checkpoint          per partition: the log start offset (DeleteRecords)
+    cleaner-offset-checkpoint            per compacted partition: where the dirty part starts
+    dynamic-broker-configs.json          broker configs set at runtime (broker/dynamic_config.py)
     .kafka_cleanshutdown                 present only between a clean stop and the next start
 
 Every registry file is replaced atomically (write a temp file, fsync, rename, fsync the
@@ -34,7 +37,14 @@ from typing import Any, Callable, Iterator
 import structlog
 
 from protocol.errors import ErrorCode
+from storage.checkpoint import (
+    atomic_write as _atomic_write,
+    fsync_dir as _fsync_dir,
+    read_offset_checkpoint,
+    write_offset_checkpoint,
+)
 from storage.config import (
+    INTERNAL_SEGMENT_BYTES,
     LogConfig,
     broker_value,
     effective_topic_configs,
@@ -42,6 +52,9 @@ from storage.config import (
 )
 from storage.errors import KafkaStorageError
 from storage.log import LEADER_EPOCH, PartitionLog
+from storage.cleaner import CLEANER_DIR
+from storage.log_cleaner import LogCleaner, recover_interrupted_clean
+from storage.retention import segments_to_delete
 
 __all__ = ["LogManager", "TopicInfo", "LEADER_EPOCH", "INTERNAL_TOPICS", "validate_topic_name",
            "CLEAN_SHUTDOWN_FILE", "RECOVERY_POINT_FILE", "META_PROPERTIES_FILE"]
@@ -49,8 +62,11 @@ __all__ = ["LogManager", "TopicInfo", "LEADER_EPOCH", "INTERNAL_TOPICS", "valida
 log = structlog.get_logger(__name__)
 
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+_INTERNAL_SEGMENT_PROPERTIES = {"__consumer_offsets": "offsets.topic.segment.bytes",
+                                "__transaction_state": "transaction.state.log.segment.bytes"}
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 RECOVERY_POINT_FILE = "recovery-point-offset-checkpoint"
+LOG_START_OFFSET_FILE = "log-start-offset-checkpoint"
 META_PROPERTIES_FILE = "meta.properties"
 TOPICS_DIR = "topics"
 
@@ -98,30 +114,6 @@ def _uuid_b64(u: uuid.UUID) -> str:
     return base64.urlsafe_b64encode(u.bytes).decode().rstrip("=")
 
 
-def _fsync_dir(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _atomic_write(path: str, data: bytes) -> None:
-    """Write temp, fsync, rename over, fsync the directory: a crash leaves old or new."""
-    directory = os.path.dirname(path)
-    tmp = os.path.join(directory, f".tmp-{uuid.uuid4().hex}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
-    _fsync_dir(directory)
-
-
 def _now_ms() -> int:
     return int(time.time() * 1000)
 
@@ -144,6 +136,13 @@ class LogManager:
         self._executor: ThreadPoolExecutor | None = None
         self._opened = False
         self._closed = False
+        # segments deleted by retention whose fds stay open a while: (close after ms, segment)
+        self._retired: list[tuple[int, Any]] = []
+        self._log_starts: dict[tuple[str, int], int] = {}  # as last checkpointed
+        self.cleaner = LogCleaner(
+            self, time_ms=self._time_ms, retire=self.retire_segment,
+            crash_mid_swap="crash-mid-clean-swap" in str(
+                broker_value(self.config, "minibroker.test.fault") or ""))
 
     # ================================================================== startup
     def open(self) -> None:
@@ -157,16 +156,23 @@ class LogManager:
         marker = os.path.join(self.data_dir, CLEAN_SHUTDOWN_FILE)
         clean = os.path.exists(marker)
         recovery_points = self._read_recovery_points()
+        log_starts = read_offset_checkpoint(
+            os.path.join(self.data_dir, LOG_START_OFFSET_FILE),
+            "log start offsets fall back to each log's first segment")
         self._remove_deleted_dirs()
         self._load_topics()
+        self._upgrade_internal_topics()
         for info in self.topics.values():
             for p in range(info.num_partitions):
-                self._open_log(info, p, recovery_points.get((info.name, p), 0), clean)
+                self._open_log(info, p, recovery_points.get((info.name, p), 0), clean,
+                               log_starts.get((info.name, p), 0))
         self._remove_orphan_partition_dirs()
         if clean:
             os.unlink(marker)
             _fsync_dir(self.data_dir)
         self.checkpoint_recovery_points()
+        self._log_starts = {key: plog.log_start_offset for key, plog in self._logs.items()
+                            if plog.log_start_offset > 0}
         self._opened = True
         log.info("loaded partition logs", partitions=len(self._logs), topics=len(self.topics),
                  clean_shutdown=clean, cluster_id=self.cluster_id,
@@ -176,14 +182,27 @@ class LogManager:
         path = os.path.join(self.data_dir, META_PROPERTIES_FILE)
         props: dict[str, str] = {}
         try:
-            with open(path, encoding="utf-8") as f:
-                for line in f:
+            with open(path, "rb") as f:
+                raw = f.read()
+        except FileNotFoundError:
+            raw = None
+        if raw is not None:
+            try:
+                for line in raw.decode("utf-8").splitlines():
                     line = line.strip()
                     if line and not line.startswith("#") and "=" in line:
                         k, _, v = line.partition("=")
                         props[k.strip()] = v.strip()
-        except FileNotFoundError:
-            pass
+                if not props.get("cluster.id") or not props.get("node.id", "0").isdigit():
+                    raise ValueError("no cluster.id, or a node.id that is not a number")
+            except (UnicodeDecodeError, ValueError) as exc:
+                # Kafka refuses to start too: a new cluster id would orphan every client's idea
+                # of this cluster, and guessing is worse than asking.
+                raise KafkaStorageError(
+                    ErrorCode.kafka_storage_error,
+                    f"{path} is damaged ({exc}); restore it from a backup (it holds cluster.id "
+                    f"and node.id), or move it away to start this data directory with a new "
+                    f"cluster id") from None
         if props.get("cluster.id"):
             stored_node = props.get("node.id")
             if stored_node is not None and int(stored_node) != self.node_id:
@@ -197,6 +216,24 @@ class LogManager:
         text = (f"#\n#{time.strftime('%a %b %d %H:%M:%S %Z %Y')}\n"
                 f"cluster.id={self.cluster_id}\nnode.id={self.node_id}\nversion=1\n")
         _atomic_write(path, text.encode())
+
+    def _upgrade_internal_topics(self) -> None:
+        """Internal topics created before compaction existed have no segment.bytes override:
+        with 1 GiB segments the cleaner could not reach their history. Give them the internal
+        segment size (logged once; the oversized active segment rolls at its next append)."""
+        for name in _INTERNAL_SEGMENT_PROPERTIES:
+            info = self.topics.get(name)
+            if info is None or "segment.bytes" in info.configs:
+                continue
+            info.configs = {**info.configs, **self._internal_topic_configs(name)}
+            self._write_topic(info)
+            log.info("internal topic given compaction-sized segments", topic=name,
+                     segment_bytes=info.configs["segment.bytes"])
+
+    def _internal_topic_configs(self, name: str) -> dict[str, str]:
+        size = broker_value(self.config, _INTERNAL_SEGMENT_PROPERTIES[name])
+        return {"cleanup.policy": "compact",
+                "segment.bytes": str(size or INTERNAL_SEGMENT_BYTES)}
 
     def _load_topics(self) -> None:
         topics_dir = os.path.join(self.data_dir, TOPICS_DIR)
@@ -226,8 +263,12 @@ class LogManager:
                 shutil.rmtree(os.path.join(self.data_dir, name), ignore_errors=True)
 
     def _remove_orphan_partition_dirs(self) -> None:
-        """A partition directory with no topic file is left over from a create or delete that
-        was interrupted; it must go, or a new topic of that name would inherit its records."""
+        """A partition directory no topic file accounts for. Without records it is left over
+        from an interrupted create or delete and goes (a new topic of that name must not
+        inherit it). With records, the registry lost it (a deleted or damaged topic file):
+        data is never deleted on a guess, so the topic is rebuilt from its directories (new
+        topic id, default configs) and the decision logged."""
+        found: dict[str, dict[int, str]] = {}
         for name in os.listdir(self.data_dir):
             m = _PARTITION_DIR.match(name)
             path = os.path.join(self.data_dir, name)
@@ -238,43 +279,55 @@ class LogManager:
             if info is not None and p < info.num_partitions:
                 continue
             files = os.listdir(path)
-            if not all(f.endswith(_LOG_FILE_SUFFIXES) for f in files):
+            if not all(f.endswith(_LOG_FILE_SUFFIXES) or f == CLEANER_DIR for f in files):
                 log.warning("leaving an unknown directory in the data directory alone",
                             directory=path)
                 continue
-            log.warning("removing the directory of a partition that no topic has (left over "
-                        "from an interrupted create or delete)", directory=path)
+            if any(f.endswith(".log") and os.path.getsize(os.path.join(path, f)) > 0
+                   for f in files):
+                found.setdefault(topic, {})[p] = path
+                continue
+            log.warning("removing the empty directory of a partition that no topic has (left "
+                        "over from an interrupted create or delete)", directory=path)
             shutil.rmtree(path, ignore_errors=True)
+        for topic, partitions in sorted(found.items()):
+            self._rebuild_topic(topic, partitions)
+
+    def _rebuild_topic(self, topic: str, partitions: dict[int, str]) -> None:
+        info = self.topics.get(topic)
+        count = max(partitions) + 1
+        if info is None:
+            try:
+                validate_topic_name(topic)
+            except KafkaStorageError:
+                log.warning("leaving a directory with an invalid topic name alone",
+                            directories=sorted(partitions.values()))
+                return
+            configs = self._internal_topic_configs(topic) if topic in INTERNAL_TOPICS else {}
+            info = TopicInfo(topic, _new_kafka_uuid(), count, configs, topic in INTERNAL_TOPICS)
+            self.topics[topic] = info
+            log.warning("topic registry file missing for partition directories holding records; "
+                        "rebuilt the topic from them (new topic id; config overrides, if any, "
+                        "are lost: set them again with kafka-configs.sh)", topic=topic,
+                        partitions=count, topic_id=str(info.topic_id))
+        else:
+            log.warning("topic registry file counts fewer partitions than the directories "
+                        "holding records; grew it to match", topic=topic,
+                        partitions_before=info.num_partitions, partitions=count)
+        info.num_partitions = max(info.num_partitions, count)
+        for p in range(info.num_partitions):
+            if (topic, p) not in self._logs:  # a full recovery: nothing about them is known
+                self._open_log(info, p, 0, False)
+        self._write_topic(info)
 
     def _read_recovery_points(self) -> dict[tuple[str, int], int]:
-        """Kafka's OffsetCheckpointFile: version line, count line, 'topic partition offset'."""
-        path = os.path.join(self.data_dir, RECOVERY_POINT_FILE)
-        try:
-            with open(path, encoding="utf-8") as f:
-                lines = f.read().splitlines()
-        except FileNotFoundError:
-            return {}
-        try:
-            if lines[0].strip() != "0":
-                raise ValueError(f"unknown version {lines[0]!r}")
-            count = int(lines[1])
-            out = {}
-            for line in lines[2:2 + count]:
-                topic, p, offset = line.split()
-                out[(topic, int(p))] = int(offset)
-            if len(out) != count:
-                raise ValueError("entry count mismatch")
-            return out
-        except (IndexError, ValueError) as exc:
-            log.warning("recovery point checkpoint is unreadable; every segment will be checked",
-                        path=path, error=str(exc))
-            return {}
+        return read_offset_checkpoint(os.path.join(self.data_dir, RECOVERY_POINT_FILE),
+                                      "every segment will be checked")
 
     def checkpoint_recovery_points(self) -> None:
         """Persist each partition's recovery point (cheap: one small file)."""
-        lines = [f"{t} {p} {plog.recovery_point}" for (t, p), plog in sorted(self._logs.items())]
-        text = "0\n" + f"{len(lines)}\n" + "".join(line + "\n" for line in lines)
-        _atomic_write(os.path.join(self.data_dir, RECOVERY_POINT_FILE), text.encode())
+        write_offset_checkpoint(os.path.join(self.data_dir, RECOVERY_POINT_FILE),
+                                {key: plog.recovery_point for key, plog in self._logs.items()})
 
     def _partition_dir(self, topic: str, partition: int) -> str:
         return os.path.join(self.data_dir, f"{topic}-{partition}")
@@ -283,11 +336,13 @@ class LogManager:
         return LogConfig.from_configs(self.config, info.configs)
 
     def _open_log(self, info: TopicInfo, partition: int, recovery_point: int,
-                  clean: bool) -> PartitionLog:
+                  clean: bool, log_start_offset: int = 0) -> PartitionLog:
         expiration = broker_value(self.config, "producer.id.expiration.ms")
+        recover_interrupted_clean(self._partition_dir(info.name, partition))
         plog = PartitionLog.open(
             self._partition_dir(info.name, partition), info.name, partition,
-            self._log_config(info), recovery_point=recovery_point, clean_shutdown=clean,
+            self._log_config(info), recovery_point=recovery_point,
+            log_start_offset=log_start_offset, clean_shutdown=clean,
             producer_expiration_ms=86_400_000 if expiration is None else int(expiration),
             time_ms=self._time_ms, executor=self._executor,
             producer_state_factory=self._psm_factory)
@@ -421,6 +476,10 @@ class LogManager:
             pass
         _fsync_dir(os.path.join(self.data_dir, TOPICS_DIR))
         del self.topics[name]
+        # a topic created later under this name must not inherit these positions
+        self.checkpoint_log_start_offsets()
+        self.checkpoint_recovery_points()
+        self.cleaner.forget(name)
         for path in doomed:
             if self._executor is not None:
                 self._executor.submit(shutil.rmtree, path, True)
@@ -443,6 +502,13 @@ class LogManager:
             if plog is not None:
                 plog.config = cfg
 
+    def refresh_log_configs(self) -> None:
+        """Broker defaults changed at runtime: recompute every log's effective config."""
+        for (name, _p), plog in self._logs.items():
+            info = self.topics.get(name)
+            if info is not None:
+                plog.config = self._log_config(info)
+
     def describe_topic_configs(self, name: str) -> dict[str, tuple[str, bool]]:
         """name -> (value, is_default) of every topic config, for DescribeConfigs."""
         info = self.topics.get(name)
@@ -463,6 +529,74 @@ class LogManager:
         for plog in self._logs.values():
             plog.remove_expired_producers(now)
 
+    # ================================================================== retention
+    def delete_records(self, topic: str, partition: int, offset: int) -> int:
+        """DeleteRecords: move the log start offset to ``offset`` (-1: the high watermark) and
+        persist it; returns the new log start offset. UNKNOWN_TOPIC_OR_PARTITION,
+        OFFSET_OUT_OF_RANGE (above the high watermark or below -1)."""
+        plog = self._logs.get((topic, partition))
+        if plog is None:
+            raise KafkaStorageError(ErrorCode.unknown_topic_or_partition,
+                                    f"{topic}-{partition} does not exist")
+        if offset == -1:
+            offset = plog.high_watermark
+        elif offset < 0:
+            raise KafkaStorageError(ErrorCode.offset_out_of_range,
+                                    f"cannot delete records below offset {offset}")
+        if plog.maybe_increment_log_start_offset(offset):
+            self.checkpoint_log_start_offsets()
+            log.info("deleted records: log start offset advanced", topic=topic,
+                     partition=partition, log_start_offset=plog.log_start_offset)
+        return plog.log_start_offset
+
+    def delete_old_segments(self) -> int:
+        """The retention check (every log.retention.check.interval.ms): apply retention.ms,
+        retention.bytes and the log start offset to every log (storage/retention.py); returns
+        the number of segments deleted. Also closes segments retired long enough ago."""
+        now = self._time_ms()
+        self._close_retired(now)
+        deleted = 0
+        for plog in list(self._logs.values()):
+            decision = segments_to_delete(plog.segments, plog.config, plog.log_start_offset, now)
+            if decision is None:
+                continue
+            doomed = plog.delete_oldest_segments(decision.count)
+            for seg in doomed:
+                self.retire_segment(plog, seg)
+            deleted += len(doomed)
+            log.info("deleted old segments", topic=plog.topic, partition=plog.partition,
+                     segments=len(doomed), reason=decision.reason,
+                     log_start_offset=plog.log_start_offset)
+        if deleted:
+            self.checkpoint_log_start_offsets()
+        return deleted
+
+    def retire_segment(self, plog: PartitionLog, seg) -> None:
+        """A segment left the log (retention, compaction): close its file after
+        file.delete.delay.ms, so fetch answers already holding a slice of it still read."""
+        info = self.topics.get(plog.topic)
+        delay = effective_topic_configs(self.config, info.configs if info else {}) \
+            .get("file.delete.delay.ms", ("60000", True))[0]
+        self._retired.append((self._time_ms() + int(delay), seg))
+
+    def _close_retired(self, now: int | None) -> None:
+        keep = []
+        for deadline, seg in self._retired:
+            if now is None or deadline <= now:
+                seg.close()
+            else:
+                keep.append((deadline, seg))
+        self._retired = keep
+
+    def checkpoint_log_start_offsets(self) -> None:
+        """Persist log start offsets that are above their log's first segment (Kafka's
+        log-start-offset-checkpoint); written only when one changed."""
+        entries = {key: plog.log_start_offset for key, plog in self._logs.items()
+                   if plog.log_start_offset > 0}
+        if entries != self._log_starts:
+            write_offset_checkpoint(os.path.join(self.data_dir, LOG_START_OFFSET_FILE), entries)
+            self._log_starts = entries
+
     def flush(self) -> None:
         """fsync every log and checkpoint the recovery points."""
         for plog in list(self._logs.values()):
@@ -476,9 +610,12 @@ class LogManager:
             return
         self._closed = True
         if self._opened:
+            self.cleaner.shutdown()
             for plog in list(self._logs.values()):
                 plog.close()
+            self._close_retired(None)
             self.checkpoint_recovery_points()
+            self.checkpoint_log_start_offsets()
             if self._executor is not None:
                 self._executor.shutdown(wait=True)
             marker = os.path.join(self.data_dir, CLEAN_SHUTDOWN_FILE)

@@ -330,7 +330,8 @@ def _headers(buf, pos: int, end: int, i: int) -> int:
 
 
 def validate_records(mv, h: BatchHeader, *, now_ms: int, log_append_time: bool,
-                     before_max_ms: int, after_max_ms: int, compacted: bool) -> RecordsInfo:
+                     before_max_ms: int, after_max_ms: int, compacted: bool,
+                     topic_partition: tuple[str, int] = ("", -1)) -> RecordsInfo:
     """Stage 3 on a batch that passed stage 2. Raises KafkaStorageError (with
     ``record_errors`` for per-record problems)."""
     codec = h.attributes & ATTR_COMPRESSION_MASK
@@ -379,7 +380,8 @@ def validate_records(mv, h: BatchHeader, *, now_ms: int, log_append_time: bool,
                                "should not set timestamp type to LogAppendTime.")
     if compacted and null_keys:
         for i in null_keys:
-            errors[i] = "Compacted topic cannot accept message without key"
+            errors[i] = ("Compacted topic cannot accept message without key in topic partition "
+                         f"{topic_partition[0]}-{topic_partition[1]}.")
         timestamp_error = any(not m.startswith("Compacted") for m in errors.values())
     if errors:
         errors = sorted(errors.items())

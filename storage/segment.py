@@ -5,7 +5,7 @@ Files, named by the segment's base offset (first offset it holds) as 20 zero-pad
     00000000000000001234.log        record batches, byte for byte as appended
     00000000000000001234.index      OffsetIndex
     00000000000000001234.timeindex  TimeIndex
-    00000000000000001234.txnindex   TransactionIndex (only if the segment holds an abort marker)
+    00000000000000001234.txnindex   TransactionIndex (always present; empty without aborts)
 
 The .log file is opened once with O_APPEND and kept open: appends are one ``os.writev`` into the
 page cache (so a SIGKILL loses nothing that was acknowledged), reads use ``os.pread`` on the same
@@ -156,10 +156,9 @@ class LogSegment:
         seg.index = OffsetIndex.create(seg.path(INDEX_SUFFIX), base_offset)
         seg.time_index = TimeIndex.create(seg.path(TIME_INDEX_SUFFIX), base_offset)
         seg.txn_index = TransactionIndex(seg.path(TXN_INDEX_SUFFIX), base_offset)
-        try:
-            os.unlink(seg.txn_index.path)  # a leftover of an older segment with this base
-        except FileNotFoundError:
-            pass
+        # Always present (empty: no aborts), so a missing one is known to be lost and is
+        # rebuilt whatever the start; this also truncates a leftover with this base.
+        seg.txn_index.reset()
         seg.created_ms = now_ms
         return seg
 
@@ -174,6 +173,8 @@ class LogSegment:
         seg.created_ms = now_ms
         seg.txn_index = TransactionIndex(seg.path(TXN_INDEX_SUFFIX), base_offset)
         try:
+            if not os.path.exists(seg.txn_index.path):
+                raise CorruptIndexError(f"{seg.txn_index.path} is missing")
             seg.index = OffsetIndex.open(seg.path(INDEX_SUFFIX), base_offset, seg.size)
             seg.time_index = TimeIndex.open(seg.path(TIME_INDEX_SUFFIX), base_offset)
             seg.txn_index = TransactionIndex.open(seg.txn_index.path, base_offset)
@@ -195,8 +196,9 @@ class LogSegment:
         expected, pos = last if last is not None else (self.base_offset, 0)
         stop = ScanStop()
         for p, h, _ in scan_batches(self.fd, pos, self.size, stop, chunk=_SEEK_CHUNK * 4):
-            if h.base_offset != expected:
-                return f"batch at position {p} has offset {h.base_offset}, expected {expected}"
+            if h.base_offset < expected:  # compaction leaves gaps; never overlaps
+                return (f"batch at position {p} has offset {h.base_offset}, expected at least "
+                        f"{expected}")
             if h.max_timestamp > self.max_timestamp:
                 self.max_timestamp, self.offset_of_max_timestamp = h.max_timestamp, h.base_offset
             expected = h.last_offset + 1
@@ -286,13 +288,15 @@ class LogSegment:
         valid = 0
         batches = 0
         for pos, h, data in scan_batches(self.fd, 0, file_size, stop, with_bytes=True):
-            if h.base_offset != expected:
-                reason = f"batch at position {pos} has offset {h.base_offset}, expected {expected}"
+            if h.base_offset < expected:  # compaction leaves gaps between batches, never overlaps
+                reason = (f"batch at position {pos} has offset {h.base_offset}, expected at "
+                          f"least {expected}")
                 break
             if not crc_ok(data):
                 reason = f"CRC mismatch in the batch at offset {h.base_offset}, position {pos}"
                 break
-            if h.records_count != h.last_offset_delta + 1 or h.last_offset_delta < 0:
+            # a compacted batch keeps its last offset delta with fewer records (as in Kafka)
+            if not 0 <= h.records_count <= h.last_offset_delta + 1:
                 reason = f"batch at offset {h.base_offset} has inconsistent record counts"
                 break
             if h.max_timestamp > self.max_timestamp:
@@ -353,6 +357,10 @@ class LogSegment:
 
     def delete_files(self) -> None:
         self.close()
+        self.unlink_files()
+
+    def unlink_files(self) -> None:
+        """Remove the files but keep the .log open: readers holding its fd keep working."""
         for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
             try:
                 os.unlink(self.path(suffix))

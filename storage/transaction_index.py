@@ -16,7 +16,6 @@ is rebuilt from the abort markers in its .log.
 
 from __future__ import annotations
 
-import os
 import struct
 from typing import NamedTuple
 
@@ -70,11 +69,9 @@ class TransactionIndex:
         self.entries.append(txn)
 
     def reset(self) -> None:
-        """Forget all entries and remove the file (before a rebuild from the log)."""
+        """Forget all entries and empty the file (before a rebuild from the log)."""
         self.entries.clear()
-        try:
-            os.unlink(self.path)
-        except FileNotFoundError:
+        with open(self.path, "wb"):
             pass
 
     def collect(self, fetch_offset: int, upper_bound: int) -> tuple[list[AbortedTxn], bool]:

@@ -2,9 +2,12 @@
 broker's properties."""
 
 from broker.config import PROPERTIES
-from broker.security.acls import CLUSTER_NAME, Operation as Op, ResourceType as Res
+from broker.dynamic_config import DYNAMIC_BROKER_CONFIGS
+from broker.security.acls import Operation as Op
+from broker.security.checks import config_resource_denial, denied_config_result
 from broker.security.settings import is_sensitive, listener_property
 from protocol.errors import ErrorCode
+from storage.config import default_origin
 from storage.errors import KafkaStorageError
 
 API_KEY = 32
@@ -12,13 +15,24 @@ MIN_VERSION, MAX_VERSION = 1, 4
 
 TOPIC, BROKER = 2, 4
 # ConfigSource values from DescribeConfigsResponse.
-TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 4, 5
+TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG = 1, 2, 3
+STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 4, 5
+_SOURCES = {"broker": DYNAMIC_BROKER_CONFIG, "cluster": DYNAMIC_DEFAULT_BROKER_CONFIG,
+            "static": STATIC_BROKER_CONFIG, "default": DEFAULT_CONFIG}
+
+
+def _topic_default_source(config, key: str) -> int:
+    """A topic value that is not overridden comes from a broker property (dynamic or static)
+    or from Kafka's built-in default."""
+    origin = default_origin(config, key)
+    return DEFAULT_CONFIG if origin is None else _SOURCES[config.source(origin)]
 
 
 def _topic(broker, name: str) -> list[dict]:
     return [
         dict(name=key, value=value, read_only=False, is_sensitive=False,
-             config_source=DEFAULT_CONFIG if is_default else TOPIC_CONFIG)
+             config_source=_topic_default_source(broker.config, key) if is_default
+             else TOPIC_CONFIG)
         for key, (value, is_default) in sorted(broker.logs.describe_topic_configs(name).items())
     ]
 
@@ -33,8 +47,8 @@ def _broker(broker) -> list[dict]:
         out.append(dict(
             name=key,
             value=None if value is None or sensitive else (str(value).lower() if isinstance(value, bool) else str(value)),
-            read_only=True, is_sensitive=sensitive,
-            config_source=DEFAULT_CONFIG if config.is_default(key) else STATIC_BROKER_CONFIG,
+            read_only=key not in DYNAMIC_BROKER_CONFIGS, is_sensitive=sensitive,
+            config_source=_SOURCES[config.source(key)],
             documentation=(PROPERTIES.get(key) or listener_property(key)).doc,
         ))
     return out
@@ -63,16 +77,9 @@ def _describe(broker, resource) -> dict:
 
 
 async def handle(ctx, req):
-    return ctx.response(throttle_time_ms=0, results=[
-        _describe(ctx.broker, r) if _allowed(ctx, r) else
-        dict(error_code=ErrorCode.cluster_authorization_failed if r.resource_type == BROKER
-             else ErrorCode.topic_authorization_failed, error_message=None, resource_type=r.resource_type,
-             resource_name=r.resource_name, configs=[])
-        for r in req.resources])
-
-
-def _allowed(ctx, resource) -> bool:
-    # authorization (Kafka: DESCRIBE_CONFIGS on the topic, or on the cluster for a broker)
-    if resource.resource_type == BROKER:
-        return ctx.allowed(Op.DESCRIBE_CONFIGS, Res.CLUSTER, CLUSTER_NAME)
-    return ctx.allowed(Op.DESCRIBE_CONFIGS, Res.TOPIC, resource.resource_name)
+    results = []
+    for r in req.resources:
+        # authorization (Kafka: DESCRIBE_CONFIGS on the topic, or on the cluster for a broker)
+        denial = config_resource_denial(ctx, r.resource_type, r.resource_name, Op.DESCRIBE_CONFIGS)
+        results.append({**denied_config_result(r, denial), "configs": []} if denial else _describe(ctx.broker, r))
+    return ctx.response(throttle_time_ms=0, results=results)

@@ -13,6 +13,11 @@ from kio.serial import entity_reader
 
 from broker.handlers import (
     add_offsets_to_txn,
+    alter_configs,
+    delete_records,
+    describe_log_dirs,
+    incremental_alter_configs,
+    write_txn_markers,
     add_partitions_to_txn,
     create_partitions,
     create_topics,
@@ -267,3 +272,35 @@ async def test_offset_delete():
     r = await call(topic_broker(), offset_delete, 0, group_id="g",
                    topics=[dict(name="t", partitions=[dict(partition_index=0)])])
     assert r.error_code == E.group_authorization_failed
+
+
+@pytest.mark.parametrize("version", range(0, 3))
+async def test_alter_configs_both_apis(version):
+    b = topic_broker()
+    b.dynamic_configs = SimpleNamespace(alter_result=lambda *a, **k: pytest.fail("configs altered"))
+    resources = [dict(resource_type=2, resource_name="t", configs=[]), dict(resource_type=4, resource_name="1", configs=[])]
+    r = await call(b, alter_configs, version, resources=resources, validate_only=False)
+    assert [x.error_code for x in r.responses] == [E.topic_authorization_failed, E.cluster_authorization_failed]
+    r = await call(b, incremental_alter_configs, min(version, 1), resources=resources, validate_only=False)
+    assert [x.error_code for x in r.responses] == [E.topic_authorization_failed, E.cluster_authorization_failed]
+
+
+@pytest.mark.parametrize("version", range(1, 5))
+async def test_describe_log_dirs(version):
+    r = await call(topic_broker(), describe_log_dirs, version, topics=None)
+    assert r.results == ()
+    if version >= 3:
+        assert r.error_code == E.cluster_authorization_failed
+
+
+@pytest.mark.parametrize("version", range(0, 3))
+async def test_delete_records_and_write_txn_markers(version):
+    b = topic_broker()
+    r = await call(b, delete_records, version, topics=[dict(name="t", partitions=[dict(partition_index=0, offset=1)])],
+                   timeout=ms(1000))
+    assert r.topics[0].partitions[0].error_code == E.topic_authorization_failed
+    if version >= 1:
+        r = await call(b, write_txn_markers, version, markers=[dict(
+            producer_id=1, producer_epoch=0, transaction_result=True, coordinator_epoch=0,
+            topics=[dict(name="t", partition_indexes=[0])])])
+        assert r.markers[0].topics[0].partitions[0].error_code == E.cluster_authorization_failed

@@ -16,7 +16,6 @@ from protocol.record_batch import (
     build_control_batch,
     crc_ok,
     iter_batches,
-    iter_batches_with_records,
     iter_records,
     parse_control_record,
     parse_header,
@@ -203,14 +202,6 @@ def test_corrupt_records_raise():
         list(iter_records(bad))
 
 
-def test_iter_batches_with_records():
-    data = build_batch([(b"a", b"1"), (b"b", b"2")], base_offset=3) + build_control_batch(
-        1, 0, True, 0, 5)
-    out = list(iter_batches_with_records(data))
-    assert out[0][1] == [(3, b"a", b"1"), (4, b"b", b"2")]
-    assert out[1][0].is_control
-
-
 def test_interoperates_with_kafka_python():
     """An independent implementation (kafka-python) reads what we build and vice versa."""
     kp = pytest.importorskip("kafka.record.default_records")
@@ -236,3 +227,15 @@ def test_interoperates_with_kafka_python():
     assert crc_ok(data) and h.is_transactional and h.compression == 3
     assert [(r.offset, r.timestamp, r.key) for r in iter_records(data)] == [
         (0, 1000, b"k0"), (1, 1001, b"k1"), (2, 1002, b"k2")]
+
+
+@pytest.mark.parametrize("compression", [0, 1, 3])
+def test_iter_record_keys_matches_iter_records(compression):
+    from protocol.record_batch import iter_record_keys
+
+    records = [(b"k" * (i % 200), None if i % 3 == 0 else b"v" * (i * 7 % 300),
+                [("h", b"x" * i)] if i % 2 else [], 1000 + i * 99999) for i in range(150)]
+    records[5] = (None, b"no key", [], 5)
+    data = build_batch(records, base_offset=40, compression=compression)
+    assert list(iter_record_keys(data)) == [
+        (r.offset, r.key, r.value is not None) for r in iter_records(data)]

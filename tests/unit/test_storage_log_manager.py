@@ -200,23 +200,26 @@ def test_clean_shutdown_marker_and_recovery_points(tmp_path):
     m.close()
 
 
-def test_leftover_directories_are_removed(tmp_path):
+def test_leftover_directories_are_removed_but_records_are_never_deleted(tmp_path):
     m = manager(tmp_path)
     m.create_topic("t", 1)
     m.close()
-    os.makedirs(tmp_path / "ghost-0")
+    os.makedirs(tmp_path / "ghost-0")  # records, but its topic file is gone: rebuilt
     (tmp_path / "ghost-0" / "00000000000000000000.log").write_bytes(batch(1))
+    os.makedirs(tmp_path / "empty-0")  # an interrupted create: removed
+    (tmp_path / "empty-0" / "00000000000000000000.log").write_bytes(b"")
     os.makedirs(tmp_path / ("t-0." + "a" * 32 + "-delete"))
     os.makedirs(tmp_path / "t-7")  # beyond the partition count
     os.makedirs(tmp_path / "not-a-log-dir-1")
     (tmp_path / "not-a-log-dir-1" / "notes.txt").write_text("keep me")
     m = manager(tmp_path)
     names = set(os.listdir(tmp_path))
-    assert "ghost-0" not in names and "t-7" not in names
+    assert "empty-0" not in names and "t-7" not in names
     assert not any(n.endswith("-delete") for n in names)
     assert "not-a-log-dir-1" in names and "t-0" in names
-    m.create_topic("ghost", 1)
-    assert m.get_log("ghost", 0).log_end_offset == 0  # did not inherit the stale records
+    assert m.topics["ghost"].num_partitions == 1
+    assert m.get_log("ghost", 0).log_end_offset == 1
+    assert (tmp_path / "topics" / "ghost.json").exists()
     m.close()
 
 
@@ -239,4 +242,15 @@ def test_remove_expired_producers(tmp_path):
     m.remove_expired_producers(10**13)
     # the producer was forgotten: an unknown producer may start at any sequence
     plog.append(build_batch([(b"k", b"v")], producer_id=5, producer_epoch=0, base_sequence=9))
+    m.close()
+
+
+def test_internal_topics_from_older_versions_get_compaction_sized_segments(tmp_path):
+    m = manager(tmp_path)
+    m.create_topic("__consumer_offsets", 1, {"cleanup.policy": "compact"})  # as before
+    m.close()
+    m = manager(tmp_path, **{"offsets.topic.segment.bytes": 4096})
+    assert m.topics["__consumer_offsets"].configs == {"cleanup.policy": "compact",
+                                                      "segment.bytes": "4096"}
+    assert m.get_log("__consumer_offsets", 0).config.segment_bytes == 4096
     m.close()

@@ -1,0 +1,41 @@
+"""DescribeLogDirs (35): the one data directory with each partition's size on disk
+(kafka-log-dirs.sh --describe). offset_lag is 0: there is no future replica."""
+
+import shutil
+
+from broker.security.acls import CLUSTER_NAME, Operation as Op, ResourceType as Res
+from protocol.errors import ErrorCode
+
+API_KEY = 35
+MIN_VERSION, MAX_VERSION = 1, 4
+
+
+def _partitions(broker, wanted) -> dict[str, list[dict]]:
+    logs = broker.logs
+    if wanted is None:
+        pairs = [(name, p) for name, info in logs.topics.items()
+                 for p in range(info.num_partitions)]
+    else:
+        pairs = [(t.topic, p) for t in wanted for p in t.partitions]
+    out: dict[str, list[dict]] = {}
+    for name, p in pairs:
+        plog = logs.get_log(name, p)
+        if plog is None:
+            continue
+        out.setdefault(name, []).append(dict(
+            partition_index=p, partition_size=sum(s.size for s in plog.segments),
+            offset_lag=0, is_future_key=False))
+    return out
+
+
+async def handle(ctx, req):
+    broker = ctx.broker
+    # authorization (Kafka: DESCRIBE on the cluster)
+    if not ctx.allowed(Op.DESCRIBE, Res.CLUSTER, CLUSTER_NAME):
+        return ctx.response(throttle_time_ms=0, error_code=ErrorCode.cluster_authorization_failed, results=[])
+    usage = shutil.disk_usage(broker.logs.data_dir)
+    topics = [dict(name=name, partitions=parts)
+              for name, parts in sorted(_partitions(broker, req.topics).items())]
+    return ctx.response(throttle_time_ms=0, error_code=ErrorCode.none, results=[dict(
+        error_code=ErrorCode.none, log_dir=broker.logs.data_dir, topics=topics,
+        total_bytes=usage.total, usable_bytes=usage.free)])

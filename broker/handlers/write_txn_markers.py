@@ -1,0 +1,47 @@
+"""WriteTxnMarkers (27): write COMMIT/ABORT markers for a producer on given partitions. Kafka's
+coordinators send it to partition leaders; here the transaction coordinator writes its markers
+directly, so the callers are admins: `kafka-transactions.sh abort` (Admin.abortTransaction)
+ends a hanging transaction the coordinator no longer knows with an ABORT marker.
+
+As in Kafka: a marker from an older producer epoch is refused (INVALID_PRODUCER_EPOCH), one
+from an older coordinator epoch TRANSACTION_COORDINATOR_FENCED; markers written to
+__consumer_offsets also apply or drop the producer's pending transactional offsets."""
+
+from broker.security.acls import CLUSTER_NAME, Operation as Op, ResourceType as Res
+from coordinator.txn_log import flush_partition
+from protocol.errors import ErrorCode
+from storage.errors import KafkaStorageError
+
+API_KEY = 27
+MIN_VERSION, MAX_VERSION = 1, 2
+
+OFFSETS_TOPIC = "__consumer_offsets"
+
+
+def _write(broker, marker, topic: str, partition: int) -> int:
+    plog = broker.get_log(topic, partition)
+    if plog is None:
+        return ErrorCode.unknown_topic_or_partition
+    commit = bool(marker.transaction_result)
+    try:
+        plog.append_marker(marker.producer_id, marker.producer_epoch, commit,
+                           marker.coordinator_epoch)
+    except KafkaStorageError as exc:
+        return exc.error_code
+    flush_partition(plog, broker.logs)
+    if topic == OFFSETS_TOPIC:
+        broker.groups.complete_txn(marker.producer_id, commit, partition)
+    return ErrorCode.none
+
+
+async def handle(ctx, req):
+    # authorization (Kafka: CLUSTER_ACTION on the cluster; only brokers send this)
+    denied = not ctx.allowed(Op.CLUSTER_ACTION, Res.CLUSTER, CLUSTER_NAME)
+    markers = []
+    for marker in req.markers:
+        topics = [dict(name=t.name, partitions=[
+            dict(partition_index=p, error_code=ErrorCode.cluster_authorization_failed if denied
+                 else _write(ctx.broker, marker, t.name, p))
+            for p in t.partition_indexes]) for t in marker.topics]
+        markers.append(dict(producer_id=marker.producer_id, topics=topics))
+    return ctx.response(markers=markers)

@@ -1,0 +1,79 @@
+"""Kafka's OffsetCheckpointFile: a small text file mapping (topic, partition) to an offset.
+
+Format (identical to Kafka's, so the files read the same to anyone who knows Kafka)::
+
+    0                  version
+    2                  number of entries
+    orders 0 1234      topic partition offset
+    orders 1 99
+
+Used for ``recovery-point-offset-checkpoint`` and ``log-start-offset-checkpoint``. Written
+atomically (temp file, fsync, rename, fsync the directory). A damaged file is never fatal: the
+reader logs what it could not read and returns what the caller should fall back to (nothing).
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+
+import structlog
+
+__all__ = ["read_offset_checkpoint", "write_offset_checkpoint", "atomic_write", "fsync_dir"]
+
+log = structlog.get_logger(__name__)
+
+
+def fsync_dir(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def atomic_write(path: str, data: bytes) -> None:
+    """Write temp, fsync, rename over, fsync the directory: a crash leaves old or new."""
+    directory = os.path.dirname(path)
+    tmp = os.path.join(directory, f".tmp-{uuid.uuid4().hex}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    fsync_dir(directory)
+
+
+def read_offset_checkpoint(path: str, what: str) -> dict[tuple[str, int], int]:
+    """The entries of the file; {} if it is absent. A damaged file (not text, wrong version,
+    wrong count, non-numeric offsets) is logged with ``what`` the caller falls back to and
+    gives {}."""
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+    except FileNotFoundError:
+        return {}
+    try:
+        lines = raw.decode("utf-8").splitlines()
+        if not lines or lines[0].strip() != "0":
+            raise ValueError(f"unknown version line {lines[0][:20]!r}" if lines else "empty file")
+        count = int(lines[1])
+        out = {}
+        for line in lines[2:2 + count]:
+            topic, p, offset = line.split()
+            out[(topic, int(p))] = int(offset)
+        if len(out) != count:
+            raise ValueError(f"{count} entries announced, {len(out)} found")
+        return out
+    except (IndexError, ValueError, UnicodeDecodeError) as exc:
+        log.warning(f"offset checkpoint file is damaged; {what}", path=path, error=str(exc))
+        return {}
+
+
+def write_offset_checkpoint(path: str, entries: dict[tuple[str, int], int]) -> None:
+    lines = [f"{t} {p} {offset}\n" for (t, p), offset in sorted(entries.items())]
+    atomic_write(path, ("0\n" + f"{len(lines)}\n" + "".join(lines)).encode())

@@ -1,0 +1,306 @@
+"""Log compaction for topics with ``cleanup.policy`` containing ``compact`` (Kafka's
+``LogCleaner`` + ``LogCleanerManager``).
+
+Every ``log.cleaner.backoff.ms`` the event loop calls ``maybe_clean``: if no pass is running it
+picks the *filthiest* log (largest dirty ratio) whose cleanable part qualifies and hands a
+``CleanJob`` (plain copies of what the pass needs) to one worker *process* running
+``storage.cleaner.clean``. A process, not a thread: a pass is pure-Python record decoding, and
+in a thread it would hold the GIL in 5 ms slices, multiplying produce latency (measured: p99
+0.3 ms -> 9.5 ms in a thread). When the thread is done the event loop swaps the rewritten segments
+in (``_finish``): file renames and a few in-memory updates, never a long pause for produce or
+fetch.
+
+What may be cleaned (Kafka's rules, whole segments only):
+* from the *first dirty offset* (``cleaner-offset-checkpoint`` in the data dir, else the log
+  start) up to the first *uncleanable* offset: the active segment, the last stable offset (no
+  open transaction is ever touched) and the first segment with a record newer than
+  ``min.compaction.lag.ms``;
+* a log qualifies when dirty bytes / (clean + dirty bytes) >= ``min.cleanable.dirty.ratio``, or
+  when its oldest dirty record is older than ``max.compaction.lag.ms``.
+
+Crash safety (Kafka's .cleaned / .swap files, in a directory): the thread writes complete
+segments into ``<partition>/cleaner/``. The swap first writes ``cleaner/swap`` listing the base
+offsets to install, then renames each segment's files over the old ones, then removes the
+directory. At startup ``recover_interrupted_clean`` finishes a swap whose list exists and
+discards any other leftover: a crash at any point leaves either the old or the new segment.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+import multiprocessing
+from concurrent.futures import Executor, Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from typing import Any, Callable
+
+import structlog
+
+from storage.checkpoint import (
+    atomic_write,
+    fsync_dir,
+    read_offset_checkpoint,
+    write_offset_checkpoint,
+)
+from storage.cleaner import CLEANER_DIR, CleanJob, CleanResult, SegmentToClean, clean
+from storage.segment import (
+    INDEX_SUFFIX,
+    LOG_SUFFIX,
+    TIME_INDEX_SUFFIX,
+    TXN_INDEX_SUFFIX,
+    LogSegment,
+    segment_file_name,
+)
+
+__all__ = ["LogCleaner", "recover_interrupted_clean", "CLEANER_CHECKPOINT_FILE"]
+
+log = structlog.get_logger(__name__)
+
+CLEANER_CHECKPOINT_FILE = "cleaner-offset-checkpoint"
+SWAP_FILE = "swap"
+_SUFFIXES = (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)
+
+
+def recover_interrupted_clean(partition_dir: str) -> None:
+    """Before a log opens: complete a swap that was decided, drop a pass that was not."""
+    work = os.path.join(partition_dir, CLEANER_DIR)
+    if not os.path.isdir(work):
+        return
+    swap = os.path.join(work, SWAP_FILE)
+    if os.path.exists(swap):
+        with open(swap, encoding="ascii") as f:
+            plan = {int(line.split()[0]): [int(b) for b in line.split()[1:]]
+                    for line in f.read().splitlines() if line.strip()}
+        _install(work, partition_dir, plan)
+        log.warning("completed a log-cleaner swap interrupted by a stop",
+                    directory=partition_dir, segments=len(plan))
+    else:
+        log.info("discarded the output of an interrupted log-cleaner pass",
+                 directory=partition_dir)
+    shutil.rmtree(work, ignore_errors=True)
+    fsync_dir(partition_dir)
+
+
+def _install(work: str, partition_dir: str, plan: dict[int, list[int]]) -> None:
+    """For each new segment: move its files over the old segment with its base, then delete
+    the other old segments it replaces (idempotent: a crash part-way is finished by running it
+    again). The .log moves last: an index without its new .log would be rebuilt, a .log with a
+    stale index would be misread."""
+    for base, olds in plan.items():
+        if os.path.exists(os.path.join(work, segment_file_name(base, LOG_SUFFIX))):
+            _move_segment(work, partition_dir, base)
+        for old in olds:
+            if old != base:
+                for suffix in _SUFFIXES:
+                    try:
+                        os.unlink(os.path.join(partition_dir, segment_file_name(old, suffix)))
+                    except FileNotFoundError:
+                        pass
+    fsync_dir(partition_dir)
+
+
+def _move_segment(work: str, partition_dir: str, base: int) -> None:
+    for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX, LOG_SUFFIX):
+        src = os.path.join(work, segment_file_name(base, suffix))
+        dst = os.path.join(partition_dir, segment_file_name(base, suffix))
+        if os.path.exists(src):
+            os.replace(src, dst)
+        elif suffix == TXN_INDEX_SUFFIX:
+            try:
+                os.unlink(dst)  # the cleaned segment has no aborted transaction left
+            except FileNotFoundError:
+                pass
+
+
+class LogCleaner:
+    def __init__(self, logs: Any, *, time_ms: Callable[[], int] | None = None,
+                 on_pass_done: Callable[[], None] | None = None,
+                 retire: Callable[[Any, LogSegment], None] | None = None,
+                 crash_mid_swap: bool = False) -> None:
+        """``logs``: the LogManager (``all_logs``, ``get_log``, ``data_dir``).
+        ``on_pass_done`` is called from the worker thread when a pass ends (the broker uses it
+        to schedule ``finish_pass`` on the event loop at once). ``retire(plog, segment)``
+        closes a replaced segment later, after reads in flight. ``crash_mid_swap`` (tests
+        only, ``minibroker.test.fault=crash-mid-clean-swap``) exits the process after the
+        first segment of a swap was installed."""
+        self.logs = logs
+        self._time_ms = time_ms or (lambda: int(time.time() * 1000))
+        self.on_pass_done = on_pass_done
+        self._retire = retire
+        self._executor: Executor | None = None
+        self._running: tuple[Any, CleanJob, dict[int, LogSegment], Future] | None = None
+        self._started = 0.0
+        self._checkpoint: dict[tuple[str, int], int] | None = None
+        self.passes = 0
+        self._crash_mid_swap = crash_mid_swap
+
+    @property
+    def _checkpoint_path(self) -> str:
+        return os.path.join(self.logs.data_dir, CLEANER_CHECKPOINT_FILE)
+
+    def first_dirty_offsets(self) -> dict[tuple[str, int], int]:
+        if self._checkpoint is None:
+            self._checkpoint = read_offset_checkpoint(
+                self._checkpoint_path, "every compacted log is cleaned from its start")
+        return self._checkpoint
+
+    # ------------------------------------------------------------------ scheduling
+    def maybe_clean(self) -> bool:
+        """Finish a pass that ended, else start one on the filthiest log. True if a pass is
+        running afterwards."""
+        if self._running is not None:
+            if not self._running[3].done():
+                return True
+            self.finish_pass()
+        job = self._choose()
+        if job is None:
+            return False
+        plog, job, originals = job
+        self._started = time.monotonic()
+        try:
+            future = self._worker().submit(clean, job)
+        except BrokenProcessPool:  # the worker died between passes: start a fresh one
+            self._executor = None
+            future = self._worker().submit(clean, job)
+        if self.on_pass_done is not None:
+            future.add_done_callback(lambda _f: self.on_pass_done())
+        self._running = (plog, job, originals, future)
+        return True
+
+    def _worker(self) -> Executor:
+        if self._executor is None:
+            # spawn: a fresh interpreter, not a fork of a process running an event loop;
+            # niced, so on a busy machine the broker's own work comes first
+            self._executor = ProcessPoolExecutor(
+                max_workers=1, mp_context=multiprocessing.get_context("spawn"),
+                initializer=os.nice, initargs=(10,))
+        return self._executor
+
+    def _choose(self):
+        now = self._time_ms()
+        checkpoint = self.first_dirty_offsets()
+        best = None
+        for plog in self.logs.all_logs():
+            cfg = plog.config
+            if not cfg.compact:
+                continue
+            segs = plog.segments
+            if len(segs) < 2:
+                continue
+            first_dirty = max(checkpoint.get((plog.topic, plog.partition), 0),
+                              plog.log_start_offset)
+            limit = min(segs[-1].base_offset, plog.last_stable_offset)
+            if cfg.min_compaction_lag_ms > 0:
+                for seg in segs[:-1]:
+                    if seg.max_timestamp > now - cfg.min_compaction_lag_ms:
+                        limit = min(limit, seg.base_offset)
+                        break
+            end = max((s.base_offset for s in segs if s.base_offset <= limit), default=0)
+            dirty_segs = [s for i, s in enumerate(segs[:-1]) if s.base_offset < end
+                          and segs[i + 1].base_offset > first_dirty]
+            if not dirty_segs or end <= first_dirty:
+                continue
+            dirty = sum(s.size for s in dirty_segs)
+            clean_bytes = sum(s.size for s in segs if s.base_offset < first_dirty
+                              and s not in dirty_segs)
+            ratio = dirty / max(dirty + clean_bytes, 1)
+            first_ts = dirty_segs[0].first_batch_timestamp()
+            overdue = (first_ts is not None and 0 <= first_ts
+                       and now - first_ts > cfg.max_compaction_lag_ms)
+            if ratio < cfg.min_cleanable_dirty_ratio and not overdue:
+                continue
+            if best is None or ratio > best[0]:
+                best = (ratio, plog, first_dirty, end)
+        if best is None:
+            return None
+        _, plog, first_dirty, end = best
+        originals = {s.base_offset: s for s in plog.segments if s.base_offset < end}
+        producers = {}
+        for entry in plog.producer_state.producers():
+            if entry.batches:
+                producers[entry.producer_id] = entry.batches[-1].last_offset
+        cfg = plog.config
+        job = CleanJob(
+            partition_dir=plog.dir,
+            segments=[SegmentToClean(s.base_offset, s.log_path, s.size, s.max_timestamp)
+                      for s in originals.values()],
+            first_dirty=first_dirty, end=end,
+            aborted=[e for s in originals.values() for e in s.txn_index.entries],
+            producer_last_offsets=producers,
+            delete_horizon_ms=now - cfg.delete_retention_ms,
+            index_interval_bytes=cfg.index_interval_bytes, max_segment_bytes=cfg.segment_bytes,
+            now_ms=now)
+        return plog, job, originals
+
+    # ------------------------------------------------------------------ swap (event loop)
+    def finish_pass(self) -> None:
+        """Swap in the result of the pass that ended (called on the event loop)."""
+        if self._running is None or not self._running[3].done():
+            return
+        plog, job, originals, future = self._running
+        self._running = None
+        work = os.path.join(job.partition_dir, CLEANER_DIR)
+        try:
+            result: CleanResult = future.result()
+        except Exception as exc:  # noqa: BLE001 - a failed pass leaves the log as it was
+            log.error("log cleaner pass failed; the log is unchanged and will be retried",
+                      topic=plog.topic, partition=plog.partition, error=repr(exc))
+            shutil.rmtree(work, ignore_errors=True)
+            if isinstance(exc, BrokenProcessPool):  # the worker died: start a fresh one
+                self._executor.shutdown(wait=False)
+                self._executor = None
+            return
+        live = self.logs.get_log(plog.topic, plog.partition)
+        current = {s.base_offset: s for s in plog.segments} if live is plog else {}
+        # only groups whose old segments are all still in the log (retention may have run)
+        plan = {base: olds for base, olds in result.rewritten.items()
+                if all(current.get(b) is originals.get(b) is not None for b in olds)}
+        if plan:
+            atomic_write(os.path.join(work, SWAP_FILE), "".join(
+                f"{base} {' '.join(map(str, olds))}\n" for base, olds in plan.items()).encode())
+            if self._crash_mid_swap:
+                first = next(iter(plan))
+                _install(work, job.partition_dir, {first: plan[first]})
+                log.warning("test fault hook: exiting in the middle of a log-cleaner swap")
+                os._exit(137)
+            _install(work, job.partition_dir, plan)
+            for base, olds in plan.items():
+                replaced = [current[b] for b in olds]
+                new = LogSegment.open(plog.dir, base, job.index_interval_bytes, self._time_ms())
+                new.next_offset = replaced[-1].next_offset
+                plog.replace_segments(replaced, new)
+                for old in replaced:
+                    if self._retire is not None:
+                        self._retire(plog, old)
+                    else:
+                        old.close()
+        shutil.rmtree(work, ignore_errors=True)
+        if live is plog:
+            self.first_dirty_offsets()[(plog.topic, plog.partition)] = result.end
+            write_offset_checkpoint(self._checkpoint_path, self._checkpoint)
+        self.passes += 1
+        log.info("cleaned log", topic=plog.topic, partition=plog.partition,
+                 ms=round((time.monotonic() - self._started) * 1000, 1),
+                 segments_rewritten=sum(len(olds) for olds in plan.values()),
+                 segments_written=len(plan), bytes_read=result.bytes_read,
+                 bytes_written=result.bytes_written, records_removed=result.records_removed,
+                 first_dirty_offset=result.end)
+
+    def forget(self, topic: str) -> None:
+        """A topic was deleted: drop its cleaner checkpoint entries."""
+        checkpoint = self.first_dirty_offsets()
+        doomed = [k for k in checkpoint if k[0] == topic]
+        for key in doomed:
+            del checkpoint[key]
+        if doomed:  # a topic created later under this name starts clean
+            write_offset_checkpoint(self._checkpoint_path, checkpoint)
+
+    def shutdown(self) -> None:
+        """Wait for a running pass (its output is discarded unless it can be swapped now)."""
+        if self._running is not None:
+            self._running[3].exception()  # waits
+            self.finish_pass()
+        if self._executor is not None:
+            self._executor.shutdown(wait=True)
+            self._executor = None

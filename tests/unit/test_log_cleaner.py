@@ -1,0 +1,291 @@
+"""Log compaction (storage/cleaner.py, storage/log_cleaner.py) on a LogManager in a temp dir:
+latest value per key kept, offsets unchanged, tombstones and aborted transactions, markers,
+read_committed view unchanged, crash in the middle of a swap."""
+
+import os
+
+import pytest
+
+from protocol.record_batch import ATTR_CONTROL, build_batch, iter_batches, iter_records
+from storage.cleaner import CLEANER_DIR
+from storage.log_cleaner import SWAP_FILE
+from storage.log_manager import LogManager
+
+pytestmark = pytest.mark.timeout(20)
+
+COMPACT = {"cleanup.policy": "compact", "segment.bytes": "600",
+           "min.cleanable.dirty.ratio": "0.01"}
+
+
+class Clock:
+    def __init__(self, now: int = 100_000_000) -> None:
+        self.now = now
+
+    def __call__(self) -> int:
+        return self.now
+
+
+def manager(path, clock) -> LogManager:
+    m = LogManager(str(path), {}, time_ms=clock, background_flush=False)
+    m.open()
+    return m
+
+
+def run_pass(m: LogManager) -> bool:
+    if not m.cleaner.maybe_clean():
+        return False
+    m.cleaner._running[3].result(10)
+    m.cleaner.finish_pass()
+    return True
+
+
+def put(plog, key, value, ts, **kw):
+    return plog.append(build_batch([(key, value, [])], timestamp_ms=ts, **kw)).base_offset
+
+
+def read_all(plog, isolation=0):
+    """(offset, key, value) as a consumer sees them, aborted transactions skipped for
+    read_committed the way the Java consumer does it."""
+    out = []
+    offset = plog.log_start_offset
+    limit = plog.last_stable_offset if isolation else plog.log_end_offset
+    aborted_pids: set[int] = set()
+    while offset < limit:
+        result = plog.read(offset, 1 << 20, isolation)
+        data = b"".join(os.pread(c.fd, c.length, c.position) for c in result.chunks)
+        if not data:
+            break
+        pending = sorted(result.aborted or [], key=lambda a: a[1])
+        for pos, h in iter_batches(data):
+            if h.last_offset < offset:
+                continue
+            while pending and pending[0][1] <= h.last_offset:
+                aborted_pids.add(pending.pop(0)[0])
+            batch = data[pos:pos + h.size]
+            if h.attributes & ATTR_CONTROL:
+                aborted_pids.discard(h.producer_id)
+            elif not (isolation and h.is_transactional and h.producer_id in aborted_pids):
+                out += [(r.offset, r.key, r.value) for r in iter_records(batch)]
+            offset = h.last_offset + 1
+    return out
+
+
+def latest(records):
+    view = {}
+    for offset, key, value in records:
+        view[key] = (offset, value)
+    return view
+
+
+def test_compaction_keeps_latest_per_key_with_same_offsets(tmp_path):
+    clock = Clock()
+    m = manager(tmp_path, clock)
+    m.create_topic("t", 1, COMPACT)
+    plog = m.get_log("t", 0)
+    for rnd in range(10):
+        for k in range(5):
+            put(plog, b"k%d" % k, b"v%d-%d" % (k, rnd) + b"x" * 40, clock.now)
+    put(plog, b"k0", None, clock.now)  # tombstone
+    for k in range(5, 8):
+        put(plog, b"k%d" % k, b"tail" + b"y" * 40, clock.now)
+    before = read_all(plog)
+    size_before = sum(s.size for s in plog.segments)
+    assert run_pass(m)
+    after = read_all(plog)
+    assert latest(after) == latest(before)
+    assert set(after) <= set(before)  # same offsets, same contents
+    assert len(after) < len(before) / 3
+    assert sum(s.size for s in plog.segments) < size_before / 2
+    assert (b"k0", None) in [(k, v) for _, k, v in after]  # tombstone kept for now
+    assert plog.log_end_offset == 54
+    # new writes keep their offsets; a restart reads the compacted log back the same
+    assert put(plog, b"k1", b"new", clock.now) == 54
+    m.close()
+    m = manager(tmp_path, clock)
+    plog = m.get_log("t", 0)
+    assert read_all(plog) == after + [(54, b"k1", b"new")]
+    m.close()
+
+
+def test_tombstones_go_after_delete_retention(tmp_path):
+    clock = Clock()
+    m = manager(tmp_path, clock)
+    m.create_topic("t", 1, {**COMPACT, "delete.retention.ms": "1000"})
+    plog = m.get_log("t", 0)
+    for k in range(6):
+        put(plog, b"k%d" % k, b"v" * 50, clock.now)
+    for k in range(3):
+        put(plog, b"k%d" % k, None, clock.now)
+    for k in range(10):
+        put(plog, b"z%d" % k, b"w" * 50, clock.now)
+    assert run_pass(m)
+    assert sum(v is None for _, _, v in read_all(plog)) == 3
+    clock.now += 5000  # the tombstones are now in the cleaned part and old enough
+    for k in range(10):
+        put(plog, b"z%d" % k, b"w2" * 30, clock.now)
+    assert run_pass(m)
+    keys = {k for _, k, v in read_all(plog)}
+    assert not {b"k0", b"k1", b"k2"} & keys and {b"k3", b"k4", b"k5"} <= keys
+    m.close()
+
+
+def test_aborted_transactions_removed_read_committed_view_unchanged(tmp_path):
+    clock = Clock()
+    m = manager(tmp_path, clock)
+    m.create_topic("t", 1, COMPACT)
+    plog = m.get_log("t", 0)
+    seq = {7: 0, 8: 0}
+
+    def txn_put(pid, key, value):
+        put(plog, key, value, clock.now, producer_id=pid, producer_epoch=0,
+            base_sequence=seq[pid], transactional=True)
+        seq[pid] += 1
+
+    for rnd in range(6):
+        txn_put(7, b"a", b"committed-%d" % rnd + b"c" * 40)
+        txn_put(8, b"b", b"aborted-%d" % rnd + b"d" * 40)
+        plog.append_marker(7, 0, True, 0)
+        plog.append_marker(8, 0, False, 0)
+        put(plog, b"plain%d" % rnd, b"p" * 40, clock.now)
+    for k in range(6):
+        put(plog, b"tail%d" % k, b"t" * 60, clock.now)
+    committed_before = read_all(plog, 1)
+    uncommitted_before = read_all(plog, 0)
+    assert run_pass(m)
+    committed_after = read_all(plog, 1)
+    assert latest(committed_after) == latest(committed_before)
+    assert all(not (v or b"").startswith(b"aborted") for _, _, v in read_all(plog, 0))
+    assert len(read_all(plog, 0)) < len(uncommitted_before)
+    # producers keep working after compaction (their last batch is retained)
+    txn_put(7, b"a", b"after")
+    plog.append_marker(7, 0, True, 0)
+    assert latest(read_all(plog, 1))[b"a"][1] == b"after"
+    m.close()
+
+
+def test_interrupted_swap_completes_and_unfinished_pass_is_discarded(tmp_path):
+    clock = Clock()
+    m = manager(tmp_path, clock)
+    m.create_topic("t", 1, COMPACT)
+    plog = m.get_log("t", 0)
+    for rnd in range(8):
+        for k in range(4):
+            put(plog, b"k%d" % k, b"v%d" % rnd + b"x" * 50, clock.now)
+    before = latest(read_all(plog))
+    # run the pass but stop "the process" after the swap list was written
+    assert m.cleaner.maybe_clean()
+    _, job, _, future = m.cleaner._running
+    result = future.result(10)
+    work = os.path.join(plog.dir, CLEANER_DIR)
+    with open(os.path.join(work, SWAP_FILE), "w") as f:
+        f.write("".join(f"{b} {' '.join(map(str, olds))}\n"
+                        for b, olds in result.rewritten.items()))
+    m.cleaner._running = None
+    m.close()
+    m = manager(tmp_path, clock)
+    assert not os.path.exists(work)
+    after = read_all(m.get_log("t", 0))
+    assert latest(after) == before and len(after) < 32
+    m.close()
+    # output without a swap list is dropped, the log is unchanged
+    os.makedirs(work)
+    with open(os.path.join(work, "00000000000000000000.log"), "wb") as f:
+        f.write(b"garbage")
+    m = manager(tmp_path, clock)
+    assert not os.path.exists(work) and read_all(m.get_log("t", 0)) == after
+    m.close()
+
+
+def test_delete_policy_logs_and_open_transactions_are_not_cleaned(tmp_path):
+    clock = Clock()
+    m = manager(tmp_path, clock)
+    m.create_topic("d", 1, {"segment.bytes": "600"})
+    m.create_topic("t", 1, COMPACT)
+    for name in ("d", "t"):
+        plog = m.get_log(name, 0)
+        put(plog, b"k", b"open" + b"o" * 60, clock.now, producer_id=3, producer_epoch=0,
+            base_sequence=0, transactional=True)
+        for rnd in range(20):
+            put(plog, b"k", b"v" * 60, clock.now)
+    assert not run_pass(m)  # LSO is at offset 0 in "t"; "d" is not compacted
+    m.close()
+
+
+def test_small_cleaned_segments_are_merged(tmp_path):
+    clock = Clock()
+    m = manager(tmp_path, clock)
+    m.create_topic("t", 1, COMPACT)
+    plog = m.get_log("t", 0)
+    for rnd in range(20):
+        for k in range(3):
+            put(plog, b"k%d" % k, b"v%d" % rnd + b"x" * 50, clock.now)
+    segments_before = len(plog.segments)
+    assert run_pass(m)  # first pass: 1 for 1 (each original segment is full)
+    for rnd in range(8):
+        put(plog, b"other", b"o%d" % rnd + b"y" * 60, clock.now)
+    view = latest(read_all(plog))
+    assert run_pass(m)  # second pass: the small cleaned segments fit in one
+    assert len(plog.segments) < segments_before / 2
+    assert latest(read_all(plog)) == view
+    files = sorted(os.listdir(plog.dir))
+    assert len([f for f in files if f.endswith(".log")]) == len(plog.segments)
+    m.close()
+    m = manager(tmp_path, clock)
+    assert latest(read_all(m.get_log("t", 0))) == view
+    m.close()
+
+
+def test_a_killed_worker_process_is_replaced(tmp_path):
+    import signal
+
+    clock = Clock()
+    m = manager(tmp_path, clock)
+    m.create_topic("t", 1, COMPACT)
+    plog = m.get_log("t", 0)
+    for rnd in range(8):
+        for k in range(4):
+            put(plog, b"k%d" % k, b"v%d" % rnd + b"x" * 50, clock.now)
+    before = read_all(plog)
+    assert run_pass(m)  # starts the worker
+    for rnd in range(8):
+        for k in range(4):
+            put(plog, b"k%d" % k, b"w%d" % rnd + b"x" * 50, clock.now)
+    for pid in list(m.cleaner._executor._processes):
+        os.kill(pid, signal.SIGKILL)
+    if m.cleaner.maybe_clean():  # fails (or the dead pool is noticed at submit)
+        m.cleaner._running[3].exception(10)
+        m.cleaner.finish_pass()
+    assert latest(read_all(plog))[b"k0"][1].startswith(b"w7")
+    assert run_pass(m)  # a new worker
+    assert len(read_all(plog)) < len(before) + 32
+    m.close()
+
+
+def test_compaction_lags_and_dirty_ratio(tmp_path):
+    clock = Clock()
+    m = manager(tmp_path, clock)
+    base = {"cleanup.policy": "compact", "segment.bytes": "600"}
+    m.create_topic("lag", 1, {**base, "min.compaction.lag.ms": "60000",
+                              "min.cleanable.dirty.ratio": "0.01"})
+    lag = m.get_log("lag", 0)
+    for rnd in range(10):
+        put(lag, b"k", b"v%d" % rnd + b"x" * 60, clock.now)
+    assert not run_pass(m)  # every record younger than min.compaction.lag.ms
+    clock.now += 61_000
+    assert run_pass(m)
+    assert len(read_all(lag)) < 10
+
+    m.create_topic("ratio", 1, base)  # min.cleanable.dirty.ratio 0.5
+    ratio = m.get_log("ratio", 0)
+    for k in range(40):  # distinct keys: cleaning removes nothing
+        put(ratio, b"key%d" % k, b"x" * 60, clock.now)
+    assert run_pass(m)
+    for k in range(8):  # one more segment of updates: dirty/total well below 0.5
+        put(ratio, b"key%d" % k, b"y" * 60, clock.now)
+    assert not run_pass(m)
+    m.set_topic_configs("ratio", {**base, "max.compaction.lag.ms": "1000"})
+    clock.now += 2000
+    assert run_pass(m)  # overdue: cleaned whatever the ratio
+    assert latest(read_all(ratio))[b"key0"][1] == b"y" * 60
+    assert len(read_all(ratio)) < 48
+    m.close()
