@@ -13,24 +13,23 @@ from kio.serial import entity_reader
 
 from broker.handlers import (
     add_offsets_to_txn,
-    alter_configs,
-    delete_records,
-    describe_log_dirs,
-    incremental_alter_configs,
-    write_txn_markers,
     add_partitions_to_txn,
+    alter_configs,
     create_partitions,
     create_topics,
     delete_groups,
+    delete_records,
     delete_topics,
     describe_configs,
     describe_groups,
+    describe_log_dirs,
     describe_producers,
     describe_transactions,
     end_txn,
     fetch,
     find_coordinator,
     heartbeat,
+    incremental_alter_configs,
     init_producer_id,
     join_group,
     leave_group,
@@ -45,6 +44,7 @@ from broker.handlers import (
     produce,
     sync_group,
     txn_offset_commit,
+    write_txn_markers,
 )
 from protocol.codec import build, request_class, response_class
 from protocol.errors import ErrorCode as E
