@@ -11,7 +11,7 @@ import sys
 import structlog
 
 from broker import logging as broker_logging
-from broker.config import BrokerConfig, ConfigError, read_properties_file
+from broker.config import BrokerConfig, ConfigError, parse_listener_entry, read_properties_file
 from broker.profiles import PROFILES, profile_defaults
 from coordinator.producer_ids import ProducerIdStateError
 from storage.errors import KafkaStorageError
@@ -39,11 +39,12 @@ def build_config(args: argparse.Namespace) -> BrokerConfig:
     config = BrokerConfig(values)
     if args.data_dir:
         config.set("log.dirs", args.data_dir)
-    if args.host is not None or args.port is not None:
-        host, port = config.listener
+    if args.host is not None or args.port is not None:  # they override the first listener only
+        first, _, rest = config["listeners"].partition(",")
+        name, host, port = parse_listener_entry(first, "listeners")
         host = args.host if args.host is not None else host
         port = args.port if args.port is not None else port
-        config.set("listeners", f"PLAINTEXT://{host}:{port}")
+        config.set("listeners", f"{name}://{host}:{port}" + (f",{rest}" if rest else ""))
     for item in args.set:
         key, sep, value = item.partition("=")
         if not sep:

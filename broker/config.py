@@ -8,24 +8,15 @@ increasing precedence: defaults, a Kafka-style properties file (--config), comma
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
+
+from broker.security.settings import Property, SECURITY_AND_LIMIT_PROPERTIES, listener_property
 
 LONG_MAX = 2**63 - 1
 
 
 class ConfigError(ValueError):
     """A property is unknown or has an invalid value; the message names the property."""
-
-
-@dataclass(frozen=True)
-class Property:
-    name: str
-    type: str  # int | bool | str | list
-    default: Any
-    doc: str
-    check: Callable[[Any], bool] | None = None
-    check_doc: str = ""
 
 
 def _positive(v) -> bool:
@@ -47,8 +38,8 @@ PROPERTIES: dict[str, Property] = {
     p.name: p
     for p in [
         # listeners and identity
-        Property("listeners", "str", "PLAINTEXT://127.0.0.1:9092", "Address to bind, Kafka listener syntax (one PLAINTEXT listener)."),
-        Property("advertised.listeners", "str", None, "Address given to clients in Metadata; defaults to the bound listener."),
+        Property("listeners", "str", "PLAINTEXT://127.0.0.1:9092", "Comma-separated NAME://host:port listeners to bind (see Security)."),
+        Property("advertised.listeners", "str", None, "NAME://host:port per listener given to clients in Metadata; defaults to the bound address."),
         Property("node.id", "int", 1, "This broker's id.", _non_negative, ">= 0"),
         Property("log.dirs", "str", "./data", "Data directory (one directory)."),
         # topics
@@ -85,7 +76,8 @@ PROPERTIES: dict[str, Property] = {
         Property("log.cleanup.policy", "str", "delete", "Default cleanup.policy of topics.", lambda v: all(p.strip() in ("delete", "compact") for p in v.split(",")), "delete, compact or both"),
         # network
         Property("socket.request.max.bytes", "int", 104857600, "Largest request frame; larger ones close the connection.", _positive, "> 0"),
-        Property("connections.max.idle.ms", "int", 600000, "Accepted; idle connections are not closed.", _positive, "> 0"),
+        Property("connections.max.idle.ms", "int", 600000, "Close a connection with no request for this long.", _positive, "> 0"),
+        *SECURITY_AND_LIMIT_PROPERTIES,  # broker/security/settings.py
         # idempotence and transactions
         Property("producer.id.expiration.ms", "int", 86400000, "Forget an idle producer's sequence state after this long.", _positive, "> 0"),
         Property("producer.id.expiration.check.interval.ms", "int", 600000, "How often idle producer state is expired.", _positive, "> 0"),
@@ -148,7 +140,7 @@ class BrokerConfig:
 
     @staticmethod
     def parse(name: str, raw: Any) -> Any:
-        prop = PROPERTIES.get(name)
+        prop = PROPERTIES.get(name) or listener_property(name)
         if prop is None:
             raise ConfigError(f"{name}: unknown property")
         value = _parse(prop, raw)
@@ -173,6 +165,10 @@ class BrokerConfig:
                 return self._dynamic[level][name]
         return self._values[name]
 
+    def for_listener(self, listener: str, name: str) -> Any:
+        """`listener.name.<listener>.<name>` if set, else the broker-wide `name` (Kafka's rule)."""
+        return self._values.get(f"listener.name.{listener.lower()}.{name}", self._values.get(name))
+
     def is_default(self, name: str) -> bool:
         return self.source(name) == "default"
 
@@ -188,31 +184,26 @@ class BrokerConfig:
 
     # derived values -------------------------------------------------------------------------
     @property
-    def listener(self) -> tuple[str, int]:
-        return parse_listener(self["listeners"], "listeners")
-
-    @property
     def segment_ms(self) -> int:
         roll_ms = self["log.roll.ms"]
         return roll_ms if roll_ms is not None else self["log.roll.hours"] * 3600 * 1000
 
 
-def parse_listener(value: str, name: str) -> tuple[str, int]:
-    first = value.split(",")[0].strip()
-    if "://" in first:
-        proto, _, first = first.partition("://")
-        if proto.upper() != "PLAINTEXT":
-            raise ConfigError(f"{name}: only PLAINTEXT listeners are supported, got {proto}")
-    host, sep, port = first.rpartition(":")
+def parse_listener_entry(entry: str, prop: str) -> tuple[str, str, int]:
+    """`NAME://host:port` (NAME defaults to PLAINTEXT) -> (NAME upper-cased, host, port)."""
+    name, sep, address = entry.strip().partition("://")
     if not sep:
-        raise ConfigError(f"{name}: expected host:port, got {value!r}")
+        name, address = "PLAINTEXT", entry.strip()
+    host, colon, port = address.rpartition(":")
+    if not colon:
+        raise ConfigError(f"{prop}: expected NAME://host:port, got {entry!r}")
     try:
         port_num = int(port)
     except ValueError:
-        raise ConfigError(f"{name}: invalid port {port!r}") from None
+        raise ConfigError(f"{prop}: invalid port {port!r} in {entry!r}") from None
     if not 0 <= port_num <= 65535:
-        raise ConfigError(f"{name}: port {port_num} out of range")
-    return host.strip("[]") or "0.0.0.0", port_num
+        raise ConfigError(f"{prop}: port {port_num} out of range in {entry!r}")
+    return name.strip().upper(), host.strip("[]"), port_num
 
 
 def read_properties_file(path: str) -> dict[str, str]:

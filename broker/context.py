@@ -45,7 +45,36 @@ class RequestContext:
     correlation_id: int
     client_id: str | None
     peer: str
+    session: Any = None  # broker.security.sasl.Session: listener, principal, authentication state
 
     def response(self, **fields: Any):
         """Build this request's response entity from plain values (see protocol.codec.build)."""
         return build(response_class(self.api_key, self.api_version), fields)
+
+    # --- authorization helpers: every handler's checks go through these (broker/security) ------
+    def allowed(self, operation: int, resource_type: int, name: str) -> bool:
+        """May this connection's principal do `operation` on the resource? (True without an authorizer.)"""
+        security = getattr(self.broker, "security", None)
+        return security is None or security.allowed(self.session, operation, resource_type, name)
+
+    def allowed_any(self, operation: int, resource_type: int) -> bool:
+        """May the principal do `operation` on some resource of this type (Kafka's authorizeByResourceType)?"""
+        security = getattr(self.broker, "security", None)
+        return security is None or security.allowed_any(self.session, operation, resource_type)
+
+    def authorized_operations(self, resource_type: int, name: str) -> int:
+        """The authorized-operations bit field for the resource."""
+        from broker.security.authorizer import all_operations
+
+        security = getattr(self.broker, "security", None)
+        if security is None:
+            return all_operations(resource_type)
+        return security.authorized_operations(self.session, resource_type, name)
+
+    @property
+    def advertised(self) -> tuple[str, int]:
+        """The host and port clients of this connection's listener are told to use."""
+        listener = self.session.listener if self.session is not None else None
+        if listener is None:
+            return self.broker.host, self.broker.port
+        return listener.advertised_host, listener.advertised_port

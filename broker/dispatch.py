@@ -48,6 +48,16 @@ from broker.handlers import (  # transactions (coordinator/transactions.py)
     write_txn_markers,
 )
 
+from broker.handlers import (  # security (broker/security/)
+    alter_user_scram_credentials,
+    create_acls,
+    delete_acls,
+    describe_acls,
+    describe_user_scram_credentials,
+    sasl_authenticate,
+    sasl_handshake,
+)
+
 HANDLERS = {
     0: produce,
     1: fetch,
@@ -62,6 +72,7 @@ HANDLERS = {
     14: sync_group,
     15: describe_groups,
     16: list_groups,
+    17: sasl_handshake,
     18: api_versions,
     19: create_topics,
     20: delete_topics,
@@ -73,14 +84,20 @@ HANDLERS = {
     26: end_txn,
     27: write_txn_markers,
     28: txn_offset_commit,
+    29: describe_acls,
+    30: create_acls,
+    31: delete_acls,
     32: describe_configs,
     33: alter_configs,
     35: describe_log_dirs,
+    36: sasl_authenticate,
     37: create_partitions,
     42: delete_groups,
     43: elect_leaders,
     44: incremental_alter_configs,
     47: offset_delete,
+    50: describe_user_scram_credentials,
+    51: alter_user_scram_credentials,
     60: describe_cluster,
     61: describe_producers,
     65: describe_transactions,

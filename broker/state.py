@@ -12,9 +12,11 @@ import time
 
 import structlog
 
-from broker.config import BrokerConfig, parse_listener
+from broker.config import BrokerConfig
 from broker.dynamic_config import DynamicConfigs
+from broker.limits import raise_open_file_limit
 from broker.observe import build_request_observer
+from broker.security.service import Security
 from broker.server import Server
 from broker.waiters import DataWaiters
 from coordinator.groups import GroupCoordinator
@@ -38,6 +40,7 @@ class Broker:
         self.data_waiters = DataWaiters()
         self.groups = GroupCoordinator(config, self.logs)
         self.txns = TransactionCoordinator(self)
+        self.security = Security(config, self.data_dir)  # listeners, SASL, SCRAM, ACLs
         self.server = Server(self)
         self.metrics = None
         if config["minibroker.metrics.port"] is not None:
@@ -66,6 +69,9 @@ class Broker:
             self.startup_seconds[name] = now - phase_start
             phase_start = now
 
+        raised = raise_open_file_limit()  # startup opens every segment (broker/limits.py)
+        if raised:
+            log.info("open file limit raised", soft_limit_was=raised[0], soft_limit=raised[1])
         self.logs.open()
         phase_done("log_recovery")
         await self.groups.load()  # replays __consumer_offsets
@@ -73,21 +79,17 @@ class Broker:
         await self.txns.load()  # replays __transaction_state, completes or aborts what was open
         phase_done("transaction_load")
         self._check_producer_id_counter()
-        bind_host, bind_port = self.config.listener
-        _, self.bound_port = await self.server.start(bind_host, bind_port)
-        self.port = self.bound_port
-        advertised = self.config["advertised.listeners"]
-        if advertised:
-            self.host, adv_port = parse_listener(advertised, "advertised.listeners")
-            self.port = adv_port or self.bound_port
-        else:
-            self.host = bind_host if bind_host not in ("0.0.0.0", "::", "") else "127.0.0.1"
+        listeners = self.security.listeners
+        await self.server.start(listeners)
+        first = listeners[0]  # --port-file and the defaults below describe the first listener
+        self.bound_port, self.host, self.port = first.bound_port, first.advertised_host, first.advertised_port
         self._start_background_tasks()
         if self.metrics is not None:
             await self.metrics.start(self.config["minibroker.metrics.host"], self.config["minibroker.metrics.port"])
         self.startup_seconds["total"] = time.monotonic() - started
         log.info(
             "broker ready", host=self.host, port=self.bound_port, advertised_port=self.port, data_dir=self.data_dir,
+            listeners={lst.name: lst.bound_port for lst in listeners},
             cluster_id=self.logs.cluster_id, node_id=self.node_id,
             startup_ms=round((time.monotonic() - started) * 1000, 1),
         )

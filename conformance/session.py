@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from conformance.wire import CLOSED, NO_ANSWER, Connection, decode_kio
+from conformance.wire import CLOSED, Connection, decode_kio
 
 #: Kafka creates topics asynchronously; wait at most this long for one to be served.
 TOPIC_READY_TIMEOUT = 30.0

@@ -2,6 +2,7 @@
 transaction, so TxnOffsetCommit may stage offsets there and EndTxn writes a marker to it.
 PRODUCER_FENCED becomes INVALID_PRODUCER_EPOCH below v2."""
 
+from broker.security.acls import Operation as Op, ResourceType as Res
 from protocol.errors import ErrorCode
 
 API_KEY = 25
@@ -10,6 +11,11 @@ MIN_VERSION, MAX_VERSION = 0, 4
 
 async def handle(ctx, req):
     txns = ctx.broker.txns
+    # authorization (Kafka: WRITE on the transactional id, then READ on the group)
+    if not ctx.allowed(Op.WRITE, Res.TRANSACTIONAL_ID, req.transactional_id):
+        return ctx.response(throttle_time_ms=0, error_code=ErrorCode.transactional_id_authorization_failed)
+    if not ctx.allowed(Op.READ, Res.GROUP, req.group_id):
+        return ctx.response(throttle_time_ms=0, error_code=ErrorCode.group_authorization_failed)
     if txns is None:
         error = ErrorCode.coordinator_not_available
     else:

@@ -4,6 +4,7 @@ As Kafka: if any partition is unknown, nothing is added; unknown ones get
 UNKNOWN_TOPIC_OR_PARTITION and the others OPERATION_NOT_ATTEMPTED. Otherwise the coordinator's
 single answer goes to every partition (PRODUCER_FENCED becomes INVALID_PRODUCER_EPOCH below v2)."""
 
+from broker.security.acls import Operation as Op, ResourceType as Res
 from protocol.errors import ErrorCode
 
 API_KEY = 24
@@ -22,6 +23,15 @@ def _results(topics, code_for) -> list[dict]:
 async def handle(ctx, req):
     broker = ctx.broker
     topics = req.v3_and_below_topics
+    # authorization (Kafka: WRITE on the transactional id, then WRITE on each topic)
+    if not ctx.allowed(Op.WRITE, Res.TRANSACTIONAL_ID, req.v3_and_below_transactional_id):
+        return ctx.response(throttle_time_ms=0, results_by_topic_v3_and_below=_results(
+            topics, lambda t, p: ErrorCode.transactional_id_authorization_failed))
+    denied = {t.name for t in topics if not ctx.allowed(Op.WRITE, Res.TOPIC, t.name)}
+    if denied:
+        return ctx.response(throttle_time_ms=0, results_by_topic_v3_and_below=_results(
+            topics, lambda t, p: ErrorCode.topic_authorization_failed if t in denied
+            else ErrorCode.operation_not_attempted))
     unknown = set()
     for t in topics:
         info = broker.logs.topics.get(t.name)

@@ -2,6 +2,8 @@
 
 from collections import Counter
 
+from broker.limits import partition_limit_error
+from broker.security.acls import Operation as Op, ResourceType as Res
 from protocol.errors import ErrorCode
 from storage.errors import KafkaStorageError
 
@@ -33,7 +35,15 @@ def _grow(broker, t, validate_only: bool) -> dict:
 
 
 async def handle(ctx, req):
+    broker = ctx.broker
     counts = Counter(t.name for t in req.topics)
+    # authorization (Kafka: ALTER on each topic)
+    denied = {t.name for t in req.topics if not ctx.allowed(Op.ALTER, Res.TOPIC, t.name)}
+    # limits: the partitions this request would add, all or nothing (Kafka: POLICY_VIOLATION)
+    topics = broker.logs.topics
+    added = sum(max(0, t.count - topics[t.name].num_partitions) for t in req.topics
+                if t.name in topics and t.name not in denied and counts[t.name] == 1)
+    refusal = partition_limit_error(broker.config, sum(i.num_partitions for i in topics.values()), added) if added else None
     results, seen = [], set()
     for t in req.topics:
         if counts[t.name] > 1:  # Kafka answers a repeated name once, with INVALID_REQUEST
@@ -41,10 +51,13 @@ async def handle(ctx, req):
                 results.append(dict(name=t.name, error_code=ErrorCode.invalid_request,
                                     error_message=f"topic {t.name} appears more than once"))
             seen.add(t.name)
-            continue
-        if req.timeout.total_seconds() <= 0:  # Kafka's controller gives up on a past deadline
+        elif t.name in denied:
+            results.append(dict(name=t.name, error_code=ErrorCode.topic_authorization_failed))
+        elif req.timeout.total_seconds() <= 0:  # Kafka's controller gives up on a past deadline
             results.append(dict(name=t.name, error_code=ErrorCode.request_timed_out,
                                 error_message="timeout_ms must be positive"))
-            continue
-        results.append(_grow(ctx.broker, t, req.validate_only))
+        elif refusal:
+            results.append(dict(name=t.name, error_code=ErrorCode.policy_violation, error_message=refusal))
+        else:
+            results.append(_grow(broker, t, req.validate_only))
     return ctx.response(throttle_time_ms=0, results=results)

@@ -4,9 +4,12 @@ From v5 a created (or validated) topic is answered with every topic config it en
 Kafka does, so clients need no DescribeConfigs round trip.
 """
 
+import asyncio
 import uuid
 from collections import Counter
 
+from broker.limits import partition_limit_error
+from broker.security.acls import CLUSTER_NAME, Operation as Op, ResourceType as Res
 from protocol.errors import ErrorCode
 from storage.config import effective_topic_configs
 from storage.errors import KafkaStorageError
@@ -50,9 +53,13 @@ def _config_entries(broker, overrides: dict[str, str]) -> list[dict]:
     ]
 
 
-def _records(broker, t) -> int:
-    partitions = len(t.assignments) if t.assignments else (
+def _partition_count(broker, t) -> int:
+    return len(t.assignments) if t.assignments else (
         t.num_partitions if t.num_partitions != -1 else broker.config["num.partitions"])
+
+
+def _records(broker, t) -> int:
+    partitions = _partition_count(broker, t)
     return 1 + partitions + len(t.configs) if partitions > 0 else 0
 
 
@@ -91,11 +98,20 @@ def _timeout_ms(req) -> int:
 
 
 async def handle(ctx, req):
+    broker = ctx.broker
     counts = Counter(t.name for t in req.topics)
-    topics, seen = [], set()
-    timed_out = _timeout_ms(req) <= 0
     unique = [t for t in req.topics if counts[t.name] == 1]
-    too_large = sum(_records(ctx.broker, t) for t in unique) > MAX_RECORDS_PER_REQUEST
+    # authorization (Kafka: CREATE on the cluster, or CREATE on each topic)
+    may_create_any = ctx.allowed(Op.CREATE, Res.CLUSTER, CLUSTER_NAME)
+    denied = {t.name for t in unique if not may_create_any and not ctx.allowed(Op.CREATE, Res.TOPIC, t.name)}
+    wanted = [t for t in unique if t.name not in denied]
+    timed_out = _timeout_ms(req) <= 0
+    too_large = sum(_records(broker, t) for t in wanted) > MAX_RECORDS_PER_REQUEST
+    # limits: the partitions this request would create, all or nothing (Kafka: POLICY_VIOLATION)
+    requested = sum(_partition_count(broker, t) for t in wanted if t.name not in broker.logs.topics)
+    refusal = partition_limit_error(broker.config, sum(i.num_partitions for i in broker.logs.topics.values()),
+                                    requested) if requested else None
+    topics, seen = [], set()
     for t in req.topics:
         if counts[t.name] > 1:
             # Kafka answers a name given twice once, with INVALID_REQUEST, and creates nothing.
@@ -103,13 +119,16 @@ async def handle(ctx, req):
                 topics.append(_error(t.name, ErrorCode.invalid_request,
                                      f"topic {t.name} appears more than once in the request"))
             seen.add(t.name)
-            continue
-        if timed_out:  # Kafka's controller gives up at once on a deadline already past
+        elif t.name in denied:
+            topics.append(_error(t.name, ErrorCode.topic_authorization_failed, None))
+        elif timed_out:  # Kafka's controller gives up at once on a deadline already past
             topics.append(_error(t.name, ErrorCode.request_timed_out, "timeout_ms must be positive"))
-            continue
-        if too_large:
+        elif too_large:
             topics.append(_error(t.name, ErrorCode.policy_violation,
                                  f"the request would write more than {MAX_RECORDS_PER_REQUEST} metadata records"))
-            continue
-        topics.append(_create(ctx.broker, t, req.validate_only))
+        elif refusal:
+            topics.append(_error(t.name, ErrorCode.policy_violation, refusal))
+        else:
+            topics.append(_create(broker, t, req.validate_only))
+            await asyncio.sleep(0)  # let other clients in between topics (creation is synchronous)
     return ctx.response(throttle_time_ms=0, topics=topics)

@@ -1,12 +1,18 @@
 """DeleteGroups (42): only Empty groups can be deleted (NON_EMPTY_GROUP otherwise); their
 offsets and metadata get tombstones in __consumer_offsets."""
 
+from broker.security.acls import Operation as Op, ResourceType as Res
+from protocol.errors import ErrorCode
+
 API_KEY = 42
 MIN_VERSION, MAX_VERSION = 0, 2
 
 
 async def handle(ctx, req):
-    results = ctx.broker.groups.delete_groups(list(req.groups_names))
+    # authorization (Kafka: DELETE on each group)
+    denied = [g for g in req.groups_names if not ctx.allowed(Op.DELETE, Res.GROUP, g)]
+    results = ctx.broker.groups.delete_groups([g for g in req.groups_names if g not in denied])
+    results.update({g: ErrorCode.group_authorization_failed for g in denied})
     return ctx.response(
         throttle_time_ms=0,
         results=[dict(group_id=g, error_code=e) for g, e in results.items()],

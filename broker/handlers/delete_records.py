@@ -4,6 +4,7 @@ the next retention check. As in Kafka: internal topics refuse (INVALID_TOPIC_EXC
 topic whose cleanup.policy lacks delete refuses (POLICY_VIOLATION), an offset above the high
 watermark is OFFSET_OUT_OF_RANGE, -1 means the high watermark."""
 
+from broker.security.acls import Operation as Op, ResourceType as Res
 from protocol.errors import ErrorCode
 from storage.errors import KafkaStorageError
 
@@ -31,6 +32,9 @@ def _delete(broker, topic: str, p) -> dict:
 
 
 async def handle(ctx, req):
-    topics = [dict(name=t.name, partitions=[_delete(ctx.broker, t.name, p) for p in t.partitions])
-              for t in req.topics]
+    # authorization (Kafka: DELETE on each topic)
+    denied = {t.name for t in req.topics if not ctx.allowed(Op.DELETE, Res.TOPIC, t.name)}
+    topics = [dict(name=t.name, partitions=[
+        dict(partition_index=p.partition_index, low_watermark=-1, error_code=ErrorCode.topic_authorization_failed)
+        if t.name in denied else _delete(ctx.broker, t.name, p) for p in t.partitions]) for t in req.topics]
     return ctx.response(throttle_time_ms=0, topics=topics)

@@ -1,5 +1,6 @@
 """DeleteTopics (20): by name, or by topic id from v6."""
 
+from broker.security.acls import Operation as Op, ResourceType as Res
 from protocol.errors import ErrorCode
 from storage.errors import KafkaStorageError
 
@@ -7,12 +8,16 @@ API_KEY = 20
 MIN_VERSION, MAX_VERSION = 1, 6
 
 
-def _delete(broker, name, topic_id) -> dict:
+def _delete(ctx, name, topic_id) -> dict:
+    broker = ctx.broker
     if name is None:
         info = next((i for i in broker.logs.topics.values() if i.topic_id == topic_id), None)
         if info is None:
             return dict(name=None, topic_id=topic_id, error_code=ErrorCode.unknown_topic_id)
         name = info.name
+    # authorization (Kafka: DELETE on the topic)
+    if not ctx.allowed(Op.DELETE, Res.TOPIC, name):
+        return dict(name=name, topic_id=topic_id, error_code=ErrorCode.topic_authorization_failed)
     info = broker.logs.topics.get(name)
     if info is None:
         return dict(name=name, topic_id=topic_id, error_code=ErrorCode.unknown_topic_or_partition)
@@ -37,9 +42,9 @@ def _timed_out(name, topic_id) -> dict:
 
 async def handle(ctx, req):
     # Kafka's controller gives up at once on a deadline already past (timeout_ms <= 0).
-    delete = _delete if req.timeout.total_seconds() > 0 else (lambda _broker, name, tid: _timed_out(name, tid))
+    delete = _delete if req.timeout.total_seconds() > 0 else (lambda _ctx, name, tid: _timed_out(name, tid))
     if ctx.api_version >= 6:
-        results = [delete(ctx.broker, t.name, t.topic_id) for t in req.topics]
+        results = [delete(ctx, t.name, t.topic_id) for t in req.topics]
     else:
-        results = [delete(ctx.broker, name, None) for name in req.topic_names]
+        results = [delete(ctx, name, None) for name in req.topic_names]
     return ctx.response(throttle_time_ms=0, responses=results)

@@ -1,6 +1,7 @@
 """DescribeCluster (60): one broker, which is also the controller."""
 
-from broker import authorized_operations as ops
+from broker.security.acls import CLUSTER_NAME, ResourceType as Res
+from broker.security.authorizer import OPERATIONS_NOT_REQUESTED
 from protocol.errors import ErrorCode
 
 API_KEY = 60
@@ -15,8 +16,11 @@ async def handle(ctx, req):
         error = ErrorCode.mismatched_endpoint_type if endpoint_type == 2 else ErrorCode.unsupported_endpoint_type
         return ctx.response(throttle_time_ms=0, error_code=error,
                             error_message="only broker endpoints are served", cluster_id=b.logs.cluster_id)
+    # authorization: the call needs nothing; the operations field is filled only when asked for
+    operations = (ctx.authorized_operations(Res.CLUSTER, CLUSTER_NAME)
+                  if req.include_cluster_authorized_operations else OPERATIONS_NOT_REQUESTED)
     return ctx.response(
         throttle_time_ms=0, error_code=ErrorCode.none, cluster_id=b.logs.cluster_id,
-        controller_id=b.node_id, brokers=[dict(broker_id=b.node_id, host=b.host, port=b.port)],
-        cluster_authorized_operations=ops.when(req.include_cluster_authorized_operations, ops.CLUSTER),
+        cluster_authorized_operations=operations,
+        controller_id=b.node_id, brokers=[dict(broker_id=b.node_id, host=ctx.advertised[0], port=ctx.advertised[1])],
     )

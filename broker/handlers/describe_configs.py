@@ -4,6 +4,9 @@ broker's properties."""
 from broker import config_descriptions as describe
 from broker.config import DYNAMIC_DEFAULT, PROPERTIES
 from broker.dynamic_config import DYNAMIC_BROKER_CONFIGS
+from broker.security.acls import Operation as Op
+from broker.security.checks import config_resource_denial, denied_config_result
+from broker.security.settings import is_sensitive, listener_property
 from protocol.errors import ErrorCode
 from storage.config import default_origin
 from storage.errors import KafkaStorageError
@@ -48,14 +51,17 @@ def _broker(broker, synonyms: bool, documentation: bool, cluster_defaults: bool)
     for key, value in items:
         if key.startswith("minibroker."):
             continue
-        text = None if value is None else (str(value).lower() if isinstance(value, bool) else str(value))
+        sensitive = is_sensitive(key)  # passwords and JAAS configs: Kafka sends null
+        text = None if value is None or sensitive else (
+            str(value).lower() if isinstance(value, bool) else str(value))
         source = DYNAMIC_DEFAULT_BROKER_CONFIG if cluster_defaults else _SOURCES[config.source(key)]
+        prop = PROPERTIES.get(key) or listener_property(key)
         out.append(dict(
-            name=key, value=text, read_only=key not in DYNAMIC_BROKER_CONFIGS, is_sensitive=False,
+            name=key, value=text, read_only=key not in DYNAMIC_BROKER_CONFIGS, is_sensitive=sensitive,
             config_source=source,
-            config_type=describe.broker_type(PROPERTIES[key]),
+            config_type=describe.broker_type(prop),
             synonyms=[dict(name=key, value=text, source=source)] if synonyms and text is not None else [],
-            documentation=PROPERTIES[key].doc if documentation else None,
+            documentation=prop.doc if documentation else None,
         ))
     return out
 
@@ -86,5 +92,10 @@ def _describe(broker, resource, synonyms: bool, documentation: bool) -> dict:
 async def handle(ctx, req):
     synonyms = bool(getattr(req, "include_synonyms", False))
     documentation = bool(getattr(req, "include_documentation", False))
-    return ctx.response(throttle_time_ms=0, results=[_describe(ctx.broker, r, synonyms, documentation)
-                                                     for r in req.resources])
+    results = []
+    for r in req.resources:
+        # authorization (Kafka: DESCRIBE_CONFIGS on the topic, or on the cluster for a broker)
+        denial = config_resource_denial(ctx, r.resource_type, r.resource_name, Op.DESCRIBE_CONFIGS)
+        results.append({**denied_config_result(r, denial), "configs": []} if denial
+                       else _describe(ctx.broker, r, synonyms, documentation))
+    return ctx.response(throttle_time_ms=0, results=results)

@@ -2,7 +2,8 @@
 shown for Stable groups; assignments (the last one synced) always (as Kafka does). An unknown group is reported in
 state Dead (v0-5) or with GROUP_ID_NOT_FOUND (v6, KIP-1043)."""
 
-from broker import authorized_operations as ops
+from broker.security.acls import Operation as Op, ResourceType as Res
+from broker.security.authorizer import OPERATIONS_NOT_REQUESTED
 from protocol.errors import ErrorCode
 
 API_KEY = 15
@@ -15,12 +16,19 @@ async def handle(ctx, req):
     include_ops = bool(getattr(req, "include_authorized_operations", False))
     out = []
     for group_id in req.groups:
+        # authorization (Kafka: DESCRIBE on the group)
+        if not ctx.allowed(Op.DESCRIBE, Res.GROUP, group_id):
+            out.append(dict(error_code=ErrorCode.group_authorization_failed, error_message=None, group_id=group_id,
+                            group_state="", protocol_type="", protocol_data="", members=[],
+                            authorized_operations=OPERATIONS_NOT_REQUESTED))
+            continue
         error, summary = coordinator.describe_group(group_id)
+        operations = ctx.authorized_operations(Res.GROUP, group_id) if include_ops else OPERATIONS_NOT_REQUESTED
         entry = dict(error_code=error, error_message=None, group_id=group_id, **summary,
-                     authorized_operations=ops.when(include_ops, ops.GROUP))
+                     authorized_operations=operations)
         if ctx.api_version >= 6 and summary["group_state"] == "Dead" and error == ErrorCode.none:
             entry["error_code"] = ErrorCode.group_id_not_found
             entry["error_message"] = f"Group {group_id} not found."
-            entry["authorized_operations"] = ops.NOT_REQUESTED
+            entry["authorized_operations"] = OPERATIONS_NOT_REQUESTED
         out.append(entry)
     return ctx.response(throttle_time_ms=0, groups=out)

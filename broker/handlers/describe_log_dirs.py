@@ -3,6 +3,7 @@
 
 import shutil
 
+from broker.security.acls import CLUSTER_NAME, Operation as Op, ResourceType as Res
 from protocol.errors import ErrorCode
 
 API_KEY = 35
@@ -29,6 +30,9 @@ def _partitions(broker, wanted) -> dict[str, list[dict]]:
 
 async def handle(ctx, req):
     broker = ctx.broker
+    # authorization (Kafka: DESCRIBE on the cluster)
+    if not ctx.allowed(Op.DESCRIBE, Res.CLUSTER, CLUSTER_NAME):
+        return ctx.response(throttle_time_ms=0, error_code=ErrorCode.cluster_authorization_failed, results=[])
     usage = shutil.disk_usage(broker.logs.data_dir)
     topics = [dict(name=name, partitions=parts)
               for name, parts in sorted(_partitions(broker, req.topics).items())]

@@ -2,6 +2,7 @@
 producers of each requested partition, from its producer state (epoch, last sequence, last
 timestamp, coordinator epoch, first offset of the open transaction or -1)."""
 
+from broker.security.acls import Operation as Op, ResourceType as Res
 from protocol.errors import ErrorCode
 
 API_KEY = 61
@@ -25,7 +26,10 @@ def _partition(broker, topic: str, index: int) -> dict:
 
 
 async def handle(ctx, req):
-    topics = [dict(name=t.name, partitions=[_partition(ctx.broker, t.name, p)
-                                            for p in t.partition_indexes])
-              for t in req.topics]
+    # authorization (Kafka: READ on each topic)
+    denied = {t.name for t in req.topics if not ctx.allowed(Op.READ, Res.TOPIC, t.name)}
+    topics = [dict(name=t.name, partitions=[
+        dict(partition_index=p, error_code=ErrorCode.topic_authorization_failed, error_message=None,
+             active_producers=[]) if t.name in denied else _partition(ctx.broker, t.name, p)
+        for p in t.partition_indexes]) for t in req.topics]
     return ctx.response(throttle_time_ms=0, topics=topics)

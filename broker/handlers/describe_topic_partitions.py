@@ -8,7 +8,7 @@ An empty topic list means every topic. With one replica there is no eligible-lea
 
 import uuid
 
-from broker import authorized_operations as ops
+from broker.security.acls import Operation as Op, ResourceType as Res
 from protocol.errors import ErrorCode
 from storage.errors import KafkaStorageError
 from storage.log_manager import LEADER_EPOCH, validate_topic_name
@@ -26,14 +26,14 @@ def _partition(node: int, index: int) -> dict:
                 offline_replicas=[])
 
 
-def _missing(name: str) -> dict:
+def _missing(ctx, name: str) -> dict:
     try:
         validate_topic_name(name)
         error = ErrorCode.unknown_topic_or_partition
     except KafkaStorageError as exc:
         error = exc.error_code
     return dict(error_code=error, name=name, topic_id=_ZERO_UUID, partitions=[],
-                topic_authorized_operations=ops.TOPIC)
+                topic_authorized_operations=ctx.authorized_operations(Res.TOPIC, name))
 
 
 def _invalid(ctx, req):
@@ -60,16 +60,22 @@ async def handle(ctx, req):
         if remaining == 0:
             next_cursor = dict(topic_name=name, partition_index=0)
             break
+        # authorization (Kafka: DESCRIBE on each topic; listing all leaves the others out)
+        if not ctx.allowed(Op.DESCRIBE, Res.TOPIC, name):
+            if not fetch_all:
+                topics.append(dict(error_code=ErrorCode.topic_authorization_failed, name=name,
+                                   topic_id=_ZERO_UUID, partitions=[]))
+            continue
         info = broker.logs.topics.get(name)
         if info is None:
             if not fetch_all:
-                topics.append(_missing(name))
+                topics.append(_missing(ctx, name))
             continue
         first = cursor.partition_index if cursor is not None and name == cursor.topic_name else 0
         upper = min(info.num_partitions, first + remaining)
         topics.append(dict(error_code=ErrorCode.none, name=name, topic_id=info.topic_id, is_internal=info.internal,
                            partitions=[_partition(broker.node_id, p) for p in range(first, upper)],
-                           topic_authorized_operations=ops.TOPIC))
+                           topic_authorized_operations=ctx.authorized_operations(Res.TOPIC, name)))
         if upper < info.num_partitions:
             next_cursor = dict(topic_name=name, partition_index=upper)
             break

@@ -4,6 +4,7 @@ TRANSACTIONAL_ID_NOT_FOUND for unknown (or expiring) ids."""
 
 import datetime
 
+from broker.security.acls import Operation as Op, ResourceType as Res
 from protocol.errors import ErrorCode
 
 API_KEY = 65
@@ -21,7 +22,12 @@ async def handle(ctx, req):
     txns = ctx.broker.txns
     states = []
     for txn_id in req.transactional_ids:
-        if txns is None:
+        # authorization (Kafka: DESCRIBE on the transactional id)
+        if not ctx.allowed(Op.DESCRIBE, Res.TRANSACTIONAL_ID, txn_id):
+            entry = dict(transactional_id=txn_id, transaction_state="", transaction_timeout_ms=0,
+                         transaction_start_time_ms=-1, producer_id=-1, producer_epoch=-1, topics=[],
+                         error_code=ErrorCode.transactional_id_authorization_failed)
+        elif txns is None:
             entry = dict(transactional_id=txn_id, transaction_state="",
                          transaction_timeout_ms=0, transaction_start_time_ms=-1,
                          producer_id=-1, producer_epoch=-1, topics=[],

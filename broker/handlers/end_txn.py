@@ -4,6 +4,7 @@ CompleteCommit/CompleteAbort state is durable. A retry after completion with the
 gets NONE, the opposite outcome INVALID_TXN_STATE; PRODUCER_FENCED becomes
 INVALID_PRODUCER_EPOCH below v2."""
 
+from broker.security.acls import Operation as Op, ResourceType as Res
 from protocol.errors import ErrorCode
 
 API_KEY = 26
@@ -12,6 +13,9 @@ MIN_VERSION, MAX_VERSION = 0, 4
 
 async def handle(ctx, req):
     txns = ctx.broker.txns
+    # authorization (Kafka: WRITE on the transactional id)
+    if not ctx.allowed(Op.WRITE, Res.TRANSACTIONAL_ID, req.transactional_id):
+        return ctx.response(throttle_time_ms=0, error_code=ErrorCode.transactional_id_authorization_failed)
     if txns is None:
         error = ErrorCode.coordinator_not_available
     else:

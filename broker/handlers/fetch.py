@@ -11,6 +11,7 @@ range spans. No fetch sessions: session id 0 tells clients to keep sending full 
 import time
 
 from broker.context import RawResponse
+from broker.security.acls import Operation as Op, ResourceType as Res
 from protocol.codec import millis
 from protocol.errors import ErrorCode
 from protocol.fetch_response import PartitionData, encode
@@ -29,9 +30,9 @@ def leader_epoch_error(current_leader_epoch: int, leader_epoch: int) -> ErrorCod
     return ErrorCode.fenced_leader_epoch
 
 
-def _read_all(broker, req, isolation: int) -> tuple[list, int, bool]:
+def _read_all(broker, req, isolation: int, denied: set) -> tuple[list, int, bool]:
     """One pass over the requested partitions: (topics, record bytes, any error)."""
-    budget = req.max_bytes
+    budget = min(req.max_bytes, broker.config["fetch.max.bytes"])  # Kafka caps the client's ask
     total = 0
     any_error = False
     topics = []
@@ -40,6 +41,10 @@ def _read_all(broker, req, isolation: int) -> tuple[list, int, bool]:
         for fp in t.partitions:
             out = PartitionData(fp.partition)
             partitions.append(out)
+            if t.topic in denied:
+                out.error_code = ErrorCode.topic_authorization_failed
+                any_error = True
+                continue
             plog = broker.get_log(t.topic, fp.partition)
             if plog is None:
                 out.error_code = ErrorCode.unknown_topic_or_partition
@@ -113,8 +118,10 @@ async def handle(ctx, req):
         return refused
     deadline = time.monotonic() + max(millis(req.max_wait), 0) / 1000
     keys = [(t.topic, p.partition) for t in req.topics for p in t.partitions]
+    # authorization (Kafka: READ on each topic)
+    denied = {t.topic for t in req.topics if not ctx.allowed(Op.READ, Res.TOPIC, t.topic)}
     while True:
-        topics, total, any_error = _read_all(broker, req, isolation)
+        topics, total, any_error = _read_all(broker, req, isolation, denied)
         remaining = deadline - time.monotonic()
         if total >= req.min_bytes or any_error or remaining <= 0 or not keys or broker.data_waiters.closed:
             break

@@ -4,6 +4,7 @@ producer id/epoch fields from v3, INVALID_TRANSACTION_TIMEOUT, CONCURRENT_TRANSA
 previous instance's transaction is being aborted). PRODUCER_FENCED exists from v4; older versions
 get INVALID_PRODUCER_EPOCH, as Kafka answers them."""
 
+from broker.security.acls import CLUSTER_NAME, Operation as Op, ResourceType as Res
 from protocol.codec import millis
 from protocol.errors import ErrorCode
 
@@ -16,6 +17,15 @@ async def handle(ctx, req):
     pid = getattr(req, "producer_id", -1)
     epoch = getattr(req, "producer_epoch", -1)
     timeout_ms = millis(req.transaction_timeout)
+    # authorization (Kafka: WRITE on the transactional id; without one IDEMPOTENT_WRITE on the
+    # cluster or WRITE on some topic)
+    if req.transactional_id is not None:
+        if not ctx.allowed(Op.WRITE, Res.TRANSACTIONAL_ID, req.transactional_id):
+            return ctx.response(throttle_time_ms=0, error_code=ErrorCode.transactional_id_authorization_failed,
+                                producer_id=-1, producer_epoch=-1)
+    elif not (ctx.allowed(Op.IDEMPOTENT_WRITE, Res.CLUSTER, CLUSTER_NAME) or ctx.allowed_any(Op.WRITE, Res.TOPIC)):
+        return ctx.response(throttle_time_ms=0, error_code=ErrorCode.cluster_authorization_failed,
+                            producer_id=-1, producer_epoch=-1)
     if broker.txns is not None:
         error, pid, epoch = await broker.txns.init_producer_id(
             req.transactional_id, timeout_ms, pid, epoch)

@@ -3,7 +3,9 @@ the state machine is coordinator.groups.GroupCoordinator."""
 
 import asyncio
 
+from broker.security.acls import Operation as Op, ResourceType as Res
 from protocol.codec import millis
+from protocol.errors import ErrorCode
 
 API_KEY = 11
 MIN_VERSION, MAX_VERSION = 0, 9
@@ -16,6 +18,11 @@ def client_host(peer: str) -> str:
 
 async def handle(ctx, req):
     version = ctx.api_version
+    # authorization (Kafka: READ on the group)
+    if not ctx.allowed(Op.READ, Res.GROUP, req.group_id):
+        return ctx.response(throttle_time_ms=0, error_code=ErrorCode.group_authorization_failed, generation_id=-1,
+                            protocol_name=None if version >= 7 else "", leader="", member_id=req.member_id,
+                            members=[])
     session_timeout_ms = millis(req.session_timeout)
     # v0 has no rebalance timeout: Kafka uses the session timeout
     rebalance_timeout_ms = millis(req.rebalance_timeout) if version >= 1 else session_timeout_ms

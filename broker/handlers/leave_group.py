@@ -1,5 +1,6 @@
 """LeaveGroup (13): one member (v0-2) or a batch of members by id or group instance id (v3+)."""
 
+from broker.security.acls import Operation as Op, ResourceType as Res
 from protocol.errors import ErrorCode
 
 API_KEY = 13
@@ -8,6 +9,9 @@ MIN_VERSION, MAX_VERSION = 0, 5
 
 async def handle(ctx, req):
     groups = ctx.broker.groups
+    # authorization (Kafka: READ on the group)
+    if not ctx.allowed(Op.READ, Res.GROUP, req.group_id):
+        return ctx.response(throttle_time_ms=0, error_code=ErrorCode.group_authorization_failed, members=[])
     if ctx.api_version < 3:
         top, results = groups.leave_group(req.group_id, [(req.member_id, None)])
         if top == ErrorCode.none and results:

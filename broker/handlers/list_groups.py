@@ -1,6 +1,7 @@
 """ListGroups (16): every live group; v4+ filters by state (case-insensitive), v5+ by type
 (all groups here are "classic")."""
 
+from broker.security.acls import CLUSTER_NAME, Operation as Op, ResourceType as Res
 from protocol.errors import ErrorCode
 
 API_KEY = 16
@@ -10,4 +11,7 @@ MIN_VERSION, MAX_VERSION = 0, 5
 async def handle(ctx, req):
     groups = ctx.broker.groups.list_groups(
         getattr(req, "states_filter", ()) or (), getattr(req, "types_filter", ()) or ())
+    # authorization (Kafka: DESCRIBE on the cluster lists all; otherwise the groups with DESCRIBE)
+    if not ctx.allowed(Op.DESCRIBE, Res.CLUSTER, CLUSTER_NAME):
+        groups = [g for g in groups if ctx.allowed(Op.DESCRIBE, Res.GROUP, g["group_id"])]
     return ctx.response(throttle_time_ms=0, error_code=ErrorCode.none, groups=groups)

@@ -5,6 +5,7 @@ Kafka does not know, gets UNSUPPORTED_VERSION; a partition named twice gets INVA
 
 from collections import Counter
 
+from broker.security.acls import Operation as Op, ResourceType as Res
 from protocol.errors import ErrorCode
 from broker.handlers.fetch import leader_epoch_error
 from storage.errors import KafkaStorageError
@@ -57,6 +58,14 @@ def _partitions(ctx, t, isolation: int) -> list[dict]:
 
 async def handle(ctx, req):
     isolation = getattr(req, "isolation_level", 0)
+    # authorization (Kafka: DESCRIBE on each topic)
+    denied = {t.name for t in req.topics if not ctx.allowed(Op.DESCRIBE, Res.TOPIC, t.name)}
     # A topic named with no partitions is left out of the answer, as Kafka does.
-    topics = [dict(name=t.name, partitions=_partitions(ctx, t, isolation)) for t in req.topics if t.partitions]
+    topics = [
+        dict(name=t.name, partitions=[
+            dict(partition_index=p.partition_index, error_code=ErrorCode.topic_authorization_failed,
+                 timestamp=-1, offset=-1) for p in t.partitions]) if t.name in denied
+        else dict(name=t.name, partitions=_partitions(ctx, t, isolation))
+        for t in req.topics if t.partitions
+    ]
     return ctx.response(throttle_time_ms=0, topics=topics)

@@ -2,6 +2,7 @@
 this coordinator knows (Dead ones excluded), filtered by state names, producer ids and (v1) by
 running longer than duration_filter ms. Unknown state names are echoed in unknown_state_filters."""
 
+from broker.security.acls import Operation as Op, ResourceType as Res
 from protocol.errors import ErrorCode
 
 API_KEY = 66
@@ -15,5 +16,7 @@ async def handle(ctx, req):
                             unknown_state_filters=[], transaction_states=[])
     unknown, states = txns.list_transactions(req.state_filters, req.producer_id_filters,
                                              getattr(req, "duration_filter", -1))
+    # authorization (Kafka: only the transactional ids the principal may DESCRIBE)
+    states = [s for s in states if ctx.allowed(Op.DESCRIBE, Res.TRANSACTIONAL_ID, s["transactional_id"])]
     return ctx.response(throttle_time_ms=0, error_code=ErrorCode.none,
                         unknown_state_filters=unknown, transaction_states=states)

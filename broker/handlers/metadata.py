@@ -2,12 +2,19 @@
 
 Topic ids (v10+) come from storage, where they are persisted, so they stay stable across
 restarts. Naming an unknown topic auto-creates it when both the broker
-(auto.create.topics.enable) and the request (allow_auto_topic_creation, v4+) allow it.
+(auto.create.topics.enable) and the request (allow_auto_topic_creation, v4+) allow it, within
+the partition limits of broker/limits.py (the rest answer the retriable UNKNOWN_TOPIC_OR_PARTITION,
+so a client retrying creates them over several requests instead of one long stall).
 """
 
+import asyncio
 import uuid
 
-from broker import authorized_operations as ops
+import structlog
+
+from broker.limits import partition_limit_error
+from broker.security.acls import CLUSTER_NAME, Operation as Op, ResourceType as Res
+from broker.security.authorizer import OPERATIONS_NOT_REQUESTED
 from protocol.errors import ErrorCode
 from storage.errors import KafkaStorageError
 from storage.log_manager import LEADER_EPOCH, validate_topic_name
@@ -16,9 +23,10 @@ API_KEY = 3
 MIN_VERSION, MAX_VERSION = 0, 13
 
 _ZERO_UUID = uuid.UUID(int=0)
+log = structlog.get_logger("broker.metadata")
 
 
-def topic_entry(broker, name: str, error: ErrorCode = ErrorCode.none, authorized_operations: int = ops.NOT_REQUESTED) -> dict:
+def topic_entry(broker, name: str, error: ErrorCode = ErrorCode.none, authorized_operations: int = OPERATIONS_NOT_REQUESTED) -> dict:
     info = broker.logs.topics.get(name) if error == ErrorCode.none else None
     if info is None:
         return dict(error_code=error or ErrorCode.unknown_topic_or_partition, name=name,
@@ -63,9 +71,9 @@ def _error_response(ctx, req, error: ErrorCode):
                         topics=topics, error_code=error)
 
 
-def _unknown_topic(broker, name: str, allow_create: bool) -> ErrorCode:
+def _unknown_topic(ctx, name: str, allow_create: bool, budget: list) -> ErrorCode:
     if allow_create:
-        return broker.auto_create_topic(name)
+        return _created_or_refused(ctx, name, budget)
     try:
         validate_topic_name(name)
     except KafkaStorageError as exc:
@@ -73,17 +81,37 @@ def _unknown_topic(broker, name: str, allow_create: bool) -> ErrorCode:
     return ErrorCode.unknown_topic_or_partition
 
 
+def _created_or_refused(ctx, name: str, budget: list[int]) -> ErrorCode:
+    """Auto-create `name` if the principal may and the per-request partition budget allows."""
+    # authorization (Kafka: CREATE on the cluster or on the topic)
+    if not (ctx.allowed(Op.CREATE, Res.CLUSTER, CLUSTER_NAME) or ctx.allowed(Op.CREATE, Res.TOPIC, name)):
+        return ErrorCode.topic_authorization_failed
+    broker = ctx.broker
+    partitions = broker.config["num.partitions"]
+    refusal = partition_limit_error(broker.config, budget[1], budget[0] + partitions)
+    if refusal is not None:
+        budget[2] += 1
+        budget[3] = refusal
+        return ErrorCode.unknown_topic_or_partition  # retriable: a later request may create it
+    error = broker.auto_create_topic(name)
+    if error == ErrorCode.none:
+        budget[0] += partitions
+    return error
+
+
 async def handle(ctx, req):
     broker = ctx.broker
     error = _request_error(ctx, req)
     if error is not None:
         return _error_response(ctx, req, error)
-    topic_ops = ops.when(getattr(req, "include_topic_authorized_operations", False), ops.TOPIC)
     if req.topics is None or (ctx.api_version == 0 and not req.topics):
-        names = sorted(broker.logs.topics)
-        entries = [topic_entry(broker, n, authorized_operations=topic_ops) for n in names]
+        # authorization (Kafka: DESCRIBE on each topic; an all-topics request leaves out the others)
+        entries = [topic_entry(broker, n) for n in sorted(broker.logs.topics)
+                   if ctx.allowed(Op.DESCRIBE, Res.TOPIC, n)]
     else:
         allow_create = getattr(req, "allow_auto_topic_creation", True)
+        # [partitions created here, partitions existing, topics refused, why]
+        budget = [0, sum(i.num_partitions for i in broker.logs.topics.values()), 0, ""]
         requested = req.topics
         if any(_topic_id(t) != _ZERO_UUID for t in requested):
             # v12+: once any topic is named by id, Kafka looks up by id only and ignores names.
@@ -97,21 +125,34 @@ async def handle(ctx, req):
             name = t.name if _topic_id(t) == _ZERO_UUID else None
             if name is None:  # v12+ lookup by id
                 match = next((i for i in broker.logs.topics.values() if i.topic_id == t.topic_id), None)
-                entries.append(topic_entry(broker, match.name, authorized_operations=topic_ops) if match else
-                               dict(error_code=ErrorCode.unknown_topic_id, name=None,
-                                    topic_id=t.topic_id, partitions=[]))
+                if match and ctx.allowed(Op.DESCRIBE, Res.TOPIC, match.name):
+                    entries.append(topic_entry(broker, match.name))
+                else:
+                    entries.append(dict(error_code=ErrorCode.unknown_topic_id, name=None,
+                                        topic_id=t.topic_id, partitions=[]))
                 continue
-            if name not in broker.logs.topics:
-                entries.append(topic_entry(broker, name, _unknown_topic(broker, name, allow_create), topic_ops))
+            if not ctx.allowed(Op.DESCRIBE, Res.TOPIC, name):
+                entries.append(topic_entry(broker, name, ErrorCode.topic_authorization_failed))
+            elif name not in broker.logs.topics:
+                entries.append(topic_entry(broker, name, _unknown_topic(ctx, name, allow_create, budget)))
+                if allow_create:
+                    await asyncio.sleep(0)  # let other clients in between auto-created topics
             else:
-                entries.append(topic_entry(broker, name, authorized_operations=topic_ops))
+                entries.append(topic_entry(broker, name))
+        if budget[2]:
+            log.warning("topics not auto-created", count=budget[2], reason=budget[3])
+    if getattr(req, "include_topic_authorized_operations", False):
+        for entry in entries:
+            if entry["error_code"] == ErrorCode.none:
+                entry["topic_authorized_operations"] = ctx.authorized_operations(Res.TOPIC, entry["name"])
+    cluster_operations = (ctx.authorized_operations(Res.CLUSTER, CLUSTER_NAME)
+                          if getattr(req, "include_cluster_authorized_operations", False) else OPERATIONS_NOT_REQUESTED)
     return ctx.response(
         throttle_time_ms=0,
-        brokers=[dict(node_id=broker.node_id, host=broker.host, port=broker.port)],
+        brokers=[dict(node_id=broker.node_id, host=ctx.advertised[0], port=ctx.advertised[1])],
         cluster_id=broker.logs.cluster_id,
         controller_id=broker.node_id,
         topics=entries,
-        cluster_authorized_operations=ops.when(
-            getattr(req, "include_cluster_authorized_operations", False), ops.CLUSTER),
+        cluster_authorized_operations=cluster_operations,
         error_code=ErrorCode.none,
     )

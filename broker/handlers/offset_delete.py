@@ -1,6 +1,7 @@
 """OffsetDelete (47): delete committed offsets of partitions the group is not consuming
 (GROUP_SUBSCRIBED_TO_TOPIC for topics a live consumer group subscribes to)."""
 
+from broker.security.acls import Operation as Op, ResourceType as Res
 from protocol.errors import ErrorCode
 
 API_KEY = 47
@@ -8,8 +9,14 @@ MIN_VERSION, MAX_VERSION = 0, 0
 
 
 async def handle(ctx, req):
-    wanted = [(t.name, p.partition_index) for t in req.topics for p in t.partitions]
+    # authorization (Kafka: DELETE on the group, then READ on each topic)
+    if not ctx.allowed(Op.DELETE, Res.GROUP, req.group_id):
+        return ctx.response(error_code=ErrorCode.group_authorization_failed, throttle_time_ms=0, topics=[])
+    denied = {t.name for t in req.topics if not ctx.allowed(Op.READ, Res.TOPIC, t.name)}
+    wanted = [(t.name, p.partition_index) for t in req.topics if t.name not in denied for p in t.partitions]
     error, results = ctx.broker.groups.delete_offsets(req.group_id, wanted)
+    results.update({(t.name, p.partition_index): ErrorCode.topic_authorization_failed
+                    for t in req.topics if t.name in denied for p in t.partitions})
     topics = []
     if error == ErrorCode.none:
         topics = [dict(name=t.name, partitions=[

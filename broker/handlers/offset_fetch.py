@@ -2,20 +2,32 @@
 (v2+) means every partition the group has committed. With require_stable (v7+) a partition with
 transactional offsets still pending answers UNSTABLE_OFFSET_COMMIT; committed_leader_epoch v5+."""
 
+from broker.security.acls import Operation as Op, ResourceType as Res
 from protocol.errors import ErrorCode
 
 API_KEY = 9
 MIN_VERSION, MAX_VERSION = 1, 9
 
 
-def _fetch(groups, group_id: str, topics, require_stable: bool) -> tuple[int, list[dict]]:
+def _fetch(ctx, group_id: str, topics, require_stable: bool) -> tuple[int, list[dict]]:
+    # authorization (Kafka: DESCRIBE on the group; DESCRIBE on each topic, whose offsets are
+    # otherwise TOPIC_AUTHORIZATION_FAILED, or left out when all topics were asked for)
+    if not ctx.allowed(Op.DESCRIBE, Res.GROUP, group_id):
+        denied = ErrorCode.group_authorization_failed
+        return denied, [dict(name=t.name, partitions=[
+            dict(partition_index=p, committed_offset=-1, committed_leader_epoch=-1, metadata="", error_code=denied)
+            for p in t.partition_indexes]) for t in topics or ()]
     if topics is None:
         wanted = None
     else:
         wanted = [(t.name, p) for t in topics for p in t.partition_indexes]
-    error, rows = groups.fetch_offsets(group_id, wanted, require_stable)
+    error, rows = ctx.broker.groups.fetch_offsets(group_id, wanted, require_stable)
     by_topic: dict[str, list[dict]] = {}
     for topic, partition, offset, leader_epoch, metadata, part_error in rows:
+        if not ctx.allowed(Op.DESCRIBE, Res.TOPIC, topic):
+            if topics is None:
+                continue
+            offset, leader_epoch, metadata, part_error = -1, -1, "", ErrorCode.topic_authorization_failed
         by_topic.setdefault(topic, []).append(dict(
             partition_index=partition, committed_offset=offset,
             committed_leader_epoch=leader_epoch, metadata=metadata, error_code=part_error))
@@ -26,15 +38,14 @@ def _fetch(groups, group_id: str, topics, require_stable: bool) -> tuple[int, li
 
 
 async def handle(ctx, req):
-    groups = ctx.broker.groups
     require_stable = bool(getattr(req, "require_stable", False))
     if ctx.api_version >= 8:
         out = []
         for g in req.groups:
-            error, topics = _fetch(groups, g.group_id, g.topics, require_stable)
+            error, topics = _fetch(ctx, g.group_id, g.topics, require_stable)
             out.append(dict(group_id=g.group_id, topics=topics, error_code=error))
         return ctx.response(throttle_time_ms=0, groups=out)
-    error, topics = _fetch(groups, req.group_id, req.topics, require_stable)
+    error, topics = _fetch(ctx, req.group_id, req.topics, require_stable)
     if ctx.api_version < 2 and error != ErrorCode.none:
         # v1 has no top-level error code: report it on every partition
         for t in topics:

@@ -2,6 +2,7 @@
 their position after a metadata change; any epoch at or below ours ends at the log end offset."""
 
 from broker.handlers.fetch import leader_epoch_error
+from broker.security.acls import Operation as Op, ResourceType as Res
 from protocol.errors import ErrorCode
 
 API_KEY = 23
@@ -23,6 +24,9 @@ def _answer(broker, topic: str, p) -> dict:
 
 
 async def handle(ctx, req):
-    topics = [dict(topic=t.topic, partitions=[_answer(ctx.broker, t.topic, p) for p in t.partitions])
-              for t in req.topics]
+    # authorization (Kafka: DESCRIBE on each topic)
+    denied = {t.topic for t in req.topics if not ctx.allowed(Op.DESCRIBE, Res.TOPIC, t.topic)}
+    topics = [dict(topic=t.topic, partitions=[
+        dict(error_code=ErrorCode.topic_authorization_failed, partition=p.partition) if t.topic in denied
+        else _answer(ctx.broker, t.topic, p) for p in t.partitions]) for t in req.topics]
     return ctx.response(throttle_time_ms=0, topics=topics)

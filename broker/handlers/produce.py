@@ -7,6 +7,7 @@ The batch stays opaque bytes: storage checks and patches its 61-byte header and 
 """
 
 from broker.context import NO_RESPONSE, CloseConnection
+from broker.security.acls import Operation as Op, ResourceType as Res
 from protocol.errors import ErrorCode
 from storage.errors import KafkaStorageError
 from storage.log_validator import first_produced_batch
@@ -45,20 +46,25 @@ def _append(ctx, topic: str, index: int, records, transactional_id) -> dict:
     )
 
 
+def _every_partition(req, error: ErrorCode, names=None) -> list[dict]:
+    return [dict(name=t.name, partition_responses=[dict(index=p.index, error_code=error, base_offset=-1)
+                                                   for p in t.partition_data])
+            for t in req.topic_data if names is None or t.name in names]
+
+
 async def handle(ctx, req):
+    # authorization (Kafka: WRITE on the transactional id, then WRITE on each topic)
+    if req.transactional_id is not None and not ctx.allowed(Op.WRITE, Res.TRANSACTIONAL_ID, req.transactional_id):
+        return ctx.response(responses=_every_partition(req, ErrorCode.transactional_id_authorization_failed),
+                            throttle_time_ms=0)
+    denied = {t.name for t in req.topic_data if not ctx.allowed(Op.WRITE, Res.TOPIC, t.name)}
     if req.acks not in (-1, 0, 1):
-        responses = [
-            dict(name=t.name, partition_responses=[
-                dict(index=p.index, error_code=ErrorCode.invalid_required_acks, base_offset=-1)
-                for p in t.partition_data])
-            for t in req.topic_data
-        ]
-        return ctx.response(responses=responses, throttle_time_ms=0)
+        return ctx.response(responses=_every_partition(req, ErrorCode.invalid_required_acks), throttle_time_ms=0)
     responses = [
         dict(name=t.name, partition_responses=[
             _append(ctx, t.name, p.index, p.records, req.transactional_id) for p in t.partition_data])
-        for t in req.topic_data
-    ]
+        for t in req.topic_data if t.name not in denied
+    ] + _every_partition(req, ErrorCode.topic_authorization_failed, denied)
     if req.acks == 0:
         failed = [(t["name"], p["index"], ErrorCode(p["error_code"]).name)
                   for t in responses for p in t["partition_responses"] if p["error_code"]]

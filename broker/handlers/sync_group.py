@@ -2,11 +2,17 @@
 
 import asyncio
 
+from broker.security.acls import Operation as Op, ResourceType as Res
+from protocol.errors import ErrorCode
+
 API_KEY = 14
 MIN_VERSION, MAX_VERSION = 0, 5
 
 
 async def handle(ctx, req):
+    # authorization (Kafka: READ on the group)
+    if not ctx.allowed(Op.READ, Res.GROUP, req.group_id):
+        return ctx.response(throttle_time_ms=0, error_code=ErrorCode.group_authorization_failed, assignment=b"")
     future = asyncio.get_running_loop().create_future()
 
     def done(result) -> None:

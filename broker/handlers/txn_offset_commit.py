@@ -9,6 +9,7 @@ offsets, which stay pending until the transaction's marker."""
 
 import dataclasses
 
+from broker.security.acls import Operation as Op, ResourceType as Res
 from protocol.errors import ErrorCode
 
 API_KEY = 28
@@ -19,7 +20,17 @@ async def handle(ctx, req):
     broker = ctx.broker
     codes: dict[tuple[str, int], int] = {}
     known_topics = []
+    # authorization (Kafka: WRITE on the transactional id, READ on the group, READ on each topic)
+    refused = None
+    if not ctx.allowed(Op.WRITE, Res.TRANSACTIONAL_ID, req.transactional_id):
+        refused = ErrorCode.transactional_id_authorization_failed
+    elif not ctx.allowed(Op.READ, Res.GROUP, req.group_id):
+        refused = ErrorCode.group_authorization_failed
     for t in req.topics:
+        if refused is not None or not ctx.allowed(Op.READ, Res.TOPIC, t.name):
+            for p in t.partitions:
+                codes[(t.name, p.partition_index)] = refused or ErrorCode.topic_authorization_failed
+            continue
         info = broker.logs.topics.get(t.name)
         known = []
         for p in t.partitions:

@@ -7,6 +7,7 @@ As in Kafka: a marker from an older producer epoch is refused (INVALID_PRODUCER_
 from an older coordinator epoch TRANSACTION_COORDINATOR_FENCED; markers written to
 __consumer_offsets also apply or drop the producer's pending transactional offsets."""
 
+from broker.security.acls import CLUSTER_NAME, Operation as Op, ResourceType as Res
 from coordinator.txn_log import flush_partition
 from protocol.errors import ErrorCode
 from storage.errors import KafkaStorageError
@@ -34,10 +35,13 @@ def _write(broker, marker, topic: str, partition: int) -> int:
 
 
 async def handle(ctx, req):
+    # authorization (Kafka: CLUSTER_ACTION on the cluster; only brokers send this)
+    denied = not ctx.allowed(Op.CLUSTER_ACTION, Res.CLUSTER, CLUSTER_NAME)
     markers = []
     for marker in req.markers:
         topics = [dict(name=t.name, partitions=[
-            dict(partition_index=p, error_code=_write(ctx.broker, marker, t.name, p))
+            dict(partition_index=p, error_code=ErrorCode.cluster_authorization_failed if denied
+                 else _write(ctx.broker, marker, t.name, p))
             for p in t.partition_indexes]) for t in marker.topics]
         markers.append(dict(producer_id=marker.producer_id, topics=topics))
     return ctx.response(markers=markers)

@@ -7,7 +7,7 @@ from conformance.cases.d_groups import (
     commit, join, joined_member,
 )
 from conformance.cases.e_txn import (
-    ADD_PARTITIONS, DESCRIBE_PRODUCERS, END_TXN, INIT_PID, LIST_TXNS, TXN_OFFSET_COMMIT, add_partitions, end_txn,
+    ADD_PARTITIONS, DESCRIBE_PRODUCERS, INIT_PID, LIST_TXNS, TXN_OFFSET_COMMIT, add_partitions, end_txn,
 )
 from protocol.record_batch import build_batch
 

@@ -15,7 +15,6 @@ and each offset a client was told is the offset of that very record.
 from __future__ import annotations
 
 import asyncio
-import re
 import threading
 import time
 from dataclasses import dataclass, field

@@ -3,7 +3,6 @@ the middle of a stream of acks=all sends losing nothing that was acknowledged.""
 
 from __future__ import annotations
 
-import re
 import signal
 import threading
 import time

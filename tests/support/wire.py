@@ -7,7 +7,6 @@ independent implementation of the Kafka protocol (not the broker's own codec).
 
 from __future__ import annotations
 
-import io
 import itertools
 import socket
 import struct

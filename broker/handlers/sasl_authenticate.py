@@ -1,0 +1,34 @@
+"""SaslAuthenticate (36): one step of the mechanism chosen by SaslHandshake.
+
+Success makes the connection's principal `User:<name>`; a failure answers
+SASL_AUTHENTICATION_FAILED with the reason and closes the connection, as Kafka does. No session
+lifetime is set (KIP-368 re-authentication is not required).
+"""
+
+import structlog
+
+from broker.security.scram import AuthenticationFailed
+from protocol.errors import ErrorCode
+
+API_KEY = 36
+MIN_VERSION, MAX_VERSION = 0, 2
+
+log = structlog.get_logger("broker.security")
+
+
+async def handle(ctx, req):
+    session = ctx.session
+    if session.authenticated:
+        return ctx.response(error_code=ErrorCode.illegal_sasl_state, auth_bytes=b"",
+                            error_message="SaslAuthenticate received after successful authentication")
+    server = session.mechanism_server
+    try:
+        challenge, finished = server.evaluate(req.auth_bytes)
+    except AuthenticationFailed as exc:
+        session.close_reason = f"authentication failed on listener {session.listener.name}: {exc}"
+        return ctx.response(error_code=ErrorCode.sasl_authentication_failed, error_message=str(exc), auth_bytes=b"")
+    if finished:
+        session.principal = f"User:{server.user}"
+        session.authenticated = True
+        log.debug("authenticated", peer=ctx.peer, principal=session.principal)
+    return ctx.response(error_code=ErrorCode.none, error_message=None, auth_bytes=challenge, session_lifetime_ms=0)

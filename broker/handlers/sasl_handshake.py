@@ -1,0 +1,24 @@
+"""SaslHandshake (17): pick the SASL mechanism for this connection's SaslAuthenticate exchange.
+
+After v0 the client sends the SASL tokens as bare length-prefixed frames instead of
+SaslAuthenticate requests (Kafka before 1.0; broker/server.py passes them to the session). An unknown mechanism gets UNSUPPORTED_SASL_MECHANISM with the offered list and the connection is
+closed; a handshake on a non-SASL listener or after authentication gets ILLEGAL_SASL_STATE.
+"""
+
+from protocol.errors import ErrorCode
+
+API_KEY = 17
+MIN_VERSION, MAX_VERSION = 0, 1
+
+
+async def handle(ctx, req):
+    session = ctx.session
+    offered = list(session.listener.mechanisms)
+    if session.authenticated:
+        return ctx.response(error_code=ErrorCode.illegal_sasl_state, mechanisms=offered)
+    if req.mechanism not in offered:
+        session.close_reason = f"unsupported SASL mechanism {req.mechanism!r}"
+        return ctx.response(error_code=ErrorCode.unsupported_sasl_mechanism, mechanisms=offered)
+    session.mechanism_server = ctx.broker.security.mechanisms.server(session.listener.name, req.mechanism)
+    session.raw_tokens = ctx.api_version == 0
+    return ctx.response(error_code=ErrorCode.none, mechanisms=offered)

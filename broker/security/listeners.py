@@ -1,0 +1,136 @@
+"""Listeners: which ports to bind, with which security protocol, and what to advertise on each.
+
+`listeners=PLAINTEXT://127.0.0.1:9092,SASL_SSL://0.0.0.0:9094` binds one socket per entry; the
+name maps to a protocol through `listener.security.protocol.map`; `advertised.listeners` gives
+the address clients of that listener are told to use (Metadata answers with the address of the
+listener the client came in on, as Kafka does). TLS contexts come from PEM files.
+"""
+
+from __future__ import annotations
+
+import ssl
+from dataclasses import dataclass
+
+from broker.config import ConfigError, parse_listener_entry
+from broker.security.settings import SUPPORTED_MECHANISMS
+
+PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+
+
+@dataclass
+class Listener:
+    name: str
+    protocol: str
+    host: str
+    port: int
+    ssl_context: ssl.SSLContext | None = None
+    mechanisms: tuple[str, ...] = ()
+    advertised_host: str = ""
+    advertised_port: int = 0
+    bound_port: int = 0
+
+    @property
+    def uses_sasl(self) -> bool:
+        return self.protocol.startswith("SASL_")
+
+    @property
+    def uses_tls(self) -> bool:
+        return self.protocol in ("SSL", "SASL_SSL")
+
+
+def _split_entries(value: str, prop: str) -> list[tuple[str, str, int]]:
+    entries = [parse_listener_entry(raw, prop) for raw in value.split(",") if raw.strip()]
+    if not entries:
+        raise ConfigError(f"{prop}: no listener given")
+    return entries
+
+
+def _protocol_map(value: str) -> dict[str, str]:
+    mapping = {}
+    for item in filter(None, (i.strip() for i in value.split(","))):
+        name, sep, proto = item.partition(":")
+        if not sep or proto.strip().upper() not in PROTOCOLS:
+            raise ConfigError(f"listener.security.protocol.map: expected NAME:PROTOCOL with PROTOCOL one of "
+                              f"{', '.join(PROTOCOLS)}, got {item!r}")
+        mapping[name.strip().upper()] = proto.strip().upper()
+    return mapping
+
+
+def ssl_context(config, name: str) -> ssl.SSLContext:
+    """A server TLS context from the listener's PEM keystore (chain + key) and truststore."""
+    keystore = config.for_listener(name, "ssl.keystore.location")
+    if not keystore:
+        raise ConfigError(f"listener {name}: ssl.keystore.location is required for a TLS listener")
+    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    try:
+        ctx.load_cert_chain(keystore, password=config.for_listener(name, "ssl.key.password"))
+        truststore = config.for_listener(name, "ssl.truststore.location")
+        if truststore:
+            ctx.load_verify_locations(cafile=truststore)
+    except (OSError, ssl.SSLError) as exc:
+        raise ConfigError(f"listener {name}: cannot load TLS keystore/truststore: {exc}") from None
+    client_auth = config.for_listener(name, "ssl.client.auth")
+    ctx.verify_mode = {"none": ssl.CERT_NONE, "requested": ssl.CERT_OPTIONAL, "required": ssl.CERT_REQUIRED}[client_auth]
+    if client_auth != "none" and not config.for_listener(name, "ssl.truststore.location"):
+        raise ConfigError(f"listener {name}: ssl.client.auth={client_auth} needs ssl.truststore.location")
+    return ctx
+
+
+def _mechanisms(config, name: str) -> tuple[str, ...]:
+    raw = config.for_listener(name, "sasl.enabled.mechanisms") or ""
+    mechs = tuple(m.strip().upper() for m in raw.split(",") if m.strip())
+    unknown = [m for m in mechs if m not in SUPPORTED_MECHANISMS]
+    if unknown or not mechs:
+        raise ConfigError(f"listener {name}: sasl.enabled.mechanisms must list some of "
+                          f"{', '.join(SUPPORTED_MECHANISMS)}, got {raw!r}")
+    return mechs
+
+
+def parse_listeners(config) -> list[Listener]:
+    """Every configured listener, validated; TLS contexts built (raises ConfigError)."""
+    protocols = _protocol_map(config["listener.security.protocol.map"])
+    listeners: list[Listener] = []
+    for name, host, port in _split_entries(config["listeners"], "listeners"):
+        if name not in protocols:
+            raise ConfigError(f"listeners: listener {name} has no entry in listener.security.protocol.map")
+        if any(existing.name == name for existing in listeners):
+            raise ConfigError(f"listeners: listener {name} is given twice")
+        listener = Listener(name, protocols[name], host or "0.0.0.0", port)
+        if listener.uses_tls:
+            listener.ssl_context = ssl_context(config, name)
+        if listener.uses_sasl:
+            listener.mechanisms = _mechanisms(config, name)
+        listeners.append(listener)
+    advertised = config["advertised.listeners"]
+    if advertised:
+        by_name = {lst.name: lst for lst in listeners}
+        for name, host, port in _split_entries(advertised, "advertised.listeners"):
+            if name not in by_name:
+                raise ConfigError(f"advertised.listeners: {name} is not one of the listeners")
+            by_name[name].advertised_host, by_name[name].advertised_port = host, port
+    return listeners
+
+
+def finish_binding(listener: Listener, bound_port: int) -> None:
+    """After binding: fill in the advertised address where advertised.listeners gave none."""
+    listener.bound_port = bound_port
+    if not listener.advertised_host:
+        listener.advertised_host = listener.host if listener.host not in ("0.0.0.0", "::", "") else "127.0.0.1"
+    if not listener.advertised_port:
+        listener.advertised_port = bound_port
+
+
+_DN_KEYS = {"commonName": "CN", "organizationName": "O", "organizationalUnitName": "OU", "countryName": "C",
+            "localityName": "L", "stateOrProvinceName": "ST", "domainComponent": "DC", "userId": "UID",
+            "streetAddress": "STREET"}
+
+
+def tls_principal(peercert: dict | None) -> str | None:
+    """Kafka's default TLS principal: `User:` + the client certificate's subject DN in RFC 2253
+    order (most specific first, e.g. User:CN=alice,O=example), or None without a certificate."""
+    if not peercert or not peercert.get("subject"):
+        return None
+    parts = []
+    for rdn in reversed(peercert["subject"]):
+        parts.append("+".join(f"{_DN_KEYS.get(k, k)}={v.replace(',', chr(92) + ',')}" for k, v in rdn))
+    return "User:" + ",".join(parts)

@@ -1,0 +1,106 @@
+"""SASL on a connection: the PLAIN mechanism, JAAS user lists, and the per-connection state
+machine that decides which requests may be answered before authentication (sans I/O).
+
+Kafka's rule: on a SASL listener nothing but ApiVersions, SaslHandshake and then
+SaslAuthenticate is served until authentication succeeds; anything else closes the connection.
+"""
+
+from __future__ import annotations
+
+import hmac
+import re
+
+from broker.config import ConfigError
+from broker.security.scram import BY_NAME as SCRAM_MECHANISMS
+from broker.security.scram import AuthenticationFailed, ScramServer, ScramStore
+
+API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE = 18, 17, 36
+ANONYMOUS = "User:ANONYMOUS"
+
+_JAAS_OPTION = re.compile(r'([A-Za-z0-9_.\-]+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^\s;"]+))')
+
+
+def jaas_users(jaas: str) -> dict[str, str]:
+    """PlainLoginModule's `user_<name>="<password>"` options -> {name: password}."""
+    users = {}
+    for key, quoted, bare in _JAAS_OPTION.findall(jaas or ""):
+        if key.startswith("user_"):
+            users[key[5:]] = quoted if quoted or not bare else bare
+    return users
+
+
+class PlainServer:
+    """RFC 4616: one message `authzid NUL authcid NUL password`."""
+
+    def __init__(self, users: dict[str, str]) -> None:
+        self.users = users
+        self.user: str | None = None
+
+    def evaluate(self, data: bytes) -> tuple[bytes, bool]:
+        parts = data.split(b"\0")
+        if len(parts) != 3:
+            raise AuthenticationFailed("Invalid SASL/PLAIN response: expected 3 tokens")
+        authzid, user, password = (p.decode("utf-8", "replace") for p in parts)
+        if not user or not password:
+            raise AuthenticationFailed("Authentication failed: username or password not specified")
+        if authzid and authzid != user:
+            raise AuthenticationFailed("Authentication failed: Client requested an authorization id that is different from username")
+        expected = self.users.get(user)
+        if expected is None or not hmac.compare_digest(expected.encode(), password.encode()):
+            raise AuthenticationFailed("Authentication failed: Invalid username or password")
+        self.user = user
+        return b"", True
+
+
+class SaslMechanisms:
+    """Builds the server side of each mechanism a listener offers."""
+
+    def __init__(self, config, scram_store: ScramStore, listeners) -> None:
+        self.scram_store = scram_store
+        self.plain_users: dict[str, dict[str, str]] = {}
+        for lst in listeners:
+            if "PLAIN" in lst.mechanisms:
+                jaas = config.for_listener(lst.name, "plain.sasl.jaas.config")
+                if not jaas:
+                    raise ConfigError(f"listener {lst.name} offers PLAIN but listener.name.{lst.name.lower()}"
+                                      ".plain.sasl.jaas.config is not set")
+                self.plain_users[lst.name] = jaas_users(jaas)
+
+    def server(self, listener_name: str, mechanism: str):
+        if mechanism == "PLAIN":
+            return PlainServer(self.plain_users.get(listener_name, {}))
+        if mechanism in SCRAM_MECHANISMS:
+            return ScramServer(mechanism, self.scram_store)
+        raise AssertionError(mechanism)
+
+
+class Session:
+    """Who is on a connection and how far its authentication got."""
+
+    def __init__(self, listener, client_host: str, principal: str = ANONYMOUS) -> None:
+        self.listener = listener
+        self.client_host = client_host
+        self.principal = principal
+        self.authenticated = not listener.uses_sasl
+        self.mechanism_server = None  # set by SaslHandshake
+        self.raw_tokens = False  # SaslHandshake v0: the tokens follow as bare length-prefixed frames
+        self.close_reason: str | None = None  # set when Kafka answers and then closes the connection
+
+    def refusal(self, api_key: int) -> str | None:
+        """Why this request may not be served now (the connection is then closed), or None."""
+        if self.authenticated or api_key == API_VERSIONS:
+            return None
+        if api_key == SASL_HANDSHAKE and self.mechanism_server is None:
+            return None
+        if api_key == SASL_AUTHENTICATE and self.mechanism_server is not None:
+            return None
+        return f"api key {api_key} received before SASL authentication completed on listener {self.listener.name}"
+
+    def evaluate_raw_token(self, token: bytes) -> bytes:
+        """One SASL token after a SaslHandshake v0 (no Kafka header); returns the server's token.
+        Raises AuthenticationFailed (Kafka then closes the connection without an answer)."""
+        challenge, finished = self.mechanism_server.evaluate(token)
+        if finished:
+            self.principal = f"User:{self.mechanism_server.user}"
+            self.authenticated = True
+        return challenge

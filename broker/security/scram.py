@@ -1,0 +1,202 @@
+"""SCRAM-SHA-256/512 (RFC 5802, RFC 7677): credentials and the server side of the exchange.
+
+Only what RFC 5802 calls StoredKey and ServerKey are kept, with the salt and iteration count
+(as Kafka does): the password and the salted password are never stored. The store is one JSON
+file in the data directory, replaced atomically on every change.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import os
+import secrets
+from dataclasses import dataclass
+
+# AlterUserScramCredentials mechanism codes -> (SASL name, hashlib name)
+MECHANISMS = {1: ("SCRAM-SHA-256", "sha256"), 2: ("SCRAM-SHA-512", "sha512")}
+BY_NAME = {name: (code, digest) for code, (name, digest) in MECHANISMS.items()}
+MIN_ITERATIONS, MAX_ITERATIONS = 4096, 16384  # Kafka's ScramMechanism bounds
+
+
+class AuthenticationFailed(Exception):
+    """Wrong or unknown credentials, or a malformed exchange; the message is safe to send."""
+
+
+@dataclass(frozen=True)
+class ScramCredential:
+    salt: bytes
+    stored_key: bytes
+    server_key: bytes
+    iterations: int
+
+    def to_json(self) -> dict:
+        enc = lambda b: base64.b64encode(b).decode()  # noqa: E731
+        return dict(salt=enc(self.salt), stored_key=enc(self.stored_key), server_key=enc(self.server_key),
+                    iterations=self.iterations)
+
+    @classmethod
+    def from_json(cls, d: dict) -> "ScramCredential":
+        dec = base64.b64decode
+        return cls(dec(d["salt"]), dec(d["stored_key"]), dec(d["server_key"]), int(d["iterations"]))
+
+
+def _hmac(digest: str, key: bytes, msg: bytes) -> bytes:
+    return hmac.new(key, msg, digest).digest()
+
+
+def from_salted_password(digest: str, salt: bytes, salted_password: bytes, iterations: int) -> ScramCredential:
+    client_key = _hmac(digest, salted_password, b"Client Key")
+    return ScramCredential(salt, hashlib.new(digest, client_key).digest(),
+                           _hmac(digest, salted_password, b"Server Key"), iterations)
+
+
+def from_password(digest: str, password: str, iterations: int = MIN_ITERATIONS) -> ScramCredential:
+    salt = secrets.token_bytes(24)
+    salted = hashlib.pbkdf2_hmac(digest, password.encode(), salt, iterations)
+    return from_salted_password(digest, salt, salted, iterations)
+
+
+class ScramStore:
+    """user -> mechanism name -> credential, persisted in `<data_dir>/security/scram-credentials.json`."""
+
+    def __init__(self, data_dir: str) -> None:
+        self.path = os.path.join(data_dir, "security", "scram-credentials.json")
+        self.users: dict[str, dict[str, ScramCredential]] = {}
+        if os.path.exists(self.path):
+            with open(self.path, encoding="utf-8") as f:
+                raw = json.load(f)
+            self.users = {u: {m: ScramCredential.from_json(c) for m, c in mechs.items()} for u, mechs in raw.items()}
+
+    def get(self, user: str, mechanism: str) -> ScramCredential | None:
+        return self.users.get(user, {}).get(mechanism)
+
+    def put(self, user: str, mechanism: str, credential: ScramCredential) -> None:
+        self.users.setdefault(user, {})[mechanism] = credential
+
+    def delete(self, user: str, mechanism: str) -> bool:
+        mechs = self.users.get(user)
+        if not mechs or mechanism not in mechs:
+            return False
+        del mechs[mechanism]
+        if not mechs:
+            del self.users[user]
+        return True
+
+    def save(self) -> None:
+        os.makedirs(os.path.dirname(self.path), exist_ok=True)
+        tmp = f"{self.path}.tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump({u: {m: c.to_json() for m, c in mechs.items()} for u, mechs in self.users.items()}, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self.path)
+
+
+def parse_add_scram(value: str) -> list[tuple[str, str, str]]:
+    """`SCRAM-SHA-256=[name=alice,password=secret];...` -> [(mechanism, user, password)]."""
+    out = []
+    for item in filter(None, (i.strip() for i in value.split(";"))):
+        mech, sep, body = item.partition("=")
+        mech = mech.strip().upper()
+        if not sep or mech not in BY_NAME or not (body.startswith("[") and body.endswith("]")):
+            raise ValueError(f"expected SCRAM-SHA-256=[name=U,password=P] or SCRAM-SHA-512=[...], got {item!r}")
+        fields = dict(kv.split("=", 1) for kv in body[1:-1].split(",") if "=" in kv)
+        if not fields.get("name") or "password" not in fields:
+            raise ValueError(f"{item!r}: name and password are required")
+        out.append((mech, fields["name"].strip('"'), fields["password"].strip('"')))
+    return out
+
+
+def _attributes(message: str) -> dict[str, str]:
+    out = {}
+    for part in message.split(","):
+        key, sep, value = part.partition("=")
+        if not sep or len(key) != 1:
+            raise AuthenticationFailed(f"malformed SCRAM message attribute {part!r}")
+        out.setdefault(key, value)
+    return out
+
+
+def _unescape_user(name: str) -> str:
+    return name.replace("=2C", ",").replace("=3D", "=")
+
+
+class ScramServer:
+    """One server-side SCRAM exchange: client-first -> server-first, client-final -> server-final."""
+
+    def __init__(self, mechanism: str, store: ScramStore, server_nonce=lambda: secrets.token_urlsafe(18)) -> None:
+        self.mechanism = mechanism
+        self._server_nonce = server_nonce  # tests pass RFC 7677's fixed nonce
+        self.digest = BY_NAME[mechanism][1]
+        self.store = store
+        self.user: str | None = None
+        self._step = 0
+        self._nonce = ""
+        self._client_first_bare = ""
+        self._server_first = ""
+        self._gs2_header = ""
+        self._credential: ScramCredential | None = None
+
+    def _fail(self) -> AuthenticationFailed:
+        return AuthenticationFailed(
+            f"Authentication failed during authentication due to invalid credentials with SASL mechanism {self.mechanism}")
+
+    def evaluate(self, data: bytes) -> tuple[bytes, bool]:
+        """Feed one client message; returns (server message, finished). Raises AuthenticationFailed."""
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise AuthenticationFailed("SCRAM message is not UTF-8") from None
+        self._step += 1
+        if self._step == 1:
+            return self._client_first(text), False
+        if self._step == 2:
+            return self._client_final(text), True
+        raise AuthenticationFailed("unexpected SCRAM message after the exchange finished")
+
+    def _client_first(self, text: str) -> bytes:
+        parts = text.split(",", 2)
+        if len(parts) != 3 or parts[0] not in ("n", "y"):
+            raise AuthenticationFailed("channel binding is not supported; expected a 'n,,' or 'y,,' SCRAM header")
+        self._gs2_header = f"{parts[0]},{parts[1]},"
+        self._client_first_bare = parts[2]
+        attrs = _attributes(parts[2])
+        if "n" not in attrs or "r" not in attrs:
+            raise AuthenticationFailed("SCRAM client-first message lacks n= or r=")
+        self.user = _unescape_user(attrs["n"])
+        if parts[1] and parts[1] != f"a={attrs['n']}":
+            raise AuthenticationFailed("Authentication failed: Client requested an authorization id that is "
+                                       "different from username")
+        self._credential = self.store.get(self.user, self.mechanism)
+        if self._credential is None:
+            raise self._fail()
+        self._nonce = attrs["r"] + self._server_nonce()
+        self._server_first = (f"r={self._nonce},s={base64.b64encode(self._credential.salt).decode()},"
+                              f"i={self._credential.iterations}")
+        return self._server_first.encode()
+
+    def _client_final(self, text: str) -> bytes:
+        without_proof, sep, proof_b64 = text.rpartition(",p=")
+        if not sep:
+            raise AuthenticationFailed("SCRAM client-final message lacks p=")
+        attrs = _attributes(without_proof)
+        try:
+            channel = base64.b64decode(attrs.get("c", ""), validate=True).decode()
+            proof = base64.b64decode(proof_b64, validate=True)
+        except (ValueError, UnicodeDecodeError):
+            raise AuthenticationFailed("malformed SCRAM client-final message") from None
+        if channel != self._gs2_header or attrs.get("r") != self._nonce:
+            raise AuthenticationFailed("SCRAM nonce or channel binding mismatch")
+        cred = self._credential
+        auth_message = f"{self._client_first_bare},{self._server_first},{without_proof}".encode()
+        signature = _hmac(self.digest, cred.stored_key, auth_message)
+        if len(proof) != len(signature):
+            raise self._fail()
+        client_key = bytes(a ^ b for a, b in zip(proof, signature))
+        if not hmac.compare_digest(hashlib.new(self.digest, client_key).digest(), cred.stored_key):
+            raise self._fail()
+        verifier = _hmac(self.digest, cred.server_key, auth_message)
+        return f"v={base64.b64encode(verifier).decode()}".encode()

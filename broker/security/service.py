@@ -1,0 +1,56 @@
+"""`Security` is built once from the configuration (raising ConfigError on a bad setting) and
+hangs off the Broker as `broker.security`; handlers reach it through RequestContext helpers.
+"""
+
+from __future__ import annotations
+
+import structlog
+
+from broker.config import ConfigError
+from broker.security.acl_store import AclStore
+from broker.security.authorizer import Authorizer, all_operations
+from broker.security.listeners import parse_listeners
+from broker.security.sasl import ANONYMOUS, SaslMechanisms
+from broker.security.scram import BY_NAME, ScramStore, from_password, parse_add_scram
+
+log = structlog.get_logger("broker.security")
+
+
+class Security:
+    def __init__(self, config, data_dir: str) -> None:
+        self.listeners = parse_listeners(config)
+        self.scram = ScramStore(data_dir)
+        self._bootstrap_scram(config["minibroker.scram.credentials"])
+        self.mechanisms = SaslMechanisms(config, self.scram, self.listeners)
+        self.authorizer = (Authorizer(AclStore(data_dir), config["super.users"], config["allow.everyone.if.no.acl.found"])
+                           if config["authorizer.class.name"] else None)
+
+    def _bootstrap_scram(self, value: str) -> None:
+        try:
+            users = parse_add_scram(value)
+        except ValueError as exc:
+            raise ConfigError(f"minibroker.scram.credentials: {exc}") from None
+        for mechanism, user, password in users:
+            self.scram.put(user, mechanism, from_password(BY_NAME[mechanism][1], password))
+        if users:
+            self.scram.save()
+            log.info("SCRAM credentials configured", users=sorted({u for _, u, _ in users}))
+
+    # --- authorization (handlers call these through RequestContext) ---------------------------
+    def allowed(self, session, operation: int, resource_type: int, name: str) -> bool:
+        if self.authorizer is None:
+            return True
+        principal, host = (session.principal, session.client_host) if session else (ANONYMOUS, "")
+        return self.authorizer.authorize(principal, host, operation, resource_type, name)
+
+    def allowed_any(self, session, operation: int, resource_type: int) -> bool:
+        if self.authorizer is None:
+            return True
+        principal, host = (session.principal, session.client_host) if session else (ANONYMOUS, "")
+        return self.authorizer.authorize_any(principal, host, operation, resource_type)
+
+    def authorized_operations(self, session, resource_type: int, name: str) -> int:
+        if self.authorizer is None:
+            return all_operations(resource_type)
+        principal, host = (session.principal, session.client_host) if session else (ANONYMOUS, "")
+        return self.authorizer.authorized_operations(principal, host, resource_type, name)
