@@ -21,7 +21,7 @@ test: $(STAMP) jvm
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
 # Differential run against a reference Apache Kafka (needs java and mvn; see conformance/README.md).
-conformance: $(STAMP)
+conformance: $(STAMP) jvm
 	$(BIN)/python -m conformance $(CONFORMANCE_ARGS)
 
 # Spark's Kafka connector and the Java client checks, fetched with Maven into ~/.cache/minibroker/jvm

@@ -18,7 +18,6 @@ from conformance.ports import free_low_port
 
 HERE = Path(__file__).resolve().parent
 POM = HERE / "kafka" / "pom.xml"
-CLIENTS_POM = HERE / "kafka" / "clients" / "pom.xml"
 LOG4J = HERE / "kafka" / "log4j2.properties"
 KAFKA_VERSION = "4.4.0"
 CLUSTER_ID = "bWluaWJyb2tlci1jb25mb3Jt"  # any 22-char base64 uuid; ids are normalised anyway
@@ -40,10 +39,14 @@ def ensure_jars() -> Path:
     return _fetch(POM, cache_dir() / "libs", f"kafka_2.13-{KAFKA_VERSION}.jar")
 
 
-def ensure_client_jars(version: str) -> Path:
-    """An older Java client (kafka-clients `version` and its dependencies), cached likewise."""
-    libs = cache_dir().parent / f"kafka-clients-{version}" / "libs"
-    return _fetch(CLIENTS_POM, libs, f"kafka-clients-{version}.jar", f"-Dclients.version={version}")
+def client_jars(version: str) -> Path:
+    """kafka-clients `version` with its dependencies, as `make jvm` (jvm/fetch.sh) caches them for
+    the Java client tests; one fetch serves both."""
+    root = os.environ.get("MINIBROKER_JVM_CACHE") or Path.home() / ".cache" / "minibroker" / "jvm"
+    libs = Path(root) / f"kafka-clients-{version}" / "lib"
+    if not (libs / ".complete").exists():
+        raise RuntimeError(f"kafka-clients {version} is not in {libs}: run `make jvm` first")
+    return libs
 
 
 def _fetch(pom: Path, libs: Path, expected_jar: str, *properties: str) -> Path:

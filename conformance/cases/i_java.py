@@ -1,22 +1,22 @@
 """Client scenarios with Apache Kafka's Java client: kafka-clients 4.4.0 (the reference Kafka's
-jars) and 3.9.1 (what Spark 4 ships), running conformance/java/Scenarios.java in Java's
+jars) and 3.9.2 (what Spark 4.2 ships, fetched by `make jvm`), running conformance/java/Scenarios.java in Java's
 source-file mode against each broker."""
 
 import subprocess
 from pathlib import Path
 
 from conformance.cases import case
-from conformance.reference_kafka import ensure_client_jars, ensure_jars
+from conformance.reference_kafka import client_jars, ensure_jars
 
 SOURCE = Path(__file__).resolve().parents[1] / "java" / "Scenarios.java"
 TIMEOUT_S = 180
 
 
-OLD_CLIENT = "3.9.1"
+OLD_CLIENT = "3.9.2"
 
 
 def run_java(s, scenario: str, old_client: bool = False) -> None:
-    libs = ensure_client_jars(OLD_CLIENT) if old_client else ensure_jars()
+    libs = client_jars(OLD_CLIENT) if old_client else ensure_jars()
     done = subprocess.run(["java", "-Xmx256m", "-cp", f"{libs}/*", str(SOURCE), s.bootstrap, scenario,
                            "jv39" if old_client else "jv"],
                           capture_output=True, text=True, timeout=TIMEOUT_S)
