@@ -17,8 +17,11 @@ $(STAMP): pyproject.toml | $(BIN)/python
 run: $(STAMP)
 	$(BIN)/minibroker --host 127.0.0.1 --port 9092 --data-dir ./data
 
+# Everything: the pytest suite (unit, clients, Spark, Java), then the differential run against a
+# reference Apache Kafka.
 test: $(STAMP) jvm
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+	$(BIN)/python -m conformance $(CONFORMANCE_ARGS)
 
 # Differential run against a reference Apache Kafka (needs java and mvn; see conformance/README.md).
 conformance: $(STAMP) jvm
