@@ -12,6 +12,7 @@ import structlog
 
 from broker import logging as broker_logging
 from broker.config import BrokerConfig, ConfigError, read_properties_file
+from broker.profiles import PROFILES, profile_defaults
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -24,11 +25,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--port-file", help="write the bound port here once ready")
     p.add_argument("--log-level", default="info", choices=sorted(broker_logging.LEVELS))
     p.add_argument("--log-format", default="console", choices=["console", "json"])
+    p.add_argument("--profile", default="default", choices=sorted(PROFILES),
+                   help="property defaults for a use: 'test' for test suites (see README)")
     return p.parse_args(argv)
 
 
 def build_config(args: argparse.Namespace) -> BrokerConfig:
-    values: dict[str, str] = {}
+    values: dict[str, str] = profile_defaults(args.profile)
     if args.config:
         values.update(read_properties_file(args.config))
     config = BrokerConfig(values)
@@ -72,6 +75,11 @@ async def serve(config: BrokerConfig, port_file: str | None) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["dump"]:  # `minibroker dump DIR`: offline inspection, no broker started
+        from broker.dump import main as dump_main
+
+        return dump_main(argv[1:])
     args = parse_args(argv)
     broker_logging.configure(args.log_level, args.log_format)
     log = structlog.get_logger("broker")

@@ -80,6 +80,10 @@ PROPERTIES: dict[str, Property] = {
         Property("group.min.session.timeout.ms", "int", 6000, "Smallest session.timeout.ms a member may ask for.", _positive, "> 0"),
         Property("group.max.session.timeout.ms", "int", 1800000, "Largest session.timeout.ms a member may ask for.", _positive, "> 0"),
         Property("group.max.size", "int", 2147483647, "Most members in one group.", _positive, "> 0"),
+        # observability (minibroker's own; Kafka has no equivalent property)
+        Property("minibroker.request.log.enable", "bool", False, "Log one line per request at info level (always on at debug level)."),
+        Property("minibroker.metrics.port", "int", None, "Serve Prometheus metrics over HTTP on this port (0 picks a free one); off when unset.", lambda v: 0 <= v <= 65535, "0..65535"),
+        Property("minibroker.metrics.host", "str", "127.0.0.1", "Address the metrics endpoint binds."),
         # testing only
         Property("minibroker.test.fault", "str", "", "Test-only fault hook (e.g. crash-after-prepare-commit); leave empty."),
     ]

@@ -17,6 +17,9 @@ class RawResponse:
 
     parts: list
     size: int
+    #: What was answered, per topic: [(topic, [protocol.fetch_response.PartitionData])], for
+    #: observers (request log, metrics); the parts alone do not say.
+    summary: list | None = None
 
 
 class _NoResponse:

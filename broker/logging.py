@@ -27,3 +27,22 @@ def configure(level: str = "info", fmt: str = "console") -> None:
         logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
         cache_logger_on_first_use=True,
     )
+    # Libraries that log through the standard library (asyncio, uvloop) reach the same output,
+    # in the same format, through structlog.
+    root = logging.getLogger()
+    root.handlers[:] = [_StdlibToStructlog()]
+    root.setLevel(LEVELS[level])
+
+
+class _StdlibToStructlog(logging.Handler):
+    """Forwards a standard-library log record to structlog under the record's logger name."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            logger = structlog.get_logger(record.name)
+            fields = {"logger": record.name}
+            if record.exc_info:
+                fields["exc_info"] = record.exc_info
+            getattr(logger, record.levelname.lower(), logger.info)(record.getMessage(), **fields)
+        except Exception:  # noqa: BLE001 - logging must never raise into the caller
+            self.handleError(record)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import os
 import struct
+import time
 
 import structlog
 
@@ -131,6 +132,8 @@ class Connection:
         except DecodeError as exc:
             raise ClosingConnection(f"malformed api key {key} v{version} request body: {exc}") from None
         ctx = RequestContext(self.broker, key, version, header.correlation_id, header.client_id, self.peer)
+        observe = self.broker.request_observer  # request log / metrics; None when both are off
+        started = time.perf_counter() if observe is not None else 0.0
         try:
             result = await HANDLERS[key].handle(ctx, request)
         except CloseConnection as exc:
@@ -138,19 +141,28 @@ class Connection:
         except Exception as exc:  # noqa: BLE001 - a handler bug must not take the broker down
             log.exception("request handler failed", api_key=key, api_version=version, peer=self.peer)
             raise ClosingConnection(f"internal error handling api key {key} v{version}: {exc}") from None
-        if result is NO_RESPONSE:
-            return
-        head = response_header(key, version, header.correlation_id)
-        if isinstance(result, RawResponse):
-            await self._send_raw(head, result)
-        else:
-            await self._send(header.correlation_id, head, encode_response(result))
+        if result is not NO_RESPONSE:
+            head = response_header(key, version, header.correlation_id)
+            if isinstance(result, RawResponse):
+                await self._send_raw(head, result)
+            else:
+                await self._send(header.correlation_id, head, encode_response(result))
+        if observe is not None:
+            observe(ctx, request, result, time.perf_counter() - started)
+
+    def _ensure_open(self) -> None:
+        # The client may have reset the connection while its request waited (a parked Fetch);
+        # writing to the closed transport would raise RuntimeError, so end the connection quietly.
+        if self.writer.transport.is_closing():
+            raise ConnectionResetError("client closed the connection before its response")
 
     async def _send(self, _correlation_id: int, head: bytes, body: bytes) -> None:
+        self._ensure_open()
         self.writer.write(_INT32.pack(len(head) + len(body)) + head + body)
         await self.writer.drain()
 
     async def _send_raw(self, head: bytes, raw: RawResponse) -> None:
+        self._ensure_open()
         self.writer.write(_INT32.pack(len(head) + raw.size) + head)
         for part in raw.parts:
             if isinstance(part, (bytes, bytearray, memoryview)):

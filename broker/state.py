@@ -13,6 +13,7 @@ import time
 import structlog
 
 from broker.config import BrokerConfig, parse_listener
+from broker.observe import build_request_observer
 from broker.server import Server
 from broker.waiters import DataWaiters
 from coordinator.groups import GroupCoordinator
@@ -36,18 +37,38 @@ class Broker:
         self.groups = GroupCoordinator(config, self.logs)
         self.txns = TransactionCoordinator(self)
         self.server = Server(self)
+        self.metrics = None
+        if config["minibroker.metrics.port"] is not None:
+            from broker.metrics import BrokerMetrics  # prometheus_client takes ~90 ms to import
+
+            self.metrics = BrokerMetrics(self)
+            self.txns.on_transition = self.metrics.on_txn_transition
+        self.request_observer = build_request_observer(config, self.metrics)  # None: nothing to call
+        self.startup_seconds: dict[str, float] = {}  # per phase of the last start (metrics)
         self.host = "127.0.0.1"
         self.port = 0  # advertised to clients
         self.bound_port = 0  # what the listener really bound (--port 0 picks one)
         self._tasks: list[asyncio.Task] = []
-        self._watched: set[int] = set()
+        # the log object each partition's wake-up listener is attached to: a topic deleted and
+        # created again gets a new PartitionLog, which needs its own listener
+        self._watched: dict[tuple[str, int], object] = {}
 
     # --- lifecycle ------------------------------------------------------------------------------
     async def start(self) -> None:
-        started = time.monotonic()
+        started = phase_start = time.monotonic()
+
+        def phase_done(name: str) -> None:
+            nonlocal phase_start
+            now = time.monotonic()
+            self.startup_seconds[name] = now - phase_start
+            phase_start = now
+
         self.logs.open()
+        phase_done("log_recovery")
         await self.groups.load()  # replays __consumer_offsets
+        phase_done("group_load")
         await self.txns.load()  # replays __transaction_state, completes or aborts what was open
+        phase_done("transaction_load")
         bind_host, bind_port = self.config.listener
         _, self.bound_port = await self.server.start(bind_host, bind_port)
         self.port = self.bound_port
@@ -58,6 +79,9 @@ class Broker:
         else:
             self.host = bind_host if bind_host not in ("0.0.0.0", "::", "") else "127.0.0.1"
         self._start_background_tasks()
+        if self.metrics is not None:
+            await self.metrics.start(self.config["minibroker.metrics.host"], self.config["minibroker.metrics.port"])
+        self.startup_seconds["total"] = time.monotonic() - started
         log.info(
             "broker ready", host=self.host, port=self.bound_port, advertised_port=self.port, data_dir=self.data_dir,
             cluster_id=self.logs.cluster_id, node_id=self.node_id,
@@ -67,7 +91,10 @@ class Broker:
     async def stop(self) -> None:
         log.info("broker stopping")
         self.groups.close()  # answer parked JoinGroup/SyncGroup now instead of after the grace period
+        self.data_waiters.close()  # answer parked long-poll Fetches now too
         await self.server.stop()
+        if self.metrics is not None:
+            await self.metrics.stop()
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
@@ -101,8 +128,8 @@ class Broker:
     def get_log(self, topic: str, partition: int):
         """The partition's log, with long-poll wake-ups wired to it."""
         plog = self.logs.get_log(topic, partition)
-        if plog is not None and id(plog) not in self._watched:
-            self._watched.add(id(plog))
+        if plog is not None and self._watched.get((topic, partition)) is not plog:
+            self._watched[(topic, partition)] = plog
             plog.add_listener(lambda t=topic, p=partition: self.data_waiters.notify(t, p))
         return plog
 

@@ -12,6 +12,13 @@ import asyncio
 class DataWaiters:
     def __init__(self) -> None:
         self._by_partition: dict[tuple[str, int], set[asyncio.Future]] = {}
+        #: Set at shutdown: parked waiters are woken and new waits return at once, so long-polls
+        #: answer with what they have instead of holding the stop for up to max_wait_ms.
+        self.closed = False
+
+    def close(self) -> None:
+        self.closed = True
+        self.notify_all()
 
     def notify(self, topic: str, partition: int) -> None:
         waiters = self._by_partition.pop((topic, partition), None)
@@ -26,7 +33,7 @@ class DataWaiters:
 
     async def wait(self, keys: list[tuple[str, int]], timeout_s: float) -> bool:
         """Wait until one of `keys` changes or the timeout passes; True if woken by a change."""
-        if timeout_s <= 0:
+        if timeout_s <= 0 or self.closed:
             return False
         fut = asyncio.get_running_loop().create_future()
         for key in keys:

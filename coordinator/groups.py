@@ -56,9 +56,10 @@ from coordinator.group_records import (
     encode_offset_value,
 )
 from coordinator.group_store import OFFSETS_TOPIC, LogOffsetsStore, MemoryOffsetsStore
+from coordinator.partitioning import partition_for
 from protocol.errors import ErrorCode
 
-__all__ = ["GroupCoordinator", "LoopScheduler", "OFFSETS_TOPIC", "java_string_hash"]
+__all__ = ["GroupCoordinator", "LoopScheduler", "OFFSETS_TOPIC"]
 
 log = structlog.get_logger("coordinator.groups")
 
@@ -87,15 +88,6 @@ def _guarded(fn: Callable[[], None]) -> Callable[[], None]:
             log.exception("group coordinator timer failed")
 
     return run
-
-
-def java_string_hash(text: str) -> int:
-    """Java's String.hashCode (over UTF-16 code units), as a signed 32-bit int."""
-    h = 0
-    data = text.encode("utf-16-be")
-    for i in range(0, len(data), 2):
-        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
-    return h - (1 << 32) if h >= 1 << 31 else h
 
 
 def _cfg(config, name: str, default):
@@ -148,7 +140,7 @@ class GroupCoordinator:
 
     def partition_for(self, group_id: str) -> int:
         """The __consumer_offsets partition that holds this group (Kafka's formula)."""
-        return (java_string_hash(group_id) & 0x7FFFFFFF) % self.store.num_partitions()
+        return partition_for(group_id, self.store.num_partitions())
 
     def _topic_exists(self, topic: str, partition: int) -> bool:
         if self.logs is None:

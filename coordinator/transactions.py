@@ -30,6 +30,7 @@ from typing import Iterable
 
 import structlog
 
+from coordinator.partitioning import partition_for
 from coordinator.txn_log import TXN_TOPIC, LogTxnStore, flush_partition
 from coordinator.txn_state import (
     NO_PRODUCER_EPOCH,
@@ -41,7 +42,6 @@ from coordinator.txn_state import (
     decode_value,
     encode_key,
     encode_value,
-    partition_for,
     plan_init_producer_id,
     state_from_name,
 )
@@ -97,6 +97,9 @@ class TransactionCoordinator:
         self._by_pid: dict[int, str] = {}
         self._pending: dict[str, TxnState] = {}
         self.loaded = False
+        #: Called with (previous metadata or None, new metadata) after each persisted state
+        #: change; the broker's metrics count transactions through it.
+        self.on_transition = None
 
     # ------------------------------------------------------------------ helpers
     def _now(self) -> int:
@@ -131,6 +134,8 @@ class TransactionCoordinator:
             log.error("could not write transaction state", transactional_id=txn_id,
                       state=meta.state.display, error=repr(exc))
             return ErrorCode.coordinator_not_available
+        if self.on_transition is not None:
+            self.on_transition(self.txns.get(txn_id), meta)
         return ErrorCode.none
 
     def _fault(self, point: str, transactional_id: str) -> None:

@@ -39,8 +39,6 @@ __all__ = [
     "TransactionMetadata",
     "STATE_NAMES",
     "state_from_name",
-    "partition_for",
-    "java_string_hash",
     "encode_key",
     "decode_key",
     "encode_value",
@@ -113,22 +111,6 @@ VALID_PREVIOUS: dict[TxnState, frozenset[TxnState]] = {
 
 def state_from_name(name: str) -> TxnState | None:
     return _BY_NAME.get(name)
-
-
-def java_string_hash(s: str) -> int:
-    """Java's String.hashCode (over UTF-16 code units, int32 arithmetic)."""
-    h = 0
-    data = s.encode("utf-16-be")
-    for i in range(0, len(data), 2):
-        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
-    return h - (1 << 32) if h & 0x80000000 else h
-
-
-def partition_for(key: str, num_partitions: int) -> int:
-    """Kafka's `Utils.abs(key.hashCode) % partitions` (Utils.abs maps MIN_VALUE to 0)."""
-    h = java_string_hash(key)
-    h = 0 if h == -(1 << 31) else abs(h)
-    return h % num_partitions
 
 
 class IllegalTransition(RuntimeError):

@@ -31,13 +31,14 @@ Files are written to a temporary name, fsynced, renamed and the directory fsynce
 
 from __future__ import annotations
 
-import logging
 import os
 import re
 import struct
 import zlib
 from collections import deque
 from typing import Iterable, NamedTuple
+
+import structlog
 
 from protocol.errors import ErrorCode
 from protocol.record_batch import (
@@ -59,7 +60,7 @@ __all__ = [
     "snapshot_path",
 ]
 
-log = logging.getLogger(__name__)
+log = structlog.get_logger(__name__)
 
 BATCH_WINDOW = 5  # Kafka's ProducerStateEntry.NUM_BATCHES_TO_RETAIN
 SNAPSHOTS_TO_KEEP = 3
@@ -313,16 +314,16 @@ class ProducerStateManager:
                 try:
                     parsed_abort, parsed_coord = parse_end_txn_marker(batch)
                 except ValueError as exc:
-                    log.warning("producer %d: unparseable control batch at offset %d: %s",
-                                pid, first_offset, exc)
+                    log.warning("unparseable control batch", producer_id=pid, offset=first_offset,
+                                reason=str(exc))
                 else:
                     if abort is None:
                         abort = parsed_abort
                     if coordinator_epoch is None:
                         coordinator_epoch = parsed_coord
             if abort is None:
-                log.warning("producer %d: control batch at offset %d with unknown type, "
-                            "treated as COMMIT", pid, first_offset)
+                log.warning("control batch of unknown type treated as COMMIT", producer_id=pid,
+                            offset=first_offset)
                 abort = False
             if coordinator_epoch is not None and coordinator_epoch > entry.coordinator_epoch:
                 entry.coordinator_epoch = coordinator_epoch
@@ -505,7 +506,8 @@ class ProducerStateManager:
                 if stored_offset != off:
                     raise ValueError(f"snapshot names offset {off} but holds {stored_offset}")
             except (OSError, ValueError, struct.error) as exc:
-                log.warning("deleting unreadable producer snapshot %s: %s", path, exc)
+                log.warning("deleting unreadable producer snapshot; state is rebuilt from the log",
+                            path=str(path), reason=str(exc))
                 self._delete_snapshot(off)
                 continue
             self._producers = producers

@@ -98,9 +98,9 @@ async def handle(ctx, req):
     while True:
         topics, total, any_error = _read_all(broker, req, isolation)
         remaining = deadline - time.monotonic()
-        if total >= req.min_bytes or any_error or remaining <= 0 or not keys:
+        if total >= req.min_bytes or any_error or remaining <= 0 or not keys or broker.data_waiters.closed:
             break
         # Nothing (or too little) yet: wait for an append, a marker or an LSO move, then re-read.
         await broker.data_waiters.wait(keys, remaining)
     parts, size = encode(ctx.api_version, topics)
-    return RawResponse(parts, size)
+    return RawResponse(parts, size, topics)

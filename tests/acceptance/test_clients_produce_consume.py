@@ -10,13 +10,21 @@ Fetch long-polling on the wire.
 from __future__ import annotations
 
 import asyncio
+import socket
 import struct
 import time
 
 import pytest
 
 from tests.support import clients
-from tests.support.helpers import create_topic, expected_by_partition, make_messages, unique_name
+from tests.support.helpers import (
+    admin_client,
+    create_topic,
+    expected_by_partition,
+    make_messages,
+    unique_name,
+    wait_until,
+)
 from tests.support.wire import (
     WireClient,
     batch_records,
@@ -184,10 +192,8 @@ def test_fetch_long_poll_times_out_after_max_wait(shared_broker):
     assert 1.5 <= elapsed <= 5.0, f"fetch with max_wait 2000 ms and no data returned after {elapsed:.2f}s"
 
 
-def test_fetch_long_poll_wakes_on_produce(shared_broker):
-    topic = unique_name("lpw")
-    create_topic(shared_broker, topic, 1)
-    with WireClient.to(shared_broker) as waiter, WireClient.to(shared_broker) as producer:
+def _assert_parked_fetch_wakes_on_produce(broker, topic: str) -> None:
+    with WireClient.to(broker) as waiter, WireClient.to(broker) as producer:
         corr = waiter.send_request(build_fetch_request(topic, 0, 0, max_wait_ms=10_000, min_bytes=1), 12)
         time.sleep(0.3)  # let the fetch park; what is measured is the time after the produce
         t0 = time.monotonic()
@@ -200,6 +206,27 @@ def test_fetch_long_poll_wakes_on_produce(shared_broker):
     recs = [r for b in iter_batches(part.records) for r in batch_records(b)]
     assert [(r.offset, r.key, r.value) for r in recs] == [(0, b"k", b"wake up")]
     assert elapsed < 1.5, f"a parked fetch (max_wait 10 s) answered {elapsed:.2f}s after the produce"
+
+
+def test_fetch_long_poll_wakes_on_produce(shared_broker):
+    topic = unique_name("lpw")
+    create_topic(shared_broker, topic, 1)
+    _assert_parked_fetch_wakes_on_produce(shared_broker, topic)
+
+
+def test_fetch_long_poll_wakes_after_topic_recreated(shared_broker):
+    """A topic deleted and created again gets a new log; its parked fetches must still wake
+    (the wake-up wiring once keyed logs by id(), which Python reuses after the old log is freed)."""
+    topic = unique_name("lpr")
+    admin = admin_client(shared_broker.bootstrap)
+    try:
+        for _ in range(4):
+            create_topic(shared_broker, topic, 1)
+            _assert_parked_fetch_wakes_on_produce(shared_broker, topic)
+            admin.delete_topics([topic], timeout_ms=10_000)
+            wait_until(lambda: topic not in admin.list_topics(), 10, message=f"{topic} deleted")
+    finally:
+        admin.close()
 
 
 def test_fetch_min_bytes(shared_broker):
@@ -331,3 +358,28 @@ def test_partial_frame_does_not_block_other_connections(shared_broker):
             with WireClient.to(shared_broker) as c:
                 assert c.api_versions(3).error_code == 0
             assert time.monotonic() - t0 < 1.0
+
+
+def test_client_reset_while_fetch_parked_is_a_quiet_close(shared_broker):
+    """A client that resets its connection while its Fetch is parked: when the fetch answers
+    (woken by data or by max_wait), the broker must treat the dead socket as a closed
+    connection, not log a traceback."""
+    topic = unique_name("rst")
+    create_topic(shared_broker, topic, 1)
+    log_before = len(shared_broker.log_text())
+    for wake_by_data in (False, True):
+        waiter = WireClient.to(shared_broker)
+        waiter.send_request(build_fetch_request(topic, 0, 0 if not wake_by_data else 1,
+                                                max_wait_ms=500, min_bytes=1), 12)
+        time.sleep(0.2)  # let the fetch park
+        waiter.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        waiter.close()  # RST, not FIN
+        time.sleep(0.1)  # let the broker see the reset before the fetch answers
+        if wake_by_data:
+            with WireClient.to(shared_broker) as producer:
+                assert producer.produce(topic, 0, build_batch([(b"k", b"v", [])])).error_code == 0
+        time.sleep(0.6)  # past the fetch's max_wait: its answer has been attempted
+    with WireClient.to(shared_broker) as producer:  # the broker still serves
+        assert producer.produce(topic, 0, build_batch([(b"k", b"v2", [])])).error_code == 0
+    new_log = shared_broker.log_text()[log_before:]
+    assert "Traceback" not in new_log and '"level": "error"' not in new_log, new_log[-3000:]

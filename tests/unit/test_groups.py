@@ -22,7 +22,8 @@ from coordinator.group_records import (
     encode_offset_value,
 )
 from coordinator.group_store import MemoryOffsetsStore
-from coordinator.groups import GroupCoordinator, java_string_hash
+from coordinator.groups import GroupCoordinator
+from coordinator.partitioning import java_string_hash, partition_for
 from protocol.errors import ErrorCode as E
 from storage.errors import KafkaStorageError
 
@@ -664,6 +665,10 @@ def test_partition_for_matches_kafka():
     gc = GroupCoordinator(dict(CONFIG), scheduler=FakeScheduler(), store=MemoryOffsetsStore(50))
     assert gc.partition_for("polygenelubricants") == 0  # Utils.abs(MIN_VALUE) = 0
     assert gc.partition_for("hello") == 99162322 % 50
+    # a negative hash: Kafka takes the absolute value (not the low 31 bits)
+    assert java_string_hash("my-group") < 0
+    assert gc.partition_for("my-group") == abs(java_string_hash("my-group")) % 50
+    assert gc.partition_for("my-group") == partition_for("my-group", 50) == 12
 
 
 def test_parse_subscription_topics():

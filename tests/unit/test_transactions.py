@@ -12,6 +12,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from coordinator.partitioning import java_string_hash, partition_for
 from coordinator.transactions import OFFSETS_TOPIC, TransactionCoordinator
 from coordinator.txn_log import MemoryTxnStore
 from coordinator.txn_state import (
@@ -22,8 +23,6 @@ from coordinator.txn_state import (
     decode_value,
     encode_key,
     encode_value,
-    java_string_hash,
-    partition_for,
 )
 from protocol.errors import ErrorCode as E
 from storage.errors import KafkaStorageError

@@ -1,0 +1,241 @@
+"""Prometheus metrics (prometheus_client), served over HTTP from the broker's own event loop.
+
+Off unless `minibroker.metrics.port` is set. Two kinds:
+- counters and a latency histogram updated as things happen (per request, per transaction state
+  change): a dict lookup and an increment each, children cached per label value;
+- gauges computed only when Prometheus scrapes, by a custom collector that reads the broker's
+  state (partition logs, transaction and group coordinators): nothing on the hot path.
+The endpoint runs on the event loop rather than prometheus_client's threaded server because the
+collector reads state that only the event loop may touch (the broker has no locks).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import struct
+import time
+
+import structlog
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Histogram,
+    disable_created_metrics,
+    generate_latest,
+)
+from prometheus_client.core import GaugeMetricFamily
+
+from broker.request_log import API_NAMES
+from protocol.errors import ErrorCode
+
+log = structlog.get_logger("broker.metrics")
+
+PRODUCE_KEY = 0
+# Record batch header: batchLength at byte 8 (after baseOffset), recordCount at byte 57.
+_BATCH_LENGTH = struct.Struct(">i")
+_RECORD_COUNT_AT = 57
+_BATCH_OVERHEAD = 12  # baseOffset + batchLength precede the length-counted part
+
+# Latency buckets from 100 us to 10 s: covers a loopback Produce and a 5 s long-poll Fetch.
+_LATENCY_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
+                    0.5, 1.0, 2.5, 5.0, 10.0)
+
+
+def _record_count(records: bytes | None) -> int:
+    """Records in a Produce partition's batches (their headers' recordCount, summed)."""
+    if not records:
+        return 0
+    view = memoryview(records)
+    total, pos, end = 0, 0, len(view)
+    while pos + _RECORD_COUNT_AT + 4 <= end:
+        total += _BATCH_LENGTH.unpack_from(view, pos + _RECORD_COUNT_AT)[0]
+        pos += _BATCH_OVERHEAD + _BATCH_LENGTH.unpack_from(view, pos + 8)[0]
+    return total
+
+
+class _PerLabel(dict):
+    """Counter children cached by label value (prometheus_client's .labels() is slower)."""
+
+    def __init__(self, counter: Counter) -> None:
+        super().__init__()
+        self.counter = counter
+
+    def __missing__(self, key):
+        child = self[key] = self.counter.labels(*key) if isinstance(key, tuple) else self.counter.labels(key)
+        return child
+
+
+class BrokerMetrics:
+    def __init__(self, broker) -> None:
+        self.broker = broker
+        disable_created_metrics()  # *_created samples only add noise to a single process's scrape
+        self.registry = CollectorRegistry(auto_describe=True)
+        reg = self.registry
+        self.txn_started = Counter("minibroker_transactions_started", "Transactions begun (state Ongoing entered).", registry=reg)
+        self.txn_committed = Counter("minibroker_transactions_committed", "Transactions completed with a commit.", registry=reg)
+        self.txn_aborted = Counter("minibroker_transactions_aborted", "Transactions completed with an abort (by the client, a timeout or fencing).", registry=reg)
+        self.fenced = Counter("minibroker_producers_fenced", "InitProducerId calls that bumped the epoch of a transactional id in use, fencing its previous instance.", registry=reg)
+        self.records_in = _PerLabel(Counter("minibroker_topic_produced_records", "Records accepted by Produce.", ["topic"], registry=reg))
+        self.bytes_in = _PerLabel(Counter("minibroker_topic_produced_bytes", "Record batch bytes accepted by Produce.", ["topic"], registry=reg))
+        self.bytes_out = _PerLabel(Counter("minibroker_topic_fetched_bytes", "Record batch bytes returned by Fetch (Kafka counts no records out either).", ["topic"], registry=reg))
+        self._latency = Histogram("minibroker_request_duration_seconds",
+                                  "Time from a decoded request to its response written, per API.",
+                                  ["api"], buckets=_LATENCY_BUCKETS, registry=reg)
+        self._latency_children: dict[int, object] = {}
+        self.request_errors = _PerLabel(Counter("minibroker_request_errors", "Error codes returned, per API and error.", ["api", "error"], registry=reg))
+        reg.register(_StateCollector(broker))
+        self._server: asyncio.base_events.Server | None = None
+
+    # ------------------------------------------------------------------ hot-path updates
+    def on_request(self, ctx, request, result, seconds: float, errors: list[int]) -> None:
+        key = ctx.api_key
+        child = self._latency_children.get(key)
+        if child is None:
+            child = self._latency_children[key] = self._latency.labels(API_NAMES.get(key, str(key)))
+        child.observe(seconds)
+        if errors:
+            api = API_NAMES.get(key, str(key))
+            for code in errors:
+                self.request_errors[(api, _error_name(code))].inc()
+        if key == PRODUCE_KEY:
+            self._count_produce(request, result, errors)
+        elif getattr(result, "summary", None):
+            for topic, partitions in result.summary:
+                size = sum(p.records_size for p in partitions)
+                if size:
+                    self.bytes_out[topic].inc(size)
+
+    def _count_produce(self, request, result, errors: list[int]) -> None:
+        failed: set[tuple[str, int]] = set()
+        if errors:  # only then is it worth finding which partitions were refused
+            for t in result.responses:
+                failed.update((t.name, p.index) for p in t.partition_responses if p.error_code)
+        for t in request.topic_data:
+            for p in t.partition_data:
+                if p.records and (t.name, p.index) not in failed:
+                    self.bytes_in[t.name].inc(len(p.records))
+                    self.records_in[t.name].inc(_record_count(p.records))
+
+    def on_txn_transition(self, old, new) -> None:
+        """Called by the transaction coordinator after each state change it persisted."""
+        from coordinator.txn_state import TxnState
+
+        state = new.state
+        if state == TxnState.ONGOING and (old is None or old.state != TxnState.ONGOING):
+            self.txn_started.inc()
+        elif state == TxnState.COMPLETE_COMMIT:
+            self.txn_committed.inc()
+        elif state == TxnState.COMPLETE_ABORT:
+            self.txn_aborted.inc()
+        elif (state == TxnState.EMPTY and old is not None and old.producer_epoch >= 0
+              and (old.producer_id, old.producer_epoch) != (new.producer_id, new.producer_epoch)):
+            self.fenced.inc()
+
+    # ------------------------------------------------------------------ HTTP endpoint
+    async def start(self, host: str, port: int) -> int:
+        self._server = await asyncio.start_server(self._serve_http, host, port, reuse_address=True)
+        bound = self._server.sockets[0].getsockname()[1]
+        log.info("metrics endpoint ready", url=f"http://{host}:{bound}/metrics", port=bound)
+        return bound
+
+    async def stop(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
+
+    async def _serve_http(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10)
+            method, _, rest = head.partition(b" ")
+            path = rest.split(b" ", 1)[0].split(b"?", 1)[0]
+            if method != b"GET" or path not in (b"/metrics", b"/"):
+                status, ctype, body = b"404 Not Found", b"text/plain", b"try /metrics\n"
+            else:
+                status, ctype, body = b"200 OK", CONTENT_TYPE_LATEST.encode(), generate_latest(self.registry)
+            writer.write(b"HTTP/1.1 " + status + b"\r\nContent-Type: " + ctype + b"\r\nContent-Length: "
+                         + str(len(body)).encode() + b"\r\nConnection: close\r\n\r\n" + body)
+            await writer.drain()
+        except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, asyncio.TimeoutError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+
+def _error_name(code: int) -> str:
+    try:
+        return ErrorCode(code).name.upper()
+    except ValueError:
+        return str(code)
+
+
+class _StateCollector:
+    """Gauges read from the broker's state at scrape time."""
+
+    def __init__(self, broker) -> None:
+        self.broker = broker
+
+    def describe(self):
+        return []  # computed families: nothing to pre-register
+
+    def collect(self):
+        broker = self.broker
+        now_ms = int(time.time() * 1000)
+        yield from self._transactions(broker, now_ms)
+        yield from self._logs(broker, now_ms)
+        yield from self._groups(broker)
+        startup = GaugeMetricFamily("minibroker_startup_duration_seconds",
+                                    "Time the last start spent per phase (log recovery, coordinator loading) and in total.",
+                                    labels=["phase"])
+        for phase, seconds in broker.startup_seconds.items():
+            startup.add_metric([phase], seconds)
+        yield startup
+
+    @staticmethod
+    def _transactions(broker, now_ms: int):
+        from coordinator.txn_state import TxnState
+
+        ongoing = [m for m in broker.txns.txns.values() if m.state == TxnState.ONGOING]
+        yield GaugeMetricFamily("minibroker_transactions_ongoing", "Transactions in state Ongoing.", value=len(ongoing))
+        oldest = max((now_ms - m.txn_start_ms for m in ongoing if m.txn_start_ms >= 0), default=0)
+        yield GaugeMetricFamily("minibroker_transaction_oldest_age_seconds",
+                                "Age of the oldest Ongoing transaction (0 when none).", value=max(oldest, 0) / 1000)
+
+    @staticmethod
+    def _logs(broker, now_ms: int):
+        lso_lag = GaugeMetricFamily("minibroker_partition_lso_lag_messages",
+                                    "High watermark minus last stable offset: what read_committed consumers cannot see yet.",
+                                    labels=["topic", "partition"])
+        size = GaugeMetricFamily("minibroker_log_size_bytes", "Bytes in a partition's segment files.", labels=["topic", "partition"])
+        segments = GaugeMetricFamily("minibroker_log_segments", "Segments of a partition log.", labels=["topic", "partition"])
+        producer_ids: dict[int, int] = {}
+        for plog in broker.logs.all_logs():
+            labels = [plog.topic, str(plog.partition)]
+            lso_lag.add_metric(labels, plog.high_watermark - plog.last_stable_offset)
+            size.add_metric(labels, sum(s.size for s in plog.segments))
+            segments.add_metric(labels, len(plog.segments))
+            for entry in plog.producer_state.producers():
+                producer_ids[entry.producer_id] = max(producer_ids.get(entry.producer_id, -1), entry.last_timestamp)
+        yield lso_lag
+        yield size
+        yield segments
+        yield GaugeMetricFamily("minibroker_producer_ids_active",
+                                "Producer ids with idempotence/transaction state on some partition.", value=len(producer_ids))
+        idle = max((now_ms - ts for ts in producer_ids.values() if ts >= 0), default=0)
+        yield GaugeMetricFamily("minibroker_producer_id_max_idle_seconds",
+                                "Longest time since an active producer id last wrote (state expires at producer.id.expiration.ms).",
+                                value=max(idle, 0) / 1000)
+
+    @staticmethod
+    def _groups(broker):
+        members = GaugeMetricFamily("minibroker_group_members", "Members of a consumer group.", labels=["group"])
+        lag = GaugeMetricFamily("minibroker_group_offset_lag_messages",
+                                "High watermark minus the group's committed offset.", labels=["group", "topic", "partition"])
+        for group_id, group in broker.groups.groups.items():
+            members.add_metric([group_id], len(group.members))
+            for (topic, partition), committed in group.offsets.items():
+                plog = broker.logs.get_log(topic, partition)
+                if plog is not None:
+                    lag.add_metric([group_id, topic, str(partition)], max(plog.high_watermark - committed.offset, 0))
+        yield members
+        yield lag

@@ -1,0 +1,56 @@
+"""The non-zero error codes a response carries, for the request log and request metrics.
+
+The walk over a kio response entity is planned once per response class (which fields are error
+codes, which are nested entities that may hold some), so observing a response costs a few
+attribute reads per topic and partition. Hand-encoded responses (Fetch) carry a `summary` of the
+partitions they answered instead.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from broker.context import NO_RESPONSE, RawResponse
+from protocol.codec import _plan as field_plans  # the per-class schema plan codec already caches
+
+
+@lru_cache(maxsize=None)
+def _walker(cls: type):
+    plans = field_plans(cls)
+    direct = [p.name for p in plans if p.kafka_type == "error_code"]
+    nested = [(p.name, p.is_array, _walker(p.nested)) for p in plans if p.nested is not None]
+    nested = [(name, is_array, walk) for name, is_array, walk in nested if walk is not None]
+    if not direct and not nested:
+        return None
+
+    def walk(entity, out: list[int]) -> None:
+        for name in direct:
+            code = getattr(entity, name)
+            if code:
+                out.append(int(code))
+        for name, is_array, inner in nested:
+            value = getattr(entity, name)
+            if value is None:
+                continue
+            if is_array:
+                for item in value:
+                    inner(item, out)
+            else:
+                inner(value, out)
+
+    return walk
+
+
+def error_codes(result) -> list[int]:
+    """Every non-zero error code in the response, in schema order (repeats kept)."""
+    out: list[int] = []
+    if result is NO_RESPONSE or result is None:
+        return out
+    if isinstance(result, RawResponse):
+        for _topic, partitions in result.summary or ():
+            out.extend(p.error_code for p in partitions if p.error_code)
+        return out
+    walk = _walker(type(result))
+    if walk is not None:
+        walk(result, out)
+    return out

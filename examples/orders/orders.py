@@ -1,0 +1,48 @@
+"""Application code under test: publish orders atomically, read back what was committed."""
+
+from __future__ import annotations
+
+import json
+import time
+
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+
+
+def publish_orders(bootstrap_servers: str, topic: str, orders: list[dict], *, transactional_id: str,
+                   fail_after: int | None = None) -> None:
+    """Send all orders in one transaction; with `fail_after`, abort after that many (a crash
+    stand-in) so none of them become visible to read_committed consumers."""
+    producer = KafkaProducer(bootstrap_servers=bootstrap_servers, transactional_id=transactional_id,
+                             key_serializer=str.encode, value_serializer=lambda v: json.dumps(v).encode())
+    try:
+        producer.init_transactions()
+        producer.begin_transaction()
+        for n, order in enumerate(orders):
+            if fail_after is not None and n == fail_after:
+                producer.flush()
+                producer.abort_transaction()
+                return
+            producer.send(topic, key=order["id"], value=order)
+        producer.commit_transaction()
+    finally:
+        producer.close()
+
+
+def committed_orders(bootstrap_servers: str, topic: str, *, expected: int, timeout_s: float = 15.0) -> list[dict]:
+    """Orders a read_committed consumer sees (waits for `expected` of them, then one more poll)."""
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap_servers, isolation_level="read_committed",
+                             auto_offset_reset="earliest", enable_auto_commit=False, group_id=None,
+                             value_deserializer=json.loads, fetch_max_wait_ms=100)
+    try:
+        partitions = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic) or {0})]
+        consumer.assign(partitions)
+        seen: list[dict] = []
+        deadline = time.monotonic() + timeout_s
+        while len(seen) < expected and time.monotonic() < deadline:
+            for records in consumer.poll(timeout_ms=200).values():
+                seen += [r.value for r in records]
+        for records in consumer.poll(timeout_ms=300).values():  # nothing more may show up
+            seen += [r.value for r in records]
+        return seen
+    finally:
+        consumer.close()

@@ -1,0 +1,300 @@
+"""Start a real minibroker for a test, from any framework.
+
+    with minibroker.testing.broker() as b:            # test profile, temporary data dir
+        producer = KafkaProducer(bootstrap_servers=b.bootstrap_servers)
+
+    async with minibroker.testing.async_broker(num_partitions=3) as b:
+        ...
+
+The broker runs as a subprocess started exactly as a user would start it (`python -m minibroker
+--port 0 --port-file ...`): the port file appears, written atomically, once the broker is ready,
+so there is no port race and no polling of the socket. Keyword arguments are Kafka property
+names with dots written as underscores (`num_partitions=3` is `num.partitions=3`); a dict of
+dotted names works too. If the broker does not start, BrokerStartError carries its log.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import AsyncIterator, Iterator
+
+START_TIMEOUT = 10.0
+STOP_TIMEOUT = 15.0
+
+#: Where the broker's stdout+stderr go, inside its data directory.
+LOG_NAME = "broker-output.log"
+PORT_FILE_NAME = "broker.port"
+
+
+class BrokerStartError(AssertionError):
+    """The broker exited or never became ready; the message ends with its log tail."""
+
+
+def properties(config: dict | None = None, **kwargs) -> dict[str, object]:
+    """Merge a dict of dotted property names with keyword arguments (underscores for dots)."""
+    merged: dict[str, object] = dict(config or {})
+    merged.update({key.replace("_", "."): value for key, value in kwargs.items()})
+    return merged
+
+
+class BrokerProcess:
+    """One broker process bound to one data directory; may be stopped, killed and restarted on
+    that directory (tests of recovery do exactly that)."""
+
+    def __init__(
+        self,
+        data_dir: str | os.PathLike,
+        overrides: dict[str, object] | None = None,
+        *,
+        host: str = "127.0.0.1",
+        profile: str = "default",
+        log_level: str = "info",
+        log_format: str = "json",
+        extra_args: list[str] | None = None,
+    ):
+        self.data_dir = Path(data_dir)
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.overrides: dict[str, object] = dict(overrides or {})
+        self.host = host
+        self.profile = profile
+        self.log_level = log_level
+        self.log_format = log_format
+        self.extra_args = list(extra_args or [])
+        self.port: int | None = None
+        self.proc: subprocess.Popen | None = None
+        self.log_path = self.data_dir / LOG_NAME
+        self.port_file = self.data_dir / PORT_FILE_NAME
+        self.starts = 0
+        self._log_handle = None
+
+    # ------------------------------------------------------------------ addresses
+    @property
+    def bootstrap_servers(self) -> str:
+        """`host:port`, what every Kafka client's bootstrap setting takes."""
+        if self.port is None:
+            raise RuntimeError("broker not started")
+        return f"{self.host}:{self.port}"
+
+    bootstrap = bootstrap_servers
+
+    @property
+    def address(self) -> tuple[str, int]:
+        if self.port is None:
+            raise RuntimeError("broker not started")
+        return self.host, self.port
+
+    @property
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def command(self) -> list[str]:
+        cmd = [
+            sys.executable, "-m", "minibroker",
+            "--host", self.host,
+            "--port", "0",
+            "--data-dir", str(self.data_dir),
+            "--port-file", str(self.port_file),
+            "--profile", self.profile,
+            "--log-level", self.log_level,
+            "--log-format", self.log_format,
+        ]
+        for key, value in self.overrides.items():
+            if isinstance(value, bool):
+                value = "true" if value else "false"
+            cmd += ["--set", f"{key}={value}"]
+        return cmd + self.extra_args
+
+    # ------------------------------------------------------------------ lifecycle
+    def start(self, timeout: float = START_TIMEOUT) -> "BrokerProcess":
+        """Start and wait until the broker is ready (its port file exists)."""
+        if self.running:
+            raise RuntimeError("broker already running")
+        if self.port_file.exists():
+            self.port_file.unlink()
+        self._close_log()
+        self._log_handle = open(self.log_path, "ab")
+        self._log_handle.write(f"\n===== minibroker.testing: start #{self.starts + 1}: {' '.join(self.command())}\n".encode())
+        self._log_handle.flush()
+        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        self.proc = subprocess.Popen(
+            self.command(), stdout=self._log_handle, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
+        )
+        self.starts += 1
+        deadline = time.monotonic() + timeout
+        while (text := self._read_port_file()) is None:
+            rc = self.proc.poll()
+            if rc is not None:
+                self._close_log()
+                raise BrokerStartError(f"broker exited with code {rc} during startup\n{self.log_tail()}")
+            if time.monotonic() > deadline:
+                self._terminate_hard()
+                raise BrokerStartError(f"broker did not become ready within {timeout}s\n{self.log_tail()}")
+            time.sleep(0.01)
+        if not re.fullmatch(r"\d+\n", text):
+            raise BrokerStartError(f"port file content {text!r} is not digits and a newline")
+        self.port = int(text)
+        return self
+
+    def _read_port_file(self) -> str | None:
+        try:
+            return self.port_file.read_text()  # written atomically: complete when present
+        except FileNotFoundError:
+            return None
+
+    def stop(self, timeout: float = STOP_TIMEOUT, sig: int = signal.SIGTERM) -> int:
+        """Clean stop via SIGTERM (or SIGINT); raises unless the broker exits 0 in time."""
+        if self.proc is None:
+            raise RuntimeError("broker never started")
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self._terminate_hard()
+                raise AssertionError(
+                    f"broker did not exit within {timeout}s of {signal.Signals(sig).name}\n{self.log_tail()}"
+                ) from None
+        rc = self.proc.returncode
+        self._close_log()
+        if rc != 0:
+            raise AssertionError(f"broker exit code {rc} after {signal.Signals(sig).name} (expected 0)\n{self.log_tail()}")
+        return rc
+
+    def kill(self) -> None:
+        """SIGKILL: no chance to flush or write a clean-shutdown marker (simulates a crash)."""
+        if self.proc is None:
+            raise RuntimeError("broker never started")
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait(STOP_TIMEOUT)
+        self._close_log()
+
+    def restart(self, *, kill: bool = False, overrides: dict[str, object] | None = None) -> "BrokerProcess":
+        """Stop (or kill) and start again on the same data directory; the port may change."""
+        if kill:
+            self.kill()
+        elif self.running:
+            self.stop()
+        if overrides:
+            self.overrides.update(overrides)
+        return self.start()
+
+    def cleanup(self) -> int | None:
+        """Teardown that never raises: SIGTERM a running broker and return its exit code (None
+        if it was not running; -9 if it had to be killed)."""
+        rc = None
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                rc = self.proc.wait(STOP_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                self._terminate_hard()
+                rc = -9
+        self._close_log()
+        return rc
+
+    def _terminate_hard(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(5)
+
+    def _close_log(self) -> None:
+        if self._log_handle is not None:
+            self._log_handle.close()
+            self._log_handle = None
+
+    # ------------------------------------------------------------------ logs
+    def log_text(self) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")
+        except FileNotFoundError:
+            return ""
+
+    def log_size(self) -> int:
+        try:
+            return self.log_path.stat().st_size
+        except FileNotFoundError:
+            return 0
+
+    def log_since(self, offset: int) -> str:
+        try:
+            with open(self.log_path, "rb") as f:
+                f.seek(offset)
+                return f.read().decode(errors="replace")
+        except FileNotFoundError:
+            return ""
+
+    def log_tail(self, lines: int = 60) -> str:
+        text = self.log_text().splitlines()[-lines:]
+        return f"----- broker log tail ({self.log_path}) -----\n" + "\n".join(text)
+
+    def wait_for_log(self, pattern: str, since: int = 0, timeout: float = 5.0) -> str:
+        """Wait until a line matching regex `pattern` appears after byte offset `since`."""
+        rx = re.compile(pattern)
+        deadline = time.monotonic() + timeout
+        while True:
+            for line in self.log_since(since).splitlines():
+                if rx.search(line):
+                    return line
+            if time.monotonic() > deadline:
+                raise AssertionError(f"no broker log line matching {pattern!r} within {timeout}s\n{self.log_tail()}")
+            time.sleep(0.05)
+
+    def __repr__(self) -> str:
+        return f"BrokerProcess({self.data_dir}, port={self.port}, running={self.running})"
+
+
+@contextlib.contextmanager
+def broker(
+    config: dict | None = None,
+    *,
+    data_dir: str | os.PathLike | None = None,
+    profile: str = "test",
+    log_level: str = "info",
+    start_timeout: float = START_TIMEOUT,
+    **props,
+) -> Iterator[BrokerProcess]:
+    """A running broker for the duration of the `with` block, then a clean SIGTERM stop.
+
+    Without `data_dir` the data lives in a temporary directory removed afterwards. Raises
+    BrokerStartError (with the broker's log) if it does not start, AssertionError if it does not
+    stop cleanly.
+    """
+    owned = data_dir is None
+    path = Path(tempfile.mkdtemp(prefix="minibroker-")) if owned else Path(data_dir)
+    proc = BrokerProcess(path, properties(config, **props), profile=profile, log_level=log_level)
+    try:
+        proc.start(start_timeout)
+        yield proc
+        if proc.running:  # the body may have stopped or killed it on purpose
+            proc.stop()
+    finally:
+        proc.cleanup()
+        if owned:
+            shutil.rmtree(path, ignore_errors=True)
+
+
+@contextlib.asynccontextmanager
+async def async_broker(config: dict | None = None, **kwargs) -> AsyncIterator[BrokerProcess]:
+    """`broker()` for asyncio code: start and stop run in a worker thread so the event loop
+    (and the test's own clients on it) keep running meanwhile."""
+    manager = broker(config, **kwargs)
+    proc = await asyncio.to_thread(manager.__enter__)
+    try:
+        yield proc
+    except BaseException:
+        if not await asyncio.to_thread(manager.__exit__, *sys.exc_info()):
+            raise
+    else:
+        await asyncio.to_thread(manager.__exit__, None, None, None)
