@@ -13,6 +13,7 @@ import time
 import structlog
 
 from broker.config import BrokerConfig, parse_listener
+from broker.group_commit import GroupCommit
 from broker.observe import build_request_observer
 from broker.server import Server
 from broker.waiters import DataWaiters
@@ -34,6 +35,7 @@ class Broker:
         self.logs = LogManager(self.data_dir, config)
         self.producer_ids = ProducerIdManager(self.data_dir)
         self.data_waiters = DataWaiters()
+        self.durability = GroupCommit()  # fsyncs of the transaction path, off the event loop
         self.groups = GroupCoordinator(config, self.logs)
         self.txns = TransactionCoordinator(self)
         self.server = Server(self)
@@ -98,6 +100,7 @@ class Broker:
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        self.durability.close()  # waits for an fsync round still running on the logs' files
         self.logs.close()
         log.info("broker stopped cleanly")
 
