@@ -32,7 +32,7 @@ from collections import deque
 from typing import Any, Callable, NamedTuple
 
 import structlog
-from crc32c import crc32c
+from protocol.crc import crc32c
 
 from protocol.errors import ErrorCode
 from protocol.record_batch import (
