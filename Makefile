@@ -24,8 +24,14 @@ test: $(STAMP)
 conformance: $(STAMP)
 	$(BIN)/python -m conformance $(CONFORMANCE_ARGS)
 
-bench: $(STAMP)
-	$(BIN)/python -m bench
+# Side-by-side benchmark (minibroker and a reference Apache Kafka; needs java and mvn for Kafka;
+# BENCH_ARGS="--brokers minibroker" for quick profiling). Never part of `make test`.
+$(VENV)/.bench-installed: pyproject.toml | $(STAMP)
+	$(BIN)/pip install -q -e '.[test,bench]'
+	touch $@
+
+bench: $(VENV)/.bench-installed
+	$(BIN)/python -m bench $(or $(BENCH_ARGS),--curves partitions)
 
 clean:
 	rm -rf $(VENV) data *.egg-info

@@ -1,0 +1,88 @@
+"""Scale curves: each point a measurement on a fresh minibroker, tabulated and plotted (PNG).
+
+partitions: one topic of 10, 1,000 and 10,000 partitions; Metadata latency for it (median of 5
+raw round trips), RSS, and the start to the first Metadata answer after a clean stop and after a
+SIGKILL (recovery)."""
+
+from __future__ import annotations
+
+import socket
+import statistics
+import struct
+import time
+from pathlib import Path
+
+from bench import workloads as w
+from bench.targets import Minibroker, status
+
+
+def metadata_seconds(address: tuple[str, int], topic: str) -> float:
+    """One Metadata v1 request for `topic` on a fresh connection, answer read completely."""
+    name = topic.encode()
+    body = struct.pack(">hhih", 3, 1, 7, 5) + b"bench" + struct.pack(">ih", 1, len(name)) + name
+    with socket.create_connection(address, timeout=60) as s:
+        t0 = time.perf_counter()
+        s.sendall(struct.pack(">i", len(body)) + body)
+        size = struct.unpack(">i", _recv(s, 4))[0]
+        _recv(s, size)
+        return time.perf_counter() - t0
+
+
+def _recv(s: socket.socket, n: int) -> bytes:
+    parts, got = [], 0
+    while got < n:
+        chunk = s.recv(min(n - got, 1 << 20))
+        if not chunk:
+            raise OSError("connection closed")
+        parts.append(chunk)
+        got += len(chunk)
+    return b"".join(parts)
+
+
+def partitions_curve(workdir: Path, out_dir: Path, points=(10, 1000, 10000)) -> dict:
+    rows = []
+    for n in points:
+        broker = Minibroker(workdir / f"p{n}")
+        try:
+            broker.start()
+            w.create_topic(broker.bootstrap, "wide", n)
+            address = ("127.0.0.1", broker.port)
+            latency = statistics.median(metadata_seconds(address, "wide") for _ in range(5))
+            rss = status(broker.pid)["VmRSS"]
+            broker.stop()
+            clean = broker.start()
+            broker.stop(kill=True)
+            killed = broker.start()
+            rows.append([n, latency * 1000, rss, clean * 1000, killed * 1000])
+        finally:
+            broker.stop()
+    columns = ["partitions", "Metadata for the topic (ms)", "RSS (MB)",
+               "start after clean stop (ms)", "start after SIGKILL (ms)"]
+    plot = _plot(out_dir / "curve-partitions.png", "partitions", columns, rows)
+    return {"broker": "minibroker", "columns": columns, "rows": rows, "plot": plot}
+
+
+def _plot(path: Path, name: str, columns: list[str], rows: list[list]) -> str | None:
+    try:
+        import matplotlib  # noqa: PLC0415 - optional, only for the PNG
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt  # noqa: PLC0415
+    except ImportError:
+        return None
+    xs = [r[0] for r in rows]
+    fig, axes = plt.subplots(1, len(columns) - 1, figsize=(4 * (len(columns) - 1), 3.4))
+    for i, ax in enumerate(axes, start=1):
+        ax.plot(xs, [r[i] for r in rows], marker="o")
+        ax.set_xscale("log")
+        ax.set_xlabel(columns[0])
+        ax.set_title(columns[i], fontsize=9)
+        ax.grid(True, alpha=0.3)
+    fig.suptitle(f"minibroker scale curve: {name}")
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return path.name
+
+
+CURVES = {"partitions": partitions_curve}
