@@ -105,14 +105,15 @@ class AppendInfo(NamedTuple):
 class FlushTicket(NamedTuple):
     """What one fsync round of a PartitionLog covers (see PartitionLog.begin_flush)."""
     segments: tuple  # LogSegments written since the previous flush
+    plans: tuple  # their LogSegment.plan_sync()
     running: tuple  # futures of roll fsyncs still in flight
     offset: int  # everything below is durable once sync() returns
 
     def sync(self) -> None:
         for fut in self.running:
             fut.result()
-        for seg in self.segments:
-            seg.sync()
+        for plan in self.plans:
+            LogSegment.run_sync_plan(plan)
 
 
 class ReadResult(NamedTuple):
@@ -427,21 +428,23 @@ class PartitionLog:
         reach the disk (dirty segments, roll fsyncs still running, the offset it makes durable).
         ``ticket.sync()`` touches no Python state of this log, so it may run in a worker thread
         while appends continue; then ``finish_flush`` on the loop moves the recovery point."""
-        dirty = []
+        dirty, plans = [], []
         for seg in self._segments:
             if seg.dirty:
                 seg.write_pending()
                 seg.dirty = False
                 dirty.append(seg)
+                plans.append(seg.plan_sync())
         running = tuple(fut for fut, _ in self._pending_flushes)
-        return FlushTicket(tuple(dirty), running, self._leo)
+        return FlushTicket(tuple(dirty), tuple(plans), running, self._leo)
 
     def finish_flush(self, ticket: "FlushTicket", *, ok: bool) -> None:
         if self._pending_flushes:
             self._poll_flushes()
         if not ok:
             for seg in ticket.segments:
-                seg.dirty = True  # the next flush tries again
+                seg.dirty = True  # the next flush tries again, indexes included
+                seg.forget_sync_plan()
             return
         self._advance_recovery_point(ticket.offset)
         self._unflushed_messages = 0

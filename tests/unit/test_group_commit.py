@@ -101,16 +101,18 @@ def test_fsync_error_reaches_callers_and_next_round_retries(tmp_path, monkeypatc
     plog = logs.get_log("t", 0)
     plog.append(build_batch([(b"k", b"v")]))
     gc = GroupCommit()
-    real_sync = LogSegment.sync
+    real_sync = LogSegment.run_sync_plan
     failures = iter([OSError(5, "Input/output error")])
+    planned = []
 
-    def flaky_sync(seg):
+    def flaky_sync(plan):
+        planned.append(plan)
         exc = next(failures, None)
         if exc is not None:
             raise exc
-        real_sync(seg)
+        real_sync(plan)
 
-    monkeypatch.setattr(LogSegment, "sync", flaky_sync)
+    monkeypatch.setattr(LogSegment, "run_sync_plan", staticmethod(flaky_sync))
 
     async def scenario():
         with pytest.raises(OSError):
@@ -120,6 +122,8 @@ def test_fsync_error_reaches_callers_and_next_round_retries(tmp_path, monkeypatc
 
     asyncio.run(scenario())
     assert plog.recovery_point == 1 and gc.rounds == 2
+    # the retry covered the index files again, not just the .log
+    assert planned[1][1] == planned[0][1] and len(planned[0][1]) >= 2
     gc.close()
     logs.close()
 
@@ -163,6 +167,20 @@ def markers(plog) -> list[tuple[int, bool]]:
             key = next(iter(records))[1]
             out.append((header.producer_id, key[3] == 1))
     return out
+
+
+def test_unchanged_index_files_are_not_fsynced_again(tmp_path):
+    logs = open_logs(tmp_path)
+    logs.create_topic("t", 1, {})
+    plog = logs.get_log("t", 0)
+    plog.append(build_batch([(b"k", b"v")]))
+    first = plog.begin_flush()
+    plog.finish_flush(first, ok=True)
+    plog.append(build_batch([(b"k", b"w")]))  # far below log.index.interval.bytes
+    second = plog.begin_flush()
+    plog.finish_flush(second, ok=True)
+    assert len(first.plans[0][1]) >= 2 and second.plans[0][1] == ()
+    logs.close()
 
 
 def test_concurrent_end_txn_share_fsync_rounds(tmp_path):
