@@ -113,26 +113,31 @@ def main(argv: list[str] | None = None) -> int:
                 workdir.mkdir()
                 for key, value in one_run(TARGETS[b], args.scale, workdir).items():
                     values[b].setdefault(key, []).append(value)
-        curves = {}
+        medians = {b: {k: statistics.median(v) for k, v in figs.items()}
+                   for b, figs in values.items()}
+        results = {
+            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(started)),
+            "machine": {"platform": platform.platform(), "python": platform.python_version(),
+                        "cpus": os.cpu_count(), "loadavg_before": load_before,
+                        "loadavg_after": os.getloadavg()},
+            "runs": args.runs, "scale": args.scale,
+            "median": medians, "values": values, "curves": {},
+            "figures": {key: label for key, label, _ in FIGURES},
+        }
+        write(out_dir, results)  # the table is kept even if a curve fails
         for curve in [c.strip() for c in args.curves.split(",") if c.strip()]:
             from bench.curves import CURVES  # noqa: PLC0415 - matplotlib only when plotting
 
-            curves[curve] = CURVES[curve](Path(tmp) / f"curve-{curve}", out_dir)
-    medians = {b: {k: statistics.median(v) for k, v in figs.items()} for b, figs in values.items()}
-    results = {
-        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(started)),
-        "machine": {"platform": platform.platform(), "python": platform.python_version(),
-                    "cpus": os.cpu_count(), "loadavg_before": load_before,
-                    "loadavg_after": os.getloadavg()},
-        "runs": args.runs, "scale": args.scale,
-        "median": medians, "values": values, "curves": curves,
-        "figures": {key: label for key, label, _ in FIGURES},
-    }
-    (out_dir / "results.json").write_text(json.dumps(results, indent=2) + "\n")
-    table = markdown(results)
-    (out_dir / "results.md").write_text(table)
-    print(table)
+            print(f"curve: {curve} ...", file=sys.stderr, flush=True)
+            results["curves"][curve] = CURVES[curve](Path(tmp) / f"curve-{curve}", out_dir)
+            write(out_dir, results)
+    print(markdown(results))
     return 0
+
+
+def write(out_dir: Path, results: dict) -> None:
+    (out_dir / "results.json").write_text(json.dumps(results, indent=2) + "\n")
+    (out_dir / "results.md").write_text(markdown(results))
 
 
 if __name__ == "__main__":
