@@ -13,7 +13,7 @@ import time
 import structlog
 
 from broker.config import BrokerConfig, parse_listener
-from broker.group_commit import GroupCommit
+from storage.group_commit import GroupCommit
 from broker.observe import build_request_observer
 from broker.server import Server
 from broker.waiters import DataWaiters

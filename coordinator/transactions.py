@@ -8,7 +8,7 @@ offsets become visible or are dropped.
 Rules that hold everywhere in this module:
 - A transition is installed in memory only after its record is durable (appended and fsynced);
   a failed write leaves the previous state (and answers COORDINATOR_NOT_AVAILABLE, retriable).
-  fsyncs never run on the event loop: `durability.sync(logs)` (broker/group_commit.py) runs them
+  fsyncs never run on the event loop: `durability.sync(logs)` (storage/group_commit.py) runs them
   in a thread and lets concurrent transactions share one fsync round.
 - EndTxn is two-phase: PrepareCommit/PrepareAbort durable -> one control batch per partition of
   the transaction, all appended first, then fsynced together -> staged group offsets applied or
@@ -51,6 +51,7 @@ from coordinator.txn_state import (
 )
 from protocol.errors import ErrorCode
 from storage.errors import KafkaStorageError
+from storage.group_commit import GroupCommit
 
 __all__ = ["TransactionCoordinator", "OFFSETS_TOPIC", "FAULT_POINTS"]
 
@@ -82,8 +83,8 @@ async def _maybe_await(value):
 class TransactionCoordinator:
     def __init__(self, broker, store=None, clock=None, durability=None) -> None:
         self.broker = broker
-        #: `await durability.sync(logs)`: fsync off the event loop (broker.group_commit)
-        self.durability = durability if durability is not None else broker.durability
+        #: `await durability.sync(logs)`: fsync off the event loop, shared (storage.group_commit)
+        self.durability = durability or getattr(broker, "durability", None) or GroupCommit()
         config = broker.config
         self.max_timeout_ms = config["transaction.max.timeout.ms"]
         self.expiration_ms = config["transactional.id.expiration.ms"]

@@ -1,4 +1,4 @@
-"""broker.group_commit over real partition logs, and the transaction coordinator on top of it:
+"""storage.group_commit over real partition logs, and the transaction coordinator on top of it:
 fsyncs run off the event loop, concurrent callers share fsync rounds, the recovery point moves
 only once the data is on disk, an fsync error reaches the callers, and a crash while a
 transaction's markers are being fsynced still ends in a completed transaction."""
@@ -13,7 +13,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from broker.group_commit import GroupCommit
+from storage.group_commit import GroupCommit
 from coordinator.transactions import TransactionCoordinator
 from coordinator.txn_state import TxnState
 from protocol.record_batch import build_batch, iter_batches_with_records

@@ -12,7 +12,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from broker.group_commit import GroupCommit
+from storage.group_commit import GroupCommit
 from coordinator.partitioning import java_string_hash, partition_for
 from coordinator.transactions import OFFSETS_TOPIC, TransactionCoordinator
 from coordinator.txn_log import MemoryTxnStore
