@@ -82,6 +82,7 @@ def _plot(path: Path, name: str, columns: list[str], rows: list[list]) -> str | 
     for i, ax in enumerate(axes, start=1):
         ax.plot(xs, [r[i] for r in rows], marker="o")
         ax.set_xscale("log")
+        ax.set_yscale("log")  # log-log: slope 1 is linear growth, flat is constant
         ax.set_xlabel(columns[0])
         ax.set_title(columns[i], fontsize=9)
         ax.grid(True, alpha=0.3)
