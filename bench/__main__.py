@@ -23,7 +23,9 @@ from pathlib import Path
 
 from bench import workloads as w
 from bench.report import FIGURES, markdown
-from bench.targets import TARGETS, compile_sources, cpu_seconds, status
+from bench.targets import ROOT, TARGETS, compile_sources, cpu_seconds, start_broker, status
+
+__all__ = ["main", "ROOT", "start_broker"]  # ROOT and start_broker: used by bench/growth.py
 
 HERE = Path(__file__).resolve().parent
 

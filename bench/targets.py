@@ -67,6 +67,25 @@ def wait_for_metadata(address, proc: subprocess.Popen, launched_at: float, timeo
     raise RuntimeError(f"broker at {address} did not answer Metadata within {timeout}s")
 
 
+def start_broker(data_dir: str, extra_args: tuple = ()) -> tuple[subprocess.Popen, int, float]:
+    """A minibroker on `data_dir` with --port 0: (process, port, seconds until its port file
+    appeared). For scripts that keep one data directory across restarts (bench/growth.py)."""
+    port_file = os.path.join(data_dir, "port")
+    if os.path.exists(port_file):
+        os.unlink(port_file)
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "broker", "--port", "0", "--port-file", port_file,
+         "--data-dir", data_dir, "--log-level", "warning", *extra_args],
+        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while not os.path.exists(port_file):
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError("broker did not start")
+        time.sleep(0.005)
+    return proc, int(Path(port_file).read_text()), time.perf_counter() - t0
+
+
 def cpu_seconds(pid: int) -> float:
     """User + system CPU of the whole process (every thread: the JVM's GC and I/O threads too)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
