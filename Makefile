@@ -30,8 +30,9 @@ $(VENV)/.bench-installed: pyproject.toml | $(STAMP)
 	$(BIN)/pip install -q -e '.[test,bench]'
 	touch $@
 
+BENCH_ARGS ?= --curves partitions,connections
 bench: $(VENV)/.bench-installed
-	$(BIN)/python -m bench $(or $(BENCH_ARGS),--curves partitions)
+	$(BIN)/python -m bench $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) data *.egg-info

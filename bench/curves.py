@@ -3,7 +3,10 @@
 partitions: 10, 1,000 and 10,000 partitions in topics of at most 5,000 (Kafka refuses a
 CreateTopics that would write more than 10,000 metadata records); Metadata latency for them
 (median of 5 raw round trips), RSS, and the start to the first Metadata answer after a clean stop and after a
-SIGKILL (recovery)."""
+SIGKILL (recovery).
+
+connections: 10, 1,000 and 5,000 open client connections, each having had one Metadata answer;
+RSS, broker CPU while they sit idle for 2 s, and Metadata latency on one more connection."""
 
 from __future__ import annotations
 
@@ -14,19 +17,17 @@ import time
 from pathlib import Path
 
 from bench import workloads as w
-from bench.targets import Minibroker, status
+from bench.targets import Minibroker, cpu_seconds, metadata_answered, status
 
 MAX_PER_TOPIC = 5000
 
 
 def metadata_seconds(address: tuple[str, int], topics: list[str]) -> float:
     """One Metadata v1 request for `topics` on a fresh connection, answer read completely."""
-    body = struct.pack(">hhih", 3, 1, 7, 5) + b"bench" + struct.pack(">i", len(topics))
-    for topic in topics:
-        body += struct.pack(">h", len(topic)) + topic.encode()
+    frame = _metadata_frame(topics)
     with socket.create_connection(address, timeout=60) as s:
         t0 = time.perf_counter()
-        s.sendall(struct.pack(">i", len(body)) + body)
+        s.sendall(frame)
         size = struct.unpack(">i", _recv(s, 4))[0]
         _recv(s, size)
         return time.perf_counter() - t0
@@ -69,6 +70,46 @@ def partitions_curve(workdir: Path, out_dir: Path, points=(10, 1000, 10000)) -> 
     return {"broker": "minibroker", "columns": columns, "rows": rows, "plot": plot}
 
 
+def connections_curve(workdir: Path, out_dir: Path, points=(10, 1000, 5000)) -> dict:
+    import resource  # noqa: PLC0415
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, max(soft, max(points) + 200)), hard))
+    rows = []
+    for n in points:
+        broker = Minibroker(workdir / f"c{n}")
+        conns: list[socket.socket] = []
+        try:
+            broker.start()
+            address = ("127.0.0.1", broker.port)
+            for _ in range(n):
+                s = socket.create_connection(address, timeout=60)
+                s.sendall(_metadata_frame([]))
+                conns.append(s)
+            for s in conns:  # every connection answered once
+                _recv(s, struct.unpack(">i", _recv(s, 4))[0])
+            cpu0 = cpu_seconds(broker.pid)
+            time.sleep(2)
+            idle_cpu_ms = (cpu_seconds(broker.pid) - cpu0) * 1000 / 2
+            assert metadata_answered(address)
+            latency = statistics.median(metadata_seconds(address, []) for _ in range(5))
+            rows.append([n, status(broker.pid)["VmRSS"], idle_cpu_ms, latency * 1000])
+        finally:
+            for s in conns:
+                s.close()
+            broker.stop()
+    columns = ["connections", "RSS (MB)", "idle broker CPU (ms per s)", "Metadata latency (ms)"]
+    plot = _plot(out_dir / "curve-connections.png", "connections", columns, rows)
+    return {"broker": "minibroker", "columns": columns, "rows": rows, "plot": plot}
+
+
+def _metadata_frame(topics: list[str]) -> bytes:
+    body = struct.pack(">hhih", 3, 1, 7, 5) + b"bench" + struct.pack(">i", len(topics))
+    for topic in topics:
+        body += struct.pack(">h", len(topic)) + topic.encode()
+    return struct.pack(">i", len(body)) + body
+
+
 def _plot(path: Path, name: str, columns: list[str], rows: list[list]) -> str | None:
     try:
         import matplotlib  # noqa: PLC0415 - optional, only for the PNG
@@ -80,9 +121,11 @@ def _plot(path: Path, name: str, columns: list[str], rows: list[list]) -> str | 
     xs = [r[0] for r in rows]
     fig, axes = plt.subplots(1, len(columns) - 1, figsize=(4 * (len(columns) - 1), 3.4))
     for i, ax in enumerate(axes, start=1):
-        ax.plot(xs, [r[i] for r in rows], marker="o")
+        ys = [r[i] for r in rows]
+        ax.plot(xs, ys, marker="o")
         ax.set_xscale("log")
-        ax.set_yscale("log")  # log-log: slope 1 is linear growth, flat is constant
+        if min(ys) > 0:
+            ax.set_yscale("log")  # log-log: slope 1 is linear growth, flat is constant
         ax.set_xlabel(columns[0])
         ax.set_title(columns[i], fontsize=9)
         ax.grid(True, alpha=0.3)
@@ -93,4 +136,4 @@ def _plot(path: Path, name: str, columns: list[str], rows: list[list]) -> str | 
     return path.name
 
 
-CURVES = {"partitions": partitions_curve}
+CURVES = {"partitions": partitions_curve, "connections": connections_curve}
