@@ -30,7 +30,7 @@ $(VENV)/.bench-installed: pyproject.toml | $(STAMP)
 	$(BIN)/pip install -q -e '.[test,bench]'
 	touch $@
 
-BENCH_ARGS ?= --curves partitions,connections
+BENCH_ARGS ?= --curves partitions,connections,producers
 bench: $(VENV)/.bench-installed
 	$(BIN)/python -m bench $(BENCH_ARGS)
 

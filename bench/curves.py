@@ -6,7 +6,11 @@ CreateTopics that would write more than 10,000 metadata records); Metadata laten
 SIGKILL (recovery).
 
 connections: 10, 1,000 and 5,000 open client connections, each having had one Metadata answer;
-RSS, broker CPU while they sit idle for 2 s, and Metadata latency on one more connection."""
+RSS, broker CPU while they sit idle for 2 s, and Metadata latency on one more connection.
+
+producers: 1, 100 and 1,000 idempotent producers (InitProducerId, then one batch each, spread
+over a 10-partition topic, over one connection); RSS, broker CPU per producer, and the start
+after a clean stop (producer-state snapshots read back)."""
 
 from __future__ import annotations
 
@@ -103,6 +107,43 @@ def connections_curve(workdir: Path, out_dir: Path, points=(10, 1000, 5000)) -> 
     return {"broker": "minibroker", "columns": columns, "rows": rows, "plot": plot}
 
 
+def producers_curve(workdir: Path, out_dir: Path, points=(1, 100, 1000)) -> dict:
+    from conformance.wire import Connection  # noqa: PLC0415 - kio encodes the requests
+    from protocol.record_batch import build_batch  # noqa: PLC0415
+
+    rows = []
+    for n in points:
+        broker = Minibroker(workdir / f"prod{n}")
+        try:
+            broker.start()
+            w.create_topic(broker.bootstrap, "producers", 10)
+            conn = Connection(("127.0.0.1", broker.port), timeout=60)
+            cpu0 = cpu_seconds(broker.pid)
+            for i in range(n):
+                init = conn.call(22, 4, {"transactional_id": None, "transaction_timeout_ms": 60000,
+                                         "producer_id": -1, "producer_epoch": -1})
+                batch = build_batch([(b"k", b"v" * 100)], producer_id=init["producer_id"],
+                                    producer_epoch=init["producer_epoch"], base_sequence=0)
+                answer = conn.call(0, 9, {"transactional_id": None, "acks": -1, "timeout_ms": 30000,
+                                          "topic_data": [{"name": "producers", "partition_data": [
+                                              {"index": i % 10, "records": batch}]}]})
+                error = answer["responses"][0]["partition_responses"][0]["error_code"]
+                if error:
+                    raise RuntimeError(f"producer {i}: Produce error {error}")
+            cpu_ms = (cpu_seconds(broker.pid) - cpu0) * 1000 / n
+            conn.close()
+            rss = status(broker.pid)["VmRSS"]
+            broker.stop()
+            restart = broker.start()
+            rows.append([n, rss, cpu_ms, restart * 1000])
+        finally:
+            broker.stop()
+    columns = ["idempotent producers", "RSS (MB)", "broker CPU per producer (ms)",
+               "start after clean stop (ms)"]
+    plot = _plot(out_dir / "curve-producers.png", "producers", columns, rows)
+    return {"broker": "minibroker", "columns": columns, "rows": rows, "plot": plot}
+
+
 def _metadata_frame(topics: list[str]) -> bytes:
     body = struct.pack(">hhih", 3, 1, 7, 5) + b"bench" + struct.pack(">i", len(topics))
     for topic in topics:
@@ -136,4 +177,5 @@ def _plot(path: Path, name: str, columns: list[str], rows: list[list]) -> str | 
     return path.name
 
 
-CURVES = {"partitions": partitions_curve, "connections": connections_curve}
+CURVES = {"partitions": partitions_curve, "connections": connections_curve,
+          "producers": producers_curve}
