@@ -92,6 +92,9 @@ def produce_latency(bootstrap: str, topic: str, rate: int, seconds: float) -> li
             raise KafkaException(err)
         latencies.append((time.perf_counter() - sent) * 1000)
 
+    _produce(p, topic, b"warm-up", 0)  # connections and the producer id first: not timed
+    if p.flush(DEADLINE_S):
+        raise RuntimeError("warm-up record not delivered")
     total = int(rate * seconds)
     t0 = time.perf_counter()
     for i in range(total):
