@@ -34,8 +34,15 @@ jvm:
 demo: $(STAMP) jvm
 	$(BIN)/python -m pipelines demo
 
-bench: $(STAMP)
-	$(BIN)/python -m bench
+# Side-by-side benchmark (minibroker and a reference Apache Kafka; needs java and mvn for Kafka;
+# BENCH_ARGS="--brokers minibroker" for quick profiling). Never part of `make test`.
+$(VENV)/.bench-installed: pyproject.toml | $(STAMP)
+	$(BIN)/pip install -q -e '.[test,bench]'
+	touch $@
+
+BENCH_ARGS ?= --curves partitions,connections,producers
+bench: $(VENV)/.bench-installed
+	$(BIN)/python -m bench $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) data *.egg-info

@@ -1,136 +1,145 @@
-"""`make bench`: speed and memory of a real broker process driven by librdkafka.
+"""`make bench`: minibroker and Apache Kafka side by side, same librdkafka clients.
 
-Measures, against a fresh broker on loopback:
-- startup: process start to the port file appearing (cold data dir, then with existing data);
-- produce: records/s and broker CPU microseconds per record (from /proc utime+stime) for 100-byte
-  and 1 KiB records, acks=all;
-- consume: records/s and broker CPU per record reading everything back;
-- broker resident memory (VmHWM) at the end.
-Results print as one table and are written to bench/results.json. Budgets from the codec study
-(<= 0.5 us CPU per 100 B record, <= 1.5 us per 1 KiB record) are shown beside the figures.
+    python -m bench [--brokers minibroker,kafka] [--runs 3] [--scale 1.0] [--curves partitions]
+
+Every run starts a fresh broker (new data directory), waits for its first Metadata answer, and
+drives the same workloads in the same order; each figure is the median over the runs. Broker
+CPU comes from /proc (user + system of every thread of the broker process), which stays
+meaningful on a loaded machine where wall-clock throughput does not. Output: bench/results.json,
+bench/results.md (the table the README shows) and, with --curves, PNG plots (bench/curves.py).
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
-import signal
-import subprocess
+import platform
+import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from confluent_kafka import Consumer, Producer, TopicPartition
+from bench import workloads as w
+from bench.report import FIGURES, markdown
+from bench.targets import ROOT, TARGETS, compile_sources, cpu_seconds, start_broker, status
 
-ROOT = Path(__file__).resolve().parent.parent
-TICK = os.sysconf("SC_CLK_TCK")
+__all__ = ["main", "ROOT", "start_broker"]  # ROOT and start_broker: used by bench/growth.py
 
-
-def start_broker(data_dir: str, extra_args: tuple = ()) -> tuple[subprocess.Popen, int, float]:
-    port_file = os.path.join(data_dir, "port")
-    if os.path.exists(port_file):
-        os.unlink(port_file)
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "broker", "--port", "0", "--port-file", port_file,
-         "--data-dir", data_dir, "--log-level", "warning", *extra_args],
-        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
-    deadline = time.monotonic() + 15
-    while not os.path.exists(port_file):
-        if proc.poll() is not None or time.monotonic() > deadline:
-            raise RuntimeError("broker did not start")
-        time.sleep(0.005)
-    return proc, int(Path(port_file).read_text()), time.perf_counter() - t0
+HERE = Path(__file__).resolve().parent
 
 
-def cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICK
+def one_run(target_cls, scale: float, workdir: Path) -> dict[str, float]:
+    """All figures of one fresh broker."""
+    broker = target_cls(workdir)
+    out: dict[str, float] = {}
+    try:
+        out["startup_ms"] = broker.start() * 1000
+        time.sleep(1.0)
+        st = status(broker.pid)
+        out["idle_rss_mb"], out["threads"] = st["VmRSS"], st["Threads"]
+        boot, pid = broker.bootstrap, broker.pid
+
+        def measured(name: str, fn, records: int = 0, transactions: int = 0):
+            cpu0 = cpu_seconds(pid)
+            result = fn()
+            cpu = cpu_seconds(pid) - cpu0
+            if records:
+                out[f"{name}_cpu_us_per_record"] = cpu / records * 1e6
+            if transactions:
+                out[f"{name}_cpu_ms_per_txn"] = cpu / transactions * 1e3
+            return result
+
+        n100, n1k = int(300_000 * scale), int(100_000 * scale)
+        nt100, nt1k = int(200_000 * scale) // 1000 * 1000, int(50_000 * scale) // 1000 * 1000
+        for topic in ("idem-100", "idem-1k", "txn-100", "txn-1k", "one-txn", "latency"):
+            w.create_topic(boot, topic, 3)
+        secs = measured("produce_100", lambda: w.produce_idempotent(boot, "idem-100", n100, 100),
+                        records=n100)
+        out["produce_100_per_s"] = n100 / secs
+        secs = measured("produce_1k", lambda: w.produce_idempotent(boot, "idem-1k", n1k, 1024),
+                        records=n1k)
+        out["produce_1k_per_s"] = n1k / secs
+        secs = measured("txn_100", lambda: w.produce_transactional(boot, "txn-100", nt100, 100,
+                                                                    1000),
+                        records=nt100, transactions=nt100 // 1000)
+        out["txn_100_per_s"] = nt100 / secs
+        secs = measured("txn_1k", lambda: w.produce_transactional(boot, "txn-1k", nt1k, 1024,
+                                                                   1000),
+                        records=nt1k)
+        out["txn_1k_per_s"] = nt1k / secs
+        cpu0 = cpu_seconds(pid)
+        txns, secs = w.one_record_transactions(boot, "one-txn", max(2.0, 5.0 * scale))
+        out["one_txn_per_s"] = txns / secs
+        out["one_txn_cpu_ms_per_txn"] = (cpu_seconds(pid) - cpu0) / txns * 1e3
+        lat = sorted(w.produce_latency(boot, "latency", 1000, max(2.0, 5.0 * scale)))
+        out["latency_p50_ms"] = lat[len(lat) // 2]
+        out["latency_p99_ms"] = lat[int(len(lat) * 0.99)]
+        secs = measured("consume_100", lambda: w.consume(boot, "idem-100", 3, n100,
+                                                         "read_uncommitted"), records=n100)
+        out["consume_100_per_s"] = n100 / secs
+        secs = measured("consume_txn", lambda: w.consume(boot, "txn-100", 3, nt100,
+                                                         "read_committed"), records=nt100)
+        out["consume_txn_per_s"] = nt100 / secs
+        out["rss_after_load_mb"] = status(pid)["VmRSS"]
+    finally:
+        broker.stop()
+    return out
 
 
-def peak_rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--brokers", default="minibroker,kafka",
+                    help="comma-separated: minibroker, kafka (default both)")
+    ap.add_argument("--runs", type=int, default=3, help="fresh brokers per broker kind (median)")
+    ap.add_argument("--scale", type=float, default=1.0, help="multiply record counts")
+    ap.add_argument("--curves", default="", help="comma-separated scale curves: partitions")
+    ap.add_argument("--out", default=str(HERE), help="directory for results.json/.md and plots")
+    args = ap.parse_args(argv)
+    brokers = [b.strip() for b in args.brokers.split(",") if b.strip()]
+    for b in brokers:
+        if b not in TARGETS:
+            ap.error(f"unknown broker {b!r}; choose from {', '.join(TARGETS)}")
+    out_dir = Path(args.out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    compile_sources()
+    started = time.time()
+    load_before = os.getloadavg()
+    values: dict[str, dict[str, list[float]]] = {b: {} for b in brokers}
+    with tempfile.TemporaryDirectory(prefix="minibroker-bench-") as tmp:
+        for run in range(args.runs):
+            for b in brokers:  # interleaved: load changes hit every broker alike
+                print(f"run {run + 1}/{args.runs}: {b} ...", file=sys.stderr, flush=True)
+                workdir = Path(tmp) / f"{b}-{run}"
+                workdir.mkdir()
+                for key, value in one_run(TARGETS[b], args.scale, workdir).items():
+                    values[b].setdefault(key, []).append(value)
+        medians = {b: {k: statistics.median(v) for k, v in figs.items()}
+                   for b, figs in values.items()}
+        results = {
+            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(started)),
+            "machine": {"platform": platform.platform(), "python": platform.python_version(),
+                        "cpus": os.cpu_count(), "loadavg_before": load_before,
+                        "loadavg_after": os.getloadavg()},
+            "runs": args.runs, "scale": args.scale,
+            "median": medians, "values": values, "curves": {},
+            "figures": {key: label for key, label, _ in FIGURES},
+        }
+        write(out_dir, results)  # the table is kept even if a curve fails
+        for curve in [c.strip() for c in args.curves.split(",") if c.strip()]:
+            from bench.curves import CURVES  # noqa: PLC0415 - matplotlib only when plotting
 
-
-def produce(bootstrap: str, topic: str, count: int, size: int) -> float:
-    p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5,
-                  "batch.size": 1 << 20, "enable.idempotence": True})
-    value = b"x" * size
-    t0 = time.perf_counter()
-    for i in range(count):
-        while True:
-            try:
-                p.produce(topic, value, key=str(i % 64).encode())
-                break
-            except BufferError:
-                p.poll(0.01)
-    remaining = p.flush(60)
-    if remaining:
-        raise RuntimeError(f"{remaining} records not delivered")
-    return time.perf_counter() - t0
-
-
-def consume(bootstrap: str, topic: str, partitions: int, count: int) -> float:
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench", "enable.auto.commit": False,
-                  "fetch.max.bytes": 52428800, "isolation.level": "read_uncommitted"})
-    c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
-    seen = 0
-    t0 = time.perf_counter()
-    deadline = time.monotonic() + 120
-    while seen < count and time.monotonic() < deadline:
-        for m in c.consume(10000, 1.0):
-            if m.error() is None:
-                seen += 1
-    elapsed = time.perf_counter() - t0
-    c.close()
-    if seen < count:
-        raise RuntimeError(f"consumed {seen} of {count}")
-    return elapsed
-
-
-def main() -> int:
-    results: dict[str, object] = {}
-    with tempfile.TemporaryDirectory(prefix="minibroker-bench-") as data_dir:
-        proc, port, startup = start_broker(data_dir)
-        results["startup_cold_s"] = round(startup, 3)
-        bootstrap = f"127.0.0.1:{port}"
-        try:
-            for size, count, budget in ((100, 200_000, 0.5), (1024, 50_000, 1.5)):
-                topic = f"bench-{size}"
-                from confluent_kafka.admin import AdminClient, NewTopic
-
-                admin = AdminClient({"bootstrap.servers": bootstrap})
-                admin.create_topics([NewTopic(topic, 3, 1)])[topic].result(10)
-                cpu0 = cpu_seconds(proc.pid)
-                elapsed = produce(bootstrap, topic, count, size)
-                cpu1 = cpu_seconds(proc.pid)
-                results[f"produce_{size}B"] = {
-                    "records": count, "records_per_s": round(count / elapsed),
-                    "broker_cpu_us_per_record": round((cpu1 - cpu0) / count * 1e6, 3),
-                    "budget_us_per_record": budget,
-                }
-                elapsed = consume(bootstrap, topic, 3, count)
-                cpu2 = cpu_seconds(proc.pid)
-                results[f"consume_{size}B"] = {
-                    "records": count, "records_per_s": round(count / elapsed),
-                    "broker_cpu_us_per_record": round((cpu2 - cpu1) / count * 1e6, 3),
-                }
-            results["broker_peak_rss_mb"] = round(peak_rss_mb(proc.pid), 1)
-        finally:
-            proc.send_signal(signal.SIGTERM)
-            proc.wait(30)
-        proc, _, startup = start_broker(data_dir)
-        results["startup_with_data_s"] = round(startup, 3)
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(30)
-    print(json.dumps(results, indent=2))
-    (ROOT / "bench" / "results.json").write_text(json.dumps(results, indent=2) + "\n")
+            print(f"curve: {curve} ...", file=sys.stderr, flush=True)
+            results["curves"][curve] = CURVES[curve](Path(tmp) / f"curve-{curve}", out_dir)
+            write(out_dir, results)
+    print(markdown(results))
     return 0
+
+
+def write(out_dir: Path, results: dict) -> None:
+    (out_dir / "results.json").write_text(json.dumps(results, indent=2) + "\n")
+    (out_dir / "results.md").write_text(markdown(results))
 
 
 if __name__ == "__main__":

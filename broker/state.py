@@ -24,6 +24,7 @@ from coordinator.producer_ids import ProducerIdManager
 from coordinator.transactions import TransactionCoordinator
 from protocol.errors import ErrorCode
 from storage.errors import KafkaStorageError
+from storage.group_commit import GroupCommit
 from storage.log_manager import LogManager
 
 log = structlog.get_logger("broker")
@@ -38,6 +39,7 @@ class Broker:
         self.dynamic_configs = DynamicConfigs(self.data_dir, config, self.logs)
         self.producer_ids = ProducerIdManager(self.data_dir)
         self.data_waiters = DataWaiters()
+        self.durability = GroupCommit()  # fsyncs of the transaction path, off the event loop
         self.groups = GroupCoordinator(config, self.logs)
         self.txns = TransactionCoordinator(self)
         self.security = Security(config, self.data_dir)  # listeners, SASL, SCRAM, ACLs
@@ -104,6 +106,7 @@ class Broker:
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        self.durability.close()  # waits for an fsync round still running on the logs' files
         self.logs.close()
         log.info("broker stopped cleanly")
 

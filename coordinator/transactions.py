@@ -8,10 +8,14 @@ offsets become visible or are dropped.
 Rules that hold everywhere in this module:
 - A transition is installed in memory only after its record is durable (appended and fsynced);
   a failed write leaves the previous state (and answers COORDINATOR_NOT_AVAILABLE, retriable).
+  fsyncs never run on the event loop: `durability.sync(logs)` (storage/group_commit.py) runs them
+  in a thread and lets concurrent transactions share one fsync round.
 - EndTxn is two-phase: PrepareCommit/PrepareAbort durable -> one control batch per partition of
-  the transaction (fsynced) -> staged group offsets applied or dropped -> CompleteCommit /
-  CompleteAbort durable -> answer. A crash anywhere in between is finished by `load()`, which
-  re-drives every PrepareX it finds (markers are idempotent for the partitions).
+  the transaction, all appended first, then fsynced together -> staged group offsets applied or
+  dropped -> CompleteCommit / CompleteAbort durable -> answer. A crash anywhere in between is
+  finished by `load()`, which re-drives every PrepareX it finds (markers are idempotent for the
+  partitions). The order of the fsync barriers is what keeps a power loss from leaving a marker
+  without its PrepareX, or a CompleteX without its markers.
 - While a multi-step operation on a transactional id is in progress (there can be awaits in it,
   e.g. an asynchronous group coordinator), other requests for that id get
   CONCURRENT_TRANSACTIONS (Kafka's pendingState).
@@ -31,7 +35,7 @@ from typing import Iterable
 import structlog
 
 from coordinator.partitioning import partition_for
-from coordinator.txn_log import TXN_TOPIC, LogTxnStore, flush_partition
+from coordinator.txn_log import TXN_TOPIC, LogTxnStore
 from coordinator.txn_state import (
     NO_PRODUCER_EPOCH,
     NO_PRODUCER_ID,
@@ -47,6 +51,7 @@ from coordinator.txn_state import (
 )
 from protocol.errors import ErrorCode
 from storage.errors import KafkaStorageError
+from storage.group_commit import GroupCommit
 
 __all__ = ["TransactionCoordinator", "OFFSETS_TOPIC", "FAULT_POINTS"]
 
@@ -77,8 +82,10 @@ async def _maybe_await(value):
 
 
 class TransactionCoordinator:
-    def __init__(self, broker, store=None, clock=None) -> None:
+    def __init__(self, broker, store=None, clock=None, durability=None) -> None:
         self.broker = broker
+        #: `await durability.sync(logs)`: fsync off the event loop, shared (storage.group_commit)
+        self.durability = durability or getattr(broker, "durability", None) or GroupCommit()
         config = broker.config
         self.max_timeout_ms = config["transaction.max.timeout.ms"]
         self.expiration_ms = config["transactional.id.expiration.ms"]
@@ -125,12 +132,16 @@ class TransactionCoordinator:
         if meta is not None and self._by_pid.get(meta.producer_id) == transactional_id:
             del self._by_pid[meta.producer_id]
 
-    def _persist(self, meta: TransactionMetadata, *, tombstone: bool = False) -> ErrorCode:
-        """Append the transition to __transaction_state and fsync it."""
+    async def _persist(self, meta: TransactionMetadata, *, tombstone: bool = False,
+                       wait_fsync: bool = True) -> ErrorCode:
+        """Append the transition to __transaction_state and wait until it is fsynced
+        (`wait_fsync=False`: in the page cache is enough, see `_complete`)."""
         txn_id = meta.transactional_id
         try:
-            self.store.append(self._partition(txn_id), encode_key(txn_id),
-                              None if tombstone else encode_value(meta))
+            plog = self.store.append(self._partition(txn_id), encode_key(txn_id),
+                                     None if tombstone else encode_value(meta))
+            if plog is not None and wait_fsync:
+                await self.durability.sync((plog,))
         except Exception as exc:  # noqa: BLE001 - storage failure: state unchanged, retriable
             log.error("could not write transaction state", transactional_id=txn_id,
                       state=meta.state.display, error=repr(exc))
@@ -278,7 +289,11 @@ class TransactionCoordinator:
                                               plan.producer_epoch, commit=False,
                                               from_client=False, fence=True)
             return (ErrorCode.concurrent_transactions if err == ErrorCode.none else err, *fail)
-        err = self._persist(plan)
+        self._pending[transactional_id] = plan.state
+        try:
+            err = await self._persist(plan)
+        finally:
+            self._pending.pop(transactional_id, None)
         if err != ErrorCode.none:
             return (err, *fail)
         self._install(plan)
@@ -305,7 +320,11 @@ class TransactionCoordinator:
         if err is not None:
             return err
         new = meta.prepare_add_partitions(parts, self._now())
-        err = self._persist(new)
+        self._pending[transactional_id] = new.state
+        try:
+            err = await self._persist(new)
+        finally:
+            self._pending.pop(transactional_id, None)
         if err == ErrorCode.none:
             self._install(new)
         return err
@@ -369,7 +388,7 @@ class TransactionCoordinator:
         prepared = meta.prepare_abort_or_commit(commit, self._now())
         self._pending[transactional_id] = prepared.state
         try:
-            err = self._persist(prepared)
+            err = await self._persist(prepared)
             if err != ErrorCode.none:
                 if fence:
                     meta.has_failed_epoch_fence = True
@@ -395,7 +414,7 @@ class TransactionCoordinator:
                                            else TxnState.COMPLETE_ABORT)
         try:
             try:
-                self._write_markers(meta, commit)
+                await self._write_markers(meta, commit)
                 groups = self.broker.groups
                 if groups is not None and hasattr(groups, "complete_txn"):
                     await _maybe_await(groups.complete_txn(meta.producer_id, commit))
@@ -406,7 +425,11 @@ class TransactionCoordinator:
             self._fault("crash-before-complete", transactional_id)
             meta = self.txns[transactional_id]
             completed = meta.prepare_complete(self._now())
-            err = self._persist(completed)
+            # CompleteX need not be fsynced before the answer: a SIGKILL keeps the page cache,
+            # and if a power loss drops it, PrepareX (durable) is replayed and the markers
+            # written again. Any later fsync of this partition (the next AddPartitions of the
+            # same id included) covers it, so newer state never overtakes it on disk.
+            err = await self._persist(completed, wait_fsync=False)
             if err == ErrorCode.none:
                 self._install(completed)
                 log.info("transaction completed", transactional_id=transactional_id,
@@ -417,7 +440,9 @@ class TransactionCoordinator:
         finally:
             self._pending.pop(transactional_id, None)
 
-    def _write_markers(self, meta: TransactionMetadata, commit: bool) -> None:
+    async def _write_markers(self, meta: TransactionMetadata, commit: bool) -> None:
+        """Append every partition's marker (page cache, no waiting), then one fsync round for
+        all of them: the markers must be durable before CompleteX can be written."""
         coordinator_epoch = self.store.coordinator_epoch(self._partition(meta.transactional_id))
         written = []
         first = True
@@ -443,11 +468,7 @@ class TransactionCoordinator:
             if first:
                 first = False
                 self._fault("crash-after-first-marker", meta.transactional_id)
-        seen = set()
-        for plog in written:
-            if id(plog) not in seen:
-                seen.add(id(plog))
-                flush_partition(plog, self.broker.logs)
+        await self.durability.sync(written)
 
     # ------------------------------------------------------------------ background duties
     async def _abort_timed_out(self, transactional_id: str) -> None:
@@ -490,7 +511,7 @@ class TransactionCoordinator:
             dead = meta.prepare_dead()
             self._pending[txn_id] = TxnState.DEAD
             try:
-                if self._persist(dead, tombstone=True) == ErrorCode.none:
+                if await self._persist(dead, tombstone=True) == ErrorCode.none:
                     self._remove(txn_id)
                     log.info("transactional id expired", transactional_id=txn_id,
                              producer_id=meta.producer_id)

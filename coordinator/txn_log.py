@@ -4,13 +4,14 @@ The coordinator sees it through a small interface, so its state machine can be t
 disks:
   num_partitions()                  partitions of the topic (existing, else configured)
   coordinator_epoch(partition)      the partition's leader epoch (stamped into markers)
-  append(partition, key, value)     append one record (value None = tombstone) and make it
-                                    durable (fsync) before returning; raises on failure
+  append(partition, key, value)     append one record (value None = tombstone); returns the
+                                    PartitionLog to fsync (the coordinator awaits its group
+                                    commit), or None when there is nothing to fsync; raises
   replay()                          (key, value) of every record, in log order per partition
 
 `LogTxnStore` is the real one over storage.LogManager (one magic-2 batch per record, built with
-protocol.record_batch.build_batch, appended with PartitionLog.append(internal=True), then
-flushed); `MemoryTxnStore` keeps records in lists (unit tests). The topic is created on the first
+protocol.record_batch.build_batch, appended with PartitionLog.append(internal=True));
+`MemoryTxnStore` keeps records in lists (unit tests). The topic is created on the first
 write with `cleanup.policy=compact`: records are keyed by transactional id, so compaction keeps
 each id's latest state.
 """
@@ -49,6 +50,7 @@ class MemoryTxnStore:
         return 0
 
     def append(self, partition: int, key: bytes, value: bytes | None) -> None:
+        """Returns None: nothing to fsync."""
         if self.fail_with is not None:
             exc, self.fail_with = self.fail_with, None
             raise exc
@@ -87,7 +89,7 @@ class LogTxnStore:
         epoch = getattr(plog, "leader_epoch", 0) if plog is not None else 0
         return max(int(epoch), 0)
 
-    def append(self, partition: int, key: bytes, value: bytes | None) -> None:
+    def append(self, partition: int, key: bytes, value: bytes | None):
         from protocol.record_batch import build_batch
 
         plog = self._log(partition, create=True)
@@ -95,7 +97,7 @@ class LogTxnStore:
             raise RuntimeError(f"{TXN_TOPIC}-{partition} does not exist")
         batch = build_batch([(key, value)], timestamp=int(time.time() * 1000))
         plog.append(batch, internal=True)
-        flush_partition(plog, self.logs)
+        return plog
 
     def replay(self) -> Iterator[tuple[bytes, bytes | None]]:
         for partition in range(self.num_partitions()):
@@ -123,15 +125,6 @@ class LogTxnStore:
                             yield key, value
                 if not advanced:
                     break
-
-
-def flush_partition(plog, logs=None) -> None:
-    """fsync one partition (PartitionLog.flush when storage has it, else the whole LogManager)."""
-    flush = getattr(plog, "flush", None)
-    if callable(flush):
-        flush()
-    elif logs is not None:
-        logs.flush()
 
 
 def readable_batches(data: bytes, topic: str, partition: int):

@@ -34,7 +34,7 @@ import struct
 import time
 from typing import Iterator, NamedTuple, Sequence
 
-from crc32c import crc32c as _crc32c
+from protocol.crc import crc32c as _crc32c
 
 __all__ = [
     "HEADER_SIZE", "HEADER_STRUCT", "MAGIC", "BATCH_OVERHEAD_LENGTH",

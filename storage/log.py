@@ -33,7 +33,7 @@ from collections import deque
 from typing import Any, Callable, NamedTuple
 
 import structlog
-from crc32c import crc32c
+from protocol.crc import crc32c
 
 from protocol.errors import ErrorCode
 from protocol.record_batch import (
@@ -64,7 +64,7 @@ from storage.segment import (
 )
 from storage.transaction_index import AbortedTxn
 
-__all__ = ["PartitionLog", "AppendInfo", "ReadResult", "LEADER_EPOCH", "LATEST_TIMESTAMP",
+__all__ = ["PartitionLog", "FlushTicket", "AppendInfo", "ReadResult", "LEADER_EPOCH", "LATEST_TIMESTAMP",
            "EARLIEST_TIMESTAMP", "MAX_TIMESTAMP", "EARLIEST_LOCAL_TIMESTAMP"]
 
 log = structlog.get_logger(__name__)
@@ -98,6 +98,20 @@ class AppendInfo(NamedTuple):
     log_append_time_ms: int  # -1 unless the topic uses LogAppendTime
     log_start_offset: int
     duplicate: bool  # an exact retry: nothing was written, offsets are the original ones
+
+
+class FlushTicket(NamedTuple):
+    """What one fsync round of a PartitionLog covers (see PartitionLog.begin_flush)."""
+    segments: tuple  # LogSegments written since the previous flush
+    plans: tuple  # their LogSegment.plan_sync()
+    running: tuple  # futures of roll fsyncs still in flight
+    offset: int  # everything below is durable once sync() returns
+
+    def sync(self) -> None:
+        for fut in self.running:
+            fut.result()
+        for plan in self.plans:
+            LogSegment.run_sync_plan(plan)
 
 
 class ReadResult(NamedTuple):
@@ -432,10 +446,34 @@ class PartitionLog:
     def flush(self) -> None:
         """fsync everything appended so far; the recovery point becomes the log end offset."""
         self._wait_pending_flushes()
+        ticket = self.begin_flush()
+        ticket.sync()
+        self.finish_flush(ticket, ok=True)
+
+    def begin_flush(self) -> "FlushTicket":
+        """The event-loop half of a flush: write pending index entries and capture what must
+        reach the disk (dirty segments, roll fsyncs still running, the offset it makes durable).
+        ``ticket.sync()`` touches no Python state of this log, so it may run in a worker thread
+        while appends continue; then ``finish_flush`` on the loop moves the recovery point."""
+        dirty, plans = [], []
         for seg in self._segments:
             if seg.dirty:
-                seg.flush()
-        self.recovery_point = self._leo
+                seg.write_pending()
+                seg.dirty = False
+                dirty.append(seg)
+                plans.append(seg.plan_sync())
+        running = tuple(fut for fut, _ in self._pending_flushes)
+        return FlushTicket(tuple(dirty), tuple(plans), running, self._leo)
+
+    def finish_flush(self, ticket: "FlushTicket", *, ok: bool) -> None:
+        if self._pending_flushes:
+            self._poll_flushes()
+        if not ok:
+            for seg in ticket.segments:
+                seg.dirty = True  # the next flush tries again, indexes included
+                seg.forget_sync_plan()
+            return
+        self._advance_recovery_point(ticket.offset)
         self._unflushed_messages = 0
         self._last_flush_ms = self._time_ms()
 

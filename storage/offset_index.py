@@ -34,7 +34,7 @@ class CorruptIndexError(Exception):
 
 
 class OffsetIndex:
-    __slots__ = ("path", "base_offset", "_offsets", "_positions", "_on_disk", "_last")
+    __slots__ = ("path", "base_offset", "_offsets", "_positions", "_on_disk", "_last", "_synced")
 
     def __init__(self, path: str, base_offset: int) -> None:
         self.path = path
@@ -43,6 +43,7 @@ class OffsetIndex:
         self._positions: array | None = None
         self._on_disk = 0  # entries already in the file
         self._last: tuple[int, int] | None = None  # (relative offset, position), when not loaded
+        self._synced = -1  # _on_disk when the last fsync was planned; -1: unknown
 
     # -------------------------------------------------------------- construction
     @classmethod
@@ -156,6 +157,12 @@ class OffsetIndex:
         with open(self.path, "ab", buffering=0) as f:
             f.write(flat.tobytes())
         self._on_disk = len(self._offsets)
+
+    def take_unsynced(self) -> bool:
+        """On the event loop, when an fsync is planned: were entries written since the last
+        plan? (An fsync of an unchanged file still costs 0.1-0.5 ms.)"""
+        changed, self._synced = self._on_disk != self._synced, self._on_disk
+        return changed
 
     def sync(self) -> None:
         """fsync the file (may run in a worker thread: touches no Python state)."""

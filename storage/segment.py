@@ -28,7 +28,7 @@ from protocol.record_batch import (
     BatchHeader,
     crc_ok,
 )
-from storage.offset_index import CorruptIndexError, OffsetIndex
+from storage.offset_index import CorruptIndexError, OffsetIndex, _fsync_path
 from storage.time_index import TimeIndex
 from storage.transaction_index import TransactionIndex
 
@@ -344,6 +344,25 @@ class LogSegment:
         self.index.sync()
         self.time_index.sync()
         self.txn_index.sync()
+
+    def plan_sync(self) -> tuple[int, tuple[str, ...]]:
+        """On the event loop: what an fsync round must cover, the .log fd and the index files
+        written since the last plan (run it with `run_sync_plan`, in any thread)."""
+        indexes = (self.index, self.time_index, self.txn_index)
+        return self.fd, tuple(idx.path for idx in indexes if idx.take_unsynced())
+
+    @staticmethod
+    def run_sync_plan(plan: tuple[int, tuple[str, ...]]) -> None:
+        """fsync what `plan_sync` listed; touches no Python state (worker threads)."""
+        fd, index_paths = plan
+        os.fsync(fd)
+        for path in index_paths:
+            _fsync_path(path)
+
+    def forget_sync_plan(self) -> None:
+        """The planned fsync failed: the next plan must cover every index again."""
+        self.index._synced = self.time_index._synced = -1
+        self.txn_index._synced = 0
 
     def flush(self) -> None:
         self.write_pending()

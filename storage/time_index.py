@@ -28,7 +28,7 @@ ENTRY_SIZE = _ENTRY.size
 
 
 class TimeIndex:
-    __slots__ = ("path", "base_offset", "_timestamps", "_offsets", "_on_disk", "_last")
+    __slots__ = ("path", "base_offset", "_timestamps", "_offsets", "_on_disk", "_last", "_synced")
 
     def __init__(self, path: str, base_offset: int) -> None:
         self.path = path
@@ -37,6 +37,7 @@ class TimeIndex:
         self._offsets: array | None = None  # relative
         self._on_disk = 0
         self._last: tuple[int, int] | None = None  # (timestamp, relative offset), when not loaded
+        self._synced = -1  # _on_disk when the last fsync was planned; -1: unknown
 
     @classmethod
     def create(cls, path: str, base_offset: int) -> "TimeIndex":
@@ -132,6 +133,11 @@ class TimeIndex:
         with open(self.path, "ab", buffering=0) as f:
             f.write(data)
         self._on_disk = len(self._timestamps)
+
+    def take_unsynced(self) -> bool:
+        """See OffsetIndex.take_unsynced."""
+        changed, self._synced = self._on_disk != self._synced, self._on_disk
+        return changed
 
     def sync(self) -> None:
         _fsync_path(self.path)

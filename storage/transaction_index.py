@@ -36,12 +36,13 @@ class AbortedTxn(NamedTuple):
 
 
 class TransactionIndex:
-    __slots__ = ("path", "base_offset", "entries")
+    __slots__ = ("path", "base_offset", "entries", "_synced")
 
     def __init__(self, path: str, base_offset: int) -> None:
         self.path = path
         self.base_offset = base_offset
         self.entries: list[AbortedTxn] = []
+        self._synced = 0  # entries when the last fsync was planned (no file without entries)
 
     @classmethod
     def open(cls, path: str, base_offset: int) -> "TransactionIndex":
@@ -85,6 +86,12 @@ class TransactionIndex:
             if txn.last_stable_offset >= upper_bound:
                 return out, True
         return out, False
+
+    def take_unsynced(self) -> bool:
+        """See OffsetIndex.take_unsynced."""
+        n = len(self.entries)
+        changed, self._synced = n != self._synced, n
+        return changed and n > 0
 
     def sync(self) -> None:
         if self.entries:

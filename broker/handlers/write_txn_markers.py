@@ -8,7 +8,6 @@ from an older coordinator epoch TRANSACTION_COORDINATOR_FENCED; markers written 
 __consumer_offsets also apply or drop the producer's pending transactional offsets."""
 
 from broker.security.acls import CLUSTER_NAME, Operation as Op, ResourceType as Res
-from coordinator.txn_log import flush_partition
 from protocol.errors import ErrorCode
 from storage.errors import KafkaStorageError
 
@@ -18,7 +17,7 @@ MIN_VERSION, MAX_VERSION = 1, 2
 OFFSETS_TOPIC = "__consumer_offsets"
 
 
-def _write(broker, marker, topic: str, partition: int) -> int:
+def _write(broker, marker, topic: str, partition: int, written: list) -> int:
     plog = broker.get_log(topic, partition)
     if plog is None:
         return ErrorCode.unknown_topic_or_partition
@@ -28,7 +27,7 @@ def _write(broker, marker, topic: str, partition: int) -> int:
                            marker.coordinator_epoch)
     except KafkaStorageError as exc:
         return exc.error_code
-    flush_partition(plog, broker.logs)
+    written.append(plog)
     if topic == OFFSETS_TOPIC:
         broker.groups.complete_txn(marker.producer_id, commit, partition)
     return ErrorCode.none
@@ -37,11 +36,14 @@ def _write(broker, marker, topic: str, partition: int) -> int:
 async def handle(ctx, req):
     # authorization (Kafka: CLUSTER_ACTION on the cluster; only brokers send this)
     denied = not ctx.allowed(Op.CLUSTER_ACTION, Res.CLUSTER, CLUSTER_NAME)
-    markers = []
+    markers, written = [], []
     for marker in req.markers:
         topics = [dict(name=t.name, partitions=[
             dict(partition_index=p, error_code=ErrorCode.cluster_authorization_failed if denied
-                 else _write(ctx.broker, marker, t.name, p))
+                 else _write(ctx.broker, marker, t.name, p, written))
             for p in t.partition_indexes]) for t in marker.topics]
         markers.append(dict(producer_id=marker.producer_id, topics=topics))
+    # every marker durable before the answer, in one fsync round off the event loop
+    if written:
+        await ctx.broker.durability.sync(written)
     return ctx.response(markers=markers)

@@ -12,6 +12,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from storage.group_commit import GroupCommit
 from coordinator.partitioning import java_string_hash, partition_for
 from coordinator.transactions import OFFSETS_TOPIC, TransactionCoordinator
 from coordinator.txn_log import MemoryTxnStore
@@ -46,7 +47,11 @@ class FakeLog:
         self.events.append(("marker", self.topic, self.partition, commit))
         return len(self.markers) - 1
 
-    def flush(self):
+    # the PartitionLog flush protocol the group commit drives
+    def begin_flush(self):
+        return SimpleNamespace(sync=lambda: None)
+
+    def finish_flush(self, ticket, *, ok):
         self.flushes += 1
 
 
@@ -137,6 +142,7 @@ class Env:
         self.duties = []
         self.broker = SimpleNamespace(config=make_config(**config), logs=self.logs,
                                       groups=self.groups, producer_ids=self.ids,
+                                      durability=GroupCommit(),
                                       every=lambda ms, fn, name: self.duties.append(name))
         self.tc = TransactionCoordinator(self.broker, store=self.store, clock=self.clock)
 

@@ -1,0 +1,59 @@
+"""The benchmark's Markdown table: one row per figure, one column per broker, and the ratio
+minibroker / Kafka when both ran (above 1 means minibroker's figure is larger: better for a
+rate, worse for a time, a size or a CPU cost)."""
+
+from __future__ import annotations
+
+#: (key, label, number format)
+FIGURES = [
+    ("startup_ms", "process start to first Metadata answer (ms)", "{:,.0f}"),
+    ("idle_rss_mb", "idle RSS (MB)", "{:,.1f}"),
+    ("threads", "threads", "{:,.0f}"),
+    ("rss_after_load_mb", "RSS after the load below (MB)", "{:,.1f}"),
+    ("produce_100_per_s", "produce 100 B idempotent, acks=all (records/s)", "{:,.0f}"),
+    ("produce_100_cpu_us_per_record", "broker CPU per 100 B record produced (us)", "{:,.2f}"),
+    ("produce_1k_per_s", "produce 1 KB idempotent (records/s)", "{:,.0f}"),
+    ("produce_1k_cpu_us_per_record", "broker CPU per 1 KB record produced (us)", "{:,.2f}"),
+    ("txn_100_per_s", "produce 100 B transactional, commit every 1000 (records/s)", "{:,.0f}"),
+    ("txn_100_cpu_ms_per_txn", "broker CPU per transaction of 1000 x 100 B (ms)", "{:,.2f}"),
+    ("txn_1k_per_s", "produce 1 KB transactional, commit every 1000 (records/s)", "{:,.0f}"),
+    ("one_txn_per_s", "one-record transactions, one producer (commits/s)", "{:,.0f}"),
+    ("one_txn_cpu_ms_per_txn", "broker CPU per one-record transaction (ms)", "{:,.2f}"),
+    ("latency_p50_ms", "produce latency p50 at 1,000 records/s (ms)", "{:,.2f}"),
+    ("latency_p99_ms", "produce latency p99 at 1,000 records/s (ms)", "{:,.2f}"),
+    ("consume_100_per_s", "consume 100 B read_uncommitted (records/s)", "{:,.0f}"),
+    ("consume_100_cpu_us_per_record", "broker CPU per 100 B record consumed (us)", "{:,.2f}"),
+    ("consume_txn_per_s", "consume 100 B transactional data read_committed (records/s)", "{:,.0f}"),
+]
+
+
+def markdown(results: dict) -> str:
+    medians = results["median"]
+    brokers = list(medians)
+    both = "minibroker" in medians and "kafka" in medians
+    head = ["figure", *brokers] + (["minibroker / Kafka"] if both else [])
+    lines = [f"Benchmark {results['date']}, {results['machine']['cpus']} CPUs, "
+             f"load average {results['machine']['loadavg_before'][0]:.1f} before / "
+             f"{results['machine']['loadavg_after'][0]:.1f} after; median of "
+             f"{results['runs']} fresh brokers per column.", "",
+             "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for key, label, fmt in FIGURES:
+        if not any(key in medians[b] for b in brokers):
+            continue
+        row = [label] + [fmt.format(medians[b][key]) if key in medians[b] else "-" for b in brokers]
+        if both:
+            mb, kf = medians["minibroker"].get(key), medians["kafka"].get(key)
+            row.append(f"{mb / kf:.2f}" if mb is not None and kf else "-")
+        lines.append("| " + " | ".join(row) + " |")
+    mb = medians.get("minibroker", {})
+    if "txn_100_per_s" in mb and "produce_100_per_s" in mb:
+        lines += ["", f"minibroker transactional / idempotent throughput (100 B): "
+                      f"{mb['txn_100_per_s'] / mb['produce_100_per_s']:.2f}"]
+    for name, curve in results.get("curves", {}).items():
+        lines += ["", f"Scale curve: {name} ({curve.get('broker', 'minibroker')})", "",
+                  "| " + " | ".join(curve["columns"]) + " |", "|" + "---|" * len(curve["columns"])]
+        lines += ["| " + " | ".join(f"{v:,.1f}" if isinstance(v, float) else f"{v:,}" for v in row)
+                  + " |" for row in curve["rows"]]
+        if curve.get("plot"):
+            lines += ["", f"![{name}]({curve['plot']})"]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,254 @@
+"""storage.group_commit over real partition logs, and the transaction coordinator on top of it:
+fsyncs run off the event loop, concurrent callers share fsync rounds, the recovery point moves
+only once the data is on disk, an fsync error reaches the callers, and a crash while a
+transaction's markers are being fsynced still ends in a completed transaction."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from types import SimpleNamespace
+
+import pytest
+
+from storage.group_commit import GroupCommit
+from coordinator.transactions import TransactionCoordinator
+from coordinator.txn_state import TxnState
+from protocol.record_batch import CONTROL_COMMIT, build_batch, iter_batches, parse_control_record
+from storage.log_manager import LogManager
+from storage.segment import LogSegment
+
+pytestmark = pytest.mark.timeout(20)
+
+
+class GatedExecutor(ThreadPoolExecutor):
+    """A one-thread executor whose jobs from number `hold_from` on (1-based) wait for `gate`:
+    an fsync round held open."""
+
+    def __init__(self, hold_from=1):
+        super().__init__(max_workers=1)
+        self.gate = threading.Event()
+        self.hold_from = hold_from
+        self.started = 0
+
+    def submit(self, fn, *args, **kwargs):
+        def gated():
+            self.started += 1
+            if self.started >= self.hold_from and not self.gate.wait(10):
+                raise TimeoutError("gate never opened")
+            return fn(*args, **kwargs)
+        return super().submit(gated)
+
+
+def open_logs(path) -> LogManager:
+    m = LogManager(str(path), {})
+    m.open()
+    return m
+
+
+def crash(m: LogManager) -> None:
+    """Stop without close(): no flush, no clean-shutdown marker (the page cache survives, as
+    after a SIGKILL)."""
+    for plog in m.all_logs():
+        plog._wait_pending_flushes()
+        for seg in plog.segments:
+            seg.close()
+    if m._executor is not None:
+        m._executor.shutdown(wait=True)
+
+
+async def until(predicate, timeout=5.0):
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not predicate():
+        assert asyncio.get_running_loop().time() < deadline, "condition not reached"
+        await asyncio.sleep(0.001)
+
+
+def test_concurrent_callers_share_one_round_and_loop_keeps_running(tmp_path):
+    logs = open_logs(tmp_path)
+    logs.create_topic("t", 3, {})
+    parts = [logs.get_log("t", p) for p in range(3)]
+    executor = GatedExecutor()
+    gc = GroupCommit(executor)
+
+    async def scenario():
+        parts[0].append(build_batch([(b"k", b"v")]))
+        first = asyncio.ensure_future(gc.sync([parts[0]]))
+        await until(lambda: executor.started == 1)
+        # the round is blocked in its thread; the loop still runs and more callers arrive
+        for plog in parts:
+            plog.append(build_batch([(b"k", b"w")]))
+        later = [asyncio.ensure_future(gc.sync([plog])) for plog in parts * 4]
+        await asyncio.sleep(0.01)
+        assert not first.done() and not any(f.done() for f in later)
+        assert all(plog.recovery_point == 0 for plog in parts)  # nothing claimed durable yet
+        executor.gate.set()
+        await asyncio.gather(first, *later)
+
+    asyncio.run(scenario())
+    assert gc.rounds == 2  # 13 callers, two fsync rounds
+    assert [plog.recovery_point for plog in parts] == [2, 1, 1]
+    assert [plog.log_end_offset for plog in parts] == [2, 1, 1]
+    gc.close()
+    logs.close()
+
+
+def test_fsync_error_reaches_callers_and_next_round_retries(tmp_path, monkeypatch):
+    logs = open_logs(tmp_path)
+    logs.create_topic("t", 1, {})
+    plog = logs.get_log("t", 0)
+    plog.append(build_batch([(b"k", b"v")]))
+    gc = GroupCommit()
+    real_sync = LogSegment.run_sync_plan
+    failures = iter([OSError(5, "Input/output error")])
+    planned = []
+
+    def flaky_sync(plan):
+        planned.append(plan)
+        exc = next(failures, None)
+        if exc is not None:
+            raise exc
+        real_sync(plan)
+
+    monkeypatch.setattr(LogSegment, "run_sync_plan", staticmethod(flaky_sync))
+
+    async def scenario():
+        with pytest.raises(OSError):
+            await gc.sync([plog])
+        assert plog.recovery_point == 0
+        await gc.sync([plog])  # the segment was marked dirty again: fsynced now
+
+    asyncio.run(scenario())
+    assert plog.recovery_point == 1 and gc.rounds == 2
+    # the retry covered the index files again, not just the .log
+    assert planned[1][1] == planned[0][1] and len(planned[0][1]) >= 2
+    gc.close()
+    logs.close()
+
+
+# --------------------------------------------------------------------------- coordinator
+
+
+class Ids:
+    def __init__(self):
+        self.next = 1000
+
+    def allocate(self):
+        self.next += 1
+        return self.next - 1
+
+
+CONFIG = {
+    "transaction.max.timeout.ms": 900000,
+    "transactional.id.expiration.ms": 604800000,
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms": 10000,
+    "transaction.remove.expired.transaction.cleanup.interval.ms": 3600000,
+    "transaction.state.log.num.partitions": 1,
+    "offsets.topic.num.partitions": 1,
+    "minibroker.test.fault": "",
+}
+
+
+def coordinator(logs: LogManager, durability: GroupCommit) -> TransactionCoordinator:
+    broker = SimpleNamespace(config=CONFIG, logs=logs, groups=None, producer_ids=Ids(),
+                             durability=durability)
+    return TransactionCoordinator(broker)
+
+
+def markers(plog) -> list[tuple[int, bool]]:
+    """(producer id, commit) of every control batch in the log."""
+    out = []
+    result = plog.read(0, 1 << 20, 0)
+    data = b"".join(os.pread(c.fd, c.length, c.position) for c in result.chunks)
+    mv = memoryview(data)
+    for pos, header in iter_batches(mv):
+        if header.is_control:
+            control = parse_control_record(mv[pos:pos + header.size])
+            out.append((header.producer_id, control.type == CONTROL_COMMIT))
+    return out
+
+
+def test_unchanged_index_files_are_not_fsynced_again(tmp_path):
+    logs = open_logs(tmp_path)
+    logs.create_topic("t", 1, {})
+    plog = logs.get_log("t", 0)
+    plog.append(build_batch([(b"k", b"v")]))
+    first = plog.begin_flush()
+    plog.finish_flush(first, ok=True)
+    plog.append(build_batch([(b"k", b"w")]))  # far below log.index.interval.bytes
+    second = plog.begin_flush()
+    plog.finish_flush(second, ok=True)
+    assert len(first.plans[0][1]) >= 2 and second.plans[0][1] == ()
+    logs.close()
+
+
+def test_concurrent_end_txn_share_fsync_rounds(tmp_path):
+    logs = open_logs(tmp_path)
+    logs.create_topic("t", 4, {})
+    gc = GroupCommit()
+    tc = coordinator(logs, gc)
+    n = 24
+
+    async def scenario():
+        await tc.load()
+        ids = {}
+        for i in range(n):
+            err, pid, epoch = await tc.init_producer_id(f"tx-{i}", 60000)
+            assert err == 0
+            ids[f"tx-{i}"] = (pid, epoch)
+            assert await tc.add_partitions(f"tx-{i}", pid, epoch, [("t", i % 4)]) == 0
+        rounds_before = gc.rounds
+        results = await asyncio.gather(*(tc.end_txn(t, pid, epoch, True)
+                                         for t, (pid, epoch) in ids.items()))
+        assert results == [0] * n
+        return gc.rounds - rounds_before
+
+    rounds = asyncio.run(scenario())
+    # each EndTxn waits on two fsync barriers (PrepareCommit, markers): 48 without sharing
+    assert rounds <= 8, rounds
+    assert all(m.state == TxnState.COMPLETE_COMMIT for m in tc.txns.values())
+    assert sum(len(markers(logs.get_log("t", p))) for p in range(4)) == n
+    gc.close()
+    logs.close()
+
+
+def test_crash_while_markers_are_fsynced_recovers_to_complete(tmp_path):
+    logs = open_logs(tmp_path)
+    logs.create_topic("t", 2, {})
+    # fsync rounds: 1 InitProducerId, 2 AddPartitions, 3 PrepareCommit, 4 the markers (held)
+    executor = GatedExecutor(hold_from=4)
+    gc = GroupCommit(executor)
+    tc = coordinator(logs, gc)
+
+    async def commit_and_crash():
+        await tc.load()
+        err, pid, epoch = await tc.init_producer_id("tx", 60000)
+        assert await tc.add_partitions("tx", pid, epoch, [("t", 0), ("t", 1)]) == 0
+        task = asyncio.ensure_future(tc.end_txn("tx", pid, epoch, True))
+        await until(lambda: executor.started == 4)
+        assert tc.txns["tx"].state == TxnState.PREPARE_COMMIT
+        assert len(markers(logs.get_log("t", 0))) == 1 and len(markers(logs.get_log("t", 1))) == 1
+        # the process dies while the markers' fsync is in flight
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        return pid
+
+    loop = asyncio.new_event_loop()
+    pid = loop.run_until_complete(commit_and_crash())
+    executor.gate.set()
+    gc.close()
+    loop.close()
+    crash(logs)
+
+    logs2 = open_logs(tmp_path)
+    gc2 = GroupCommit()
+    tc2 = coordinator(logs2, gc2)
+    asyncio.run(tc2.load())
+    assert tc2.txns["tx"].state == TxnState.COMPLETE_COMMIT
+    for p in range(2):
+        assert (pid, True) in markers(logs2.get_log("t", p))
+        assert logs2.get_log("t", p).last_stable_offset == logs2.get_log("t", p).log_end_offset
+    gc2.close()
+    logs2.close()
