@@ -31,8 +31,13 @@ def _skip_value(kind, buf, pos: int, out: bytearray) -> int:
     return end
 
 
-def _copy_field(kind, is_array: bool, buf, pos: int, out: bytearray) -> int:
+def _copy_field(kind, is_array: bool, nullable: bool, buf, pos: int, out: bytearray) -> int:
     if not is_array:
+        if nullable and isinstance(kind, type):  # nullable struct: int8 marker, -1 null
+            out += buf[pos:pos + 1]
+            if buf[pos] == 0xFF:
+                return pos + 1
+            pos += 1
         return _skip_value(kind, buf, pos, out)
     n, body = read_uvarint(buf, pos)
     out += buf[pos:body]
@@ -45,7 +50,7 @@ def _copy_field(kind, is_array: bool, buf, pos: int, out: bytearray) -> int:
 def _copy_entity(cls: type, buf, pos: int, out: bytearray) -> int:
     fields, known = _layout(cls)
     for field in fields:
-        pos = _copy_field(field.kind, field.is_array, buf, pos, out)
+        pos = _copy_field(field.kind, field.is_array, field.nullable, buf, pos, out)
     count, pos = read_uvarint(buf, pos)
     kept = bytearray()
     kept_count = 0

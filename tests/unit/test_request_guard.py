@@ -24,6 +24,10 @@ def encoded(key: int, version: int, values: dict) -> bytes:
     (0, 3, {"transactional_id": None, "acks": 1, "topic_data": []}),
     (19, 7, {"topics": [{"name": "t", "num_partitions": 1, "replication_factor": 1,
                          "assignments": [], "configs": [{"name": "x", "value": None}]}]}),
+    # a nullable struct (the cursor): int8 marker, then the struct when present
+    (75, 0, {"topics": [{"name": "t"}], "response_partition_limit": 5, "cursor": None}),
+    (75, 0, {"topics": [{"name": "t"}], "response_partition_limit": 5,
+             "cursor": {"topic_name": "t", "partition_index": 1}}),
 ])
 def test_valid_bodies_pass_and_decode(key, version, values):
     body = encoded(key, version, values)
