@@ -17,7 +17,6 @@ each id's latest state.
 
 from __future__ import annotations
 
-import os
 import time
 from typing import Iterator
 
@@ -162,7 +161,7 @@ def read_slice(chunk) -> bytes:
     out = bytearray()
     position, remaining = chunk.position, chunk.length
     while remaining > 0:
-        piece = os.pread(chunk.fd, remaining, position)
+        piece = chunk.read(position, remaining)
         if not piece:
             break
         out += piece

@@ -510,7 +510,7 @@ class PartitionLog:
         stop_offset = limit if limit < seg.next_offset else seg.next_offset
         budget_end = start + (max_bytes if max_bytes > first.size else first.size)
         end, upper = self._read_end(seg, start, first, stop_offset, budget_end)
-        chunks = [FileSlice(seg.fd, start, end - start)]
+        chunks = [FileSlice(seg, start, end - start)]
         aborted = self.aborted_transactions(offset, upper) if committed else None
         return ReadResult(chunks, leo, lso, self._log_start, aborted)
 
@@ -761,6 +761,7 @@ class PartitionLog:
         self._segments = segments
         self._bases = [s.base_offset for s in segments]
         self._active = segments[-1]
+        self._active.keep_open = True  # older segments open their files on demand
         self._leo = self._active.next_offset
         self._log_start = segments[0].base_offset
 

@@ -29,6 +29,7 @@ from protocol.record_batch import (
     crc_ok,
 )
 from storage.offset_index import CorruptIndexError, OffsetIndex
+from storage.segment_files import SEGMENT_FILES, SegmentFilePool
 from storage.time_index import TimeIndex
 from storage.transaction_index import TransactionIndex
 
@@ -120,16 +121,19 @@ class RecoveryResult(NamedTuple):
 
 
 class LogSegment:
-    __slots__ = ("dir", "base_offset", "log_path", "fd", "size", "next_offset", "index",
+    __slots__ = ("dir", "base_offset", "log_path", "_fd", "_keep_open", "files", "size", "next_offset", "index",
                  "time_index", "txn_index", "max_timestamp", "offset_of_max_timestamp",
                  "rolling_timestamp", "created_ms", "bytes_since_last_index_entry",
                  "index_interval_bytes", "dirty", "suspect")
 
-    def __init__(self, directory: str, base_offset: int, index_interval_bytes: int) -> None:
+    def __init__(self, directory: str, base_offset: int, index_interval_bytes: int,
+                 files: SegmentFilePool = SEGMENT_FILES) -> None:
         self.dir = directory
         self.base_offset = base_offset
         self.log_path = self.path(LOG_SUFFIX)
-        self.fd = -1
+        self._fd = -1  # the .log, opened on first use (see fd)
+        self._keep_open = False  # out of the pool: never closed to make room
+        self.files = files
         self.size = 0
         self.next_offset = base_offset  # offset after the last batch (exact for the active one)
         self.index: OffsetIndex | None = None
@@ -147,12 +151,37 @@ class LogSegment:
     def path(self, suffix: str) -> str:
         return os.path.join(self.dir, segment_file_name(self.base_offset, suffix))
 
+    @property
+    def fd(self) -> int:
+        """The open .log, opened now if the pool closed it (or it was never opened). Valid
+        until the next segment file is opened: use it, never keep it."""
+        if self._fd < 0:
+            self._fd = os.open(self.log_path, os.O_RDWR | os.O_APPEND)
+        if not self._keep_open:
+            self.files.add(self)
+        return self._fd
+
+    @property
+    def keep_open(self) -> bool:
+        return self._keep_open
+
+    @keep_open.setter
+    def keep_open(self, value: bool) -> None:
+        """True for the active segment (and a deleted one still serving reads): its file is
+        not in the pool of files closed least recently used first."""
+        self._keep_open = value
+        if value:
+            self.files.remove(self)
+        elif self._fd >= 0:
+            self.files.add(self)
+
     # ------------------------------------------------------------------ opening
     @classmethod
     def create(cls, directory: str, base_offset: int, index_interval_bytes: int,
                now_ms: int) -> "LogSegment":
         seg = cls(directory, base_offset, index_interval_bytes)
-        seg.fd = os.open(seg.log_path, os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o644)
+        seg._keep_open = True  # a new segment is the active one
+        seg._fd = os.open(seg.log_path, os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o644)
         seg.index = OffsetIndex.create(seg.path(INDEX_SUFFIX), base_offset)
         seg.time_index = TimeIndex.create(seg.path(TIME_INDEX_SUFFIX), base_offset)
         seg.txn_index = TransactionIndex(seg.path(TXN_INDEX_SUFFIX), base_offset)
@@ -165,11 +194,11 @@ class LogSegment:
     @classmethod
     def open(cls, directory: str, base_offset: int, index_interval_bytes: int,
              now_ms: int) -> "LogSegment":
-        """Open an existing segment without reading its batches. Index problems are noted in
-        ``suspect`` (the caller then runs ``recover``), never raised."""
+        """Open an existing segment without reading its batches or opening its .log (that
+        happens on first use). Index problems are noted in ``suspect`` (the caller then runs
+        ``recover``), never raised."""
         seg = cls(directory, base_offset, index_interval_bytes)
-        seg.fd = os.open(seg.log_path, os.O_RDWR | os.O_APPEND)
-        seg.size = os.fstat(seg.fd).st_size
+        seg.size = os.stat(seg.log_path).st_size
         seg.created_ms = now_ms
         seg.txn_index = TransactionIndex(seg.path(TXN_INDEX_SUFFIX), base_offset)
         try:
@@ -332,6 +361,7 @@ class LogSegment:
         if self.max_timestamp >= 0:
             self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
         self.write_pending()
+        self.keep_open = False
 
     def write_pending(self) -> None:
         self.index.write_pending()
@@ -339,8 +369,9 @@ class LogSegment:
 
     def sync(self) -> None:
         """fsync the .log and the index files. Touches no Python state, so it may run in a
-        worker thread while the event loop keeps appending to another segment."""
-        os.fsync(self.fd)
+        worker thread while the event loop keeps appending to another segment; it fsyncs
+        through its own descriptor, so the pool may close the segment's meanwhile."""
+        _fsync_path(self.log_path)
         self.index.sync()
         self.time_index.sync()
         self.txn_index.sync()
@@ -351,16 +382,21 @@ class LogSegment:
         self.dirty = False
 
     def close(self) -> None:
-        if self.fd >= 0:
-            os.close(self.fd)
-            self.fd = -1
+        """Close the .log (a later read opens it again, if it still exists)."""
+        self.files.remove(self)
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
 
     def delete_files(self) -> None:
         self.close()
         self.unlink_files()
 
     def unlink_files(self) -> None:
-        """Remove the files but keep the .log open: readers holding its fd keep working."""
+        """Remove the files but keep the .log open (if it is): reads in flight keep working
+        until the owner closes it."""
+        if self._fd >= 0:
+            self.keep_open = True
         for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
             try:
                 os.unlink(self.path(suffix))
@@ -369,3 +405,14 @@ class LogSegment:
 
     def __repr__(self) -> str:
         return f"LogSegment(base={self.base_offset}, size={self.size}, next={self.next_offset})"
+
+
+def _fsync_path(path: str) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:  # deleted meanwhile: nothing left to make durable
+        return
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
