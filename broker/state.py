@@ -69,7 +69,7 @@ class Broker:
             self.startup_seconds[name] = now - phase_start
             phase_start = now
 
-        raised = raise_open_file_limit()  # startup opens every segment (broker/limits.py)
+        raised = raise_open_file_limit()  # one descriptor per partition and connection (broker/limits.py)
         if raised:
             log.info("open file limit raised", soft_limit_was=raised[0], soft_limit=raised[1])
         self.logs.open()
