@@ -348,6 +348,8 @@ class PartitionLog:
         same offsets, fewer records): serve reads from it and index its aborted transactions."""
         i = self._segments.index(olds[0])
         self._segments[i:i + len(olds)] = [new]
+        for old in olds:
+            old.detach()
         self._bases = [s.base_offset for s in self._segments]
         self._aborted = [e for seg in self._segments for e in seg.txn_index.entries
                          if e.last_offset >= self._log_start]

@@ -17,6 +17,7 @@ decides which segments to check.
 
 from __future__ import annotations
 
+import errno
 import os
 from typing import Iterator, NamedTuple
 
@@ -121,7 +122,7 @@ class RecoveryResult(NamedTuple):
 
 
 class LogSegment:
-    __slots__ = ("dir", "base_offset", "log_path", "_fd", "_keep_open", "files", "size", "next_offset", "index",
+    __slots__ = ("dir", "base_offset", "log_path", "_fd", "_keep_open", "_detached", "files", "size", "next_offset", "index",
                  "time_index", "txn_index", "max_timestamp", "offset_of_max_timestamp",
                  "rolling_timestamp", "created_ms", "bytes_since_last_index_entry",
                  "index_interval_bytes", "dirty", "suspect")
@@ -133,6 +134,7 @@ class LogSegment:
         self.log_path = self.path(LOG_SUFFIX)
         self._fd = -1  # the .log, opened on first use (see fd)
         self._keep_open = False  # out of the pool: never closed to make room
+        self._detached = False  # left the log: its path may name another file now
         self.files = files
         self.size = 0
         self.next_offset = base_offset  # offset after the last batch (exact for the active one)
@@ -156,6 +158,8 @@ class LogSegment:
         """The open .log, opened now if the pool closed it (or it was never opened). Valid
         until the next segment file is opened: use it, never keep it."""
         if self._fd < 0:
+            if self._detached:
+                raise FileNotFoundError(errno.ENOENT, "the segment was deleted or replaced", self.log_path)
             self._fd = os.open(self.log_path, os.O_RDWR | os.O_APPEND)
         if not self._keep_open:
             self.files.add(self)
@@ -388,6 +392,14 @@ class LogSegment:
             os.close(self._fd)
             self._fd = -1
 
+    def detach(self) -> None:
+        """The segment left the log (retention, compaction): keep its open file, if any, for
+        reads in flight until the owner closes it, and never reopen its path, which the
+        cleaner may already have filled with the compacted segment."""
+        if self._fd >= 0:
+            self.keep_open = True
+        self._detached = True
+
     def delete_files(self) -> None:
         self.close()
         self.unlink_files()
@@ -395,8 +407,7 @@ class LogSegment:
     def unlink_files(self) -> None:
         """Remove the files but keep the .log open (if it is): reads in flight keep working
         until the owner closes it."""
-        if self._fd >= 0:
-            self.keep_open = True
+        self.detach()
         for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
             try:
                 os.unlink(self.path(suffix))

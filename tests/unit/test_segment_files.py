@@ -36,8 +36,8 @@ def many_segments(path, clock=lambda: 1_000_000) -> PartitionLog:
     return plog
 
 
-def values(plog: PartitionLog) -> list[int]:
-    out, offset = [], 0
+def values(plog: PartitionLog, offset: int = 0) -> list[int]:
+    out = []
     while offset < plog.log_end_offset:
         result = plog.read(offset, 1 << 20)
         data = b"".join(c.read(c.position, c.length) for c in result.chunks)
@@ -118,3 +118,24 @@ def test_bound_is_at_most_a_quarter_of_the_open_files_limit():
     assert effective_max_open(1000, None) == 1000
     assert effective_max_open(100, 1 << 20) == 100
     assert effective_max_open(1000, 20) == 16
+
+
+def test_a_segment_that_left_the_log_is_never_reopened_by_path(tmp_path, small_pool):
+    """After compaction the path of a replaced segment names the cleaned file: a read of the old
+    one must fail (the connection is closed and the client fetches again), never return bytes
+    of another file. One still open when it left the log stays open and readable."""
+    plog = many_segments(tmp_path / "p")
+    first, second = plog.segments[0], plog.segments[1]
+    stale = plog.read(0, 1 << 20).chunks[0]
+    values(plog)  # the first segment's file is closed to make room
+    assert first._fd < 0
+    first.detach()
+    with pytest.raises(FileNotFoundError):
+        stale.read(stale.position, stale.length)
+    held = plog.read(second.base_offset, 1 << 20).chunks[0]
+    expected = held.read(held.position, held.length)
+    second.detach()  # open when it left: kept open, out of the pool
+    values(plog, 2)  # (a real log no longer lists the two; reading past them opens the rest)
+    assert second._fd >= 0 and held.read(held.position, held.length) == expected
+    second.close()
+    plog.close()
