@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import os
 import struct
 import time
 
@@ -265,7 +264,7 @@ class Connection:
             position, remaining = part.position, part.length
             while remaining > 0:
                 try:
-                    chunk = os.pread(part.fd, min(remaining, _SLICE_READ), position)
+                    chunk = part.read(position, min(remaining, _SLICE_READ))
                 except OSError as exc:  # the segment was deleted (topic deleted) meanwhile
                     raise ClosingConnection(f"segment file unreadable: {exc}") from None
                 if not chunk:

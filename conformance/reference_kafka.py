@@ -12,6 +12,7 @@ import os
 import shutil
 import signal
 import subprocess
+import time
 from pathlib import Path
 
 from conformance.ports import free_low_port

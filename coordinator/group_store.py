@@ -13,7 +13,6 @@ a list (unit tests), with `append_marker` standing in for the transaction coordi
 
 from __future__ import annotations
 
-import os
 import struct
 import time
 from dataclasses import dataclass, field
@@ -178,7 +177,7 @@ def _read_slice(chunk) -> bytes:
     out = bytearray()
     position, remaining = chunk.position, chunk.length
     while remaining > 0:
-        piece = os.pread(chunk.fd, remaining, position)
+        piece = chunk.read(position, remaining)
         if not piece:
             break
         out += piece

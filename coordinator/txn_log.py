@@ -18,7 +18,6 @@ each id's latest state.
 
 from __future__ import annotations
 
-import os
 import time
 from typing import Iterator
 
@@ -155,7 +154,7 @@ def read_slice(chunk) -> bytes:
     out = bytearray()
     position, remaining = chunk.position, chunk.length
     while remaining > 0:
-        piece = os.pread(chunk.fd, remaining, position)
+        piece = chunk.read(position, remaining)
         if not piece:
             break
         out += piece

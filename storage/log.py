@@ -362,6 +362,8 @@ class PartitionLog:
         same offsets, fewer records): serve reads from it and index its aborted transactions."""
         i = self._segments.index(olds[0])
         self._segments[i:i + len(olds)] = [new]
+        for old in olds:
+            old.detach()
         self._bases = [s.base_offset for s in self._segments]
         self._aborted = [e for seg in self._segments for e in seg.txn_index.entries
                          if e.last_offset >= self._log_start]
@@ -548,7 +550,7 @@ class PartitionLog:
         stop_offset = limit if limit < seg.next_offset else seg.next_offset
         budget_end = start + (max_bytes if max_bytes > first.size else first.size)
         end, upper = self._read_end(seg, start, first, stop_offset, budget_end)
-        chunks = [FileSlice(seg.fd, start, end - start)]
+        chunks = [FileSlice(seg, start, end - start)]
         aborted = self.aborted_transactions(offset, upper) if committed else None
         return ReadResult(chunks, leo, lso, self._log_start, aborted)
 
@@ -799,6 +801,7 @@ class PartitionLog:
         self._segments = segments
         self._bases = [s.base_offset for s in segments]
         self._active = segments[-1]
+        self._active.keep_open = True  # older segments open their files on demand
         self._leo = self._active.next_offset
         self._log_start = segments[0].base_offset
 

@@ -55,6 +55,12 @@ from storage.log import LEADER_EPOCH, PartitionLog
 from storage.cleaner import CLEANER_DIR
 from storage.log_cleaner import LogCleaner, recover_interrupted_clean
 from storage.retention import segments_to_delete
+from storage.segment_files import (
+    DEFAULT_MAX_OPEN_SEGMENT_FILES,
+    SEGMENT_FILES,
+    effective_max_open,
+    open_files_limit,
+)
 
 __all__ = ["LogManager", "TopicInfo", "LEADER_EPOCH", "INTERNAL_TOPICS", "validate_topic_name",
            "CLEAN_SHUTDOWN_FILE", "RECOVERY_POINT_FILE", "META_PROPERTIES_FILE"]
@@ -159,6 +165,7 @@ class LogManager:
         log_starts = read_offset_checkpoint(
             os.path.join(self.data_dir, LOG_START_OFFSET_FILE),
             "log start offsets fall back to each log's first segment")
+        self._configure_segment_files()
         self._remove_deleted_dirs()
         self._load_topics()
         self._upgrade_internal_topics()
@@ -177,6 +184,15 @@ class LogManager:
         log.info("loaded partition logs", partitions=len(self._logs), topics=len(self.topics),
                  clean_shutdown=clean, cluster_id=self.cluster_id,
                  ms=round((time.monotonic() - started) * 1000, 1))
+
+    def _configure_segment_files(self) -> None:
+        """Bound the open files of inactive segments (storage/segment_files.py) by
+        minibroker.max.open.segment.files and the open-files limit this process has now."""
+        configured = broker_value(self.config, "minibroker.max.open.segment.files")
+        bound = effective_max_open(DEFAULT_MAX_OPEN_SEGMENT_FILES if configured is None else int(configured),
+                                   open_files_limit())
+        SEGMENT_FILES.configure(bound)
+        log.info("segment files bounded", max_open_segment_files=bound)
 
     def _load_meta_properties(self) -> None:
         path = os.path.join(self.data_dir, META_PROPERTIES_FILE)

@@ -17,6 +17,7 @@ decides which segments to check.
 
 from __future__ import annotations
 
+import errno
 import os
 from typing import Iterator, NamedTuple
 
@@ -28,7 +29,8 @@ from protocol.record_batch import (
     BatchHeader,
     crc_ok,
 )
-from storage.offset_index import CorruptIndexError, OffsetIndex, _fsync_path
+from storage.offset_index import CorruptIndexError, OffsetIndex
+from storage.segment_files import SEGMENT_FILES, SegmentFilePool
 from storage.time_index import TimeIndex
 from storage.transaction_index import TransactionIndex
 
@@ -120,16 +122,20 @@ class RecoveryResult(NamedTuple):
 
 
 class LogSegment:
-    __slots__ = ("dir", "base_offset", "log_path", "fd", "size", "next_offset", "index",
+    __slots__ = ("dir", "base_offset", "log_path", "_fd", "_keep_open", "_detached", "files", "size", "next_offset", "index",
                  "time_index", "txn_index", "max_timestamp", "offset_of_max_timestamp",
                  "rolling_timestamp", "created_ms", "bytes_since_last_index_entry",
                  "index_interval_bytes", "dirty", "suspect")
 
-    def __init__(self, directory: str, base_offset: int, index_interval_bytes: int) -> None:
+    def __init__(self, directory: str, base_offset: int, index_interval_bytes: int,
+                 files: SegmentFilePool = SEGMENT_FILES) -> None:
         self.dir = directory
         self.base_offset = base_offset
         self.log_path = self.path(LOG_SUFFIX)
-        self.fd = -1
+        self._fd = -1  # the .log, opened on first use (see fd)
+        self._keep_open = False  # out of the pool: never closed to make room
+        self._detached = False  # left the log: its path may name another file now
+        self.files = files
         self.size = 0
         self.next_offset = base_offset  # offset after the last batch (exact for the active one)
         self.index: OffsetIndex | None = None
@@ -147,12 +153,39 @@ class LogSegment:
     def path(self, suffix: str) -> str:
         return os.path.join(self.dir, segment_file_name(self.base_offset, suffix))
 
+    @property
+    def fd(self) -> int:
+        """The open .log, opened now if the pool closed it (or it was never opened). Valid
+        until the next segment file is opened: use it, never keep it."""
+        if self._fd < 0:
+            if self._detached:
+                raise FileNotFoundError(errno.ENOENT, "the segment was deleted or replaced", self.log_path)
+            self._fd = os.open(self.log_path, os.O_RDWR | os.O_APPEND)
+        if not self._keep_open:
+            self.files.add(self)
+        return self._fd
+
+    @property
+    def keep_open(self) -> bool:
+        return self._keep_open
+
+    @keep_open.setter
+    def keep_open(self, value: bool) -> None:
+        """True for the active segment (and a deleted one still serving reads): its file is
+        not in the pool of files closed least recently used first."""
+        self._keep_open = value
+        if value:
+            self.files.remove(self)
+        elif self._fd >= 0:
+            self.files.add(self)
+
     # ------------------------------------------------------------------ opening
     @classmethod
     def create(cls, directory: str, base_offset: int, index_interval_bytes: int,
                now_ms: int) -> "LogSegment":
         seg = cls(directory, base_offset, index_interval_bytes)
-        seg.fd = os.open(seg.log_path, os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o644)
+        seg._keep_open = True  # a new segment is the active one
+        seg._fd = os.open(seg.log_path, os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o644)
         seg.index = OffsetIndex.create(seg.path(INDEX_SUFFIX), base_offset)
         seg.time_index = TimeIndex.create(seg.path(TIME_INDEX_SUFFIX), base_offset)
         seg.txn_index = TransactionIndex(seg.path(TXN_INDEX_SUFFIX), base_offset)
@@ -165,11 +198,11 @@ class LogSegment:
     @classmethod
     def open(cls, directory: str, base_offset: int, index_interval_bytes: int,
              now_ms: int) -> "LogSegment":
-        """Open an existing segment without reading its batches. Index problems are noted in
-        ``suspect`` (the caller then runs ``recover``), never raised."""
+        """Open an existing segment without reading its batches or opening its .log (that
+        happens on first use). Index problems are noted in ``suspect`` (the caller then runs
+        ``recover``), never raised."""
         seg = cls(directory, base_offset, index_interval_bytes)
-        seg.fd = os.open(seg.log_path, os.O_RDWR | os.O_APPEND)
-        seg.size = os.fstat(seg.fd).st_size
+        seg.size = os.stat(seg.log_path).st_size
         seg.created_ms = now_ms
         seg.txn_index = TransactionIndex(seg.path(TXN_INDEX_SUFFIX), base_offset)
         try:
@@ -332,6 +365,7 @@ class LogSegment:
         if self.max_timestamp >= 0:
             self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
         self.write_pending()
+        self.keep_open = False
 
     def write_pending(self) -> None:
         self.index.write_pending()
@@ -339,23 +373,25 @@ class LogSegment:
 
     def sync(self) -> None:
         """fsync the .log and the index files. Touches no Python state, so it may run in a
-        worker thread while the event loop keeps appending to another segment."""
-        os.fsync(self.fd)
+        worker thread while the event loop keeps appending to another segment; it fsyncs
+        through its own descriptor, so the pool may close the segment's meanwhile."""
+        _fsync_path(self.log_path)
         self.index.sync()
         self.time_index.sync()
         self.txn_index.sync()
 
-    def plan_sync(self) -> tuple[int, tuple[str, ...]]:
-        """On the event loop: what an fsync round must cover, the .log fd and the index files
-        written since the last plan (run it with `run_sync_plan`, in any thread)."""
+    def plan_sync(self) -> tuple[str, tuple[str, ...]]:
+        """On the event loop: what an fsync round must cover, the .log and the index files
+        written since the last plan (run it with `run_sync_plan`, in any thread). Paths, not
+        descriptors: the pool of open segment files may close this segment's meanwhile."""
         indexes = (self.index, self.time_index, self.txn_index)
-        return self.fd, tuple(idx.path for idx in indexes if idx.take_unsynced())
+        return self.log_path, tuple(idx.path for idx in indexes if idx.take_unsynced())
 
     @staticmethod
-    def run_sync_plan(plan: tuple[int, tuple[str, ...]]) -> None:
+    def run_sync_plan(plan: tuple[str, tuple[str, ...]]) -> None:
         """fsync what `plan_sync` listed; touches no Python state (worker threads)."""
-        fd, index_paths = plan
-        os.fsync(fd)
+        log_path, index_paths = plan
+        _fsync_path(log_path)
         for path in index_paths:
             _fsync_path(path)
 
@@ -370,16 +406,28 @@ class LogSegment:
         self.dirty = False
 
     def close(self) -> None:
-        if self.fd >= 0:
-            os.close(self.fd)
-            self.fd = -1
+        """Close the .log (a later read opens it again, if it still exists)."""
+        self.files.remove(self)
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+    def detach(self) -> None:
+        """The segment left the log (retention, compaction): keep its open file, if any, for
+        reads in flight until the owner closes it, and never reopen its path, which the
+        cleaner may already have filled with the compacted segment."""
+        if self._fd >= 0:
+            self.keep_open = True
+        self._detached = True
 
     def delete_files(self) -> None:
         self.close()
         self.unlink_files()
 
     def unlink_files(self) -> None:
-        """Remove the files but keep the .log open: readers holding its fd keep working."""
+        """Remove the files but keep the .log open (if it is): reads in flight keep working
+        until the owner closes it."""
+        self.detach()
         for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
             try:
                 os.unlink(self.path(suffix))
@@ -388,3 +436,14 @@ class LogSegment:
 
     def __repr__(self) -> str:
         return f"LogSegment(base={self.base_offset}, size={self.size}, next={self.next_offset})"
+
+
+def _fsync_path(path: str) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:  # deleted meanwhile: nothing left to make durable
+        return
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -61,6 +61,7 @@ SECURITY_AND_LIMIT_PROPERTIES = [
     Property("queued.max.requests", "int", 500, "Most requests being served at once across all connections; others wait unread.", _positive, "> 0"),
     Property("queued.max.request.bytes", "int", 209715200, "Most request bytes held in memory at once (Kafka: -1, unbounded); -1 for no bound.", lambda v: v == -1 or v > 0, "-1 or > 0"),
     Property("minibroker.max.partitions.per.request", "int", 10000, "CreateTopics/CreatePartitions/auto-creation creating more partitions in one request are refused (Kafka's fixed batch limit).", _positive, "> 0"),
+    Property("minibroker.max.open.segment.files", "int", 1000, "Most open .log files of inactive segments (at most a quarter of the open-files limit); older segments open on read and close least recently used first. Active segments are always open.", _positive, "> 0"),
     Property("minibroker.max.partitions", "int", 100000, "Most partitions on the broker; creations beyond it are refused.", _positive, "> 0"),
 ]
 

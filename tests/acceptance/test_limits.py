@@ -1,7 +1,8 @@
 """Limits that keep one misbehaving client from taking the broker down, each against a real
 broker process: connection caps, idle and half-sent-frame timeouts, the broker-side
 fetch.max.bytes, bounded request memory, back-pressure on clients that never read, and
-partition limits on CreateTopics/CreatePartitions/auto-creation."""
+partition limits on CreateTopics/CreatePartitions/auto-creation, open-file limits (descriptor
+headroom for topic creation, a bounded pool of segment files)."""
 
 from __future__ import annotations
 
@@ -13,10 +14,12 @@ import sys
 import time
 
 import pytest
+from kafka import TopicPartition
 from kafka.protocol.admin import CreatePartitionsRequest, CreatePartitionsResponse
 from kafka.protocol.metadata import MetadataRequest
 
 from tests.support.broker import BrokerProcess
+from tests.support.clients import kp_consumer
 from tests.support.helpers import wait_until
 from tests.support.wire import ConnectionClosed, WireClient, build_batch, build_fetch_request
 
@@ -235,3 +238,46 @@ def test_other_clients_are_served_while_many_topics_are_created(broker):
         creator.sock.setblocking(True)
         assert pending == b"", "ApiVersions was answered only after the whole CreateTopics"
         assert creator.recv_frame(timeout=60)
+
+
+@pytest.mark.timeout(240)
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="counts /proc/<pid>/fd")
+def test_two_thousand_segments_start_and_serve_under_ulimit_1024(broker_factory, tmp_path):
+    """Startup opens no old segment: a partition of 2,000 segments comes back under `ulimit -n
+    1024` (soft and hard) and a consumer reads it all from offset 0 while the broker keeps at
+    most minibroker.max.open.segment.files (here a quarter of the limit) of them open."""
+    segments, value_size = 2000, 1100   # each ~1.2 kB batch is more than log.segment.bytes
+    overrides = {"log.segment.bytes": 1024}
+    first = broker_factory(overrides, data_dir=tmp_path / "data")
+    with WireClient.to(first) as c:
+        c.create_topics([("many-segments", 1)])
+        _fill(c, "many-segments", segments, value_size)
+    assert first.stop() == 0
+    on_disk = [p for p in (tmp_path / "data").rglob("*.log") if "many-segments" in str(p)]
+    assert len(on_disk) >= segments
+
+    class Ulimit1024(LimitedBroker):
+        nofile = 1024
+
+    b = Ulimit1024(tmp_path / "data", overrides).start()
+    try:
+        b.wait_for_log('"max_open_segment_files": 256')
+        consumer = kp_consumer(b.bootstrap, max_partition_fetch_bytes=64 << 10)
+        try:
+            consumer.assign([TopicPartition("many-segments", 0)])
+            consumer.seek_to_beginning()
+            offsets: list[int] = []
+            deadline = time.monotonic() + 120
+            most_open = 0
+            while len(offsets) < segments and time.monotonic() < deadline:
+                for records in consumer.poll(timeout_ms=300, max_records=500).values():
+                    offsets += [r.offset for r in records]
+                most_open = max(most_open, len(os.listdir(f"/proc/{b.proc.pid}/fd")))
+        finally:
+            consumer.close()
+        assert offsets == list(range(segments))
+        assert most_open < 256 + 150, f"{most_open} descriptors open while reading"
+        with WireClient.to(b) as c:  # still serves producers and new clients
+            _fill(c, "many-segments", 1, 10)
+    finally:
+        b.stop()

@@ -6,7 +6,6 @@ transaction's markers are being fsynced still ends in a completed transaction.""
 from __future__ import annotations
 
 import asyncio
-import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from types import SimpleNamespace
@@ -161,7 +160,7 @@ def markers(plog) -> list[tuple[int, bool]]:
     """(producer id, commit) of every control batch in the log."""
     out = []
     result = plog.read(0, 1 << 20, 0)
-    data = b"".join(os.pread(c.fd, c.length, c.position) for c in result.chunks)
+    data = b"".join(c.read(c.position, c.length) for c in result.chunks)
     mv = memoryview(data)
     for pos, header in iter_batches(mv):
         if header.is_control:

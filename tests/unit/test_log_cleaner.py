@@ -53,7 +53,7 @@ def read_all(plog, isolation=0):
     aborted_pids: set[int] = set()
     while offset < limit:
         result = plog.read(offset, 1 << 20, isolation)
-        data = b"".join(os.pread(c.fd, c.length, c.position) for c in result.chunks)
+        data = b"".join(c.read(c.position, c.length) for c in result.chunks)
         if not data:
             break
         pending = sorted(result.aborted or [], key=lambda a: a[1])

@@ -42,7 +42,7 @@ def batch(n=1, *, ts=1000, value=b"v" * 20, **kw) -> bytes:
 
 
 def read_bytes(result) -> bytes:
-    return b"".join(os.pread(c.fd, c.length, c.position) for c in result.chunks)
+    return b"".join(c.read(c.position, c.length) for c in result.chunks)
 
 
 def dir_state(path) -> dict:

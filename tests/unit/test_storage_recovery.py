@@ -44,7 +44,7 @@ def all_offsets(plog) -> list[int]:
     out, offset = [], plog.log_start_offset
     while offset < plog.log_end_offset:
         r = plog.read(offset, 1 << 20)
-        data = b"".join(os.pread(c.fd, c.length, c.position) for c in r.chunks)
+        data = b"".join(c.read(c.position, c.length) for c in r.chunks)
         hs = [h for _, h in iter_batches(data)]
         out += [h.base_offset for h in hs]
         offset = hs[-1].last_offset + 1
