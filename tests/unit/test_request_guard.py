@@ -24,6 +24,8 @@ def encoded(key: int, version: int, values: dict) -> bytes:
     (0, 3, {"transactional_id": None, "acks": 1, "topic_data": []}),
     (19, 7, {"topics": [{"name": "t", "num_partitions": 1, "replication_factor": 1,
                          "assignments": [], "configs": [{"name": "x", "value": None}]}]}),
+    (75, 0, {"topics": [{"name": "a"}, {"name": "b"}], "cursor": None}),   # Java 4.x describeTopics
+    (75, 0, {"topics": [{"name": "a"}], "cursor": {"topic_name": "a", "partition_index": 3}}),
 ])
 def test_valid_bodies_pass_and_decode(key, version, values):
     body = encoded(key, version, values)
@@ -57,3 +59,10 @@ def test_null_array_where_forbidden():
     cls = request_class(19, 7)  # CreateTopics.topics is not nullable
     with pytest.raises(DecodeError, match="serialized as null"):
         decode_request(cls, b"\x00" + b"\x00" * 8, 0)
+
+
+def test_nullable_struct_marker_other_than_null_or_present():
+    body = encoded(75, 0, {"topics": [{"name": "a"}], "cursor": None})
+    bad = body[:-2] + b"\x02" + body[-1:]          # the cursor's marker: neither -1 nor 1
+    with pytest.raises(MalformedRequest, match="invalid marker 2"):
+        check_body(request_class(75, 0), bad, 0)
