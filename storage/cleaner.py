@@ -37,10 +37,9 @@ from protocol.record_batch import (
     CONTROL_ABORT,
     CONTROL_COMMIT,
     CorruptBatchError,
+    filter_batch,
     iter_record_keys,
-    iter_records,
     parse_control_record,
-    rebuild_batch,
 )
 from storage.segment import LogSegment, ScanStop, scan_batches
 from storage.transaction_index import AbortedTxn
@@ -285,8 +284,8 @@ def _clean_segment(job: CleanJob, seg: SegmentToClean, fd: int, offset_map: dict
             write(h, bytes(data))  # producer state must stay rebuildable
             continue
         changed = True
-        survivors = [r for r, k in zip(iter_records(data), keep) if k]
-        result.records_removed += len(keep) - len(survivors)
+        survivors = sum(keep)
+        result.records_removed += len(keep) - survivors
         if survivors:
-            write(h, rebuild_batch(h, survivors))
+            write(h, filter_batch(h, data, keep))
     return changed
