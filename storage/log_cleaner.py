@@ -281,7 +281,7 @@ class LogCleaner:
             write_offset_checkpoint(self._checkpoint_path, self._checkpoint)
         self.passes += 1
         log.info("cleaned log", topic=plog.topic, partition=plog.partition,
-                 ms=round((time.monotonic() - self._started) * 1000, 1),
+                 ms=round((time.monotonic() - self._started) * 1000, 1), worker_ms=result.worker_ms,
                  segments_rewritten=sum(len(olds) for olds in plan.values()),
                  segments_written=len(plan), bytes_read=result.bytes_read,
                  bytes_written=result.bytes_written, records_removed=result.records_removed,
