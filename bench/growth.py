@@ -122,8 +122,11 @@ def cleaner_throughput(data_dir: str, args: tuple, megabytes: int) -> dict:
             during = [lat for t, lat in samples if begin <= t <= end]
             without = [lat for t, lat in samples if t > end]
             mb = event["bytes_read"] / (1 << 20)
+            # pass_s includes starting the worker process on the first pass; mb_per_s is the
+            # clean itself (the worker's own time), as Kafka's cleaner reports its throughput
             return {"log_mb": round(mb, 1), "pass_s": round(event["ms"] / 1000, 2),
-                    "mb_per_s": round(mb / (event["ms"] / 1000), 1),
+                    "worker_s": round(event["worker_ms"] / 1000, 2),
+                    "mb_per_s": round(mb / (event["worker_ms"] / 1000), 1),
                     "produce_p99_ms_during_pass": _p99(during),
                     "produce_p99_ms_without": _p99(without), "samples_during": len(during)}
         finally:

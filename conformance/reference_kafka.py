@@ -21,6 +21,8 @@ HERE = Path(__file__).resolve().parent
 POM = HERE / "kafka" / "pom.xml"
 LOG4J = HERE / "kafka" / "log4j2.properties"
 KAFKA_VERSION = "4.4.0"
+TOOLS_POM = HERE / "kafka-tools" / "pom.xml"
+TOOLS_VERSION = "4.3.1"  # kafka-tools 4.4.0 is not on Maven Central
 CLUSTER_ID = "bWluaWJyb2tlci1jb25mb3Jt"  # any 22-char base64 uuid; ids are normalised anyway
 
 JVM_FLAGS = [
@@ -38,6 +40,13 @@ def cache_dir() -> Path:
 def ensure_jars() -> Path:
     """Fetch Kafka and its runtime dependencies with Maven unless already cached."""
     return _fetch(POM, cache_dir() / "libs", f"kafka_2.13-{KAFKA_VERSION}.jar")
+
+
+def tools_jars() -> Path:
+    """Apache Kafka's command-line tools (TransactionsCommand, DeleteRecordsCommand,
+    LogDirsCommand, kafka.admin.ConfigCommand) with their dependencies, unless already cached."""
+    libs = cache_dir().parent / f"kafka-tools-{TOOLS_VERSION}" / "libs"
+    return _fetch(TOOLS_POM, libs, f"kafka-tools-{TOOLS_VERSION}.jar")
 
 
 def client_jars(version: str) -> Path:

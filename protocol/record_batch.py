@@ -44,7 +44,7 @@ __all__ = [
     "NO_TIMESTAMP", "BatchHeader", "Record", "ControlRecord", "CorruptBatchError", "DecompressedTooLarge",
     "parse_header", "crc_ok", "compute_crc", "set_base_offset", "set_partition_leader_epoch",
     "set_max_timestamp_and_type", "iter_batches", "build_batch", "build_control_batch",
-    "iter_records", "iter_record_keys", "parse_control_record", "rebuild_batch", "decompress",
+    "iter_records", "iter_record_keys", "parse_control_record", "filter_batch", "decompress",
 ]
 
 HEADER_SIZE = 61
@@ -349,28 +349,54 @@ def build_batch(records: Sequence, *, producer_id: int = NO_PRODUCER_ID,
                      producer_epoch, base_sequence, base_offset, partition_leader_epoch)
 
 
-def rebuild_batch(header: BatchHeader, records: Sequence[Record]) -> bytes:
-    """The batch ``header`` describes, holding only ``records`` (some of its own, in order):
-    what log compaction writes. Like Kafka's MemoryRecords.filterTo it keeps the base offset,
-    last offset delta, timestamps, producer id/epoch/base sequence and attributes (so offsets
-    and producer state are unchanged), and compresses with the batch's own codec."""
-    if not records:
-        raise ValueError("a rebuilt batch keeps at least one record")
-    base, base_ts = header.base_offset, header.base_timestamp
-    log_append = header.attributes & ATTR_LOG_APPEND_TIME
-    section = b"".join(
-        _encode_record(r.offset - base, 0 if log_append else r.timestamp - base_ts, r.key,
-                       r.value, r.headers) for r in records)
+def filter_batch(header: BatchHeader, batch, keep: Sequence[bool]) -> bytes:
+    """The batch ``header`` describes, holding only its records whose ``keep`` flag is set (at
+    least one): what log compaction writes. Like Kafka's MemoryRecords.filterTo it keeps the base
+    offset, last offset delta, timestamps, producer id/epoch/base sequence and attributes (so
+    offsets and producer state are unchanged), and compresses with the batch's own codec. A
+    record's offset and timestamp deltas are relative to the base offset and base timestamp,
+    which stay, so the surviving records are copied byte for byte, not decoded and re-encoded."""
+    mv = memoryview(batch)
+    if header.compression:
+        buf = decompress(header.compression, mv[HEADER_SIZE:header.size])
+        pos = 0
+    else:
+        buf, pos = mv[:header.size], HEADER_SIZE
+    parts, kept, run_start = [], 0, -1
+    read = _read_varint
+    try:
+        for k in keep:
+            start = pos
+            b = buf[pos]
+            if b < 0x80:
+                length, pos = (b >> 1) ^ -(b & 1), pos + 1
+            else:
+                length, pos = read(buf, pos)
+            pos += length
+            if k:
+                kept += 1
+                if run_start < 0:
+                    run_start = start
+            elif run_start >= 0:
+                parts.append(buf[run_start:start])
+                run_start = -1
+    except IndexError:
+        raise CorruptBatchError("record runs past the end of the batch") from None
+    if run_start >= 0:
+        parts.append(buf[run_start:pos])
+    if not kept:
+        raise ValueError("a filtered batch keeps at least one record")
+    section = b"".join(parts)
     if header.compression:
         section = _compress(header.compression, section)
-    buf = bytearray(HEADER_SIZE + len(section))
-    _HEADER.pack_into(buf, 0, base, len(buf) - 12, header.partition_leader_epoch, MAGIC, 0,
-                      header.attributes, header.last_offset_delta, base_ts,
+    out = bytearray(HEADER_SIZE + len(section))
+    _HEADER.pack_into(out, 0, header.base_offset, len(out) - 12, header.partition_leader_epoch,
+                      MAGIC, 0, header.attributes, header.last_offset_delta, header.base_timestamp,
                       header.max_timestamp, header.producer_id, header.producer_epoch,
-                      header.base_sequence, len(records))
-    buf[HEADER_SIZE:] = section
-    _U32.pack_into(buf, _CRC_OFFSET, _crc32c(memoryview(buf)[_CRC_START:]))
-    return bytes(buf)
+                      header.base_sequence, kept)
+    out[HEADER_SIZE:] = section
+    _U32.pack_into(out, _CRC_OFFSET, _crc32c(memoryview(out)[_CRC_START:]))
+    return bytes(out)
 
 
 def build_control_batch(producer_id: int, producer_epoch: int, commit: bool,
@@ -530,9 +556,14 @@ def iter_record_keys(batch) -> Iterator[tuple[int, bytes | None, bool]]:
     read = _read_varint
     try:
         for _ in range(h.records_count):
-            b = buf[pos]  # record length; one-byte varints inline (the common case)
+            # record length; one- and two-byte varints inline (a record of 64 B to 8 KiB, an
+            # offset delta of 64 to 8191: the common cases)
+            b = buf[pos]
             if b < 0x80:
                 length, pos = (b >> 1) ^ -(b & 1), pos + 1
+            elif buf[pos + 1] < 0x80:
+                b = (b & 0x7F) | (buf[pos + 1] << 7)
+                length, pos = (b >> 1) ^ -(b & 1), pos + 2
             else:
                 length, pos = read(buf, pos)
             rec_end = pos + length
@@ -544,6 +575,9 @@ def iter_record_keys(batch) -> Iterator[tuple[int, bytes | None, bool]]:
             b = buf[pos]
             if b < 0x80:
                 delta, pos = (b >> 1) ^ -(b & 1), pos + 1
+            elif buf[pos + 1] < 0x80:
+                b = (b & 0x7F) | (buf[pos + 1] << 7)
+                delta, pos = (b >> 1) ^ -(b & 1), pos + 2
             else:
                 delta, pos = read(buf, pos)
             b = buf[pos]
@@ -551,14 +585,13 @@ def iter_record_keys(batch) -> Iterator[tuple[int, bytes | None, bool]]:
                 n, pos = (b >> 1) ^ -(b & 1), pos + 1
             else:
                 n, pos = read(buf, pos)
-            key = None if n < 0 else buf[pos:pos + n]
-            pos += max(n, 0)
-            b = buf[pos]
-            if b < 0x80:
-                n = (b >> 1) ^ -(b & 1)
+            if n < 0:
+                key = None
             else:
-                n = read(buf, pos)[0]
-            yield base_offset + delta, key, n >= 0
+                key = buf[pos:pos + n]
+                pos += n
+            # a null value's length is -1, zigzag 1: the one-byte varint 0x01
+            yield base_offset + delta, key, buf[pos] != 0x01
             pos = rec_end
     except IndexError:
         raise CorruptBatchError("record runs past the end of the batch") from None

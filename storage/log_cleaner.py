@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import threading
 import time
 import multiprocessing
 from concurrent.futures import Executor, Future, ProcessPoolExecutor
@@ -60,6 +61,19 @@ log = structlog.get_logger(__name__)
 CLEANER_CHECKPOINT_FILE = "cleaner-offset-checkpoint"
 SWAP_FILE = "swap"
 _SUFFIXES = (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)
+
+
+def _init_worker(broker_pid: int) -> None:
+    """Niced, so on a busy machine the broker's own work comes first; and gone with the broker:
+    a SIGKILLed broker cannot shut its pool down, and the worker would otherwise stay forever."""
+    os.nice(10)
+    threading.Thread(target=_exit_with, args=(broker_pid,), daemon=True).start()
+
+
+def _exit_with(broker_pid: int) -> None:
+    while os.getppid() == broker_pid:
+        time.sleep(1)
+    os._exit(0)
 
 
 def recover_interrupted_clean(partition_dir: str) -> None:
@@ -170,11 +184,10 @@ class LogCleaner:
 
     def _worker(self) -> Executor:
         if self._executor is None:
-            # spawn: a fresh interpreter, not a fork of a process running an event loop;
-            # niced, so on a busy machine the broker's own work comes first
+            # spawn: a fresh interpreter, not a fork of a process running an event loop
             self._executor = ProcessPoolExecutor(
                 max_workers=1, mp_context=multiprocessing.get_context("spawn"),
-                initializer=os.nice, initargs=(10,))
+                initializer=_init_worker, initargs=(os.getpid(),))
         return self._executor
 
     def _choose(self):
@@ -281,7 +294,7 @@ class LogCleaner:
             write_offset_checkpoint(self._checkpoint_path, self._checkpoint)
         self.passes += 1
         log.info("cleaned log", topic=plog.topic, partition=plog.partition,
-                 ms=round((time.monotonic() - self._started) * 1000, 1),
+                 ms=round((time.monotonic() - self._started) * 1000, 1), worker_ms=result.worker_ms,
                  segments_rewritten=sum(len(olds) for olds in plan.values()),
                  segments_written=len(plan), bytes_read=result.bytes_read,
                  bytes_written=result.bytes_written, records_removed=result.records_removed,

@@ -6,7 +6,7 @@ failOnDataLoss=true as the pipeline does."""
 from __future__ import annotations
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from tests.support.clients import kp_consume
@@ -95,6 +95,30 @@ def test_topic_recreated_under_checkpoint_trips_fail_on_data_loss(spark, shared_
     write_txn(txn_producer(shared_broker.bootstrap), topic, ["after-1", "after-2"])
     with pytest.raises(Exception, match=r"(?s)(data may have been (lost|missed)|some data may have been)"):
         run_available_now(spark, kafka_stream(spark, shared_broker, topic), tmp_path)
+
+
+def test_delete_records_under_checkpoint_fails_or_skips_by_fail_on_data_loss(spark, shared_broker, tmp_path):
+    """Records deleted past a query's checkpoint: failOnDataLoss=true stops the next micro-batch
+    with Spark's data-loss error; the same checkpoint with false continues from the new log start."""
+    topic = unique_name("spark-delrec")
+    create_topic(shared_broker, topic, partitions=1)
+    producer = Producer({"bootstrap.servers": shared_broker.bootstrap})
+    for i in range(40):
+        producer.produce(topic, value=f"v{i}".encode(), partition=0)
+    producer.flush(30)
+    assert len(run_available_now(spark, kafka_stream(spark, shared_broker, topic), tmp_path)) == 40
+
+    for i in range(40, 60):
+        producer.produce(topic, value=f"v{i}".encode(), partition=0)
+    producer.flush(30)
+    admin = AdminClient({"bootstrap.servers": shared_broker.bootstrap})
+    deleted = admin.delete_records([TopicPartition(topic, 0, 50)])
+    assert next(iter(deleted.values())).result(30).low_watermark == 50
+
+    with pytest.raises(Exception, match=r"(?s)(data may have been (lost|missed)|some data may have been)"):
+        run_available_now(spark, kafka_stream(spark, shared_broker, topic), tmp_path)
+    values = run_available_now(spark, kafka_stream(spark, shared_broker, topic, failOnDataLoss="false"), tmp_path)
+    assert sorted(values, key=lambda v: int(v[1:])) == [f"v{i}" for i in range(40)] + [f"v{i}" for i in range(50, 60)]
 
 
 def test_open_transaction_holds_query_at_last_stable_offset(spark, shared_broker, tmp_path):

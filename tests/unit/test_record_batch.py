@@ -239,3 +239,24 @@ def test_iter_record_keys_matches_iter_records(compression):
     data = build_batch(records, base_offset=40, compression=compression)
     assert list(iter_record_keys(data)) == [
         (r.offset, r.key, r.value is not None) for r in iter_records(data)]
+
+
+@pytest.mark.parametrize("compression", [0, 1, 3])
+def test_filter_batch_keeps_chosen_records_offsets_and_header(compression):
+    from protocol.record_batch import filter_batch
+
+    records = [(b"k%d" % i, None if i % 5 == 0 else b"v" * (i * 7 % 300), [("h", b"x")] if i % 2 else [],
+                1000 + i * 99999) for i in range(150)]
+    data = build_batch(records, base_offset=40, compression=compression, producer_id=7, producer_epoch=3,
+                       base_sequence=11)
+    keep = [i % 4 != 1 and i != 149 for i in range(150)]
+    out = filter_batch(parse_header(data), data, keep)
+    h, o = parse_header(data), parse_header(out)
+    assert crc_ok(out) and o.records_count == sum(keep)
+    assert (o.base_offset, o.last_offset_delta, o.base_timestamp, o.max_timestamp, o.producer_id,
+            o.producer_epoch, o.base_sequence, o.attributes) == (
+        h.base_offset, h.last_offset_delta, h.base_timestamp, h.max_timestamp, h.producer_id,
+        h.producer_epoch, h.base_sequence, h.attributes)
+    assert list(iter_records(out)) == [r for r, k in zip(iter_records(data), keep) if k]
+    with pytest.raises(ValueError):
+        filter_batch(h, data, [False] * 150)

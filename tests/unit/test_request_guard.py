@@ -61,3 +61,10 @@ def test_null_array_where_forbidden():
     cls = request_class(19, 7)  # CreateTopics.topics is not nullable
     with pytest.raises(DecodeError, match="serialized as null"):
         decode_request(cls, b"\x00" + b"\x00" * 8, 0)
+
+
+def test_nullable_struct_marker_other_than_null_or_present():
+    body = encoded(75, 0, {"topics": [{"name": "a"}], "cursor": None})
+    bad = body[:-2] + b"\x02" + body[-1:]          # the cursor's marker: neither -1 nor 1
+    with pytest.raises(MalformedRequest, match="invalid marker 2"):
+        check_body(request_class(75, 0), bad, 0)
