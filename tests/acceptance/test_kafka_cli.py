@@ -120,3 +120,26 @@ def test_log_dirs_describe(kafka_tool, broker):
     sizes = {p["partition"]: p["size"] for p in log_dir["partitions"]}
     assert set(sizes) == {f"{topic}-0", f"{topic}-1"}
     assert sizes[f"{topic}-0"] > 20_000 and sizes[f"{topic}-1"] == 0
+
+
+def test_kafka_acls_add_list_remove(kafka_tool, broker_factory):
+    """kafka-acls.sh (AclCommand) against the authorizer: literal and prefixed ACLs are added,
+    listed as Kafka lists them, and removed."""
+    broker = broker_factory({"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+                             "super.users": "User:ANONYMOUS"})  # the PLAINTEXT principal may administer
+    topic = unique_name("cli-acl")
+    acls = ("org.apache.kafka.tools.AclCommand", "--bootstrap-server", broker.bootstrap)
+    kafka_tool(*acls, "--add", "--allow-principal", "User:alice", "--operation", "Read", "--topic", topic)
+    kafka_tool(*acls, "--add", "--allow-principal", "User:bob", "--producer", "--topic", "cli-pre-",
+               "--resource-pattern-type", "prefixed")
+    listed = kafka_tool(*acls, "--list", "--topic", topic)
+    assert "User:alice" in listed and "operation=READ" in listed and "permissionType=ALLOW" in listed, listed
+    prefixed = kafka_tool(*acls, "--list", "--topic", "cli-pre-", "--resource-pattern-type", "prefixed")
+    assert {"operation=WRITE", "operation=DESCRIBE", "operation=CREATE"} <= {
+        part.strip(" ,()") for part in prefixed.replace(",", " ").split() if part.startswith("operation=")}, prefixed
+    kafka_tool(*acls, "--remove", "--force", "--allow-principal", "User:alice", "--operation", "Read",
+               "--topic", topic)
+    assert "User:alice" not in kafka_tool(*acls, "--list", "--topic", topic)
+    broker.restart()  # what is left is persisted (the restarted broker has a new port)
+    acls = ("org.apache.kafka.tools.AclCommand", "--bootstrap-server", broker.bootstrap)
+    assert "User:bob" in kafka_tool(*acls, "--list", "--topic", "cli-pre-", "--resource-pattern-type", "prefixed")
