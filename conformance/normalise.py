@@ -9,6 +9,7 @@ compared only where the protocol gives it a meaning (records).
 
 from __future__ import annotations
 
+import re
 import struct
 
 DROPPED = {"throttle_time_ms", "throttle_time", "error_message", "session_id"}
@@ -19,6 +20,8 @@ MEMBER_IDS = {"member_id", "leader", "group_leader"}
 ZERO_UUID = "00000000-0000-0000-0000-000000000000"
 _WALL_CLOCK = range(10**12, 10**14)  # epoch milliseconds from 2001 on
 _BATCH_HEAD = struct.Struct(">qiibIhiqqqhii")
+#: Epoch milliseconds (and now - before.max.ms bounds) inside record error texts.
+_CLOCK_IN_TEXT = re.compile(r"-?\d{13,}")
 
 
 class Normaliser:
@@ -40,6 +43,8 @@ class Normaliser:
             return "<wall-clock>"
         if key == "documentation" and isinstance(value, str):
             return "<text>"  # prose, like error messages: only whether it is given is compared
+        if key == "batch_index_error_message" and isinstance(value, str):
+            return _CLOCK_IN_TEXT.sub("<wall-clock>", value)
         if key == "records" and isinstance(value, str):
             return record_batches(bytes.fromhex(value))
         return value

@@ -189,8 +189,9 @@ class PartitionLog:
         if h.producer_id >= 0:
             dup = self.producer_state.check(h)
             if dup is not None:
-                return AppendInfo(dup.first_offset, dup.last_offset,
-                                  dup.timestamp if self.config.log_append_time else -1,
+                # Kafka answers a duplicate with the cached batch's timestamp as its
+                # log_append_time, whatever the topic's timestamp type
+                return AppendInfo(dup.first_offset, dup.last_offset, dup.timestamp,
                                   self._log_start, True)
         now = self._time_ms()
         base = self._write(h, mv, now, max_ts)

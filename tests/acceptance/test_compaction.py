@@ -100,7 +100,7 @@ def test_compacted_topic_refuses_keyless_records(broker_factory):
                                              (None, b"no key either", [])]))
     assert r.error_code == 87  # INVALID_RECORD
     assert [(e.batch_index, e.batch_index_error_message) for e in r.record_errors] == [
-        (i, f"Compacted topic cannot accept message without key in topic partition {topic}-0.")
+        (i, f"Compacted topic cannot accept message without key in topic partition {topic}-0")
         for i in (1, 2)]
     errors = []
     p = Producer({"bootstrap.servers": broker.bootstrap, "retries": 0})
