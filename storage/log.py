@@ -205,7 +205,9 @@ class PartitionLog:
                 except CorruptBatchError:
                     self.producer_state.update(stored, base, now)
             else:
-                self.producer_state.update(stored, base, now)
+                # Kafka caches the batch's max timestamp (CreateTime or append time) for retries
+                batch_ts = now if self.config.log_append_time or max_ts is None else max_ts
+                self.producer_state.update(stored, base, batch_ts, last_seen_ms=now)
         self._after_append(h.records_count, now)
         return AppendInfo(base, base + h.last_offset_delta,
                           now if self.config.log_append_time else -1, self._log_start, False)
