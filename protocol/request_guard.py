@@ -84,8 +84,12 @@ def _value(kind, name: str, buf, pos: int, end: int, flexible: bool) -> int:
 def _field(field, buf, pos: int, end: int, flexible: bool) -> int:
     kind, name = field.kind, field.name
     if not field.is_array:
-        # (No request schema has a struct-typed field outside an array, so no nullable
-        # struct marker to handle.)
+        if isinstance(kind, type) and field.nullable:
+            # a nullable struct (DescribeTopicPartitions' cursor) has a one-byte marker: -1 null
+            if pos >= end:
+                raise MalformedRequest(f"field {name} runs past the end of the request")
+            marker = buf[pos]
+            return pos + 1 if marker == 0xFF else _entity(kind, buf, pos + 1, end)
         if field.nullable and kind not in FIXED_SIZES:
             n, after = _length(buf, pos, end, flexible, kind != "string")
             if n == -1:

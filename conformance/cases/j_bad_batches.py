@@ -30,6 +30,13 @@ def resealed(batch: bytes) -> bytes:
     return bytes(buf)
 
 
+def resized(batch: bytes, size_field: int) -> bytes:
+    """The batch with its size field replaced."""
+    buf = bytearray(batch)
+    struct.pack_into(">i", buf, 8, size_field)
+    return bytes(buf)
+
+
 def produce(s, label, topic, records, version=9):
     """Send one crafted batch and record the answer, its error_message presence, whether the
     connection survived and the log end offset after it."""
@@ -95,14 +102,25 @@ def header_fields(s):
     produce(s, "only-the-header", t, now_batch(one)[:61])
     produce(s, "shorter-than-a-header", t, now_batch(one)[:40])
     for size in (0, 13, 14):
-        b = bytearray(now_batch(one))
-        struct.pack_into(">i", b, 8, size)
-        produce(s, f"size-field-{size}", t, bytes(b))
+        produce(s, f"size-field-{size}", t, resized(now_batch(one), size))
     produce(s, "two-batches", t, now_batch(one) + now_batch(one))
     produce(s, "batch-plus-trailing-bytes", t, now_batch(one) + b"\x00\x01\x02")
     produce(s, "control-batch", t, now_batch([record(0, key=b"\x00\x00\x00\x00", value=b"\x00\x00")],
                                                  attributes=0x20))
     produce(s, "valid-after-all-that", t, now_batch(one))
+
+
+@case("bad_batches/acks0")
+def acks0(s):
+    """With acks=0 a refused batch closes the connection (the client has no other way to learn)."""
+    t = "bb-acks0"
+    s.create_topic(t)
+    for label, records in (("garbage-record", now_batch([b"\x13" * 20])),
+                           ("magic-1", now_batch([record(0)], magic=1)),
+                           ("size-field-13", resized(now_batch([record(0)]), 13))):
+        s.check(label, PRODUCE, 9, produce_req(t, 0, records, acks=0), expect_response=False, conn=label)
+        s.connection_state(f"{label}/connection", conn=label)
+    s.check("log-end-offset", LIST_OFFSETS, 7, list_offsets_req(t, [(0, -1)]), conn="lo")
 
 
 @case("bad_batches/compacted-keyless")

@@ -24,6 +24,10 @@ def encoded(key: int, version: int, values: dict) -> bytes:
     (0, 3, {"transactional_id": None, "acks": 1, "topic_data": []}),
     (19, 7, {"topics": [{"name": "t", "num_partitions": 1, "replication_factor": 1,
                          "assignments": [], "configs": [{"name": "x", "value": None}]}]}),
+    # a nullable struct field (one-byte marker), present and null: found by `make conformance`
+    (75, 0, {"topics": [{"name": "a"}], "response_partition_limit": 2,
+             "cursor": {"topic_name": "a", "partition_index": 1}}),
+    (75, 0, {"topics": [{"name": "a"}], "response_partition_limit": 2, "cursor": None}),
 ])
 def test_valid_bodies_pass_and_decode(key, version, values):
     body = encoded(key, version, values)
