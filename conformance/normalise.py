@@ -14,7 +14,8 @@ import struct
 
 DROPPED = {"throttle_time_ms", "throttle_time", "error_message", "session_id"}
 #: Broker-chosen ids: only "set or not" is comparable.
-OPAQUE_IDS = {"cluster_id", "topic_id", "producer_id", "port"}
+OPAQUE_IDS = {"cluster_id", "topic_id", "producer_id", "port",
+              "log_dir", "total_bytes", "usable_bytes"}  # each broker's own directory and disk
 #: Generated member ids: replaced by their order of first appearance in the case.
 MEMBER_IDS = {"member_id", "leader", "group_leader"}
 ZERO_UUID = "00000000-0000-0000-0000-000000000000"
