@@ -123,6 +123,16 @@ def acks0(s):
     s.check("log-end-offset", LIST_OFFSETS, 7, list_offsets_req(t, [(0, -1)]), conn="lo")
 
 
+@case("bad_batches/stricter")
+def stricter(s):
+    """Corners where minibroker refuses what Kafka stores (README "Bad input"; deviations.toml)."""
+    t = "bb-stricter"
+    s.create_topic(t)
+    produce(s, "offset-deltas-0-2", t, now_batch([record(0), record(2)], last_offset_delta=1))
+    produce(s, "record-attributes-0x80", t, now_batch([record(0, attributes=0x80)]))
+    produce(s, "key-length-minus-2", t, now_batch([record(0, key=None, key_len=varint(-2))]))
+
+
 @case("bad_batches/compacted-keyless")
 def compacted_keyless(s):
     t = "bb-compacted"
