@@ -37,11 +37,12 @@ SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3  # AlterConfigOp.OpType
 FILE_NAME = "dynamic-broker-configs.json"
 
 # Broker properties Kafka lets AlterConfigs change at runtime (DynamicLogConfig and friends)
-# that this broker knows.
+# that this broker knows. Only a topic config's primary synonym is dynamic in Kafka:
+# log.retention.ms and log.roll.ms, not their .hours/.minutes forms (read-only in Kafka 4.4).
 DYNAMIC_BROKER_CONFIGS = frozenset({
-    "log.segment.bytes", "log.roll.ms", "log.roll.hours", "log.index.interval.bytes",
+    "log.segment.bytes", "log.roll.ms", "log.index.interval.bytes",
     "log.message.timestamp.type", "message.max.bytes", "log.flush.interval.messages",
-    "log.flush.interval.ms", "log.retention.ms", "log.retention.minutes", "log.retention.hours",
+    "log.flush.interval.ms", "log.retention.ms",
     "log.retention.bytes", "log.cleanup.policy", "log.segment.delete.delay.ms",
     "producer.id.expiration.ms",
 })

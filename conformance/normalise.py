@@ -9,16 +9,20 @@ compared only where the protocol gives it a meaning (records).
 
 from __future__ import annotations
 
+import re
 import struct
 
 DROPPED = {"throttle_time_ms", "throttle_time", "error_message", "session_id"}
 #: Broker-chosen ids: only "set or not" is comparable.
-OPAQUE_IDS = {"cluster_id", "topic_id", "producer_id", "port"}
+OPAQUE_IDS = {"cluster_id", "topic_id", "producer_id", "port",
+              "log_dir", "total_bytes", "usable_bytes"}  # each broker's own directory and disk
 #: Generated member ids: replaced by their order of first appearance in the case.
 MEMBER_IDS = {"member_id", "leader", "group_leader"}
 ZERO_UUID = "00000000-0000-0000-0000-000000000000"
 _WALL_CLOCK = range(10**12, 10**14)  # epoch milliseconds from 2001 on
 _BATCH_HEAD = struct.Struct(">qiibIhiqqqhii")
+#: Epoch milliseconds (and now - before.max.ms bounds) inside record error texts.
+_CLOCK_IN_TEXT = re.compile(r"-?\d{13,}")
 
 
 class Normaliser:
@@ -40,6 +44,8 @@ class Normaliser:
             return "<wall-clock>"
         if key == "documentation" and isinstance(value, str):
             return "<text>"  # prose, like error messages: only whether it is given is compared
+        if key == "batch_index_error_message" and isinstance(value, str):
+            return _CLOCK_IN_TEXT.sub("<wall-clock>", value)
         if key == "records" and isinstance(value, str):
             return record_batches(bytes.fromhex(value))
         return value

@@ -203,8 +203,9 @@ class PartitionLog:
         if h.producer_id >= 0:
             dup = self.producer_state.check(h)
             if dup is not None:
-                return AppendInfo(dup.first_offset, dup.last_offset,
-                                  dup.timestamp if self.config.log_append_time else -1,
+                # Kafka answers a duplicate with the cached batch's timestamp as its
+                # log_append_time, whatever the topic's timestamp type
+                return AppendInfo(dup.first_offset, dup.last_offset, dup.timestamp,
                                   self._log_start, True)
         now = self._time_ms()
         base = self._write(h, mv, now, max_ts)
@@ -218,7 +219,9 @@ class PartitionLog:
                 except CorruptBatchError:
                     self.producer_state.update(stored, base, now)
             else:
-                self.producer_state.update(stored, base, now)
+                # Kafka caches the batch's max timestamp (CreateTime or append time) for retries
+                batch_ts = now if self.config.log_append_time or max_ts is None else max_ts
+                self.producer_state.update(stored, base, batch_ts, last_seen_ms=now)
         self._after_append(h.records_count, now)
         return AppendInfo(base, base + h.last_offset_delta,
                           now if self.config.log_append_time else -1, self._log_start, False)

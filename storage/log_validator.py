@@ -75,22 +75,25 @@ def _fail(code: ErrorCode, message: str) -> KafkaStorageError:
 
 
 # ----------------------------------------------------------------------------- stage 1
-def _next_batch_size(mv, pos: int) -> int | None:
+def _next_batch_size(mv, pos: int, *, first: bool = True) -> int | None:
     """Kafka's ByteBufferLogInputStream.nextBatchSize + nextBatch: the size of the complete
     batch at ``pos``, None if what remains is not a complete batch; raises for a corrupt one."""
     remaining = len(mv) - pos
     if remaining < _LOG_OVERHEAD:
         return None
     size_field = _I32.unpack_from(mv, pos + 8)[0]
+    # Kafka's Produce answer carries these two framing messages for the first batch only
     if size_field < _MIN_SIZE_FIELD:
-        raise _fail(ErrorCode.corrupt_message,
-                    f"record size {size_field} is less than the minimum record overhead "
-                    f"({_MIN_SIZE_FIELD})")
+        raise KafkaStorageError(ErrorCode.corrupt_message,
+                                f"Record size {size_field} is less than the minimum record "
+                                f"overhead ({_MIN_SIZE_FIELD})", in_answer=first)
     if remaining < _HEADER_UP_TO_MAGIC:
         return None
     magic = mv[pos + _MAGIC_OFFSET]
     if magic > MAGIC:  # unsigned here: 128..255 are Java's negative bytes
-        raise _fail(ErrorCode.corrupt_message, f"invalid magic found in record: {magic}")
+        raise KafkaStorageError(ErrorCode.corrupt_message,
+                                f"Invalid magic found in record: {magic - 256 if magic > 127 else magic}",
+                                in_answer=first)
     size = size_field + _LOG_OVERHEAD
     return None if remaining < size else size
 
@@ -114,7 +117,7 @@ def first_produced_batch(records, api_version: int) -> memoryview:
         raise _fail(ErrorCode.unsupported_compression_type,
                     f"produce requests with version {api_version} are not allowed to use "
                     f"ZStandard compression")
-    if _next_batch_size(mv, size) is not None:
+    if _next_batch_size(mv, size, first=False) is not None:
         raise _fail(ErrorCode.invalid_record,
                     f"produce requests with version {api_version} are only allowed to contain "
                     f"exactly one record batch per partition")
@@ -381,7 +384,7 @@ def validate_records(mv, h: BatchHeader, *, now_ms: int, log_append_time: bool,
     if compacted and null_keys:
         for i in null_keys:
             errors[i] = ("Compacted topic cannot accept message without key in topic partition "
-                         f"{topic_partition[0]}-{topic_partition[1]}.")
+                         f"{topic_partition[0]}-{topic_partition[1]}")
         timestamp_error = any(not m.startswith("Compacted") for m in errors.values())
     if errors:
         errors = sorted(errors.items())
@@ -392,5 +395,11 @@ def validate_records(mv, h: BatchHeader, *, now_ms: int, log_append_time: bool,
         raise KafkaStorageError(
             ErrorCode.invalid_record,
             f"One or more records have been rejected due to {len(errors)} record errors in "
-            f"total, and only showing the first three errors at most: {errors[:3]}", errors)
+            f"total, and only showing the first three errors at most: {_java_list(errors[:3])}",
+            errors)
     return RecordsInfo(max_ts)
+
+
+def _java_list(errors: list[tuple[int, str]]) -> str:
+    """Record errors as Kafka's message prints them (a Java list of RecordError)."""
+    return "[" + ", ".join(f"RecordError(batchIndex={i}, message='{m}')" for i, m in errors) + "]"

@@ -7,7 +7,7 @@ from broker.security.acls import CLUSTER_NAME, Operation as Op, ResourceType as 
 from protocol.errors import ErrorCode
 
 API_KEY = 35
-MIN_VERSION, MAX_VERSION = 1, 4
+MIN_VERSION, MAX_VERSION = 1, 5  # v5 adds is_cordoned: never, one directory
 
 
 def _partitions(broker, wanted) -> dict[str, list[dict]]:

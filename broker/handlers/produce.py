@@ -6,12 +6,22 @@ such a request is logged and the connection closed (there is no schema for an er
 The batch stays opaque bytes: storage checks and patches its 61-byte header and writes it.
 """
 
+import structlog
+
 from broker.context import NO_RESPONSE, CloseConnection
 from broker.security.acls import Operation as Op, ResourceType as Res
 from protocol.errors import ErrorCode
 from storage.errors import KafkaStorageError
 from storage.log_validator import first_produced_batch
 from storage.log_manager import INTERNAL_TOPICS
+
+#: Errors Kafka's ReplicaManager answers with the unknown log start offset (-1) rather than the
+#: partition's: the framing and size errors it catches before asking the log.
+_ERRORS_WITHOUT_LOG_START = frozenset({
+    ErrorCode.corrupt_message, ErrorCode.message_too_large, ErrorCode.record_list_too_large,
+    ErrorCode.kafka_storage_error, ErrorCode.not_leader_or_follower, ErrorCode.unknown_topic_or_partition})
+
+log = structlog.get_logger("broker.produce")
 
 API_KEY = 0
 MIN_VERSION, MAX_VERSION = 0, 12
@@ -20,23 +30,22 @@ MIN_VERSION, MAX_VERSION = 0, 12
 def _append(ctx, topic: str, index: int, records, transactional_id) -> dict:
     broker = ctx.broker
     if topic in INTERNAL_TOPICS:  # even before the coordinator first writes (creates) it
-        return dict(index=index, error_code=ErrorCode.invalid_topic_exception, base_offset=-1,
-                    error_message=f"{topic} is an internal topic")
+        return dict(index=index, error_code=ErrorCode.invalid_topic_exception, base_offset=-1)
     plog = broker.get_log(topic, index)
     if plog is None:
         return dict(index=index, error_code=ErrorCode.unknown_topic_or_partition, base_offset=-1)
     if broker.logs.topics[topic].internal:
-        return dict(index=index, error_code=ErrorCode.invalid_topic_exception, base_offset=-1,
-                    error_message=f"{topic} is an internal topic")
-    try:
+        return dict(index=index, error_code=ErrorCode.invalid_topic_exception, base_offset=-1)
+    try:  # Kafka's ProduceRequest.validateRecords and transaction verification: before the log
         batch = first_produced_batch(records, ctx.api_version)
         broker.txns.verify_produce(transactional_id, topic, index, batch, ctx.api_version)
+    except KafkaStorageError as exc:
+        return _refused(topic, index, exc, log_start_offset=-1)
+    try:
         info = plog.append(batch)
     except KafkaStorageError as exc:
-        return dict(index=index, error_code=exc.error_code, base_offset=-1,
-                    log_start_offset=plog.log_start_offset, error_message=exc.message,
-                    record_errors=[dict(batch_index=i, batch_index_error_message=m)
-                                   for i, m in exc.record_errors])
+        known_start = exc.error_code not in _ERRORS_WITHOUT_LOG_START
+        return _refused(topic, index, exc, log_start_offset=plog.log_start_offset if known_start else -1)
     return dict(
         index=index,
         error_code=ErrorCode.none,
@@ -44,6 +53,21 @@ def _append(ctx, topic: str, index: int, records, transactional_id) -> dict:
         log_append_time=info.log_append_time_ms,
         log_start_offset=info.log_start_offset,
     )
+
+
+def _refused(topic: str, index: int, exc: KafkaStorageError, log_start_offset: int) -> dict:
+    """Kafka gives an error_message only with record_errors (its RecordValidationException)
+    and for a few framing errors (``in_answer``); other refusals carry the bare code, their
+    reason goes to the broker log."""
+    log.info("produce refused", topic=topic, partition=index, error=exc.error_code.name.upper(),
+             reason=exc.message)
+    answer = dict(index=index, error_code=exc.error_code, base_offset=-1, log_start_offset=log_start_offset)
+    if exc.in_answer:
+        answer["error_message"] = exc.message
+    if exc.record_errors:
+        answer.update(record_errors=[
+            dict(batch_index=i, batch_index_error_message=m) for i, m in exc.record_errors])
+    return answer
 
 
 def _every_partition(req, error: ErrorCode, names=None) -> list[dict]:

@@ -1,6 +1,6 @@
 """Produce (happy paths and request-level errors), Fetch, ListOffsets, OffsetForLeaderEpoch.
 
-Record-batch content validation and sequence rules are issue 9's; not covered here.
+Record-batch content validation and sequence rules: j_bad_batches.py.
 """
 
 from conformance.cases import case, versions

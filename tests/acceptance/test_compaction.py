@@ -100,8 +100,12 @@ def test_compacted_topic_refuses_keyless_records(broker_factory):
                                              (None, b"no key either", [])]))
     assert r.error_code == 87  # INVALID_RECORD
     assert [(e.batch_index, e.batch_index_error_message) for e in r.record_errors] == [
-        (i, f"Compacted topic cannot accept message without key in topic partition {topic}-0.")
+        (i, f"Compacted topic cannot accept message without key in topic partition {topic}-0")
         for i in (1, 2)]
+    assert r.error_message.endswith(  # Kafka prints the Java list of RecordError
+        f"[RecordError(batchIndex=1, message='Compacted topic cannot accept message without key in "
+        f"topic partition {topic}-0'), RecordError(batchIndex=2, message='Compacted topic cannot "
+        f"accept message without key in topic partition {topic}-0')]")
     errors = []
     p = Producer({"bootstrap.servers": broker.bootstrap, "retries": 0})
     p.produce(topic, value=b"no key", partition=0, on_delivery=lambda e, m: errors.append(e))

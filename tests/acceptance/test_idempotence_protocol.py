@@ -427,3 +427,12 @@ def test_rebuilt_state_does_not_expire_early_for_old_record_timestamps(broker_fa
             "counted from the records' CreateTime (two days ago), not from when they were appended")
         ok(c.send(topic, 0, b0), 0)  # the retry is still deduplicated
         assert c.leo(topic, 0) == 3
+
+
+def test_exact_retry_on_create_time_topic_answers_the_batch_timestamp(wire, topic):
+    """Kafka 4.4 answers a duplicate with the cached batch's timestamp as log_append_time even
+    on a CreateTime topic (the first append answers -1); found by `make conformance`."""
+    pid = wire.new_producer()
+    b0 = batch(pid, 0, 0, ts=1_700_000_000_000)
+    assert ok(wire.send(topic, 0, b0), 0).log_append_time_ms == -1
+    assert ok(wire.send(topic, 0, b0), 0).log_append_time_ms == 1_700_000_000_000

@@ -94,3 +94,23 @@ def test_version_codec_magic_and_base_offset_rules(broker, topic):
         refused(c, topic, now_batch([record(0)], magic=1), INVALID_RECORD)
         refused(c, topic, now_batch([record(0)], magic=3), CORRUPT_MESSAGE)
         refused(c, topic, now_batch([record(0)])[:-1], INVALID_RECORD)  # truncated
+
+
+def test_error_answers_carry_what_kafkas_carry(broker, topic):
+    """Checked against Kafka 4.4 by conformance/cases/j_bad_batches.py: error_message only with
+    record_errors or for the first batch's framing; log_start_offset -1 for request-level and
+    corrupt-framing refusals, the partition's for record-level ones."""
+    with WireClient.to(broker) as c:
+        r = refused(c, topic, now_batch([record(0)], count=2), INVALID_RECORD)
+        assert (r.error_message, r.log_start_offset, list(r.record_errors)) == (None, 0, [])
+        r = refused(c, topic, now_batch([record(0)], magic=1), INVALID_RECORD)
+        assert (r.error_message, r.log_start_offset) == (None, -1)
+        short = bytearray(now_batch([record(0)]))
+        struct.pack_into(">i", short, 8, 13)
+        r = refused(c, topic, bytes(short), CORRUPT_MESSAGE)
+        assert r.error_message == "Record size 13 is less than the minimum record overhead (14)"
+        assert r.log_start_offset == -1
+        r = refused(c, topic, now_batch([record(0)], magic=3), CORRUPT_MESSAGE)
+        assert (r.error_message, r.log_start_offset) == ("Invalid magic found in record: 3", -1)
+        r = refused(c, topic, now_batch([record(0), record(1, ts_delta=2 * HOUR)]), INVALID_TIMESTAMP)
+        assert r.log_start_offset == 0 and [e.batch_index for e in r.record_errors] == [1]
