@@ -309,7 +309,7 @@ def test_leave_triggers_rebalance_for_the_rest(gc, clock):
     assert top == E.none and per == [(b, None, E.none)]
     assert gc.groups["g"].state is GroupState.PREPARING_REBALANCE
     ja, jc = join(gc, member_id=a), join(gc, member_id=c)
-    assert ja.value.generation_id == gen + 1
+    assert ja.value.generation_id == jc.value.generation_id == gen + 1
     assert {m[0] for m in ja.value.members} == {a, c}
     assert gc.leave_group("g", [("ghost", None)])[1] == [("ghost", None, E.unknown_member_id)]
     assert gc.leave_group("nope", [("x", None)])[1] == [("x", None, E.unknown_member_id)]
