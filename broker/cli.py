@@ -66,13 +66,15 @@ async def serve(config: BrokerConfig, port_file: str | None) -> None:
     from broker.state import Broker  # imported here so --help stays fast
 
     broker = Broker(config)
-    await broker.start()
-    if port_file:
-        write_port_file(port_file, broker.bound_port)
+    # Handlers first: a SIGTERM that arrives as soon as the port file exists (a test harness
+    # stopping a broker it just started) must stop cleanly, not kill the process.
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
+    await broker.start()
+    if port_file:
+        write_port_file(port_file, broker.bound_port)
     await stop.wait()
     await broker.stop()
 
