@@ -156,14 +156,23 @@ def test_transactional_topic_compaction_keeps_what_readers_saw(broker_factory):
 def test_sigkill_in_the_middle_of_a_cleaner_swap_recovers(broker_factory):
     from confluent_kafka import Producer
 
+    from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry,
+                                       ConfigResource, ResourceType)
+
     broker = broker_factory({**FAST_CLEANER, "minibroker.test.fault": "crash-mid-clean-swap"})
     topic = unique_name("compact-crash")
-    create_topic(broker, topic, 1, COMPACT)
+    # created with cleanup.policy=delete: the cleaner may not start (and crash) before every
+    # record is acknowledged; compaction is switched on once all of them are
+    create_topic(broker, topic, 1, {**COMPACT, "cleanup.policy": "delete"})
     p = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 0})
     for rnd in range(40):
         for k in range(5):
             p.produce(topic, key=b"k%d" % k, value=b"%d" % rnd + b"q" * 60, partition=0)
-        p.flush(10)
+        assert p.flush(10) == 0
+    res = ConfigResource(ResourceType.TOPIC, topic, incremental_configs=[
+        ConfigEntry("cleanup.policy", "compact", incremental_operation=AlterConfigOpType.SET)])
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin.incremental_alter_configs([res])[res].result(10)
     wait_until(lambda: broker.proc.poll() is not None, 30, message="the fault hook to exit")
     assert broker.proc.returncode == 137
     expected = {b"k%d" % k: b"39" + b"q" * 60 for k in range(5)}
