@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test bench conformance clean jvm demo
+.PHONY: run test lint bench conformance clean jvm demo
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -22,6 +22,12 @@ run: $(STAMP)
 test: $(STAMP) jvm
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
 	$(BIN)/python -m conformance $(CONFORMANCE_ARGS)
+
+# ruff (lint and format check) and mypy, configured in pyproject.toml
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 
 # Differential run against a reference Apache Kafka (needs java and mvn; see conformance/README.md).
 conformance: $(STAMP) jvm
