@@ -82,7 +82,9 @@ def topic_synonyms(name: str, override: str | None, broker_config) -> list[dict]
     if override is not None:
         out.append(dict(name=name, value=override, source=TOPIC_CONFIG))
     definition = TOPIC_CONFIGS.get(name)
-    names = [n for n in getattr(definition, "broker_names", ()) if isinstance(n, str)]
+    if definition is None:
+        return out
+    names = [n for n in definition.broker_names if isinstance(n, str)]
     for i, broker_name in enumerate(names):
         try:
             value = broker_config[broker_name]

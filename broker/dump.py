@@ -67,6 +67,8 @@ def _plain(value: Any) -> Any:
 
 
 def _decode_txn_record(key: bytes | None, value: bytes | None) -> dict:
+    if key is None:
+        raise ValueError("a __transaction_state record without a key")
     txn_id = txn_state.decode_key(key)
     if value is None:
         return {"transactional_id": txn_id, "tombstone": True}
@@ -78,6 +80,8 @@ def _decode_txn_record(key: bytes | None, value: bytes | None) -> dict:
 
 
 def _decode_offsets_record(key: bytes | None, value: bytes | None) -> dict:
+    if key is None:
+        raise ValueError("a __consumer_offsets record without a key")
     decoded = group_records.decode_key(key)
     if decoded is None:
         return {"unknown_key": _text(key)}
@@ -122,6 +126,7 @@ def dump_segment(path: str, topic: str, print_data: bool) -> dict:
     try:
         size = os.fstat(fd).st_size
         for position, h, data in scan_batches(fd, 0, size, stop, with_bytes=True):
+            assert data is not None  # with_bytes=True
             batch = bytes(data)
             entry: dict[str, Any] = {
                 "base_offset": h.base_offset, "last_offset": h.last_offset, "count": h.records_count,

@@ -27,7 +27,7 @@ from collections import Counter, deque
 try:
     import resource
 except ImportError:  # not on Windows
-    resource = None
+    resource = None  # type: ignore[assignment]
 
 # descriptors kept free for connections, new segments and lazily imported modules
 FD_RESERVE = 256

@@ -40,7 +40,7 @@ class _StdlibToStructlog(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
         try:
             logger = structlog.get_logger(record.name)
-            fields = {"logger": record.name}
+            fields: dict[str, object] = {"logger": record.name}
             if record.exc_info:
                 fields["exc_info"] = record.exc_info
             getattr(logger, record.levelname.lower(), logger.info)(record.getMessage(), **fields)

@@ -82,7 +82,7 @@ class BrokerMetrics:
         self._latency = Histogram("minibroker_request_duration_seconds",
                                   "Time from a decoded request to its response written, per API.",
                                   ["api"], buckets=_LATENCY_BUCKETS, registry=reg)
-        self._latency_children: dict[int, object] = {}
+        self._latency_children: dict[int, Histogram] = {}
         self.request_errors = _PerLabel(Counter("minibroker_request_errors", "Error codes returned, per API and error.", ["api", "error"], registry=reg))
         reg.register(_StateCollector(broker))
         self._server: asyncio.base_events.Server | None = None

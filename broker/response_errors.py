@@ -41,7 +41,7 @@ def _walker(cls: type):
     return walk
 
 
-def error_codes(result) -> list[int]:
+def error_codes(result: object) -> list[int]:
     """Every non-zero error code in the response, in schema order (repeats kept)."""
     out: list[int] = []
     if result is NO_RESPONSE or result is None:
@@ -50,7 +50,7 @@ def error_codes(result) -> list[int]:
         for _topic, partitions in result.summary or ():
             out.extend(p.error_code for p in partitions if p.error_code)
         return out
-    walk = _walker(type(result))
+    walk = _walker(type(result))  # type: ignore[arg-type]  # a class is hashable; mypy disagrees
     if walk is not None:
         walk(result, out)
     return out

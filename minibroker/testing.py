@@ -26,7 +26,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import AsyncIterator, Iterator
+from typing import IO, AsyncIterator, Iterator
 
 START_TIMEOUT = 10.0
 STOP_TIMEOUT = 15.0
@@ -75,7 +75,7 @@ class BrokerProcess:
         self.log_path = self.data_dir / LOG_NAME
         self.port_file = self.data_dir / PORT_FILE_NAME
         self.starts = 0
-        self._log_handle = None
+        self._log_handle: IO[bytes] | None = None
 
     # ------------------------------------------------------------------ addresses
     @property
@@ -122,9 +122,9 @@ class BrokerProcess:
         if self.port_file.exists():
             self.port_file.unlink()
         self._close_log()
-        self._log_handle = open(self.log_path, "ab")
-        self._log_handle.write(f"\n===== minibroker.testing: start #{self.starts + 1}: {' '.join(self.command())}\n".encode())
-        self._log_handle.flush()
+        log_handle = self._log_handle = open(self.log_path, "ab")
+        log_handle.write(f"\n===== minibroker.testing: start #{self.starts + 1}: {' '.join(self.command())}\n".encode())
+        log_handle.flush()
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         self.proc = subprocess.Popen(
             self.command(), stdout=self._log_handle, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
@@ -272,7 +272,7 @@ def broker(
     stop cleanly.
     """
     owned = data_dir is None
-    path = Path(tempfile.mkdtemp(prefix="minibroker-")) if owned else Path(data_dir)
+    path = Path(data_dir) if data_dir is not None else Path(tempfile.mkdtemp(prefix="minibroker-"))
     proc = BrokerProcess(path, properties(config, **props), profile=profile, log_level=log_level)
     try:
         proc.start(start_timeout)

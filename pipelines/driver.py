@@ -27,6 +27,7 @@ class DriverProcess:
         self._reader.start()
 
     def _read(self, on_line) -> None:
+        assert self.proc.stdout is not None  # started with stdout=PIPE
         for line in self.proc.stdout:
             self.output.append(line)
             self._log.write(line)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+from typing import Any, TypeGuard
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
@@ -40,11 +41,11 @@ class Order:
         return datetime.fromtimestamp(self.ts / 1000, tz=timezone.utc).strftime("%Y-%m-%d")
 
 
-def _is_int(v) -> bool:
+def _is_int(v: Any) -> TypeGuard[int]:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
-def _non_empty_str(v) -> bool:
+def _non_empty_str(v: Any) -> TypeGuard[str]:
     return isinstance(v, str) and v != ""
 
 

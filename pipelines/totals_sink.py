@@ -57,7 +57,7 @@ class TransactionalTotalsSink:
         if batch_id < next_batch:
             self.log(f"totals batch {batch_id}: already committed (next is {next_batch}), skipped on replay")
             return
-        producer = self._producer
+        producer, bookkeeping = self._clients()
         producer.begin_transaction()
         for row in rows:
             value = {"customer_id": row["customer_id"], "total_cents": int(row["total_cents"]),
@@ -65,7 +65,7 @@ class TransactionalTotalsSink:
             self._produce(row["customer_id"].encode(), json.dumps(value, separators=(",", ":")).encode())
         producer.send_offsets_to_transaction(
             [TopicPartition(self.topic, BOOKKEEPING_PARTITION, batch_id + 1)],
-            self._bookkeeping.consumer_group_metadata())
+            bookkeeping.consumer_group_metadata())
         if self.pause_in_batch:
             self.log(f"totals batch {batch_id}: transaction open with {len(rows)} records")
             time.sleep(self.pause_in_batch)
@@ -75,12 +75,19 @@ class TransactionalTotalsSink:
             time.sleep(self.pause_in_batch)
 
     def _produce(self, key: bytes, value: bytes) -> None:
+        producer, _ = self._clients()
         while True:
             try:
-                self._producer.produce(self.topic, key=key, value=value)
+                producer.produce(self.topic, key=key, value=value)
                 return
             except BufferError:
-                self._producer.poll(0.05)
+                producer.poll(0.05)
+
+    def _clients(self) -> tuple[Producer, Consumer]:
+        """The transactional producer and the bookkeeping consumer `_connect` made."""
+        if self._producer is None or self._bookkeeping is None:
+            raise RuntimeError("TransactionalTotalsSink used before it connected")
+        return self._producer, self._bookkeeping
 
     # ------------------------------------------------------------------ bookkeeping
     @property
@@ -90,7 +97,7 @@ class TransactionalTotalsSink:
     def next_batch_id(self) -> int:
         """The committed bookkeeping offset: the first batch id not yet written (0 if none)."""
         tp = TopicPartition(self.topic, BOOKKEEPING_PARTITION)
-        committed = self._bookkeeping.committed([tp], timeout=30)[0]
+        committed = self._clients()[1].committed([tp], timeout=30)[0]
         if committed.error is not None:
             raise KafkaException(committed.error)
         return max(committed.offset, 0)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from typing import Any
 from collections import defaultdict
 from dataclasses import dataclass
 
@@ -36,7 +37,7 @@ class Expected:
     committed_events: int
 
 
-def read_topic(bootstrap: str, topic: str, kafka_options: dict | None = None) -> list[tuple[int, int, bytes, bytes]]:
+def read_topic(bootstrap: str, topic: str, kafka_options: dict | None = None) -> list[tuple[Any, ...]]:
     """Every record a read_committed consumer sees, as (partition, offset, key, value), up to the
     end of each partition (its last stable offset)."""
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "minibroker-verifier",
@@ -56,11 +57,12 @@ def read_topic(bootstrap: str, topic: str, kafka_options: dict | None = None) ->
                 raise VerificationFailed(f"could not read {topic} to its end within {READ_TIMEOUT}s "
                                          f"(partitions {sorted(pending)} not at their end)")
             for m in consumer.consume(num_messages=5000, timeout=0.5):
-                if m.error() is not None:
-                    if m.error().code() == KafkaError._PARTITION_EOF:
+                error = m.error()
+                if error is not None:
+                    if error.code() == KafkaError._PARTITION_EOF:
                         pending.discard(m.partition())
                         continue
-                    raise VerificationFailed(f"reading {topic}: {m.error()}")
+                    raise VerificationFailed(f"reading {topic}: {error}")
                 out.append((m.partition(), m.offset(), m.key(), m.value()))
         return out
     finally:
@@ -94,7 +96,7 @@ def _first(items):
 def check_orders(spark, output: str, expected: Expected) -> int:
     rows = _read_parquet(spark, output, ["kafka_partition", "kafka_offset", "order_id", "customer_id",
                                           "amount_cents", "currency", "ts", "day"])
-    seen: dict[tuple[int, int], tuple] = {}
+    seen: dict[tuple[int, int], Any] = {}  # pyspark Rows
     for r in rows:
         pos = (r["kafka_partition"], r["kafka_offset"])
         if pos in seen:

@@ -66,7 +66,7 @@ class SaslMechanisms:
                                       ".plain.sasl.jaas.config is not set")
                 self.plain_users[lst.name] = jaas_users(jaas)
 
-    def server(self, listener_name: str, mechanism: str):
+    def server(self, listener_name: str, mechanism: str) -> PlainServer | ScramServer:
         if mechanism == "PLAIN":
             return PlainServer(self.plain_users.get(listener_name, {}))
         if mechanism in SCRAM_MECHANISMS:
@@ -82,7 +82,7 @@ class Session:
         self.client_host = client_host
         self.principal = principal
         self.authenticated = not listener.uses_sasl
-        self.mechanism_server = None  # set by SaslHandshake
+        self.mechanism_server: PlainServer | ScramServer | None = None  # set by SaslHandshake
         self.raw_tokens = False  # SaslHandshake v0: the tokens follow as bare length-prefixed frames
         self.close_reason: str | None = None  # set when Kafka answers and then closes the connection
 
@@ -99,8 +99,11 @@ class Session:
     def evaluate_raw_token(self, token: bytes) -> bytes:
         """One SASL token after a SaslHandshake v0 (no Kafka header); returns the server's token.
         Raises AuthenticationFailed (Kafka then closes the connection without an answer)."""
-        challenge, finished = self.mechanism_server.evaluate(token)
+        server = self.mechanism_server
+        if server is None:  # refusal() lets SaslAuthenticate through only after a handshake
+            raise AuthenticationFailed("SaslAuthenticate before SaslHandshake")
+        challenge, finished = server.evaluate(token)
         if finished:
-            self.principal = f"User:{self.mechanism_server.user}"
+            self.principal = f"User:{server.user}"
             self.authenticated = True
         return challenge

@@ -197,18 +197,19 @@ def test_fetch_long_poll_times_out_after_max_wait(shared_broker):
 
 def _assert_parked_fetch_wakes_on_produce(broker, topic: str) -> None:
     with WireClient.to(broker) as waiter, WireClient.to(broker) as producer:
-        corr = waiter.send_request(build_fetch_request(topic, 0, 0, max_wait_ms=10_000, min_bytes=1), 12)
+        corr = waiter.send_request(build_fetch_request(topic, 0, 0, max_wait_ms=30_000, min_bytes=1), 12)
         time.sleep(0.3)  # let the fetch park; what is measured is the time after the produce
         t0 = time.monotonic()
         r = producer.produce(topic, 0, build_batch([(b"k", b"wake up", [])]))
         assert r.error_code == 0 and r.base_offset == 0
-        resp = decode_response(FetchResponse, 12, waiter.recv_frame(timeout=15), corr)
+        resp = decode_response(FetchResponse, 12, waiter.recv_frame(timeout=40), corr)
         elapsed = time.monotonic() - t0
     part = resp.responses[0].partitions[0]
     assert part.error_code == 0 and part.high_watermark == 1
     recs = [r for b in iter_batches(part.records) for r in batch_records(b)]
     assert [(r.offset, r.key, r.value) for r in recs] == [(0, b"k", b"wake up")]
-    assert elapsed < 1.5, f"a parked fetch (max_wait 10 s) answered {elapsed:.2f}s after the produce"
+    # far below max_wait (30 s), met on a loaded CI machine; the latency itself is a bench figure
+    assert elapsed < 10.0, f"a parked fetch (max_wait 30 s) answered {elapsed:.2f}s after the produce"
 
 
 def test_fetch_long_poll_wakes_on_produce(shared_broker):
@@ -237,19 +238,19 @@ def test_fetch_min_bytes(shared_broker):
     topic = unique_name("lpm")
     create_topic(shared_broker, topic, 1)
     with WireClient.to(shared_broker) as waiter, WireClient.to(shared_broker) as producer:
-        corr = waiter.send_request(build_fetch_request(topic, 0, 0, max_wait_ms=10_000, min_bytes=20_000), 12)
+        corr = waiter.send_request(build_fetch_request(topic, 0, 0, max_wait_ms=30_000, min_bytes=20_000), 12)
         time.sleep(0.3)
         assert producer.produce(topic, 0, build_batch([(None, b"small", [])])).error_code == 0
         time.sleep(0.7)
         t0 = time.monotonic()
         big = build_batch([(None, bytes(range(256)) * 100, [])])  # ~25.6 KB, incompressible enough
         assert producer.produce(topic, 0, big).error_code == 0
-        resp = decode_response(FetchResponse, 12, waiter.recv_frame(timeout=15), corr)
+        resp = decode_response(FetchResponse, 12, waiter.recv_frame(timeout=40), corr)
         elapsed = time.monotonic() - t0
     part = resp.responses[0].partitions[0]
     recs = [r for b in iter_batches(part.records) for r in batch_records(b)]
     assert [r.offset for r in recs] == [0, 1], "the small record must not have ended the wait on its own"
-    assert elapsed < 1.5, f"fetch answered {elapsed:.2f}s after min_bytes was reached"
+    assert elapsed < 10.0, f"fetch (max_wait 30 s) answered {elapsed:.2f}s after min_bytes was reached"
 
 
 # ------------------------------------------------------------------------------ every version
@@ -360,7 +361,7 @@ def test_partial_frame_does_not_block_other_connections(shared_broker):
             t0 = time.monotonic()
             with WireClient.to(shared_broker) as c:
                 assert c.api_versions(3).error_code == 0
-            assert time.monotonic() - t0 < 1.0
+            assert time.monotonic() - t0 < 5.0  # the stalled frame would block it forever
 
 
 def test_client_reset_while_fetch_parked_is_a_quiet_close(shared_broker):

@@ -114,9 +114,10 @@ def test_sigterm_answers_a_parked_long_poll_fetch_and_exits_promptly(broker):
         broker.proc.wait(10)
         stopped_s = time.monotonic() - started
     assert response.error_code == 0
-    assert answered_s < 2.0, f"parked fetch answered {answered_s:.2f}s after SIGTERM (max_wait was 30 s)"
+    # bounds far below max_wait (30 s) that a loaded CI machine still meets; the speed is a bench figure
+    assert answered_s < 10.0, f"parked fetch answered {answered_s:.2f}s after SIGTERM (max_wait was 30 s)"
     assert broker.proc.returncode == 0
-    assert stopped_s < 2.0, f"broker took {stopped_s:.2f}s to stop with a parked fetch"
+    assert stopped_s < 10.0, f"broker took {stopped_s:.2f}s to stop with a parked fetch"
 
 
 def test_sigterm_with_a_polling_consumer_attached_stops_promptly(broker):
@@ -124,8 +125,8 @@ def test_sigterm_with_a_polling_consumer_attached_stops_promptly(broker):
 
     topic = unique_name("polled")
     create_topic(broker, topic, 1)
-    consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap, group_id=None, fetch_max_wait_ms=5000,
-                             request_timeout_ms=30_000, auto_offset_reset="earliest",
+    consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap, group_id=None, fetch_max_wait_ms=30_000,
+                             request_timeout_ms=40_000, auto_offset_reset="earliest",
                              reconnect_backoff_ms=1000, reconnect_backoff_max_ms=1000)
     consumer.assign([TopicPartition(topic, 0)])
     polls = 0
@@ -153,4 +154,4 @@ def test_sigterm_with_a_polling_consumer_attached_stops_promptly(broker):
         poller.join(10)
         consumer.close()
     assert broker.proc.returncode == 0
-    assert elapsed < 2.0, f"broker took {elapsed:.2f}s to stop with a consumer long-polling (fetch.max.wait 5 s)"
+    assert elapsed < 10.0, f"broker took {elapsed:.2f}s to stop with a consumer long-polling (fetch.max.wait 30 s)"
