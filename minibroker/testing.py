@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 from typing import IO, AsyncIterator, Iterator
 
-START_TIMEOUT = 10.0
+START_TIMEOUT = 30.0  # generous: a loaded CI runner may take seconds to import Python packages
 STOP_TIMEOUT = 15.0
 
 #: Where the broker's stdout+stderr go, inside its data directory.

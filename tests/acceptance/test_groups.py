@@ -229,7 +229,10 @@ async def _member_aiokafka(opts: dict, commands) -> None:
 
 
 def member_main(opts: dict) -> None:
+    import faulthandler
     import logging
+
+    faulthandler.register(signal.SIGUSR1, all_threads=True)  # describe_split asks for the stacks
 
     logging.basicConfig(level=getattr(logging, os.environ.get("MEMBER_LOG_LEVEL", "INFO")),
                         stream=sys.stderr, format="%(asctime)s %(name)s %(levelname)s %(message)s")
@@ -366,10 +369,15 @@ def split_ok(group: list[Member]) -> bool:
 
 
 def describe_split(group: list[Member]) -> str:
+    """The assignments, and each live member's thread stacks and log tail: a member that stopped
+    talking to the broker shows where it is stuck."""
     text = ", ".join(f"{m.name}={m.assignment}" for m in group)
+    live = [m for m in group if m.proc.poll() is None]
+    for m in live:
+        m.proc.send_signal(signal.SIGUSR1)
+    time.sleep(1.0)  # the stacks are written asynchronously to stderr; this is only a report
     for m in group:
-        if not m.assignment:
-            text += f"\n--- {m.name} (exit {m.proc.poll()}) stderr tail:\n" + "".join(m.stderr[-40:])
+        text += f"\n--- {m.name} (exit {m.proc.poll()}) stderr tail:\n" + "".join(m.stderr[-60:])
     return text
 
 
