@@ -189,7 +189,11 @@ class Connection:
         refusal = self.session.refusal(key)
         if refusal is not None:
             raise ClosingConnection(refusal)
-        if not supports(key, version) or request_class(key, version) is None:
+        try:
+            schema = request_class(key, version) if supports(key, version) else None
+        except (ImportError, OSError) as exc:  # a lazy schema import with no descriptor left
+            raise ClosingConnection(f"cannot load the schema of api key {key} v{version}: {exc}") from None
+        if schema is None:
             if key == API_VERSIONS_KEY:
                 # Answer with a v0 body and UNSUPPORTED_VERSION so the client can retry lower;
                 # never parse the body and never close (clients treat that as a dead broker).
@@ -199,7 +203,7 @@ class Connection:
             name = HANDLERS[key].__name__.rsplit(".", 1)[-1] if key in HANDLERS else "unknown"
             raise ClosingConnection(f"unsupported request: api key {key} ({name}) version {version}")
         try:
-            request, _consumed = decode_request(request_class(key, version), frame, header.body_offset)
+            request, _consumed = decode_request(schema, frame, header.body_offset)
         except DecodeError as exc:
             raise ClosingConnection(f"malformed api key {key} v{version} request body: {exc}") from None
         ctx = RequestContext(self.broker, key, version, header.correlation_id, header.client_id, self.peer, self.session)
