@@ -7,6 +7,7 @@ import asyncio
 import os
 import signal
 import sys
+from collections.abc import Callable
 
 import structlog
 
@@ -104,12 +105,13 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as exc:
         log.error("invalid configuration", problem=str(exc))
         return 2
+    runner: Callable[..., object] = asyncio.run
     try:
         import uvloop
 
         runner = uvloop.run
     except ImportError:
-        runner = asyncio.run
+        pass
     try:
         runner(serve(config, args.port_file))
     except ConfigError as exc:
