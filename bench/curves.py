@@ -205,43 +205,38 @@ def fetch_seconds(address: tuple[str, int], topic: str, partition: int, offset: 
         return time.perf_counter() - t0
 
 
+GROUP_DEADLINE_S = 120
+
+
 def groups_curve(workdir: Path, out_dir: Path, points=(1, 10, 100)) -> dict:
-    from confluent_kafka import Consumer  # noqa: PLC0415
+    import json  # noqa: PLC0415
+    import subprocess  # noqa: PLC0415
+    import sys  # noqa: PLC0415
+
+    from bench.targets import ROOT  # noqa: PLC0415
 
     partitions = 100
     rows = []
     for n in points:
         broker = Minibroker(workdir / f"g{n}")
-        consumers: list = []
+        members = None
         try:
             broker.start()
             w.create_topic(broker.bootstrap, "members", partitions)
-            # a short heartbeat so the figure shows the broker's work, not the client's timer
-            # (members learn of a rebalance from their next heartbeat: 3 s by default)
-            conf = {"bootstrap.servers": broker.bootstrap, "group.id": "bench-group",
-                    "heartbeat.interval.ms": 100, "session.timeout.ms": 30000, "log_level": 0}
-            consumers = [Consumer(conf) for _ in range(n)]
             cpu0 = cpu_seconds(broker.pid)
-            t0 = time.perf_counter()
-            for c in consumers:
-                c.subscribe(["members"])
-            deadline = time.monotonic() + 300
-            while True:
-                for c in consumers:
-                    c.poll(0)  # serves the rebalance callbacks
-                sizes = [len(c.assignment()) for c in consumers]
-                if min(sizes) > 0 and sum(sizes) == partitions:
-                    break
-                if time.monotonic() > deadline:
-                    raise RuntimeError(f"group of {n} not stable: assignment sizes {sizes}")
-                time.sleep(0.005)
-            stable = time.perf_counter() - t0
+            members = subprocess.Popen(
+                [sys.executable, "-m", "bench.group_members", broker.bootstrap, str(n), str(partitions),
+                 str(GROUP_DEADLINE_S)], cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL, text=True)
+            answer = json.loads(members.stdout.readline() or "{}")
             cpu_ms = (cpu_seconds(broker.pid) - cpu0) * 1000
-            rows.append([n, stable * 1000, cpu_ms, status(broker.pid)["VmRSS"]])
+            stable = answer.get("stable_ms")
+            rows.append([n, float("nan") if stable is None else stable, cpu_ms, status(broker.pid)["VmRSS"]])
         finally:
-            for c in consumers:
-                c.close()
-            broker.stop()
+            if members is not None:
+                members.kill()
+                members.wait(30)
+            broker.stop(kill=True)  # the killed members' group state is of no further use
     columns = ["group members", "time to a stable group (ms)", "broker CPU for it (ms)", "RSS (MB)"]
     plot = _plot(out_dir / "curve-groups.png", "consumer group size", columns, rows)
     return {"broker": "minibroker", "columns": columns, "rows": rows, "plot": plot}
