@@ -87,12 +87,15 @@ class Broker:
         self.bound_port, self.host, self.port = first.bound_port, first.advertised_host, first.advertised_port
         self._start_background_tasks()
         # Schemas stay lazy (protocol/codec.py): loading every version of every API up front
-        # cost 19 MB of idle RSS (61 vs 42 MB) against 2-5 ms on each API's first request.
+        # cost 19 MB of idle RSS and 0.6 s of CPU, to save each API version's first request its
+        # schema import (3-20 ms depending on load; README "Limits").
         if self.metrics is not None:
-            await self.metrics.start(self.config["minibroker.metrics.host"], self.config["minibroker.metrics.port"])
+            await self.metrics.start(self.config["minibroker.metrics.host"],
+                                     self.config["minibroker.metrics.port"])
         self.startup_seconds["total"] = time.monotonic() - started
         log.info(
-            "broker ready", host=self.host, port=self.bound_port, advertised_port=self.port, data_dir=self.data_dir,
+            "broker ready", host=self.host, port=self.bound_port, advertised_port=self.port,
+            data_dir=self.data_dir,
             listeners={lst.name: lst.bound_port for lst in listeners},
             cluster_id=self.logs.cluster_id, node_id=self.node_id,
             startup_ms=round((time.monotonic() - started) * 1000, 1),
