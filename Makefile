@@ -46,7 +46,7 @@ $(VENV)/.bench-installed: pyproject.toml | $(STAMP)
 	$(BIN)/pip install -q -e '.[test,bench]'
 	touch $@
 
-BENCH_ARGS ?= --curves partitions,connections,producers
+BENCH_ARGS ?= --curves partitions,connections,producers,data,groups
 bench: $(VENV)/.bench-installed
 	$(BIN)/python -m bench $(BENCH_ARGS)
 

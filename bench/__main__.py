@@ -1,6 +1,6 @@
 """`make bench`: minibroker and Apache Kafka side by side, same librdkafka clients.
 
-    python -m bench [--brokers minibroker,kafka] [--runs 3] [--scale 1.0] [--curves partitions]
+    python -m bench [--brokers minibroker,kafka] [--runs 3] [--scale 1.0] [--curves data,groups]
 
 Every run starts a fresh broker (new data directory), waits for its first Metadata answer, and
 drives the same workloads in the same order; each figure is the median over the runs. Broker
@@ -94,7 +94,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="comma-separated: minibroker, kafka (default both)")
     ap.add_argument("--runs", type=int, default=3, help="fresh brokers per broker kind (median)")
     ap.add_argument("--scale", type=float, default=1.0, help="multiply record counts")
-    ap.add_argument("--curves", default="", help="comma-separated scale curves: partitions")
+    ap.add_argument("--curves", default="",
+                    help="comma-separated scale curves: partitions, connections, producers, data, groups")
     ap.add_argument("--out", default=str(HERE), help="directory for results.json/.md and plots")
     args = ap.parse_args(argv)
     brokers = [b.strip() for b in args.brokers.split(",") if b.strip()]

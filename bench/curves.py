@@ -10,7 +10,15 @@ RSS, broker CPU while they sit idle for 2 s, and Metadata latency on one more co
 
 producers: 1, 100 and 1,000 idempotent producers (InitProducerId, then one batch each, spread
 over a 10-partition topic, over one connection); RSS, broker CPU per producer, and the start
-after a clean stop (producer-state snapshots read back)."""
+after a clean stop (producer-state snapshots read back).
+
+data: 100 MB, 1 GB and 10 GB of 1 KB records in a 3-partition topic (DATA_POINTS_MB); the start
+after a SIGKILL right after the load (recovery), the start after a clean stop, RSS after it, and
+Fetch latency at the start, middle and end of the log (median of raw round trips).
+
+groups: consumer groups of 1, 10 and 100 librdkafka consumers subscribing at once to a
+100-partition topic; seconds until every member holds its assignment, and the broker CPU and RSS
+that took."""
 
 from __future__ import annotations
 
@@ -144,6 +152,96 @@ def producers_curve(workdir: Path, out_dir: Path, points=(1, 100, 1000)) -> dict
     return {"broker": "minibroker", "columns": columns, "rows": rows, "plot": plot}
 
 
+DATA_POINTS_MB = (100, 1000, 10000)
+
+
+def data_curve(workdir: Path, out_dir: Path, points=DATA_POINTS_MB) -> dict:
+    rows = []
+    for mb in points:
+        broker = Minibroker(workdir / f"d{mb}")
+        try:
+            broker.start()
+            w.create_topic(broker.bootstrap, "data", 3)
+            w.produce_idempotent(broker.bootstrap, "data", mb * 1000, 1024)  # ~1 MB per 1000
+            broker.stop(kill=True)  # right after the load: what recovery has to read again
+            killed = broker.start()
+            broker.stop()
+            clean = broker.start()
+            rss = status(broker.pid)["VmRSS"]
+            end = _log_end_offset(broker.bootstrap, "data", 0)
+            address = ("127.0.0.1", broker.port)
+            fetch_ms = [statistics.median(fetch_seconds(address, "data", 0, offset) for _ in range(5)) * 1000
+                        for offset in (0, end // 2, max(0, end - 100))]
+            rows.append([mb, killed * 1000, clean * 1000, rss, *fetch_ms])
+        finally:
+            broker.stop()
+    columns = ["data on disk (MB)", "start after SIGKILL (ms)", "start after clean stop (ms)",
+               "RSS after start (MB)", "Fetch 1 MB at the start (ms)", "Fetch at the middle (ms)",
+               "Fetch at the end (ms)"]
+    plot = _plot(out_dir / "curve-data.png", "data on disk", columns, rows)
+    return {"broker": "minibroker", "columns": columns, "rows": rows, "plot": plot}
+
+
+def _log_end_offset(bootstrap: str, topic: str, partition: int) -> int:
+    from confluent_kafka import Consumer, TopicPartition  # noqa: PLC0415
+
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-offsets", "log_level": 0})
+    try:
+        return c.get_watermark_offsets(TopicPartition(topic, partition), timeout=30)[1]
+    finally:
+        c.close()
+
+
+def fetch_seconds(address: tuple[str, int], topic: str, partition: int, offset: int) -> float:
+    """One Fetch v4 (up to 1 MB from `offset`) on a fresh connection, answer read completely."""
+    name = topic.encode()
+    body = (struct.pack(">hhih", 1, 4, 9, 5) + b"bench"
+            + struct.pack(">iiiibi", -1, 0, 1, 1 << 20, 0, 1) + struct.pack(">h", len(name)) + name
+            + struct.pack(">iiqi", 1, partition, offset, 1 << 20))
+    with socket.create_connection(address, timeout=60) as s:
+        t0 = time.perf_counter()
+        s.sendall(struct.pack(">i", len(body)) + body)
+        _recv(s, struct.unpack(">i", _recv(s, 4))[0])
+        return time.perf_counter() - t0
+
+
+GROUP_DEADLINE_S = 120
+
+
+def groups_curve(workdir: Path, out_dir: Path, points=(1, 10, 100)) -> dict:
+    import json  # noqa: PLC0415
+    import subprocess  # noqa: PLC0415
+    import sys  # noqa: PLC0415
+
+    from bench.targets import ROOT  # noqa: PLC0415
+
+    partitions = 100
+    rows = []
+    for n in points:
+        broker = Minibroker(workdir / f"g{n}")
+        members = None
+        try:
+            broker.start()
+            w.create_topic(broker.bootstrap, "members", partitions)
+            cpu0 = cpu_seconds(broker.pid)
+            members = subprocess.Popen(
+                [sys.executable, "-m", "bench.group_members", broker.bootstrap, str(n), str(partitions),
+                 str(GROUP_DEADLINE_S)], cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL, text=True)
+            answer = json.loads(members.stdout.readline() or "{}")
+            cpu_ms = (cpu_seconds(broker.pid) - cpu0) * 1000
+            stable = answer.get("stable_ms")
+            rows.append([n, float("nan") if stable is None else stable, cpu_ms, status(broker.pid)["VmRSS"]])
+        finally:
+            if members is not None:
+                members.kill()
+                members.wait(30)
+            broker.stop(kill=True)  # the killed members' group state is of no further use
+    columns = ["group members", "time to a stable group (ms)", "broker CPU for it (ms)", "RSS (MB)"]
+    plot = _plot(out_dir / "curve-groups.png", "consumer group size", columns, rows)
+    return {"broker": "minibroker", "columns": columns, "rows": rows, "plot": plot}
+
+
 def _metadata_frame(topics: list[str]) -> bytes:
     body = struct.pack(">hhih", 3, 1, 7, 5) + b"bench" + struct.pack(">i", len(topics))
     for topic in topics:
@@ -178,4 +276,4 @@ def _plot(path: Path, name: str, columns: list[str], rows: list[list]) -> str | 
 
 
 CURVES = {"partitions": partitions_curve, "connections": connections_curve,
-          "producers": producers_curve}
+          "producers": producers_curve, "data": data_curve, "groups": groups_curve}

@@ -34,8 +34,7 @@ from __future__ import annotations
 import struct
 from typing import NamedTuple
 
-from crc32c import crc32c
-
+from protocol.crc import crc32c
 from protocol.errors import ErrorCode
 from protocol.record_batch import (
     ATTR_COMPRESSION_MASK,

@@ -11,7 +11,8 @@ range spans. No fetch sessions: session id 0 tells clients to keep sending full 
 import time
 
 from broker.context import RawResponse
-from broker.security.acls import Operation as Op, ResourceType as Res
+from broker.security.acls import Operation as Op
+from broker.security.acls import ResourceType as Res
 from protocol.codec import millis
 from protocol.errors import ErrorCode
 from protocol.fetch_response import PartitionData, encode
@@ -56,7 +57,8 @@ def _read_all(broker, req, isolation: int, denied: set) -> tuple[list, int, bool
                 out.error_code = error
                 any_error = True
                 continue
-            if total and budget <= 0 and fp.fetch_offset <= plog.log_end_offset and fp.fetch_offset >= plog.log_start_offset:
+            in_range = plog.log_start_offset <= fp.fetch_offset <= plog.log_end_offset
+            if total and budget <= 0 and in_range:
                 out.high_watermark = plog.high_watermark
                 out.last_stable_offset = plog.last_stable_offset
                 out.log_start_offset = plog.log_start_offset
@@ -103,7 +105,8 @@ def _refused(ctx, req) -> RawResponse | None:
         parts, size = encode(ctx.api_version, [], error_code=ErrorCode.fetch_session_id_not_found)
         return RawResponse(parts, size)
     if req.replica_id >= 0:
-        topics = [(t.topic, [PartitionData(p.partition, ErrorCode.not_leader_or_follower) for p in t.partitions])
+        not_leader = ErrorCode.not_leader_or_follower
+        topics = [(t.topic, [PartitionData(p.partition, not_leader) for p in t.partitions])
                   for t in req.topics]
         parts, size = encode(ctx.api_version, topics)
         return RawResponse(parts, size)

@@ -1,0 +1,293 @@
+"""One client connection: read length-prefixed frames, answer them in order, write responses.
+
+Each connection handles one request at a time in arrival order, as Kafka does (a client may
+pipeline several; the answers must come back in the same order). Malformed input never escapes as
+an exception: the request gets a Kafka error code where the protocol has one, otherwise the
+reason is logged and the connection closed; other connections are unaffected.
+
+Responses go out in as few writes as possible: the framing and small parts in one writev, and on
+plain TCP the record bytes of large file slices (Fetch) straight from the segment file with
+os.sendfile, never copied into Python. TLS (and a socket whose buffer is full) falls back to
+reading the slice in pieces of at most _SLICE_READ bytes, so memory stays flat.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import struct
+import time
+
+import structlog
+
+from broker.context import NO_RESPONSE, CloseConnection, RawResponse, RequestContext
+from broker.dispatch import HANDLERS, supports
+from broker.handlers import api_versions
+from broker.limits import RequestBudget
+from broker.security.sasl import Session
+from broker.security.scram import AuthenticationFailed
+from protocol.codec import DecodeError, decode_request, encode_response, request_class
+from protocol.frames import API_VERSIONS_KEY, RequestHeader, parse_request_header, response_header
+
+log = structlog.get_logger("broker.server")
+
+_INT32 = struct.Struct(">i")
+# A FileSlice read into memory goes in pieces of at most this many bytes (memory stays flat).
+_SLICE_READ = 1 << 20
+# Slices at least this large go by os.sendfile; smaller ones are read and leave in the same write
+# as the framing around them (one writev beats a write plus a sendfile for a few kB).
+SENDFILE_MIN = 32 << 10
+_BYTES_LIKE = (bytes, bytearray, memoryview)
+
+
+class ClosingConnection(Exception):
+    """The connection must be closed after logging this reason."""
+
+
+class Connection:
+    def __init__(self, broker, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                 session: Session, budget: RequestBudget) -> None:
+        self.broker = broker
+        self.reader = reader
+        self.writer = writer
+        self.session = session
+        self.budget = budget
+        peer = writer.get_extra_info("peername")
+        self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
+        self._busy = False
+        self._stopping = False
+        self.max_frame = broker.config["socket.request.max.bytes"]
+        self.last_activity = time.monotonic()
+        self.frame_started: float | None = None  # a frame's body is being received since then
+        self.writing_since: float | None = None  # a response is being written since then
+        self._held_bytes: int | None = None  # request bytes counted in the budget
+        self.aborted = False
+        self._sendfile_fd = _sendfile_socket(writer)  # -1: TLS or no os.sendfile, read instead
+
+    def stop_after_current(self) -> None:
+        self._stopping = True
+        if not self._busy:
+            self.abort()
+
+    def abort(self) -> None:
+        self.aborted = True
+        self.writer.transport.abort()
+
+    async def run(self) -> None:
+        try:
+            while not self._stopping:
+                try:
+                    head = await self.reader.readexactly(4)
+                except (asyncio.IncompleteReadError, ConnectionError):
+                    return
+                (size,) = _INT32.unpack(head)
+                if size < 0 or size > self.max_frame:
+                    raise ClosingConnection(
+                        f"request of {size} bytes exceeds socket.request.max.bytes={self.max_frame}"
+                        if size > 0 else f"invalid frame size {size}"
+                    )
+                if not self.budget.try_acquire(size):
+                    await self.budget.acquire(size)  # queued.max.request(s/.bytes): wait unread
+                self._held_bytes = size
+                try:
+                    self.frame_started = time.monotonic()
+                    try:
+                        frame = await self.reader.readexactly(size)
+                    except (asyncio.IncompleteReadError, ConnectionError):
+                        return
+                    self.frame_started = None
+                    self._busy = True
+                    if self.session.raw_tokens and not self.session.authenticated:
+                        await self._serve_raw_sasl_token(frame)
+                        continue
+                    await self._serve(frame)
+                finally:
+                    self._busy = False
+                    self._release_budget()
+                    self.last_activity = time.monotonic()
+        except ClosingConnection as exc:
+            log.warning("closing connection", peer=self.peer, reason=str(exc))
+        except (ConnectionError, asyncio.CancelledError):
+            pass
+        finally:
+            self.writer.transport.abort() if self.writer.transport.is_closing() else self.writer.close()
+
+    async def _serve(self, frame: bytes) -> None:
+        try:
+            header = parse_request_header(frame)
+        except DecodeError as exc:
+            raise ClosingConnection(f"malformed request header: {exc}") from None
+        key, version = header.api_key, header.api_version
+        refusal = self.session.refusal(key)
+        if refusal is not None:
+            raise ClosingConnection(refusal)
+        schema = self._request_schema(header)
+        if schema is None:  # ApiVersions of an unknown version: answered with v0, never closed
+            await self._send(response_header(key, 0, header.correlation_id),
+                             api_versions.unsupported_version_body())
+            return
+        try:
+            request, _consumed = decode_request(schema, frame, header.body_offset)
+        except DecodeError as exc:
+            raise ClosingConnection(f"malformed api key {key} v{version} request body: {exc}") from None
+        ctx = RequestContext(self.broker, key, version, header.correlation_id, header.client_id,
+                             self.peer, self.session)
+        observe = self.broker.request_observer  # request log / metrics; None when both are off
+        started = time.perf_counter() if observe is not None else 0.0
+        result = await self._handle(ctx, request)
+        # the request is served: its bytes and its queue slot are free while the response is sent
+        # (a client that never reads must not hold them)
+        self._release_budget()
+        if result is not NO_RESPONSE:
+            head = response_header(key, version, header.correlation_id)
+            if isinstance(result, RawResponse):
+                await self._send_raw(head, result)
+            else:
+                await self._send(head, encode_response(result))
+        if observe is not None:
+            observe(ctx, request, result, time.perf_counter() - started)
+        if self.session.close_reason is not None:
+            raise ClosingConnection(self.session.close_reason)
+
+    async def _handle(self, ctx: RequestContext, request) -> object:
+        key, version = ctx.api_key, ctx.api_version
+        try:
+            return await HANDLERS[key].handle(ctx, request)
+        except CloseConnection as exc:
+            raise ClosingConnection(str(exc)) from None
+        except Exception as exc:  # noqa: BLE001 - a handler bug must not take the broker down
+            log.exception("request handler failed", api_key=key, api_version=version, peer=self.peer)
+            raise ClosingConnection(f"internal error handling api key {key} v{version}: {exc}") from None
+
+    def _request_schema(self, header: RequestHeader) -> type | None:
+        """The request class to decode with; None for an ApiVersions version this broker does not
+        know (Kafka answers it with a v0 body and UNSUPPORTED_VERSION so the client retries
+        lower); raises ClosingConnection for any other unsupported request."""
+        key, version = header.api_key, header.api_version
+        try:
+            schema = request_class(key, version) if supports(key, version) else None
+        except (ImportError, OSError) as exc:  # a lazy schema import with no descriptor left
+            raise ClosingConnection(f"cannot load the schema of api key {key} v{version}: {exc}") from None
+        if schema is None and key != API_VERSIONS_KEY:
+            name = HANDLERS[key].__name__.rsplit(".", 1)[-1] if key in HANDLERS else "unknown"
+            raise ClosingConnection(f"unsupported request: api key {key} ({name}) version {version}")
+        return schema
+
+    async def _serve_raw_sasl_token(self, token: bytes) -> None:
+        try:
+            challenge = self.session.evaluate_raw_token(token)
+        except AuthenticationFailed as exc:
+            listener = self.session.listener.name
+            raise ClosingConnection(f"authentication failed on listener {listener}: {exc}") from None
+        self.writer.write(_INT32.pack(len(challenge)) + challenge)
+        await self.writer.drain()
+
+    def _release_budget(self) -> None:
+        if self._held_bytes is not None:
+            self.budget.release(self._held_bytes)
+            self._held_bytes = None
+
+    def _ensure_open(self) -> None:
+        # The client may have reset the connection while its request waited (a parked Fetch);
+        # writing to the closed transport would raise RuntimeError, so end the connection quietly.
+        if self.writer.transport.is_closing():
+            raise ConnectionResetError("client closed the connection before its response")
+
+    async def _send(self, head: bytes, body: bytes) -> None:
+        self._ensure_open()
+        self.writer.write(_INT32.pack(len(head) + len(body)) + head + body)
+        self.writing_since = time.monotonic()
+        await self.writer.drain()
+        self.writing_since = None
+
+    async def _send_raw(self, head: bytes, raw: RawResponse) -> None:
+        """Bytes parts and small slices gathered into one writev; large slices by sendfile."""
+        self._ensure_open()
+        self.writing_since = time.monotonic()
+        pending: list = [_INT32.pack(len(head) + raw.size) + head]
+        pending_size = 0
+        for part in raw.parts:
+            if isinstance(part, _BYTES_LIKE):
+                pending.append(part)
+                continue
+            if self._sendfile_fd >= 0 and part.length >= SENDFILE_MIN:
+                self.writer.writelines(pending)
+                pending, pending_size = [], 0
+                await self._sendfile(part)
+                continue
+            position, end = part.position, part.position + part.length
+            while position < end:
+                chunk = _read_piece(part, position, end)
+                pending.append(chunk)
+                pending_size += len(chunk)
+                position += len(chunk)
+                if pending_size >= _SLICE_READ:
+                    # back-pressure: hold at most about one piece beyond the transport's
+                    # high-water mark for a client that does not read
+                    self.writer.writelines(pending)
+                    pending, pending_size = [], 0
+                    await self.writer.drain()
+        self.writer.writelines(pending)
+        await self.writer.drain()
+        self.writing_since = None
+
+    async def _sendfile(self, part) -> None:
+        """The slice from the segment file to the socket by os.sendfile, after everything the
+        transport already holds (nothing may overtake it). When the socket buffer is full, one
+        piece goes through the transport, which waits for the client to read."""
+        position, end = part.position, part.position + part.length
+        while position < end:
+            await self._transport_flushed()
+            try:
+                sent = os.sendfile(self._sendfile_fd, _file_of(part), position, end - position)
+            except BlockingIOError:
+                chunk = _read_piece(part, position, end)
+                self.writer.write(chunk)
+                sent = len(chunk)
+            except ConnectionError:
+                raise
+            except OSError as exc:  # the segment file, not the socket
+                raise ClosingConnection(f"segment file unreadable: {exc}") from None
+            if sent == 0:
+                raise ClosingConnection("segment file shorter than its index says")
+            position += sent
+
+    async def _transport_flushed(self) -> None:
+        """Wait until the transport's write buffer is empty (drain alone stops at its low-water
+        mark, which may leave bytes a sendfile would overtake)."""
+        transport = self.writer.transport
+        if transport.get_write_buffer_size() == 0:
+            return
+        transport.set_write_buffer_limits(high=0)  # paused until the buffer is empty
+        try:
+            await self.writer.drain()
+        finally:
+            transport.set_write_buffer_limits()
+        self._ensure_open()
+
+
+def _sendfile_socket(writer: asyncio.StreamWriter) -> int:
+    """The socket's descriptor if responses may be sent from files with os.sendfile: plain TCP
+    only (TLS encrypts in user space), -1 otherwise."""
+    if not hasattr(os, "sendfile") or writer.get_extra_info("sslcontext") is not None:
+        return -1
+    sock = writer.get_extra_info("socket")
+    return sock.fileno() if sock is not None else -1
+
+
+def _file_of(part) -> int:
+    try:
+        return part.fileno()
+    except OSError as exc:  # the segment was deleted (topic deleted) meanwhile
+        raise ClosingConnection(f"segment file unreadable: {exc}") from None
+
+
+def _read_piece(part, position: int, end: int) -> bytes:
+    """At most _SLICE_READ bytes of the slice from `position`, never empty."""
+    try:
+        chunk = part.read(position, min(end - position, _SLICE_READ))
+    except OSError as exc:  # the segment was deleted (topic deleted) meanwhile
+        raise ClosingConnection(f"segment file unreadable: {exc}") from None
+    if not chunk:
+        raise ClosingConnection("segment file shorter than its index says")
+    return chunk
