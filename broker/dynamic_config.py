@@ -23,8 +23,8 @@ import structlog
 
 from broker.config import DYNAMIC_BROKER, DYNAMIC_DEFAULT, PROPERTIES, BrokerConfig, ConfigError
 from protocol.errors import ErrorCode
-from storage.checkpoint import atomic_write
 from storage.config import validate_topic_configs
+from storage.durable_files import atomic_write
 from storage.errors import KafkaStorageError
 
 __all__ = ["DynamicConfigs", "TOPIC", "BROKER", "SET", "DELETE", "APPEND", "SUBTRACT",

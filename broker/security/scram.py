@@ -15,6 +15,8 @@ import os
 import secrets
 from dataclasses import dataclass
 
+from storage.durable_files import atomic_write
+
 # AlterUserScramCredentials mechanism codes -> (SASL name, hashlib name)
 MECHANISMS = {1: ("SCRAM-SHA-256", "sha256"), 2: ("SCRAM-SHA-512", "sha512")}
 BY_NAME = {name: (code, digest) for code, (name, digest) in MECHANISMS.items()}
@@ -87,12 +89,9 @@ class ScramStore:
 
     def save(self) -> None:
         os.makedirs(os.path.dirname(self.path), exist_ok=True)
-        tmp = f"{self.path}.tmp"
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump({u: {m: c.to_json() for m, c in mechs.items()} for u, mechs in self.users.items()}, f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.path)
+        atomic_write(self.path, json.dumps(
+            {u: {m: c.to_json() for m, c in mechs.items()} for u, mechs in self.users.items()}
+        ).encode())
 
 
 def parse_add_scram(value: str) -> list[tuple[str, str, str]]:
