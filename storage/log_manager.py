@@ -127,7 +127,6 @@ def _now_ms() -> int:
 class LogManager:
     def __init__(self, data_dir: str, config: Any = None, *,
                  time_ms: Callable[[], int] | None = None,
-                 producer_state_factory: Callable[[str, int], Any] | None = None,
                  background_flush: bool = True) -> None:
         self.data_dir = os.path.abspath(str(data_dir))
         self.config = config if config is not None else {}
@@ -137,7 +136,6 @@ class LogManager:
         self.node_id: int = 1 if node_id is None else int(node_id)
         self._logs: dict[tuple[str, int], PartitionLog] = {}
         self._time_ms = time_ms or _now_ms
-        self._psm_factory = producer_state_factory
         self._background_flush = background_flush
         self._executor: ThreadPoolExecutor | None = None
         self._opened = False
@@ -362,8 +360,7 @@ class LogManager:
             self._log_config(info), recovery_point=recovery_point,
             log_start_offset=log_start_offset, clean_shutdown=clean,
             producer_expiration_ms=86_400_000 if expiration is None else int(expiration),
-            time_ms=self._time_ms, executor=self._executor,
-            producer_state_factory=self._psm_factory)
+            time_ms=self._time_ms, executor=self._executor)
         plog.on_recovery_point_advanced = self._on_recovery_point_advanced
         self._logs[(info.name, partition)] = plog
         return plog

@@ -38,7 +38,8 @@ from storage.time_index import TimeIndex
 from storage.transaction_index import TransactionIndex
 
 __all__ = ["LogSegment", "ScanStop", "RecoveryResult", "scan_batches", "segment_file_name",
-           "LOG_SUFFIX", "INDEX_SUFFIX", "TIME_INDEX_SUFFIX", "TXN_INDEX_SUFFIX"]
+           "delete_segment_files", "SEGMENT_SUFFIXES", "LOG_SUFFIX", "INDEX_SUFFIX",
+           "TIME_INDEX_SUFFIX", "TXN_INDEX_SUFFIX"]
 
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
@@ -56,8 +57,20 @@ _SCAN_CHUNK = 1 << 20
 _SEEK_CHUNK = 16 << 10
 
 
+SEGMENT_SUFFIXES = (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)
+
+
 def segment_file_name(base_offset: int, suffix: str) -> str:
     return f"{base_offset:020d}{suffix}"
+
+
+def delete_segment_files(directory: str, base_offset: int) -> None:
+    """Unlink the files of the segment at ``base_offset`` (those that exist)."""
+    for suffix in SEGMENT_SUFFIXES:
+        try:
+            os.unlink(os.path.join(directory, segment_file_name(base_offset, suffix)))
+        except FileNotFoundError:
+            pass
 
 
 class ScanStop:
@@ -438,11 +451,7 @@ class LogSegment:
         """Remove the files but keep the .log open (if it is): reads in flight keep working
         until the owner closes it."""
         self.detach()
-        for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
-            try:
-                os.unlink(self.path(suffix))
-            except FileNotFoundError:
-                pass
+        delete_segment_files(self.dir, self.base_offset)
 
     def __repr__(self) -> str:
         return f"LogSegment(base={self.base_offset}, size={self.size}, next={self.next_offset})"
