@@ -32,7 +32,8 @@ from __future__ import annotations
 
 import struct
 import time
-from typing import Iterator, NamedTuple, Sequence
+from collections.abc import Iterator, Sequence
+from typing import NamedTuple
 
 from protocol.crc import crc32c as _crc32c
 
@@ -342,7 +343,7 @@ def build_batch(records: Sequence, *, producer_id: int = NO_PRODUCER_ID,
     base_ts = stamps[0]
     encoded = [
         _encode_record(i, ts - base_ts, r[0], r[1], r[2] if len(r) > 2 else None)
-        for i, (r, ts) in enumerate(zip(records, stamps))
+        for i, (r, ts) in enumerate(zip(records, stamps, strict=True))
     ]
     section = b"".join(encoded)
     if compression:
@@ -352,7 +353,7 @@ def build_batch(records: Sequence, *, producer_id: int = NO_PRODUCER_ID,
                      producer_epoch, base_sequence, base_offset, partition_leader_epoch)
 
 
-def filter_batch(header: BatchHeader, batch, keep: Sequence[bool]) -> bytes:
+def filter_batch(header: BatchHeader, batch, keep: Sequence[bool]) -> bytes:  # noqa: C901
     """The batch ``header`` describes, holding only its records whose ``keep`` flag is set (at
     least one): what log compaction writes. Like Kafka's MemoryRecords.filterTo it keeps the base
     offset, last offset delta, timestamps, producer id/epoch/base sequence and attributes (so
@@ -541,7 +542,7 @@ def iter_records(batch) -> Iterator[Record]:
         raise CorruptBatchError("record runs past the end of the batch") from None
 
 
-def iter_record_keys(batch) -> Iterator[tuple[int, bytes | None, bool]]:
+def iter_record_keys(batch) -> Iterator[tuple[int, bytes | None, bool]]:  # noqa: C901 - inlined varints
     """(offset, key, has_value) of each record, skipping timestamps, values and headers by the
     record length: what log compaction needs, several times faster than ``iter_records``.
     Raises CorruptBatchError."""
