@@ -261,19 +261,17 @@ class Connection:
                 self.writer.write(part)
                 continue
             # A FileSlice: record bytes straight from the segment file.
-            position, remaining = part.position, part.length
-            while remaining > 0:
+            pieces = part.pieces(_SLICE_READ)
+            while True:
                 try:
-                    chunk = part.read(position, min(remaining, _SLICE_READ))
+                    chunk = next(pieces, None)
                 except OSError as exc:  # the segment was deleted (topic deleted) meanwhile
                     raise ClosingConnection(f"segment file unreadable: {exc}") from None
-                if not chunk:
-                    raise ClosingConnection("segment file shorter than its index says")
+                if chunk is None:
+                    break
                 self.writer.write(chunk)
                 # back-pressure: hold at most one chunk beyond the transport's high-water mark
                 # for a client that does not read
                 await self.writer.drain()
-                position += len(chunk)
-                remaining -= len(chunk)
         await self.writer.drain()
         self.writing_since = None
