@@ -29,3 +29,21 @@ def manager_with_topic(path, clock: Clock, segment_bytes: int, configs: dict):
     m = open_manager(path, clock, segment_bytes)
     m.create_topic("t", 1, configs)
     return m, m.get_log("t", 0)
+
+
+def crash(m: LogManager) -> None:
+    """Stop without close(): no flush, no snapshot, no clean-shutdown marker (the page cache
+    survives, as after a SIGKILL)."""
+    for plog in m.all_logs():
+        plog._wait_pending_flushes()
+        for seg in plog.segments:
+            seg.close()
+    if m._executor is not None:
+        m._executor.shutdown(wait=True)
+
+
+def new_topic(path, segment_bytes: int, configs: dict, now: int):
+    """(clock, manager, log of "t"-0) of a fresh data dir."""
+    clock = Clock(now)
+    m, plog = manager_with_topic(path, clock, segment_bytes, configs)
+    return clock, m, plog

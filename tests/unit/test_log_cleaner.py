@@ -10,7 +10,8 @@ from protocol.record_batch import ATTR_CONTROL, build_batch, iter_batches, iter_
 from storage.cleaner import CLEANER_DIR
 from storage.log_cleaner import SWAP_FILE
 from storage.log_manager import LogManager
-from tests.support.storage import Clock, manager_with_topic, open_manager
+from tests.support import storage as storage_support
+from tests.support.storage import Clock, open_manager
 
 pytestmark = pytest.mark.timeout(20)
 
@@ -22,11 +23,8 @@ def manager(path, clock) -> LogManager:
     return open_manager(path, clock, 600)
 
 
-def new_topic(tmp_path, configs=None):
-    """(clock, manager, log of "t"-0) of a fresh data dir."""
-    clock = Clock(100_000_000)
-    m, plog = manager_with_topic(tmp_path, clock, 600, COMPACT if configs is None else configs)
-    return clock, m, plog
+def new_topic(tmp_path, configs=COMPACT):
+    return storage_support.new_topic(tmp_path, 600, configs, 100_000_000)
 
 
 def run_pass(m: LogManager) -> bool:

@@ -10,7 +10,8 @@ from protocol.errors import ErrorCode
 from protocol.record_batch import build_batch
 from storage.errors import KafkaStorageError
 from storage.log_manager import LOG_START_OFFSET_FILE, LogManager
-from tests.support.storage import Clock, manager_with_topic, open_manager
+from tests.support import storage as storage_support
+from tests.support.storage import open_manager
 
 pytestmark = pytest.mark.timeout(10)
 
@@ -20,10 +21,7 @@ def manager(path, clock) -> LogManager:
 
 
 def new_topic(tmp_path, configs=None):
-    """(clock, manager, log of "t"-0) of a fresh data dir."""
-    clock = Clock(10_000_000)
-    m, plog = manager_with_topic(tmp_path, clock, 400, SMALL if configs is None else configs)
-    return clock, m, plog
+    return storage_support.new_topic(tmp_path, 400, SMALL if configs is None else configs, 10_000_000)
 
 
 def batch(ts: int, *, pid=-1, epoch=-1, seq=-1, txn=False, n=1) -> bytes:
