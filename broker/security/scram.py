@@ -110,7 +110,7 @@ def parse_add_scram(value: str) -> list[tuple[str, str, str]]:
 
 
 def _attributes(message: str) -> dict[str, str]:
-    out = {}
+    out: dict[str, str] = {}
     for part in message.split(","):
         key, sep, value = part.partition("=")
         if not sep or len(key) != 1:
@@ -190,6 +190,8 @@ class ScramServer:
         if channel != self._gs2_header or attrs.get("r") != self._nonce:
             raise AuthenticationFailed("SCRAM nonce or channel binding mismatch")
         cred = self._credential
+        if cred is None:  # no client-first message was accepted before this one
+            raise self._fail()
         auth_message = f"{self._client_first_bare},{self._server_first},{without_proof}".encode()
         signature = _hmac(self.digest, cred.stored_key, auth_message)
         if len(proof) != len(signature):
