@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from broker.security.settings import Property, SECURITY_AND_LIMIT_PROPERTIES, listener_property
+from storage.config import TOPIC_CONFIGS, builtin_default, check_of
 
 LONG_MAX = 2**63 - 1
 
@@ -27,11 +28,12 @@ def _non_negative(v) -> bool:
     return v >= 0
 
 
-def _ratio(v) -> bool:
-    try:
-        return 0.0 <= float(v) <= 1.0
-    except ValueError:
-        return False
+def _topic_default(name: str, topic_config: str, type_: str, doc: str) -> Property:
+    """A broker property that is the default of a topic config: its default and its rule come
+    from the one registry of topic configs (storage/config.py), so the two cannot disagree."""
+    check, check_doc = check_of(topic_config)
+    default = builtin_default(topic_config) if type_ == "int" else TOPIC_CONFIGS[topic_config].default
+    return Property(name, type_, default, doc, check, check_doc)
 
 
 PROPERTIES: dict[str, Property] = {
@@ -48,32 +50,32 @@ PROPERTIES: dict[str, Property] = {
         Property("auto.create.topics.enable", "bool", True, "Create a topic on first Metadata/Produce that names it."),
         Property("delete.topic.enable", "bool", True, "Allow DeleteTopics."),
         # log
-        Property("log.segment.bytes", "int", 1073741824, "Roll a segment at this size.", lambda v: v >= 14, ">= 14"),
+        _topic_default("log.segment.bytes", "segment.bytes", "int", "Roll a segment at this size."),
         Property("log.roll.ms", "int", None, "Roll a segment after this age (overrides log.roll.hours).", _positive, "> 0"),
         Property("log.roll.hours", "int", 168, "Roll a segment after this age.", _positive, "> 0"),
-        Property("log.index.interval.bytes", "int", 4096, "Bytes between offset-index entries.", _non_negative, ">= 0"),
-        Property("log.message.timestamp.type", "str", "CreateTime", "CreateTime or LogAppendTime.", lambda v: v in ("CreateTime", "LogAppendTime"), "CreateTime|LogAppendTime"),
-        Property("log.message.timestamp.before.max.ms", "int", LONG_MAX, "Refuse CreateTime timestamps older than this (INVALID_TIMESTAMP).", _non_negative, ">= 0"),
-        Property("log.message.timestamp.after.max.ms", "int", 3600000, "Refuse CreateTime timestamps further ahead than this (INVALID_TIMESTAMP).", _non_negative, ">= 0"),
-        Property("message.max.bytes", "int", 1048588, "Largest record batch accepted.", _positive, "> 0"),
-        Property("log.flush.interval.messages", "int", LONG_MAX, "fsync a partition after this many appended messages.", _positive, "> 0"),
+        _topic_default("log.index.interval.bytes", "index.interval.bytes", "int", "Bytes between offset-index entries."),
+        _topic_default("log.message.timestamp.type", "message.timestamp.type", "str", "CreateTime or LogAppendTime."),
+        _topic_default("log.message.timestamp.before.max.ms", "message.timestamp.before.max.ms", "int", "Refuse CreateTime timestamps older than this (INVALID_TIMESTAMP)."),
+        _topic_default("log.message.timestamp.after.max.ms", "message.timestamp.after.max.ms", "int", "Refuse CreateTime timestamps further ahead than this (INVALID_TIMESTAMP)."),
+        _topic_default("message.max.bytes", "max.message.bytes", "int", "Largest record batch accepted."),
+        _topic_default("log.flush.interval.messages", "flush.messages", "int", "fsync a partition after this many appended messages."),
         Property("log.flush.interval.ms", "int", None, "fsync a partition whose oldest unflushed data is this old.", _non_negative, ">= 0"),
         Property("log.flush.scheduler.interval.ms", "int", LONG_MAX, "How often the flusher checks log.flush.interval.ms.", _positive, "> 0"),
         Property("log.retention.ms", "int", None, "Delete segments whose newest record is older than this (overrides log.retention.minutes/hours; -1: never).", lambda v: v >= -1, ">= -1"),
         Property("log.retention.minutes", "int", None, "Delete segments older than this (overrides log.retention.hours).", lambda v: v >= -1, ">= -1"),
         Property("log.retention.hours", "int", 168, "Delete segments older than this.", lambda v: v >= -1, ">= -1"),
-        Property("log.retention.bytes", "int", -1, "Delete the oldest segments while a partition is larger than this (-1: no limit).", lambda v: v >= -1, ">= -1"),
+        _topic_default("log.retention.bytes", "retention.bytes", "int", "Delete the oldest segments while a partition is larger than this (-1: no limit)."),
         Property("log.retention.check.interval.ms", "int", 300000, "How often retention is checked.", _positive, "> 0"),
-        Property("log.segment.delete.delay.ms", "int", 60000, "Keep a deleted segment's file open this long for reads in flight.", _non_negative, ">= 0"),
+        _topic_default("log.segment.delete.delay.ms", "file.delete.delay.ms", "int", "Keep a deleted segment's file open this long for reads in flight."),
         Property("log.cleaner.enable", "bool", True, "Run the log cleaner (compaction of topics with cleanup.policy=compact, internal topics included)."),
         Property("log.cleaner.backoff.ms", "int", 15000, "How often the log cleaner looks for a log to clean.", _positive, "> 0"),
-        Property("log.cleaner.delete.retention.ms", "int", 86400000, "Default delete.retention.ms: how long tombstones and transaction markers outlive cleaning.", _non_negative, ">= 0"),
-        Property("log.cleaner.min.compaction.lag.ms", "int", 0, "Default min.compaction.lag.ms.", _non_negative, ">= 0"),
-        Property("log.cleaner.max.compaction.lag.ms", "int", LONG_MAX, "Default max.compaction.lag.ms.", _positive, "> 0"),
-        Property("log.cleaner.min.cleanable.ratio", "str", "0.5", "Default min.cleanable.dirty.ratio.", lambda v: _ratio(v), "a number in [0, 1]"),
+        _topic_default("log.cleaner.delete.retention.ms", "delete.retention.ms", "int", "Default delete.retention.ms: how long tombstones and transaction markers outlive cleaning."),
+        _topic_default("log.cleaner.min.compaction.lag.ms", "min.compaction.lag.ms", "int", "Default min.compaction.lag.ms."),
+        _topic_default("log.cleaner.max.compaction.lag.ms", "max.compaction.lag.ms", "int", "Default max.compaction.lag.ms."),
+        _topic_default("log.cleaner.min.cleanable.ratio", "min.cleanable.dirty.ratio", "str", "Default min.cleanable.dirty.ratio."),
         Property("offsets.topic.segment.bytes", "int", 1048576, "segment.bytes of __consumer_offsets (Kafka: 104857600; smaller here so compaction keeps it small).", lambda v: v >= 14, ">= 14"),
         Property("transaction.state.log.segment.bytes", "int", 1048576, "segment.bytes of __transaction_state (Kafka: 104857600; smaller here so compaction keeps it small).", lambda v: v >= 14, ">= 14"),
-        Property("log.cleanup.policy", "str", "delete", "Default cleanup.policy of topics.", lambda v: all(p.strip() in ("delete", "compact") for p in v.split(",")), "delete, compact or both"),
+        _topic_default("log.cleanup.policy", "cleanup.policy", "str", "Default cleanup.policy of topics."),
         # network
         Property("socket.request.max.bytes", "int", 104857600, "Largest request frame; larger ones close the connection.", _positive, "> 0"),
         Property("connections.max.idle.ms", "int", 600000, "Close a connection with no request for this long.", _positive, "> 0"),

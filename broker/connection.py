@@ -17,6 +17,7 @@ import asyncio
 import os
 import struct
 import time
+from collections.abc import Iterator
 
 import structlog
 
@@ -26,6 +27,7 @@ from broker.handlers import api_versions
 from broker.limits import RequestBudget
 from broker.security.sasl import Session
 from broker.security.scram import AuthenticationFailed
+from storage.file_slice import FileSlice, ShortSliceError
 from protocol.codec import DecodeError, decode_request, encode_response, request_class
 from protocol.frames import API_VERSIONS_KEY, RequestHeader, parse_request_header, response_header
 
@@ -215,12 +217,9 @@ class Connection:
                 pending, pending_size = [], 0
                 await self._sendfile(part)
                 continue
-            position, end = part.position, part.position + part.length
-            while position < end:
-                chunk = _read_piece(part, position, end)
+            for chunk in _pieces(part):
                 pending.append(chunk)
                 pending_size += len(chunk)
-                position += len(chunk)
                 if pending_size >= _SLICE_READ:
                     # back-pressure: hold at most about one piece beyond the transport's
                     # high-water mark for a client that does not read
@@ -280,6 +279,22 @@ def _file_of(part) -> int:
         return part.fileno()
     except OSError as exc:  # the segment was deleted (topic deleted) meanwhile
         raise ClosingConnection(f"segment file unreadable: {exc}") from None
+
+
+def _pieces(part: FileSlice) -> Iterator[bytes]:
+    """The slice's bytes piece by piece (FileSlice.pieces), a vanished or short segment file as
+    the reason to close the connection."""
+    pieces = part.pieces(_SLICE_READ)
+    while True:
+        try:
+            chunk = next(pieces, None)
+        except ShortSliceError:
+            raise ClosingConnection("segment file shorter than its index says") from None
+        except OSError as exc:  # the segment was deleted (topic deleted) meanwhile
+            raise ClosingConnection(f"segment file unreadable: {exc}") from None
+        if chunk is None:
+            return
+        yield chunk
 
 
 def _read_piece(part, position: int, end: int) -> bytes:

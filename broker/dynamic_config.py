@@ -23,8 +23,8 @@ import structlog
 
 from broker.config import DYNAMIC_BROKER, DYNAMIC_DEFAULT, PROPERTIES, BrokerConfig, ConfigError
 from protocol.errors import ErrorCode
-from storage.checkpoint import atomic_write
 from storage.config import validate_topic_configs
+from storage.durable_files import atomic_write
 from storage.errors import KafkaStorageError
 
 __all__ = ["DynamicConfigs", "TOPIC", "BROKER", "SET", "DELETE", "APPEND", "SUBTRACT",
@@ -185,3 +185,21 @@ class DynamicConfigs:
 
 def _text(value) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def alter_configs_response(ctx, req, operations, *, incremental: bool):
+    """The one path of AlterConfigs and IncrementalAlterConfigs: per resource, authorization
+    (Kafka: ALTER_CONFIGS on the topic, or on the cluster for a broker), then validation and the
+    change (``DynamicConfigs.alter``). ``operations(resource)`` gives its [(name, op, value)]."""
+    from broker.security.acls import Operation
+    from broker.security.checks import config_resource_denial, denied_config_result
+
+    dynamic = ctx.broker.dynamic_configs
+    responses = []
+    for r in req.resources:
+        # authorization
+        denial = config_resource_denial(ctx, r.resource_type, r.resource_name,
+                                        Operation.ALTER_CONFIGS)
+        responses.append(denied_config_result(r, denial) if denial else dynamic.alter_result(
+            r, operations(r), incremental=incremental, validate_only=req.validate_only))
+    return ctx.response(throttle_time_ms=0, responses=responses)

@@ -1,7 +1,8 @@
 """A single-node Apache Kafka (KRaft) started from its Maven jars, as the reference broker.
 
 The jars come from Maven Central through `conformance/kafka/pom.xml` into a cache directory
-outside the repository (`$MINIBROKER_CACHE`, default `~/.cache/minibroker`), once. Formatting
+outside the repository (`$MINIBROKER_CACHE`, default `~/.cache/minibroker`), once, fetched by
+`jvm/fetch.sh artifacts` (the one Maven fetch of the project, also behind `make jvm`). Formatting
 the storage is a JVM start of its own, so a formatted directory is kept in the cache and copied
 for each run.
 """
@@ -18,6 +19,7 @@ from pathlib import Path
 from conformance.ports import free_low_port
 
 HERE = Path(__file__).resolve().parent
+FETCH_SCRIPT = HERE.parent / "jvm" / "fetch.sh"
 POM = HERE / "kafka" / "pom.xml"
 LOG4J = HERE / "kafka" / "log4j2.properties"
 KAFKA_VERSION = "4.4.0"
@@ -60,22 +62,14 @@ def client_jars(version: str) -> Path:
 
 
 def _fetch(pom: Path, libs: Path, expected_jar: str, *properties: str) -> Path:
-    marker = libs / ".complete"
-    if marker.exists():
+    """The runtime dependencies of `pom` in `libs`, fetched by jvm/fetch.sh unless cached."""
+    if (libs / ".complete").exists():
         return libs
-    missing = [tool for tool in ("java", "mvn") if shutil.which(tool) is None]
-    if missing:
-        raise RuntimeError(f"the reference Kafka needs {' and '.join(missing)} on PATH "
-                           f"(Debian: apt-get install default-jdk-headless maven)")
-    libs.mkdir(parents=True, exist_ok=True)
-    subprocess.run(
-        ["mvn", "-q", "-B", "-f", str(pom), "dependency:copy-dependencies",
-         "-DincludeScope=runtime", f"-DoutputDirectory={libs}", *properties],
-        check=True, timeout=900,
-    )
-    if not (libs / expected_jar).exists():
-        raise RuntimeError(f"Maven did not deliver {expected_jar} into {libs}")
-    marker.touch()
+    done = subprocess.run(["bash", str(FETCH_SCRIPT), "artifacts", str(pom), str(libs),
+                           expected_jar, *properties], timeout=900)
+    if done.returncode != 0:  # jvm/fetch.sh said why on stderr (no java/mvn, no such jar)
+        raise RuntimeError(f"jvm/fetch.sh could not fetch {expected_jar} into {libs} "
+                           f"(exit {done.returncode}; see its message above)")
     return libs
 
 
@@ -181,5 +175,6 @@ class ReferenceKafka:
         text = ""
         for path in (self.log_path, self.workdir / "server.log"):
             if path.exists():
-                text += f"--- {path}\n" + "\n".join(path.read_text(errors="replace").splitlines()[-lines:]) + "\n"
+                tail = path.read_text(errors="replace").splitlines()[-lines:]
+                text += f"--- {path}\n" + "\n".join(tail) + "\n"
         return text

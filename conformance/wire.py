@@ -20,7 +20,7 @@ from pathlib import Path
 from kio.serial import entity_reader, entity_writer
 
 from protocol.codec import build, request_class, response_class
-from protocol.frames import write_uvarint
+from protocol.varint import write_uvarint
 
 _INT32 = struct.Struct(">i")
 
@@ -68,11 +68,11 @@ def decode_kio(api_key: int, version: int, body: bytes):
 
 
 def decode_kafka_python(api_key: int, version: int, body: bytes):
-    from kafka.protocol.api_header import ResponseClassRegistry  # noqa: PLC0415 - cold path
     import kafka.protocol.admin  # noqa: F401,PLC0415 - registers the response classes
     import kafka.protocol.consumer  # noqa: F401,PLC0415
     import kafka.protocol.metadata  # noqa: F401,PLC0415
     import kafka.protocol.producer  # noqa: F401,PLC0415
+    from kafka.protocol.api_header import ResponseClassRegistry  # noqa: PLC0415 - cold path
 
     cls = ResponseClassRegistry._response_class_registry.get(api_key)
     if cls is None:

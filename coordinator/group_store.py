@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Iterator
 
 from storage.config import INTERNAL_SEGMENT_BYTES, broker_value
+from storage.file_slice import slice_bytes
 
 __all__ = ["OFFSETS_TOPIC", "StoredBatch", "LogOffsetsStore", "MemoryOffsetsStore"]
 
@@ -145,7 +146,7 @@ class LogOffsetsStore:
         end = plog.log_end_offset
         while offset < end:
             result = plog.read(offset, 1 << 20, 0)
-            data = b"".join(_read_slice(chunk) for chunk in result.chunks)
+            data = b"".join(slice_bytes(chunk) for chunk in result.chunks)
             if not data:
                 break
             advanced = False
@@ -169,18 +170,3 @@ class LogOffsetsStore:
                                   header.producer_epoch, header.base_sequence)
             if not advanced:
                 break
-
-
-def _read_slice(chunk) -> bytes:
-    if isinstance(chunk, (bytes, bytearray, memoryview)):
-        return bytes(chunk)
-    out = bytearray()
-    position, remaining = chunk.position, chunk.length
-    while remaining > 0:
-        piece = chunk.read(position, remaining)
-        if not piece:
-            break
-        out += piece
-        position += len(piece)
-        remaining -= len(piece)
-    return bytes(out)

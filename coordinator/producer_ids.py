@@ -15,6 +15,8 @@ import json
 import os
 import zlib
 
+from storage.durable_files import atomic_write
+
 __all__ = ["ProducerIdManager", "ProducerIdStateError", "DEFAULT_BLOCK_SIZE", "MAX_PRODUCER_ID"]
 
 DEFAULT_BLOCK_SIZE = 1000
@@ -77,22 +79,7 @@ class ProducerIdManager:
     def _write(self, block_end: int) -> None:
         data = json.dumps({"version": _VERSION, "block_end": block_end,
                            "crc": _crc(block_end)}).encode() + b"\n"
-        tmp = self.path + ".tmp"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        try:
-            view = memoryview(data)
-            while view:
-                n = os.write(fd, view)
-                view = view[n:]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, self.path)
-        dfd = os.open(self.data_dir, os.O_RDONLY)
-        try:
-            os.fsync(dfd)
-        finally:
-            os.close(dfd)
+        atomic_write(self.path, data)
 
     def allocate(self) -> int:
         """Return a producer id never returned before (from this data directory)."""

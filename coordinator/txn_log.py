@@ -24,6 +24,7 @@ from typing import Iterator
 import structlog
 
 from storage.config import INTERNAL_SEGMENT_BYTES, broker_value
+from storage.file_slice import slice_bytes
 
 __all__ = ["TXN_TOPIC", "LogTxnStore", "MemoryTxnStore"]
 
@@ -107,7 +108,7 @@ class LogTxnStore:
             end = plog.log_end_offset
             while offset < end:
                 result = plog.read(offset, 1 << 20, 0)
-                data = b"".join(read_slice(chunk) for chunk in result.chunks)
+                data = b"".join(slice_bytes(chunk) for chunk in result.chunks)
                 if not data:
                     break
                 advanced = False
@@ -146,18 +147,3 @@ def readable_batches(data: bytes, topic: str, partition: int):
             yield header, None
             continue
         yield header, records
-
-
-def read_slice(chunk) -> bytes:
-    if isinstance(chunk, (bytes, bytearray, memoryview)):
-        return bytes(chunk)
-    out = bytearray()
-    position, remaining = chunk.position, chunk.length
-    while remaining > 0:
-        piece = chunk.read(position, remaining)
-        if not piece:
-            break
-        out += piece
-        position += len(piece)
-        remaining -= len(piece)
-    return bytes(out)

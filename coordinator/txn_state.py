@@ -32,7 +32,7 @@ from enum import IntEnum
 from typing import Iterable
 
 from protocol.errors import ErrorCode
-from protocol.frames import write_uvarint as _uvarint
+from protocol.varint import write_uvarint as _uvarint
 
 __all__ = [
     "TxnState",

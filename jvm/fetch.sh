@@ -1,48 +1,66 @@
 #!/usr/bin/env bash
-# Fetches (with Maven) the JVM pieces the Spark and Java tests need into a cache directory outside
-# git, and compiles the Java client checks. Idempotent: a version already fetched is skipped.
-#   $MINIBROKER_JVM_CACHE (default ~/.cache/minibroker/jvm)
+# The one way JVM artifacts are fetched from Maven Central into a cache outside git. Idempotent:
+# a directory holding a `.complete` marker is never fetched again.
+#
+#   jvm/fetch.sh                 (make jvm) what the Spark and Java tests need, and compile the
+#                                Java client checks, into $MINIBROKER_JVM_CACHE (default
+#                                ~/.cache/minibroker/jvm):
 #     spark-kafka-<spark version>/*.jar      Spark's Kafka connector + jars pyspark lacks
 #     kafka-clients-<version>/lib/*.jar       kafka-clients and its dependencies
 #     kafka-clients-<version>/classes/        the compiled checks (jvm/clients/src)
+#   jvm/fetch.sh artifacts POM DIR JAR [-Dname=value...]
+#                                the runtime dependencies of POM into DIR, checking that JAR
+#                                arrived (conformance/reference_kafka.py: the reference Kafka
+#                                and its tools, in ~/.cache/minibroker/kafka-*)
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
+
+require() {  # tools...
+  for tool in "$@"; do
+    if ! command -v "$tool" >/dev/null; then
+      echo "jvm/fetch.sh: '$tool' is not on PATH. The Spark, Java and conformance tests need a" \
+           "JDK 17+ and Maven:" >&2
+      echo "  Debian/Ubuntu: apt-get install -y openjdk-17-jdk-headless maven" >&2
+      exit 1
+    fi
+  done
+}
+
+fetch_artifacts() {  # pom, directory, expected jar ("" for none), extra Maven args...
+  local pom="$1" dir="$2" expected="$3"; shift 3
+  [ -f "$dir/.complete" ] && return 0
+  echo "fetching the runtime dependencies of $pom into $dir" >&2
+  rm -rf "$dir"
+  mvn -q -B -Dstyle.color=never -f "$pom" dependency:copy-dependencies -DincludeScope=runtime \
+      -DoutputDirectory="$dir" "$@"
+  if [ -n "$expected" ] && [ ! -f "$dir/$expected" ]; then
+    echo "jvm/fetch.sh: Maven did not deliver $expected into $dir" >&2
+    exit 1
+  fi
+  touch "$dir/.complete"
+}
+
+if [ "${1:-}" = "artifacts" ]; then
+  [ $# -ge 4 ] || { echo "usage: jvm/fetch.sh artifacts POM DIR JAR [-Dname=value...]" >&2; exit 2; }
+  shift
+  require java mvn
+  fetch_artifacts "$@"
+  exit 0
+fi
+
 cache="${MINIBROKER_JVM_CACHE:-$HOME/.cache/minibroker/jvm}"
 spark_version="${SPARK_VERSION:-4.2.0}"
 kafka_versions="${KAFKA_CLIENT_VERSIONS:-3.9.2 4.4.0}"
+require java javac mvn
 
-for tool in java javac mvn; do
-  if ! command -v "$tool" >/dev/null; then
-    echo "jvm/fetch.sh: '$tool' is not on PATH. The Spark and Java tests need a JDK 17+ and Maven:" >&2
-    echo "  Debian/Ubuntu: apt-get install -y openjdk-17-jdk-headless maven" >&2
-    exit 1
-  fi
-done
-
-mvn_copy() {  # pom, output dir, extra args...
-  local pom="$1" out="$2"; shift 2
-  mvn -q -B -Dstyle.color=never -f "$pom" dependency:copy-dependencies -DincludeScope=runtime \
-      -DoutputDirectory="$out" "$@"
-}
-
-spark_dir="$cache/spark-kafka-$spark_version"
-if [ ! -f "$spark_dir/.complete" ]; then
-  echo "fetching spark-sql-kafka-0-10_2.13:$spark_version into $spark_dir"
-  rm -rf "$spark_dir"
-  mvn_copy "$here/spark-kafka/pom.xml" "$spark_dir" \
-    -DincludeArtifactIds=spark-sql-kafka-0-10_2.13,spark-token-provider-kafka-0-10_2.13,kafka-clients,commons-pool2
-  touch "$spark_dir/.complete"
-fi
+fetch_artifacts "$here/spark-kafka/pom.xml" "$cache/spark-kafka-$spark_version" \
+  "spark-sql-kafka-0-10_2.13-$spark_version.jar" \
+  -DincludeArtifactIds=spark-sql-kafka-0-10_2.13,spark-token-provider-kafka-0-10_2.13,kafka-clients,commons-pool2
 
 src_sum="$(cat "$here"/clients/pom.xml "$here"/clients/src/main/java/minibroker/*.java | sha1sum | cut -c1-12)"
 for v in $kafka_versions; do
   dir="$cache/kafka-clients-$v"
-  if [ ! -f "$dir/lib/.complete" ]; then
-    echo "fetching kafka-clients:$v into $dir/lib"
-    rm -rf "$dir/lib"
-    mvn_copy "$here/clients/pom.xml" "$dir/lib" -Dkafka.version="$v"
-    touch "$dir/lib/.complete"
-  fi
+  fetch_artifacts "$here/clients/pom.xml" "$dir/lib" "kafka-clients-$v.jar" -Dkafka.version="$v"
   if [ "$(cat "$dir/classes/.source" 2>/dev/null)" != "$src_sum" ]; then
     echo "compiling the Java client checks against kafka-clients $v"
     rm -rf "$dir/classes"

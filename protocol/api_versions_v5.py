@@ -18,12 +18,18 @@ from kio.static.primitive import i16, i32, i32Timedelta, i64
 __all__ = ["ApiVersionsRequest", "ApiVersionsResponse"]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ApiVersionsRequest:
-    __type__: ClassVar = EntityType.request
+class _ApiVersionsV5:
+    """The class variables kio reads that request and response share."""
+
+    __slots__ = ()
     __version__: ClassVar[i16] = i16(5)
     __flexible__: ClassVar[bool] = True
     __api_key__: ClassVar[i16] = i16(18)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ApiVersionsRequest(_ApiVersionsV5):
+    __type__: ClassVar = EntityType.request
     __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
     client_software_name: str = field(metadata={"kafka_type": "string"})
     client_software_version: str = field(metadata={"kafka_type": "string"})
@@ -32,11 +38,8 @@ class ApiVersionsRequest:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ApiVersionsResponse:
+class ApiVersionsResponse(_ApiVersionsV5):
     __type__: ClassVar = EntityType.response
-    __version__: ClassVar[i16] = i16(5)
-    __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(18)
     __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
     error_code: ErrorCode = field(metadata={"kafka_type": "error_code"})
     api_keys: tuple[ApiVersion, ...]

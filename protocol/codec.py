@@ -14,7 +14,8 @@ import datetime
 import io
 import typing
 import uuid
-from functools import lru_cache
+from functools import cache
+from typing import Literal
 
 from kio.index import UnknownAPIKey, UnknownEntity, load_payload_module
 from kio.schema.errors import ErrorCode
@@ -22,6 +23,7 @@ from kio.serial import entity_reader, entity_writer
 from kio.static.constants import EntityType
 
 from protocol.request_guard import MalformedRequest, check_body
+from protocol.schema_layout import Schema
 
 __all__ = [
     "DecodeError",
@@ -32,7 +34,7 @@ __all__ = [
     "response_class",
 ]
 
-_UTC = datetime.timezone.utc
+_UTC = datetime.UTC
 
 
 class DecodeError(Exception):
@@ -43,7 +45,8 @@ class DecodeError(Exception):
 _NEWER_SCHEMAS = {(18, 5): "protocol.api_versions_v5"}
 
 
-def _payload_class(api_key: int, version: int, kind: EntityType) -> type | None:
+def _payload_class(api_key: int, version: int,
+                   kind: Literal[EntityType.request, EntityType.response]) -> Schema | None:
     try:
         module = load_payload_module(api_key, version, kind)
     except (UnknownAPIKey, UnknownEntity):
@@ -63,27 +66,27 @@ def _payload_class(api_key: int, version: int, kind: EntityType) -> type | None:
     return None
 
 
-@lru_cache(maxsize=None)
-def request_class(api_key: int, version: int) -> type | None:
+@cache
+def request_class(api_key: int, version: int) -> Schema | None:
     return _payload_class(api_key, version, EntityType.request)
 
 
-@lru_cache(maxsize=None)
-def response_class(api_key: int, version: int) -> type | None:
+@cache
+def response_class(api_key: int, version: int) -> Schema | None:
     return _payload_class(api_key, version, EntityType.response)
 
 
-@lru_cache(maxsize=None)
-def _reader(cls: type):
+@cache
+def _reader(cls: Schema):
     return entity_reader(cls)
 
 
-@lru_cache(maxsize=None)
-def _writer(cls: type):
+@cache
+def _writer(cls: Schema):
     return entity_writer(cls)
 
 
-def decode_request(cls: type, buf: bytes | memoryview, offset: int):
+def decode_request(cls: Schema, buf: bytes | memoryview, offset: int):
     """Decode a request body starting at `offset`; returns (entity, bytes consumed).
 
     kio raises KeyError for a tagged field it does not know and assorted errors for short or
@@ -112,7 +115,8 @@ def decode_request(cls: type, buf: bytes | memoryview, offset: int):
 
 def encode_response(entity) -> bytes:
     out = io.BytesIO()
-    _writer(type(entity))(out, entity)
+    cls: Schema = type(entity)
+    _writer(cls)(out, entity)
     return out.getvalue()
 
 
@@ -153,8 +157,8 @@ def _zero_for(tp, kafka_type: str | None, is_array: bool, nullable: bool):
     return 0
 
 
-@lru_cache(maxsize=None)
-def _plan(cls: type) -> tuple[_FieldPlan, ...]:
+@cache
+def _plan(cls: Schema) -> tuple[_FieldPlan, ...]:
     hints = typing.get_type_hints(cls)
     plans = []
     for f in dataclasses.fields(cls):
@@ -198,7 +202,7 @@ def _convert(plan: _FieldPlan, value):
     return value
 
 
-def build(cls: type, values: dict):
+def build(cls: Schema, values: dict):
     """Build a kio entity of `cls` from a dict of plain values.
 
     Keys the version does not have are ignored (one handler serves many versions); fields not

@@ -10,7 +10,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 
-from protocol.frames import write_uvarint as _uvarint
+from protocol.varint import write_uvarint as _uvarint
 
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
@@ -42,7 +42,7 @@ def _array_len(n: int, flexible: bool) -> bytes:
     return _uvarint(n + 1) if flexible else _I32.pack(n)
 
 
-def encode(version: int, topics: list[tuple[str, list[PartitionData]]], error_code: int = 0,
+def encode(version: int, topics: list[tuple[str, list[PartitionData]]], error_code: int = 0,  # noqa: C901 - one hot-path encoder, read top to bottom
            session_id: int = 0) -> tuple[list, int]:
     """Return (parts, total size) of the response body for Fetch `version` (4..12)."""
     flexible = version >= 12

@@ -11,6 +11,7 @@ import struct
 from typing import NamedTuple
 
 from protocol.codec import DecodeError, request_class, response_class
+from protocol.varint import VarintError, read_uvarint
 
 _HEAD = struct.Struct(">hhi")
 _INT16 = struct.Struct(">h")
@@ -27,41 +28,17 @@ class RequestHeader(NamedTuple):
     body_offset: int  # where the body starts in the frame
 
 
-def read_uvarint(buf, pos: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        if pos >= len(buf):
-            raise DecodeError("truncated varint")
-        b = buf[pos]
-        pos += 1
-        value |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return value, pos
-        shift += 7
-        if shift > 63:
-            raise DecodeError("varint too long")
-
-
-def write_uvarint(n: int) -> bytes:
-    """Unsigned varint (7 bits a byte, low first), as flexible versions use for lengths."""
-    out = bytearray()
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        if not n:
-            out.append(b)
-            return bytes(out)
-        out.append(b | 0x80)
-
-
 def skip_tagged_fields(buf, pos: int) -> int:
-    count, pos = read_uvarint(buf, pos)
-    for _ in range(count):
-        _tag, pos = read_uvarint(buf, pos)
-        size, pos = read_uvarint(buf, pos)
-        pos += size
-        if pos > len(buf):
-            raise DecodeError("truncated tagged field")
+    try:
+        count, pos = read_uvarint(buf, pos)
+        for _ in range(count):
+            _tag, pos = read_uvarint(buf, pos)
+            size, pos = read_uvarint(buf, pos)
+            pos += size
+            if pos > len(buf):
+                raise DecodeError("truncated tagged field")
+    except VarintError as exc:
+        raise DecodeError(str(exc)) from None
     return pos
 
 

@@ -32,7 +32,8 @@ from __future__ import annotations
 
 import struct
 import time
-from typing import Iterator, NamedTuple, Sequence
+from collections.abc import Iterator, Sequence
+from typing import NamedTuple
 
 from protocol.crc import crc32c as _crc32c
 
@@ -42,8 +43,8 @@ __all__ = [
     "COMPRESSION_ZSTD", "ATTR_COMPRESSION_MASK", "ATTR_LOG_APPEND_TIME", "ATTR_TRANSACTIONAL",
     "ATTR_CONTROL", "CONTROL_ABORT", "CONTROL_COMMIT", "NO_PRODUCER_ID", "NO_SEQUENCE",
     "NO_TIMESTAMP", "BatchHeader", "Record", "ControlRecord", "CorruptBatchError", "DecompressedTooLarge",
-    "parse_header", "crc_ok", "compute_crc", "set_base_offset", "set_partition_leader_epoch",
-    "set_max_timestamp_and_type", "iter_batches", "build_batch", "build_control_batch",
+    "parse_header", "crc_ok", "compute_crc", "stamp_header",
+    "iter_batches", "build_batch", "build_control_batch",
     "iter_records", "iter_record_keys", "parse_control_record", "filter_batch", "decompress",
 ]
 
@@ -199,25 +200,28 @@ def crc_ok(buf, pos: int = 0, size: int | None = None) -> bool:
     return _U32.unpack_from(mv, pos + _CRC_OFFSET)[0] == _crc32c(mv[pos + _CRC_START:pos + size])
 
 
-def set_base_offset(buf: bytearray, offset: int, pos: int = 0) -> None:
-    """baseOffset is outside the CRC: patching it needs no CRC update."""
-    _I64.pack_into(buf, pos, offset)
-
-
-def set_partition_leader_epoch(buf: bytearray, epoch: int, pos: int = 0) -> None:
-    """partitionLeaderEpoch is outside the CRC: patching it needs no CRC update."""
-    _I32.pack_into(buf, pos + 12, epoch)
-
-
-def set_max_timestamp_and_type(buf: bytearray, timestamp: int, log_append_time: bool) -> None:
-    """Kafka's DefaultRecordBatch.setMaxTimestamp: set the timestamp-type bit and maxTimestamp,
-    then recompute the CRC (both fields are inside it). ``buf`` holds exactly one batch."""
+def stamp_header(buf: bytearray, base_offset: int, leader_epoch: int, *,
+                 max_timestamp: int | None = None, log_append_time: bool = False,
+                 records=None) -> None:
+    """What the broker writes into a batch it appends, the one place headers are patched.
+    ``buf`` is a whole batch, or just its 61-byte header with ``records`` the bytes after it
+    (the append path copies only the header). baseOffset and partitionLeaderEpoch lie outside
+    the CRC. With ``max_timestamp``, also Kafka's DefaultRecordBatch.setMaxTimestamp: the
+    timestamp-type bit and maxTimestamp, which lie inside the CRC, so it is recomputed."""
+    _I64.pack_into(buf, 0, base_offset)
+    _I32.pack_into(buf, 12, leader_epoch)
+    if max_timestamp is None:
+        return
     attrs = _I16.unpack_from(buf, _ATTRIBUTES_OFFSET)[0]
     attrs = attrs | ATTR_LOG_APPEND_TIME if log_append_time else attrs & ~ATTR_LOG_APPEND_TIME
     _I16.pack_into(buf, _ATTRIBUTES_OFFSET, attrs)
-    _I64.pack_into(buf, _MAX_TIMESTAMP_OFFSET, timestamp)
-    size = _I32.unpack_from(buf, 8)[0] + 12
-    _U32.pack_into(buf, _CRC_OFFSET, _crc32c(memoryview(buf)[_CRC_START:size]))
+    _I64.pack_into(buf, _MAX_TIMESTAMP_OFFSET, max_timestamp)
+    mv = memoryview(buf)
+    if records is None:
+        crc = _crc32c(mv[_CRC_START:_I32.unpack_from(buf, 8)[0] + 12])
+    else:
+        crc = _crc32c(records, _crc32c(mv[_CRC_START:HEADER_SIZE]))
+    _U32.pack_into(buf, _CRC_OFFSET, crc)
 
 
 def iter_batches(buf, pos: int = 0) -> Iterator[tuple[int, BatchHeader]]:
@@ -339,7 +343,7 @@ def build_batch(records: Sequence, *, producer_id: int = NO_PRODUCER_ID,
     base_ts = stamps[0]
     encoded = [
         _encode_record(i, ts - base_ts, r[0], r[1], r[2] if len(r) > 2 else None)
-        for i, (r, ts) in enumerate(zip(records, stamps))
+        for i, (r, ts) in enumerate(zip(records, stamps, strict=True))
     ]
     section = b"".join(encoded)
     if compression:
@@ -349,7 +353,7 @@ def build_batch(records: Sequence, *, producer_id: int = NO_PRODUCER_ID,
                      producer_epoch, base_sequence, base_offset, partition_leader_epoch)
 
 
-def filter_batch(header: BatchHeader, batch, keep: Sequence[bool]) -> bytes:
+def filter_batch(header: BatchHeader, batch, keep: Sequence[bool]) -> bytes:  # noqa: C901
     """The batch ``header`` describes, holding only its records whose ``keep`` flag is set (at
     least one): what log compaction writes. Like Kafka's MemoryRecords.filterTo it keeps the base
     offset, last offset delta, timestamps, producer id/epoch/base sequence and attributes (so
@@ -538,7 +542,7 @@ def iter_records(batch) -> Iterator[Record]:
         raise CorruptBatchError("record runs past the end of the batch") from None
 
 
-def iter_record_keys(batch) -> Iterator[tuple[int, bytes | None, bool]]:
+def iter_record_keys(batch) -> Iterator[tuple[int, bytes | None, bool]]:  # noqa: C901 - inlined varints
     """(offset, key, has_value) of each record, skipping timestamps, values and headers by the
     record length: what log compaction needs, several times faster than ``iter_records``.
     Raises CorruptBatchError."""

@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import struct
 
-from protocol.schema_layout import FIXED_SIZES, layout
+from protocol.schema_layout import FIXED_SIZES, Schema, layout
+from protocol.varint import VarintError, read_uvarint
 
 __all__ = ["MalformedRequest", "check_body"]
 
@@ -34,24 +35,10 @@ class MalformedRequest(ValueError):
     """The body cannot be a request of this schema; Kafka closes the connection."""
 
 
-def _uvarint(buf, pos: int, end: int) -> tuple[int, int]:
-    value = shift = 0
-    for _ in range(5):
-        if pos >= end:
-            raise MalformedRequest("truncated varint")
-        b = buf[pos]
-        pos += 1
-        value |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return value, pos
-        shift += 7
-    raise MalformedRequest("varint longer than 5 bytes")
-
-
 def _length(buf, pos: int, end: int, flexible: bool, wide: bool) -> tuple[int, int]:
     """A length or count; -1 means null. `wide`: int32 (arrays, bytes) else int16 (strings)."""
     if flexible:
-        n, pos = _uvarint(buf, pos, end)
+        n, pos = read_uvarint(buf, pos, end)
         return n - 1, pos
     size = 4 if wide else 2
     if pos + size > end:
@@ -81,7 +68,7 @@ def _value(kind, name: str, buf, pos: int, end: int, flexible: bool) -> int:
     return pos + n
 
 
-def _field(field, buf, pos: int, end: int, flexible: bool) -> int:
+def _field(field, buf, pos: int, end: int, flexible: bool) -> int:  # noqa: C901 - Kafka's field rules
     kind, name = field.kind, field.name
     if not field.is_array:
         if field.nullable and isinstance(kind, type):
@@ -115,29 +102,32 @@ def _field(field, buf, pos: int, end: int, flexible: bool) -> int:
     return pos
 
 
-def _entity(cls: type, buf, pos: int, end: int) -> int:
+def _entity(cls: Schema, buf, pos: int, end: int) -> int:
     flexible = cls.__flexible__
     fields, tags = layout(cls)
     for field in fields:
         pos = _field(field, buf, pos, end, flexible)
     if not flexible:
         return pos
-    count, pos = _uvarint(buf, pos, end)
+    count, pos = read_uvarint(buf, pos, end)
     if count > end - pos:
         raise MalformedRequest(f"{count} tagged fields claimed, {end - pos} bytes remain")
     for _ in range(count):
-        tag, pos = _uvarint(buf, pos, end)
-        size, pos = _uvarint(buf, pos, end)
+        tag, pos = read_uvarint(buf, pos, end)
+        size, pos = read_uvarint(buf, pos, end)
         if size > end - pos:
             raise MalformedRequest(f"tagged field {tag} claims {size} bytes, but only "
                                    f"{end - pos} bytes remain")
-        field = tags.get(tag)
-        if field is not None:
-            _field(field, buf, pos, pos + size, flexible)
+        tagged = tags.get(tag)
+        if tagged is not None:
+            _field(tagged, buf, pos, pos + size, flexible)
         pos += size
     return pos
 
 
-def check_body(cls: type, buf, offset: int) -> None:
+def check_body(cls: Schema, buf, offset: int) -> None:
     """Raise MalformedRequest unless the body at `offset` is safe to hand to kio."""
-    _entity(cls, buf, offset, len(buf))
+    try:
+        _entity(cls, buf, offset, len(buf))
+    except VarintError as exc:
+        raise MalformedRequest(str(exc)) from None

@@ -8,10 +8,14 @@ from __future__ import annotations
 
 import dataclasses
 import typing
-from functools import lru_cache
-from typing import NamedTuple
+from functools import cache
+from typing import Any, NamedTuple
 
-__all__ = ["FIXED_SIZES", "LENGTH_PREFIXED", "Field", "layout"]
+__all__ = ["FIXED_SIZES", "LENGTH_PREFIXED", "Field", "Schema", "layout"]
+
+#: A kio schema class: a dataclass with class variables __flexible__, __version__, __api_key__...
+#: (kio generates them with no common base, hence Any)
+Schema = Any
 
 FIXED_SIZES = {"int8": 1, "bool": 1, "int16": 2, "uint16": 2, "int32": 4, "timedelta_i32": 4,
                "int64": 8, "timedelta_i64": 8, "datetime_i64": 8, "float64": 8, "uuid": 16,
@@ -26,8 +30,8 @@ class Field(NamedTuple):
     nullable: bool
 
 
-@lru_cache(maxsize=None)
-def layout(cls: type) -> tuple[tuple[Field, ...], dict[int, Field]]:
+@cache
+def layout(cls: Schema) -> tuple[tuple[Field, ...], dict[int, Field]]:
     """(untagged fields in wire order, tag number -> tagged field)."""
     hints = typing.get_type_hints(cls)
     fields, tags = [], {}

@@ -8,11 +8,12 @@ after kio has refused a body, so speed does not matter here.
 
 from __future__ import annotations
 
-from protocol.frames import read_uvarint
-from protocol.frames import write_uvarint as _uvarint
 from protocol.schema_layout import FIXED_SIZES as _FIXED
 from protocol.schema_layout import LENGTH_PREFIXED as _LENGTH_PREFIXED
+from protocol.schema_layout import Schema
 from protocol.schema_layout import layout as _layout
+from protocol.varint import read_uvarint
+from protocol.varint import write_uvarint as _uvarint
 
 
 def _skip_value(kind, buf, pos: int, out: bytearray) -> int:
@@ -47,7 +48,7 @@ def _copy_field(kind, is_array: bool, nullable: bool, buf, pos: int, out: bytear
     return pos
 
 
-def _copy_entity(cls: type, buf, pos: int, out: bytearray) -> int:
+def _copy_entity(cls: Schema, buf, pos: int, out: bytearray) -> int:
     fields, known = _layout(cls)
     for field in fields:
         pos = _copy_field(field.kind, field.is_array, field.nullable, buf, pos, out)
@@ -69,7 +70,7 @@ def _copy_entity(cls: type, buf, pos: int, out: bytearray) -> int:
     return pos
 
 
-def strip_unknown_tags(cls: type, buf, offset: int) -> bytes:
+def strip_unknown_tags(cls: Schema, buf, offset: int) -> bytes:
     """The body of a flexible request of `cls` starting at `offset`, minus unknown tags."""
     out = bytearray()
     _copy_entity(cls, buf, offset, out)

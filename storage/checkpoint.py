@@ -8,44 +8,19 @@ Format (identical to Kafka's, so the files read the same to anyone who knows Kaf
     orders 1 99
 
 Used for ``recovery-point-offset-checkpoint`` and ``log-start-offset-checkpoint``. Written
-atomically (temp file, fsync, rename, fsync the directory). A damaged file is never fatal: the
+atomically (``storage/durable_files.py``). A damaged file is never fatal: the
 reader logs what it could not read and returns what the caller should fall back to (nothing).
 """
 
 from __future__ import annotations
 
-import os
-import uuid
-
 import structlog
 
-__all__ = ["read_offset_checkpoint", "write_offset_checkpoint", "atomic_write", "fsync_dir"]
+from storage.durable_files import atomic_write
+
+__all__ = ["read_offset_checkpoint", "write_offset_checkpoint"]
 
 log = structlog.get_logger(__name__)
-
-
-def fsync_dir(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def atomic_write(path: str, data: bytes) -> None:
-    """Write temp, fsync, rename over, fsync the directory: a crash leaves old or new."""
-    directory = os.path.dirname(path)
-    tmp = os.path.join(directory, f".tmp-{uuid.uuid4().hex}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
-    fsync_dir(directory)
 
 
 def read_offset_checkpoint(path: str, what: str) -> dict[tuple[str, int], int]:

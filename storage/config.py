@@ -13,14 +13,16 @@ replica, no compaction, no tiered storage; retention deletion is not implemented
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from protocol.errors import ErrorCode
 from storage.errors import KafkaStorageError
 
 __all__ = ["LogConfig", "TOPIC_CONFIGS", "validate_topic_configs", "effective_topic_configs",
-           "broker_value", "default_origin", "LONG_MAX", "INTERNAL_SEGMENT_BYTES"]
+           "broker_value", "default_origin", "builtin_default", "check_of", "LONG_MAX",
+           "INTERNAL_SEGMENT_BYTES"]
 
 LONG_MAX = 2**63 - 1
 INT_MAX = 2**31 - 1
@@ -39,65 +41,82 @@ def broker_value(config: Any, name: str) -> Any:
         return None
 
 
-def _int(lo: int, hi: int = LONG_MAX) -> Callable[[str], int]:
-    def parse(raw: str) -> int:
-        v = int(str(raw).strip())
-        if not lo <= v <= hi:
-            raise ValueError(f"must be in [{lo}, {hi}]")
+class _Range:
+    """Parses a number of ``kind`` (int or float) within [lo, hi]; ``doc`` says so."""
+
+    __slots__ = ("kind", "lo", "hi", "doc")
+
+    def __init__(self, kind: Callable[[str], Any], lo: Any, hi: Any = LONG_MAX) -> None:
+        self.kind, self.lo, self.hi = kind, lo, hi
+        self.doc = f"in [{lo}, {hi}]"
+
+    def __call__(self, raw: Any) -> Any:
+        v = self.kind(str(raw).strip())
+        if not self.lo <= v <= self.hi:
+            raise ValueError(f"must be {self.doc}")
         return v
-    return parse
 
 
-def _float(lo: float, hi: float) -> Callable[[str], float]:
-    def parse(raw: str) -> float:
-        v = float(str(raw).strip())
-        if not lo <= v <= hi:
-            raise ValueError(f"must be in [{lo}, {hi}]")
-        return v
-    return parse
+class _OneOf:
+    """Parses one of ``choices`` (``separated``: a comma-separated list of them)."""
+
+    __slots__ = ("choices", "separated", "doc")
+
+    def __init__(self, *choices: str, separated: bool = False) -> None:
+        self.choices, self.separated = choices, separated
+        self.doc = ("a list of " if separated else "one of ") + ", ".join(choices)
+
+    def __call__(self, raw: Any) -> str:
+        parts = [p.strip() for p in str(raw).split(",") if p.strip()] if self.separated \
+            else [str(raw).strip()]
+        if any(p not in self.choices for p in parts):
+            raise ValueError(f"must be {self.doc}")
+        return ",".join(parts)
 
 
-def _bool(raw: str) -> bool:
-    low = str(raw).strip().lower()
-    if low not in ("true", "false"):
-        raise ValueError("must be true or false")
-    return low == "true"
+class _Bool:
+    """true or false, in any case (Kafka's ConfigDef BOOLEAN)."""
+
+    __slots__ = ()
+    doc = "true or false"
+
+    def __call__(self, raw: Any) -> bool:
+        low = str(raw).strip().lower()
+        if low not in ("true", "false"):
+            raise ValueError(f"must be {self.doc}")
+        return low == "true"
 
 
-def _one_of(*choices: str) -> Callable[[str], str]:
-    def parse(raw: str) -> str:
-        v = str(raw).strip()
-        if v not in choices:
-            raise ValueError(f"must be one of {', '.join(choices)}")
-        return v
-    return parse
+_bool = _Bool()
 
 
-def _cleanup_policy(raw: str) -> str:
-    parts = [p.strip() for p in str(raw).split(",") if p.strip()]
-    if any(p not in ("delete", "compact") for p in parts):
-        raise ValueError("must be a list of delete, compact")
-    return ",".join(parts)
-
-
-def _any(raw: str) -> str:
+def _any(raw: Any) -> str:
     return str(raw)
 
 
-def _hours(name: str) -> Callable[[Any], int | None]:
-    def get(config: Any) -> int | None:
-        v = broker_value(config, name)
-        return None if v is None else int(v) * 3_600_000
-    get.property = name
-    return get
+class _Scaled:
+    """A broker property in coarser units (log.roll.hours...), read in milliseconds."""
+
+    __slots__ = ("property", "factor")
+
+    def __init__(self, name: str, factor: int) -> None:
+        self.property, self.factor = name, factor
+
+    def __call__(self, config: Any) -> int | None:
+        v = broker_value(config, self.property)
+        return None if v is None else int(v) * self.factor
 
 
-def _minutes(name: str) -> Callable[[Any], int | None]:
-    def get(config: Any) -> int | None:
-        v = broker_value(config, name)
-        return None if v is None else int(v) * 60_000
-    get.property = name
-    return get
+def _int(lo: int, hi: int = LONG_MAX) -> _Range:
+    return _Range(int, lo, hi)
+
+
+def _hours(name: str) -> _Scaled:
+    return _Scaled(name, 3_600_000)
+
+
+def _minutes(name: str) -> _Scaled:
+    return _Scaled(name, 60_000)
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,7 +137,7 @@ TOPIC_CONFIGS: dict[str, TopicConfigDef] = {d.name: d for d in [
     TopicConfigDef("segment.index.bytes", _int(4, INT_MAX), "10485760",
                    ("log.index.size.max.bytes",)),
     TopicConfigDef("index.interval.bytes", _int(0, INT_MAX), "4096", ("log.index.interval.bytes",)),
-    TopicConfigDef("message.timestamp.type", _one_of("CreateTime", "LogAppendTime"), "CreateTime",
+    TopicConfigDef("message.timestamp.type", _OneOf("CreateTime", "LogAppendTime"), "CreateTime",
                    ("log.message.timestamp.type",)),
     TopicConfigDef("max.message.bytes", _int(0, INT_MAX), "1048588", ("message.max.bytes",)),
     TopicConfigDef("flush.messages", _int(1), str(LONG_MAX), ("log.flush.interval.messages",)),
@@ -127,9 +146,10 @@ TOPIC_CONFIGS: dict[str, TopicConfigDef] = {d.name: d for d in [
                    ("log.retention.ms", _minutes("log.retention.minutes"),
                     _hours("log.retention.hours"))),
     TopicConfigDef("retention.bytes", _int(-1), "-1", ("log.retention.bytes",)),
-    TopicConfigDef("cleanup.policy", _cleanup_policy, "delete", ("log.cleanup.policy",)),
+    TopicConfigDef("cleanup.policy", _OneOf("delete", "compact", separated=True), "delete",
+                   ("log.cleanup.policy",)),
     TopicConfigDef("compression.type",
-                   _one_of("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"),
+                   _OneOf("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"),
                    "producer", ("compression.type",)),
     TopicConfigDef("compression.gzip.level", _int(-1, 9), "-1", ("compression.gzip.level",)),
     TopicConfigDef("compression.lz4.level", _int(1, 17), "9", ("compression.lz4.level",)),
@@ -142,7 +162,7 @@ TOPIC_CONFIGS: dict[str, TopicConfigDef] = {d.name: d for d in [
     TopicConfigDef("min.compaction.lag.ms", _int(0), "0", ("log.cleaner.min.compaction.lag.ms",)),
     TopicConfigDef("max.compaction.lag.ms", _int(1), str(LONG_MAX),
                    ("log.cleaner.max.compaction.lag.ms",)),
-    TopicConfigDef("min.cleanable.dirty.ratio", _float(0, 1), "0.5",
+    TopicConfigDef("min.cleanable.dirty.ratio", _Range(float, 0, 1), "0.5",
                    ("log.cleaner.min.cleanable.ratio",)),
     TopicConfigDef("file.delete.delay.ms", _int(0), "60000", ("log.segment.delete.delay.ms",)),
     TopicConfigDef("preallocate", _bool, "false", ("log.preallocate",)),
@@ -232,31 +252,56 @@ def _never_if_max(v: int) -> int | None:
     return None if v >= LONG_MAX else v
 
 
+def builtin_default(name: str) -> Any:
+    """Kafka's built-in default of topic config ``name``, parsed."""
+    d = TOPIC_CONFIGS[name]
+    return d.parse(d.default)
+
+
+def check_of(name: str) -> tuple[Callable[[Any], bool], str]:
+    """(accepts(value), what it accepts) for a broker property that is the default of topic
+    config ``name`` (broker/config.py): the topic config's own rule, so both agree."""
+    parse = TOPIC_CONFIGS[name].parse
+
+    def accepts(value: Any) -> bool:
+        try:
+            parse(str(value).lower() if isinstance(value, bool) else value)
+        except ValueError:
+            return False
+        return True
+
+    return accepts, getattr(parse, "doc", "valid")
+
+
 @dataclass(frozen=True, slots=True)
 class LogConfig:
-    """The topic configs a partition log acts on, parsed."""
+    """The topic configs a partition log acts on, parsed; the defaults are Kafka's built-in
+    ones from TOPIC_CONFIGS (``from_configs`` applies the broker's and the topic's)."""
 
-    segment_bytes: int = 1073741824
-    segment_ms: int = 7 * _DAY_MS
-    index_interval_bytes: int = 4096
-    log_append_time: bool = False  # message.timestamp.type == LogAppendTime
-    max_message_bytes: int = 1048588
-    flush_messages: int | None = None  # None: never fsync because of a message count
-    flush_ms: int | None = None  # None: never fsync because of time
-    retention_ms: int = 7 * _DAY_MS
-    retention_bytes: int = -1
-    cleanup_policy: str = "delete"
-    timestamp_before_max_ms: int = LONG_MAX  # CreateTime at most this far in the past
-    timestamp_after_max_ms: int = 3_600_000  # ... and this far in the future
-    delete_retention_ms: int = _DAY_MS
-    min_compaction_lag_ms: int = 0
-    max_compaction_lag_ms: int = LONG_MAX
-    min_cleanable_dirty_ratio: float = 0.5
-    compact: bool = False  # cleanup.policy includes compact (checked on every append)
+    segment_bytes: int = builtin_default("segment.bytes")
+    segment_ms: int = builtin_default("segment.ms")
+    index_interval_bytes: int = builtin_default("index.interval.bytes")
+    log_append_time: bool = builtin_default("message.timestamp.type") == "LogAppendTime"
+    max_message_bytes: int = builtin_default("max.message.bytes")
+    # None: never fsync because of a message count / of time
+    flush_messages: int | None = _never_if_max(builtin_default("flush.messages"))
+    flush_ms: int | None = _never_if_max(builtin_default("flush.ms"))
+    retention_ms: int = builtin_default("retention.ms")
+    retention_bytes: int = builtin_default("retention.bytes")
+    cleanup_policy: str = builtin_default("cleanup.policy")
+    # CreateTime at most this far in the past, and this far in the future
+    timestamp_before_max_ms: int = builtin_default("message.timestamp.before.max.ms")
+    timestamp_after_max_ms: int = builtin_default("message.timestamp.after.max.ms")
+    delete_retention_ms: int = builtin_default("delete.retention.ms")
+    min_compaction_lag_ms: int = builtin_default("min.compaction.lag.ms")
+    max_compaction_lag_ms: int = builtin_default("max.compaction.lag.ms")
+    min_cleanable_dirty_ratio: float = builtin_default("min.cleanable.dirty.ratio")
+    # cleanup.policy includes compact (checked on every append)
+    compact: bool = "compact" in builtin_default("cleanup.policy").split(",")
 
     @classmethod
     def from_configs(cls, broker_config: Any = None, overrides: Mapping[str, str] | None = None
-                     ) -> "LogConfig":
+                     ) -> LogConfig:
         overrides = overrides or {}
 
         def value(name: str) -> Any:

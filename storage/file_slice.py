@@ -5,14 +5,20 @@ Fetch responses carry record batches exactly as they sit in the .log file, so st
 TCP, reads under TLS), never decoding them.
 The slice names the segment, not a file descriptor: the pool of open segment files
 (storage/segment_files.py) may close the file between two pieces, and the next read opens it
-again.
+again. ``pieces`` is the one loop that reads a slice (the connection sends them; replay of the
+internal topics joins them with ``slice_bytes``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any, NamedTuple
 
-__all__ = ["FileSlice"]
+__all__ = ["FileSlice", "ShortSliceError", "slice_bytes"]
+
+
+class ShortSliceError(OSError):
+    """The segment file ends before the slice does (it was truncated under the reader)."""
 
 
 class FileSlice(NamedTuple):
@@ -29,3 +35,31 @@ class FileSlice(NamedTuple):
         """The segment file's descriptor, for os.sendfile; opened again if the pool closed it.
         Use it at once, never keep it (the pool may close it when another file opens)."""
         return self.segment.fd
+
+    def pieces(self, max_piece: int = 1 << 20) -> Iterator[bytes]:
+        """The slice's bytes in pieces of at most ``max_piece`` bytes, read as they are taken
+        (a slow consumer never holds more than one). Raises OSError if the file is gone,
+        ShortSliceError if it is shorter than the slice."""
+        position, remaining = self.position, self.length
+        while remaining > 0:
+            piece = self.segment.read_batch(position, min(remaining, max_piece))
+            if not piece:
+                raise ShortSliceError(f"segment file shorter than its index says: "
+                                      f"{remaining} bytes missing at position {position}")
+            yield piece
+            position += len(piece)
+            remaining -= len(piece)
+
+
+def slice_bytes(chunk: FileSlice | bytes | bytearray | memoryview) -> bytes:
+    """All the bytes of a read chunk, as far as the file holds them (a truncated file gives what
+    is there: replay then sees a torn last batch, as recovery would)."""
+    if isinstance(chunk, (bytes, bytearray, memoryview)):
+        return bytes(chunk)
+    out = bytearray()
+    try:
+        for piece in chunk.pieces():
+            out += piece
+    except ShortSliceError:
+        pass
+    return bytes(out)

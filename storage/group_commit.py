@@ -15,8 +15,12 @@ dirty segments captured); in the thread, ``ticket.sync()`` (fsync); back on the 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Iterable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from storage.log import PartitionLog
 
 __all__ = ["GroupCommit"]
 
@@ -29,13 +33,13 @@ def _sync_all(tickets) -> None:
 class GroupCommit:
     def __init__(self, executor=None) -> None:
         self._executor = executor
-        self._waiting: dict[int, object] = {}  # id(log) -> log, for the next round
+        self._waiting: dict[int, PartitionLog] = {}  # id(log) -> log, for the next round
         self._waiting_done: asyncio.Future | None = None
         self._running = False
         #: fsync rounds started (tests and the benchmark read it)
         self.rounds = 0
 
-    async def sync(self, logs: Iterable) -> None:
+    async def sync(self, logs: Iterable[PartitionLog]) -> None:
         """Return when everything appended to `logs` so far is durable; raise OSError if an
         fsync failed (the data stays in the page cache and the next round tries again)."""
         added = False
@@ -55,6 +59,7 @@ class GroupCommit:
 
     def _start_round(self, loop: asyncio.AbstractEventLoop) -> None:
         logs, done = list(self._waiting.values()), self._waiting_done
+        assert done is not None  # created with the first waiting log
         self._waiting, self._waiting_done = {}, None
         self._running = True
         self.rounds += 1
@@ -65,7 +70,7 @@ class GroupCommit:
             for plog in logs:
                 tickets.append(plog.begin_flush())
         except Exception as exc:  # noqa: BLE001 - an index write failed: report it to the callers
-            for plog, ticket in zip(logs, tickets):
+            for plog, ticket in zip(logs, tickets, strict=False):  # the tickets begun
                 plog.finish_flush(ticket, ok=False)
             self._running = False
             done.set_exception(exc)
@@ -76,7 +81,7 @@ class GroupCommit:
     def _round_done(self, loop, work: asyncio.Future, logs, tickets, done: asyncio.Future) -> None:
         self._running = False
         exc = work.exception()
-        for plog, ticket in zip(logs, tickets):
+        for plog, ticket in zip(logs, tickets, strict=True):
             plog.finish_flush(ticket, ok=exc is None)
         if not done.done():
             if exc is None:

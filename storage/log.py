@@ -26,14 +26,14 @@ All methods run on the event loop thread; no locks.
 from __future__ import annotations
 
 import os
-import struct
 import time
 from bisect import bisect_left, bisect_right
 from collections import deque
-from typing import Any, Callable, NamedTuple
+from collections.abc import Callable, Iterator
+from concurrent.futures import Executor, Future
+from typing import NamedTuple
 
 import structlog
-from protocol.crc import crc32c
 
 from protocol.errors import ErrorCode
 from protocol.record_batch import (
@@ -44,25 +44,19 @@ from protocol.record_batch import (
     HEADER_STRUCT,
     BatchHeader,
     CorruptBatchError,
+    Record,
     build_control_batch,
     iter_records,
     parse_control_record,
+    stamp_header,
 )
 from storage.config import LogConfig
 from storage.errors import KafkaStorageError
 from storage.file_slice import FileSlice
+from storage.log_loader import LoadedLog, LogLoader, apply_txn_marker
 from storage.log_validator import validate_batch_header, validate_records
-from storage.segment import (
-    INDEX_SUFFIX,
-    LOG_SUFFIX,
-    TIME_INDEX_SUFFIX,
-    TXN_INDEX_SUFFIX,
-    LogSegment,
-    ScanStop,
-    scan_batches,
-    segment_file_name,
-)
-from storage.transaction_index import AbortedTxn
+from storage.producer_state import ProducerStateManager
+from storage.segment import LogSegment
 
 __all__ = ["PartitionLog", "FlushTicket", "AppendInfo", "ReadResult", "LEADER_EPOCH", "LATEST_TIMESTAMP",
            "EARLIEST_TIMESTAMP", "MAX_TIMESTAMP", "EARLIEST_LOCAL_TIMESTAMP"]
@@ -80,10 +74,6 @@ MAX_TIMESTAMP = -3
 EARLIEST_LOCAL_TIMESTAMP = -4
 
 _INT32_MAX = 2**31 - 1
-_I64 = struct.Struct(">q")
-_I32 = struct.Struct(">i")
-_I16 = struct.Struct(">h")
-_U32 = struct.Struct(">I")
 _make_header = BatchHeader._make
 _unpack_header = HEADER_STRUCT.unpack_from
 
@@ -134,28 +124,32 @@ class PartitionLog:
                  "_last_flush_ms", "_closed")
 
     def __init__(self, directory: str, topic: str, partition: int, config: LogConfig,
-                 producer_state: Any, time_ms: Callable[[], int], executor: Any) -> None:
+                 producer_state: ProducerStateManager, time_ms: Callable[[], int],
+                 executor: Executor | None, loaded: LoadedLog) -> None:
+        """A log of the segments ``loaded`` (see ``open``, which loads them)."""
         self.dir = directory
         self.topic = topic
         self.partition = partition
         self.config = config
         self.leader_epoch = LEADER_EPOCH
         self.producer_state = producer_state
-        self.recovery_point = 0
+        self.recovery_point = loaded.recovery_point
         # Called (with this log) when a background fsync moved the recovery point, so the
         # LogManager can checkpoint it.
-        self.on_recovery_point_advanced: Callable[["PartitionLog"], None] | None = None
-        self._segments: list[LogSegment] = []
-        self._bases: list[int] = []
-        self._active: LogSegment | None = None
-        self._leo = 0
-        self._log_start = 0
+        self.on_recovery_point_advanced: Callable[[PartitionLog], None] | None = None
+        self._segments = loaded.segments
+        self._bases = [s.base_offset for s in loaded.segments]
+        self._active = loaded.segments[-1]
+        self._active.keep_open = True  # older segments open their files on demand
+        self._leo = self._active.next_offset
+        self._log_start = loaded.segments[0].base_offset
         self._time_ms = time_ms
         self._executor = executor
-        self._pending_flushes: deque = deque()  # (future, offset it makes durable)
+        # (future, offset it makes durable)
+        self._pending_flushes: deque[tuple[Future[None], int]] = deque()
         self._listeners: list[Callable[[], None]] = []
-        self._aborted: list[AbortedTxn] = []  # sorted by last_offset (marker offset)
-        self._aborted_last: list[int] = []  # the same, just the marker offsets (bisect)
+        self._aborted = loaded.aborted  # sorted by last_offset (marker offset)
+        self._aborted_last = [e.last_offset for e in loaded.aborted]  # the same, for bisect
         self._unflushed_messages = 0
         self._last_flush_ms = time_ms()
         self._closed = False
@@ -214,8 +208,8 @@ class PartitionLog:
             if attrs & ATTR_CONTROL:  # an internal caller wrote a marker itself
                 try:
                     ctrl = parse_control_record(mv)
-                    self._apply_marker(self._active, stored, ctrl.type == CONTROL_ABORT,
-                                       ctrl.coordinator_epoch, now, live=True)
+                    self._apply_marker(stored, ctrl.type == CONTROL_ABORT,
+                                       ctrl.coordinator_epoch, now)
                 except CorruptBatchError:
                     self.producer_state.update(stored, base, now)
             else:
@@ -233,11 +227,13 @@ class PartitionLog:
         type) when the header says otherwise, as Kafka's LogValidator does."""
         size = h.batch_length + 12
         lat = self.config.log_append_time
-        max_ts = now if lat else h.max_timestamp
-        restamp = not lat and create_max_ts is not None and (
-            create_max_ts != max_ts or h.attributes & ATTR_LOG_APPEND_TIME)
-        if restamp:
-            max_ts = create_max_ts
+        max_ts = h.max_timestamp
+        restamp = lat  # maxTimestamp and the timestamp type are rewritten (CRC recomputed)
+        if lat:
+            max_ts = now
+        elif create_max_ts is not None and (
+                create_max_ts != max_ts or h.attributes & ATTR_LOG_APPEND_TIME):
+            max_ts, restamp = create_max_ts, True
         seg = self._active
         if seg.size and self._should_roll(seg, h, size, max_ts, now):
             try:
@@ -247,17 +243,8 @@ class PartitionLog:
                              f"cannot roll a new segment in {self.dir}: {exc}") from exc
         base = self._leo
         head = bytearray(mv[:HEADER_SIZE])
-        _I64.pack_into(head, 0, base)  # baseOffset and leader epoch are outside the CRC
-        _I32.pack_into(head, 12, LEADER_EPOCH)
-        if lat:
-            # LogAppendTime: the timestamp type bit and maxTimestamp are inside the CRC.
-            _I16.pack_into(head, 21, h.attributes | ATTR_LOG_APPEND_TIME)
-            _I64.pack_into(head, 35, now)
-            _U32.pack_into(head, 17, crc32c(mv[HEADER_SIZE:], crc32c(memoryview(head)[21:])))
-        elif restamp:
-            _I16.pack_into(head, 21, h.attributes & ~ATTR_LOG_APPEND_TIME)
-            _I64.pack_into(head, 35, max_ts)
-            _U32.pack_into(head, 17, crc32c(mv[HEADER_SIZE:], crc32c(memoryview(head)[21:])))
+        stamp_header(head, base, LEADER_EPOCH, max_timestamp=max_ts if restamp else None,
+                     log_append_time=lat, records=mv[HEADER_SIZE:])
         next_offset = base + h.last_offset_delta + 1
         try:
             seg.append([head, mv[HEADER_SIZE:]], size, base, next_offset, max_ts)
@@ -278,31 +265,18 @@ class PartitionLog:
         h = _make_header(_unpack_header(mv, 0))
         self.producer_state.check(h)
         base = self._write(h, mv, now)
-        self._apply_marker(self._active, h._replace(base_offset=base), not commit,
-                           coordinator_epoch, now, live=True)
+        self._apply_marker(h._replace(base_offset=base), not commit, coordinator_epoch, now)
         self._after_append(1, now)
         return base
 
-    def _apply_marker(self, seg: LogSegment, h: BatchHeader, abort: bool,
-                      coordinator_epoch: int, timestamp: int, *, live: bool) -> None:
-        """Close the producer's transaction; for an abort, index it (Kafka's
-        ProducerAppendInfo.appendEndTxnMarker + UnifiedLog.updateTxnIndex). Used by appends
-        and by recovery replay, so both produce identical indexes."""
-        pid, marker = h.producer_id, h.base_offset
-        first = self.producer_state.ongoing_first_offset(pid)
-        self.producer_state.update(h, marker, timestamp, abort=abort,
-                                   coordinator_epoch=coordinator_epoch)
-        if not abort:
-            return
-        fuo = self.producer_state.first_unstable_offset()
-        # An abort with no data from this producer here still gets an entry (first = marker),
-        # as in Kafka; consumers drop it when they reach the marker.
-        entry = AbortedTxn(pid, marker if first is None else first, marker,
-                           marker + 1 if fuo is None else fuo)
-        seg.txn_index.append(entry)
-        if live:
+    def _apply_marker(self, h: BatchHeader, abort: bool, coordinator_epoch: int,
+                      timestamp: int) -> None:
+        """An appended COMMIT/ABORT marker: close the transaction, index an abort."""
+        entry = apply_txn_marker(self.producer_state, self._active, h, abort, coordinator_epoch,
+                                 timestamp)
+        if entry is not None:
             self._aborted.append(entry)
-            self._aborted_last.append(marker)
+            self._aborted_last.append(entry.last_offset)
 
     def _after_append(self, messages: int, now: int) -> None:
         cfg = self.config
@@ -455,7 +429,7 @@ class PartitionLog:
         ticket.sync()
         self.finish_flush(ticket, ok=True)
 
-    def begin_flush(self) -> "FlushTicket":
+    def begin_flush(self) -> FlushTicket:
         """The event-loop half of a flush: write pending index entries and capture what must
         reach the disk (dirty segments, roll fsyncs still running, the offset it makes durable).
         ``ticket.sync()`` touches no Python state of this log, so it may run in a worker thread
@@ -470,7 +444,7 @@ class PartitionLog:
         running = tuple(fut for fut, _ in self._pending_flushes)
         return FlushTicket(tuple(dirty), tuple(plans), running, self._leo)
 
-    def finish_flush(self, ticket: "FlushTicket", *, ok: bool) -> None:
+    def finish_flush(self, ticket: FlushTicket, *, ok: bool) -> None:
         if self._pending_flushes:
             self._poll_flushes()
         if not ok:
@@ -658,7 +632,7 @@ class PartitionLog:
                 return rec.offset, rec.timestamp
         return h.base_offset, h.max_timestamp
 
-    def _records_at(self, seg: LogSegment, position: int, h: BatchHeader):
+    def _records_at(self, seg: LogSegment, position: int, h: BatchHeader) -> Iterator[Record]:
         try:
             yield from iter_records(seg.read_batch(position, h.size))
         except CorruptBatchError as exc:
@@ -674,182 +648,21 @@ class PartitionLog:
     def open(cls, directory: str, topic: str, partition: int, config: LogConfig, *,
              recovery_point: int = 0, log_start_offset: int = 0, clean_shutdown: bool = False,
              producer_expiration_ms: int = 86_400_000,
-             time_ms: Callable[[], int] | None = None, executor: Any = None,
-             producer_state_factory: Callable[[str, int], Any] | None = None) -> "PartitionLog":
-        """Open (creating if needed) the log in ``directory`` (Kafka's LogLoader).
-
-        After a clean shutdown nothing is scanned: indexes are opened lazily and the active
-        segment's tail after its last index entry is read to find the log end. Otherwise every
-        segment holding offsets at or above ``recovery_point`` is recovered (CRCs checked,
-        indexes rebuilt, a torn or corrupt tail cut, every later segment dropped). A segment
-        with a missing or broken index is recovered in either case. Then producer state is
-        loaded from the newest usable snapshot and the log is replayed from it, rebuilding the
-        transaction index of every recovered segment from its abort markers. The log start
-        offset is the checkpointed ``log_start_offset`` (DeleteRecords) or the first segment's
-        base, whichever is larger."""
-        if producer_state_factory is None:
-            from storage.producer_state import ProducerStateManager as producer_state_factory
+             time_ms: Callable[[], int] | None = None, executor: Executor | None = None
+             ) -> PartitionLog:
+        """Open (creating if needed) the log in ``directory``: ``storage/log_loader.py`` loads
+        and, after an unclean shutdown (segments from ``recovery_point`` on) or where an index
+        is broken, recovers it. The log start offset is the checkpointed ``log_start_offset``
+        (DeleteRecords) or the first segment's base, whichever is larger."""
         time_ms = time_ms or _now_ms
         os.makedirs(directory, exist_ok=True)
-        psm = producer_state_factory(directory, producer_expiration_ms)
-        self = cls(directory, topic, partition, config, psm, time_ms, executor)
-        self._load(recovery_point, clean_shutdown)
+        psm = ProducerStateManager(directory, producer_expiration_ms)
+        loaded = LogLoader(directory, topic, partition, config, psm, time_ms).load(
+            recovery_point, clean_shutdown)
+        self = cls(directory, topic, partition, config, psm, time_ms, executor, loaded)
         if log_start_offset > self._log_start:
             self._set_log_start(min(log_start_offset, self._leo))
         return self
-
-    def _load(self, recovery_point: int, clean: bool) -> None:
-        started = time.monotonic()
-        names = os.listdir(self.dir)
-        bases = sorted(int(n[:20]) for n in names
-                       if n.endswith(LOG_SUFFIX) and len(n) == 20 + len(LOG_SUFFIX)
-                       and n[:20].isdigit())
-        _remove_orphan_index_files(self.dir, names, set(bases))
-        now = self._time_ms()
-        interval = self.config.index_interval_bytes
-        if not bases:
-            self._set_segments([LogSegment.create(self.dir, 0, interval, now)])
-            self.producer_state.load_snapshot(0)
-            self.recovery_point = 0
-            return
-
-        segments: list[LogSegment] = []
-        recovered: list[LogSegment] = []
-        dropped: list[int] = []
-        bytes_cut = 0
-        cut = False
-        for i, base in enumerate(bases):
-            if cut:
-                _delete_segment_files(self.dir, base)
-                dropped.append(base)
-                continue
-            seg = LogSegment.open(self.dir, base, interval, now)
-            is_last = i == len(bases) - 1
-            seg_end = None if is_last else bases[i + 1]
-            why = seg.suspect
-            if why is None and not clean and (is_last or seg_end > recovery_point):
-                why = "unclean shutdown"
-            if why is None:
-                # the tail after the last index entry (a few KiB) tells where the segment
-                # really ends: a gap before the next one means a segment file was lost
-                why = seg.load_tail()
-                if why is None and not is_last:
-                    self._check_gap(seg, seg_end)
-            if why is not None:
-                result = seg.recover()
-                recovered.append(seg)
-                if result.truncated_bytes:
-                    bytes_cut += result.truncated_bytes
-                    log.warning(
-                        "cut a torn or corrupt tail off a partition log; records from this "
-                        "offset on were lost and producers will resend unacknowledged ones",
-                        topic=self.topic, partition=self.partition,
-                        segment=segment_file_name(base, LOG_SUFFIX), from_offset=result.next_offset,
-                        position=result.valid_bytes, bytes_removed=result.truncated_bytes,
-                        reason=result.reason, checked_because=why)
-                if not is_last:
-                    if result.truncated_bytes or result.next_offset > seg_end:
-                        cut = True
-                    else:
-                        self._check_gap(seg, seg_end)
-            segments.append(seg)
-        if dropped:
-            log.warning("deleted the segments after a corrupt point of a partition log",
-                        topic=self.topic, partition=self.partition,
-                        segments=[segment_file_name(b, LOG_SUFFIX) for b in dropped])
-        self._set_segments(segments)
-
-        # Producer state and aborted-transaction indexes. Recovered segments may have lost or
-        # never written txnindex entries: rebuild them from the abort markers, replaying from a
-        # snapshot taken at or before the first recovered segment.
-        rebuild_from = recovered[0].base_offset if recovered else None
-        if rebuild_from is not None:
-            for seg in segments:
-                if seg.base_offset >= rebuild_from:
-                    seg.txn_index.reset()
-        start = self.producer_state.load_snapshot(self._leo if rebuild_from is None
-                                                  else rebuild_from)
-        replayed = self._replay(max(start, self._log_start), rebuild_from)
-        self.producer_state.truncate_snapshots_after(self._leo)
-        self._aborted = [e for seg in segments for e in seg.txn_index.entries]
-        self._aborted_last = [e.last_offset for e in self._aborted]
-
-        if recovered or dropped:
-            for seg in recovered:
-                seg.flush()
-            _fsync_dir(self.dir)
-            self.producer_state.take_snapshot(self._leo)
-            self.recovery_point = self._leo
-            log.info("recovered partition log", topic=self.topic, partition=self.partition,
-                     clean_shutdown=clean, segments_checked=len(recovered),
-                     segments_dropped=len(dropped), bytes_cut=bytes_cut,
-                     log_end_offset=self._leo, batches_replayed=replayed,
-                     ms=round((time.monotonic() - started) * 1000, 1))
-        else:
-            self.recovery_point = self._leo if clean else min(recovery_point, self._leo)
-            if replayed:
-                self.producer_state.take_snapshot(self._leo)
-
-    def _check_gap(self, seg: LogSegment, next_base: int) -> None:
-        """``seg`` ends before the next segment begins. Compaction leaves such gaps; in a log
-        that is never compacted they mean a segment file was deleted: say what was lost."""
-        if seg.next_offset < next_base and not self.config.compact:
-            log.warning("records are missing between two segments (a segment file was deleted "
-                        "or lost); consumers will skip these offsets", topic=self.topic,
-                        partition=self.partition, missing_from_offset=seg.next_offset,
-                        missing_to_offset=next_base - 1)
-        seg.next_offset = next_base
-
-    def _set_segments(self, segments: list[LogSegment]) -> None:
-        self._segments = segments
-        self._bases = [s.base_offset for s in segments]
-        self._active = segments[-1]
-        self._active.keep_open = True  # older segments open their files on demand
-        self._leo = self._active.next_offset
-        self._log_start = segments[0].base_offset
-
-    def _replay(self, start: int, rebuild_from: int | None) -> int:
-        """Feed every batch header from ``start`` to the end to the producer state (Kafka's
-        rebuildProducerState); abort markers in segments >= ``rebuild_from`` re-create their
-        txnindex entries. Returns the number of batches replayed."""
-        if start >= self._leo:
-            return 0
-        count = 0
-        psm = self.producer_state
-        loaded_at = self._time_ms()  # replayed producers' idle time starts now (see update())
-        for seg in self._segments[max(self._segment_index(start), 0):]:
-            pos = 0
-            if seg.base_offset < start:
-                found = seg.find_batch(start)
-                if found is None:
-                    continue
-                pos = found[0]
-            rebuild = rebuild_from is not None and seg.base_offset >= rebuild_from
-            stop = ScanStop()
-            for p, h, _ in scan_batches(seg.fd, pos, seg.size, stop):
-                count += 1
-                if h.producer_id < 0 or h.base_offset < start:
-                    continue
-                if h.attributes & ATTR_CONTROL:
-                    try:
-                        ctrl = parse_control_record(seg.read_batch(p, h.size))
-                    except CorruptBatchError as exc:
-                        log.warning("unreadable transaction marker; treated as a commit",
-                                    topic=self.topic, partition=self.partition,
-                                    offset=h.base_offset, error=str(exc))
-                        psm.update(h, h.base_offset, h.max_timestamp, abort=False,
-                                   last_seen_ms=loaded_at)
-                        continue
-                    if rebuild:
-                        self._apply_marker(seg, h, ctrl.type == CONTROL_ABORT,
-                                           ctrl.coordinator_epoch, h.max_timestamp, live=False)
-                    else:
-                        psm.update(h, h.base_offset, h.max_timestamp,
-                                   abort=ctrl.type == CONTROL_ABORT,
-                                   coordinator_epoch=ctrl.coordinator_epoch, last_seen_ms=loaded_at)
-                else:
-                    psm.update(h, h.base_offset, h.max_timestamp, last_seen_ms=loaded_at)
-        return count
 
     # ====================================================================== deletion
     def delete_files(self) -> None:
@@ -862,31 +675,3 @@ class PartitionLog:
         return (f"PartitionLog({self.topic}-{self.partition}, start={self._log_start}, "
                 f"leo={self._leo}, segments={len(self._segments)})")
 
-
-def _remove_orphan_index_files(directory: str, names: list[str], bases: set[int]) -> None:
-    """Index files whose .log is gone (a crash while deleting segments) would be picked up by a
-    future segment with the same base offset: remove them."""
-    for n in names:
-        for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
-            if n.endswith(suffix) and len(n) == 20 + len(suffix) and n[:20].isdigit() \
-                    and int(n[:20]) not in bases:
-                try:
-                    os.unlink(os.path.join(directory, n))
-                except FileNotFoundError:
-                    pass
-
-
-def _delete_segment_files(directory: str, base: int) -> None:
-    for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
-        try:
-            os.unlink(os.path.join(directory, segment_file_name(base, suffix)))
-        except FileNotFoundError:
-            pass
-
-
-def _fsync_dir(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

@@ -38,13 +38,9 @@ from typing import Any, Callable
 
 import structlog
 
-from storage.checkpoint import (
-    atomic_write,
-    fsync_dir,
-    read_offset_checkpoint,
-    write_offset_checkpoint,
-)
+from storage.checkpoint import read_offset_checkpoint, write_offset_checkpoint
 from storage.cleaner import CLEANER_DIR, CleanJob, CleanResult, SegmentToClean, clean
+from storage.durable_files import atomic_write, fsync_dir
 from storage.segment import (
     INDEX_SUFFIX,
     LOG_SUFFIX,

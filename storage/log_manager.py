@@ -30,19 +30,19 @@ import re
 import shutil
 import time
 import uuid
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import structlog
 
 from protocol.errors import ErrorCode
 from storage.checkpoint import (
-    atomic_write as _atomic_write,
-    fsync_dir as _fsync_dir,
     read_offset_checkpoint,
     write_offset_checkpoint,
 )
+from storage.cleaner import CLEANER_DIR
 from storage.config import (
     INTERNAL_SEGMENT_BYTES,
     LogConfig,
@@ -50,9 +50,9 @@ from storage.config import (
     effective_topic_configs,
     validate_topic_configs,
 )
+from storage.durable_files import TEMP_PREFIX, atomic_write, fsync_dir, remove_temp_files
 from storage.errors import KafkaStorageError
 from storage.log import LEADER_EPOCH, PartitionLog
-from storage.cleaner import CLEANER_DIR
 from storage.log_cleaner import LogCleaner, recover_interrupted_clean
 from storage.retention import segments_to_delete
 from storage.segment_files import (
@@ -127,7 +127,6 @@ def _now_ms() -> int:
 class LogManager:
     def __init__(self, data_dir: str, config: Any = None, *,
                  time_ms: Callable[[], int] | None = None,
-                 producer_state_factory: Callable[[str, int], Any] | None = None,
                  background_flush: bool = True) -> None:
         self.data_dir = os.path.abspath(str(data_dir))
         self.config = config if config is not None else {}
@@ -137,7 +136,6 @@ class LogManager:
         self.node_id: int = 1 if node_id is None else int(node_id)
         self._logs: dict[tuple[str, int], PartitionLog] = {}
         self._time_ms = time_ms or _now_ms
-        self._psm_factory = producer_state_factory
         self._background_flush = background_flush
         self._executor: ThreadPoolExecutor | None = None
         self._opened = False
@@ -156,6 +154,7 @@ class LogManager:
         unclean shutdown). Called once, before serving."""
         started = time.monotonic()
         os.makedirs(os.path.join(self.data_dir, TOPICS_DIR), exist_ok=True)
+        remove_temp_files(self.data_dir)  # interrupted writes of checkpoints, producer ids...
         self._load_meta_properties()
         if self._background_flush:
             self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="log-fsync")
@@ -176,7 +175,7 @@ class LogManager:
         self._remove_orphan_partition_dirs()
         if clean:
             os.unlink(marker)
-            _fsync_dir(self.data_dir)
+            fsync_dir(self.data_dir)
         self.checkpoint_recovery_points()
         self._log_starts = {key: plog.log_start_offset for key, plog in self._logs.items()
                             if plog.log_start_offset > 0}
@@ -231,7 +230,7 @@ class LogManager:
         self.cluster_id = _uuid_b64(_new_kafka_uuid())
         text = (f"#\n#{time.strftime('%a %b %d %H:%M:%S %Z %Y')}\n"
                 f"cluster.id={self.cluster_id}\nnode.id={self.node_id}\nversion=1\n")
-        _atomic_write(path, text.encode())
+        atomic_write(path, text.encode())
 
     def _upgrade_internal_topics(self) -> None:
         """Internal topics created before compaction existed have no segment.bytes override:
@@ -255,7 +254,7 @@ class LogManager:
         topics_dir = os.path.join(self.data_dir, TOPICS_DIR)
         for fname in sorted(os.listdir(topics_dir)):
             path = os.path.join(topics_dir, fname)
-            if fname.startswith(".tmp-"):
+            if fname.startswith(TEMP_PREFIX):
                 os.unlink(path)  # an interrupted atomic write
                 continue
             if not fname.endswith(".json"):
@@ -295,7 +294,8 @@ class LogManager:
             if info is not None and p < info.num_partitions:
                 continue
             files = os.listdir(path)
-            if not all(f.endswith(_LOG_FILE_SUFFIXES) or f == CLEANER_DIR for f in files):
+            if not all(f.endswith(_LOG_FILE_SUFFIXES) or f == CLEANER_DIR or f.startswith(TEMP_PREFIX)
+                       for f in files):
                 log.warning("leaving an unknown directory in the data directory alone",
                             directory=path)
                 continue
@@ -360,8 +360,7 @@ class LogManager:
             self._log_config(info), recovery_point=recovery_point,
             log_start_offset=log_start_offset, clean_shutdown=clean,
             producer_expiration_ms=86_400_000 if expiration is None else int(expiration),
-            time_ms=self._time_ms, executor=self._executor,
-            producer_state_factory=self._psm_factory)
+            time_ms=self._time_ms, executor=self._executor)
         plog.on_recovery_point_advanced = self._on_recovery_point_advanced
         self._logs[(info.name, partition)] = plog
         return plog
@@ -375,7 +374,7 @@ class LogManager:
         data = json.dumps({"version": 1, "name": info.name, "topic_id": str(info.topic_id),
                            "num_partitions": info.num_partitions, "configs": info.configs,
                            "internal": info.internal}, indent=1, sort_keys=True)
-        _atomic_write(os.path.join(self.data_dir, TOPICS_DIR, info.name + ".json"),
+        atomic_write(os.path.join(self.data_dir, TOPICS_DIR, info.name + ".json"),
                       data.encode())
 
     def _default_partitions(self) -> int:
@@ -485,12 +484,12 @@ class LogManager:
                 dst = os.path.join(self.data_dir, name[:255 - len(suffix)] + suffix)
                 os.rename(src, dst)
                 doomed.append(dst)
-        _fsync_dir(self.data_dir)
+        fsync_dir(self.data_dir)
         try:
             os.unlink(os.path.join(self.data_dir, TOPICS_DIR, name + ".json"))
         except FileNotFoundError:
             pass
-        _fsync_dir(os.path.join(self.data_dir, TOPICS_DIR))
+        fsync_dir(os.path.join(self.data_dir, TOPICS_DIR))
         del self.topics[name]
         # a topic created later under this name must not inherit these positions
         self.checkpoint_log_start_offsets()
@@ -637,7 +636,7 @@ class LogManager:
             marker = os.path.join(self.data_dir, CLEAN_SHUTDOWN_FILE)
             with open(marker, "wb") as f:
                 os.fsync(f.fileno())
-            _fsync_dir(self.data_dir)
+            fsync_dir(self.data_dir)
             log.info("closed partition logs cleanly", partitions=len(self._logs))
         elif self._executor is not None:
             self._executor.shutdown(wait=True)

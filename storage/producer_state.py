@@ -36,18 +36,24 @@ import re
 import struct
 import zlib
 from collections import deque
-from typing import Iterable, NamedTuple
+from collections.abc import Iterable
+from typing import NamedTuple
 
 import structlog
 
 from protocol.errors import ErrorCode
 from protocol.record_batch import (
     ATTR_CONTROL as _ATTR_CONTROL,
+)
+from protocol.record_batch import (
     ATTR_TRANSACTIONAL as _ATTR_TRANSACTIONAL,
+)
+from protocol.record_batch import (
     CONTROL_ABORT,
     CONTROL_COMMIT,
     parse_control_record,
 )
+from storage.durable_files import TEMP_PREFIX, atomic_write
 from storage.errors import KafkaStorageError
 
 __all__ = [
@@ -151,7 +157,7 @@ def in_sequence(last_seq: int, next_seq: int) -> bool:
     return next_seq == last_seq + 1 or (next_seq == 0 and last_seq == _INT32_MAX)
 
 
-def sequence_error(entry: "ProducerStateEntry", epoch: int, first_seq: int,
+def sequence_error(entry: ProducerStateEntry, epoch: int, first_seq: int,
                    last_offset_delta: int):
     """Every epoch and sequence rule for a data batch of a known producer, in Kafka 4's order
     (``UnifiedLog.analyzeAndValidateProducerState``, then ``ProducerAppendInfo
@@ -209,24 +215,11 @@ def parse_end_txn_marker(batch) -> tuple[bool, int]:
         rec = parse_control_record(batch)
     except ValueError:
         raise
-    except Exception as exc:  # anything odd in a damaged batch
+    except Exception as exc:  # noqa: BLE001 - anything odd in a damaged batch becomes ValueError
         raise ValueError(f"malformed control batch: {exc!r}") from None
     if rec.type not in (CONTROL_ABORT, CONTROL_COMMIT):
         raise ValueError(f"unknown control record type {rec.type}")
     return rec.type == CONTROL_ABORT, rec.coordinator_epoch
-
-
-def _fsync_dir(path: str) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 class ProducerStateManager:
@@ -242,7 +235,8 @@ class ProducerStateManager:
         self._fuo: int | None = None  # cached min(self._ongoing.values())
 
     # ------------------------------------------------------------------ validation (hot path)
-    def check(self, header, *, coordinator_epoch: int | None = None) -> BatchMetadata | None:
+    def check(self, header, *, coordinator_epoch: int | None = None  # noqa: C901 - Kafka's rule table
+              ) -> BatchMetadata | None:
         """Validate a batch before it is appended.
 
         Returns the metadata of the original batch if ``header`` is an exact retry (same epoch,
@@ -300,7 +294,7 @@ class ProducerStateManager:
         return None
 
     # ------------------------------------------------------------------ state change
-    def update(self, header, first_offset: int, append_time_ms: int, *,
+    def update(self, header, first_offset: int, append_time_ms: int, *,  # noqa: C901 - one rule table
                abort: bool | None = None, coordinator_epoch: int | None = None,
                batch=None, last_seen_ms: int | None = None) -> CompletedTxn | None:
         """Record an appended batch (after append and during recovery replay; never raises).
@@ -478,18 +472,7 @@ class ProducerStateManager:
         os.makedirs(self.partition_dir, exist_ok=True)
         data = self._encode(next_offset)
         path = snapshot_path(self.partition_dir, next_offset)
-        tmp = path + ".tmp"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        try:
-            view = memoryview(data)
-            while view:
-                n = os.write(fd, view)
-                view = view[n:]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
-        _fsync_dir(self.partition_dir)
+        atomic_write(path, data)
         offsets = self.snapshot_offsets()
         for off in offsets[:-SNAPSHOTS_TO_KEEP]:
             self._delete_snapshot(off)
@@ -512,7 +495,8 @@ class ProducerStateManager:
         except FileNotFoundError:
             return 0
         for name in names:
-            if name.endswith(_SNAPSHOT_SUFFIX + ".tmp"):
+            # interrupted snapshot writes (.snapshot.tmp: older versions)
+            if name.startswith(TEMP_PREFIX) or name.endswith(_SNAPSHOT_SUFFIX + ".tmp"):
                 try:
                     os.unlink(os.path.join(self.partition_dir, name))
                 except FileNotFoundError:

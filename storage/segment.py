@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import errno
 import os
-from typing import Iterator, NamedTuple
+from collections.abc import Iterator
+from typing import NamedTuple
 
 from protocol.record_batch import (
     BATCH_OVERHEAD_LENGTH,
@@ -29,13 +30,16 @@ from protocol.record_batch import (
     BatchHeader,
     crc_ok,
 )
-from storage.offset_index import CorruptIndexError, OffsetIndex
+from storage.abstract_index import CorruptIndexError
+from storage.durable_files import fsync_file
+from storage.offset_index import OffsetIndex
 from storage.segment_files import SEGMENT_FILES, SegmentFilePool
 from storage.time_index import TimeIndex
 from storage.transaction_index import TransactionIndex
 
 __all__ = ["LogSegment", "ScanStop", "RecoveryResult", "scan_batches", "segment_file_name",
-           "LOG_SUFFIX", "INDEX_SUFFIX", "TIME_INDEX_SUFFIX", "TXN_INDEX_SUFFIX"]
+           "delete_segment_files", "SEGMENT_SUFFIXES", "LOG_SUFFIX", "INDEX_SUFFIX",
+           "TIME_INDEX_SUFFIX", "TXN_INDEX_SUFFIX"]
 
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
@@ -53,8 +57,20 @@ _SCAN_CHUNK = 1 << 20
 _SEEK_CHUNK = 16 << 10
 
 
+SEGMENT_SUFFIXES = (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)
+
+
 def segment_file_name(base_offset: int, suffix: str) -> str:
     return f"{base_offset:020d}{suffix}"
+
+
+def delete_segment_files(directory: str, base_offset: int) -> None:
+    """Unlink the files of the segment at ``base_offset`` (those that exist)."""
+    for suffix in SEGMENT_SUFFIXES:
+        try:
+            os.unlink(os.path.join(directory, segment_file_name(base_offset, suffix)))
+        except FileNotFoundError:
+            pass
 
 
 class ScanStop:
@@ -88,18 +104,11 @@ def scan_batches(fd: int, start: int, end: int, stop: ScanStop, *, with_bytes: b
                 stop.reason = f"incomplete batch header ({end - pos} bytes) at the end of the file"
                 return
         h = _make_header(_unpack_header(buf, off))
-        if h.magic != MAGIC:
-            stop.position, stop.reason = pos, f"batch with magic {h.magic} (expected {MAGIC})"
-            return
-        if h.batch_length < BATCH_OVERHEAD_LENGTH:
-            stop.position, stop.reason = pos, f"batch length {h.batch_length} is too small"
+        problem = _framing_problem(h, end - pos)
+        if problem is not None:
+            stop.position, stop.reason = pos, problem
             return
         size = h.batch_length + 12
-        if pos + size > end:
-            stop.position = pos
-            stop.reason = (f"incomplete batch: {size} bytes announced, {end - pos} left in "
-                           f"the file")
-            return
         data = None
         if with_bytes:
             if off + size > len(buf):
@@ -113,6 +122,18 @@ def scan_batches(fd: int, start: int, end: int, stop: ScanStop, *, with_bytes: b
         pos += size
 
 
+def _framing_problem(h: BatchHeader, left: int) -> str | None:
+    """Why the batch with header ``h`` is not structurally whole (``left`` bytes remain in the
+    scanned range), or None."""
+    if h.magic != MAGIC:
+        return f"batch with magic {h.magic} (expected {MAGIC})"
+    if h.batch_length < BATCH_OVERHEAD_LENGTH:
+        return f"batch length {h.batch_length} is too small"
+    if h.batch_length + 12 > left:
+        return f"incomplete batch: {h.batch_length + 12} bytes announced, {left} left in the file"
+    return None
+
+
 class RecoveryResult(NamedTuple):
     valid_bytes: int
     truncated_bytes: int
@@ -122,10 +143,10 @@ class RecoveryResult(NamedTuple):
 
 
 class LogSegment:
-    __slots__ = ("dir", "base_offset", "log_path", "_fd", "_keep_open", "_detached", "files", "size", "next_offset", "index",
-                 "time_index", "txn_index", "max_timestamp", "offset_of_max_timestamp",
-                 "rolling_timestamp", "created_ms", "bytes_since_last_index_entry",
-                 "index_interval_bytes", "dirty", "suspect")
+    __slots__ = ("dir", "base_offset", "log_path", "_fd", "_keep_open", "_detached", "files",
+                 "size", "next_offset", "index", "time_index", "txn_index", "max_timestamp",
+                 "offset_of_max_timestamp", "rolling_timestamp", "created_ms",
+                 "bytes_since_last_index_entry", "index_interval_bytes", "dirty", "suspect")
 
     def __init__(self, directory: str, base_offset: int, index_interval_bytes: int,
                  files: SegmentFilePool = SEGMENT_FILES) -> None:
@@ -138,9 +159,10 @@ class LogSegment:
         self.files = files
         self.size = 0
         self.next_offset = base_offset  # offset after the last batch (exact for the active one)
-        self.index: OffsetIndex | None = None
-        self.time_index: TimeIndex | None = None
-        self.txn_index: TransactionIndex | None = None
+        # replaced by create() or open(); unread objects until then (no file is touched)
+        self.index = OffsetIndex(self.path(INDEX_SUFFIX), base_offset)
+        self.time_index = TimeIndex(self.path(TIME_INDEX_SUFFIX), base_offset)
+        self.txn_index = TransactionIndex(self.path(TXN_INDEX_SUFFIX), base_offset)
         self.max_timestamp = -1  # largest batch maxTimestamp seen
         self.offset_of_max_timestamp = -1  # base offset of the batch that first reached it
         self.rolling_timestamp: int | None = None  # first batch's maxTimestamp (segment.ms)
@@ -182,7 +204,7 @@ class LogSegment:
     # ------------------------------------------------------------------ opening
     @classmethod
     def create(cls, directory: str, base_offset: int, index_interval_bytes: int,
-               now_ms: int) -> "LogSegment":
+               now_ms: int) -> LogSegment:
         seg = cls(directory, base_offset, index_interval_bytes)
         seg._keep_open = True  # a new segment is the active one
         seg._fd = os.open(seg.log_path, os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o644)
@@ -197,7 +219,7 @@ class LogSegment:
 
     @classmethod
     def open(cls, directory: str, base_offset: int, index_interval_bytes: int,
-             now_ms: int) -> "LogSegment":
+             now_ms: int) -> LogSegment:
         """Open an existing segment without reading its batches or opening its .log (that
         happens on first use). Index problems are noted in ``suspect`` (the caller then runs
         ``recover``), never raised."""
@@ -375,7 +397,7 @@ class LogSegment:
         """fsync the .log and the index files. Touches no Python state, so it may run in a
         worker thread while the event loop keeps appending to another segment; it fsyncs
         through its own descriptor, so the pool may close the segment's meanwhile."""
-        _fsync_path(self.log_path)
+        fsync_file(self.log_path)
         self.index.sync()
         self.time_index.sync()
         self.txn_index.sync()
@@ -391,14 +413,15 @@ class LogSegment:
     def run_sync_plan(plan: tuple[str, tuple[str, ...]]) -> None:
         """fsync what `plan_sync` listed; touches no Python state (worker threads)."""
         log_path, index_paths = plan
-        _fsync_path(log_path)
+        fsync_file(log_path)
         for path in index_paths:
-            _fsync_path(path)
+            fsync_file(path)
 
     def forget_sync_plan(self) -> None:
         """The planned fsync failed: the next plan must cover every index again."""
-        self.index._synced = self.time_index._synced = -1
-        self.txn_index._synced = 0
+        self.index.forget_sync()
+        self.time_index.forget_sync()
+        self.txn_index.forget_sync()
 
     def flush(self) -> None:
         self.write_pending()
@@ -428,22 +451,8 @@ class LogSegment:
         """Remove the files but keep the .log open (if it is): reads in flight keep working
         until the owner closes it."""
         self.detach()
-        for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
-            try:
-                os.unlink(self.path(suffix))
-            except FileNotFoundError:
-                pass
+        delete_segment_files(self.dir, self.base_offset)
 
     def __repr__(self) -> str:
         return f"LogSegment(base={self.base_offset}, size={self.size}, next={self.next_offset})"
 
-
-def _fsync_path(path: str) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except FileNotFoundError:  # deleted meanwhile: nothing left to make durable
-        return
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

@@ -15,8 +15,10 @@ worker thread opens its own descriptor (LogSegment.sync) so closing never races 
 from __future__ import annotations
 
 from collections import OrderedDict
+from types import ModuleType
 from typing import Protocol
 
+resource: ModuleType | None
 try:
     import resource
 except ImportError:  # not on Windows

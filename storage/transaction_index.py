@@ -19,7 +19,8 @@ from __future__ import annotations
 import struct
 from typing import NamedTuple
 
-from storage.offset_index import CorruptIndexError, _fsync_path
+from storage.abstract_index import CorruptIndexError
+from storage.durable_files import fsync_file
 
 __all__ = ["AbortedTxn", "TransactionIndex"]
 
@@ -45,7 +46,7 @@ class TransactionIndex:
         self._synced = 0  # entries when the last fsync was planned (no file without entries)
 
     @classmethod
-    def open(cls, path: str, base_offset: int) -> "TransactionIndex":
+    def open(cls, path: str, base_offset: int) -> TransactionIndex:
         """Load the file if there is one (none means no aborts). Raises CorruptIndexError."""
         idx = cls(path, base_offset)
         try:
@@ -88,11 +89,15 @@ class TransactionIndex:
         return out, False
 
     def take_unsynced(self) -> bool:
-        """See OffsetIndex.take_unsynced."""
+        """See AbstractIndex.take_unsynced."""
         n = len(self.entries)
         changed, self._synced = n != self._synced, n
         return changed and n > 0
 
+    def forget_sync(self) -> None:
+        """The planned fsync failed: the next plan must cover this file again."""
+        self._synced = 0
+
     def sync(self) -> None:
         if self.entries:
-            _fsync_path(self.path)
+            fsync_file(self.path)

@@ -2,19 +2,13 @@
 broker configs (kafka-configs.sh --alter, Admin.incrementalAlterConfigs); see
 broker/dynamic_config.py."""
 
-from broker.security.acls import Operation as Op
-from broker.security.checks import config_resource_denial, denied_config_result
+from broker.dynamic_config import alter_configs_response
 
 API_KEY = 44
 MIN_VERSION, MAX_VERSION = 0, 1
 
 
 async def handle(ctx, req):
-    dynamic = ctx.broker.dynamic_configs
-    responses = []
-    for r in req.resources:
-        # authorization (Kafka: ALTER_CONFIGS on the topic, or on the cluster for a broker)
-        denial = config_resource_denial(ctx, r.resource_type, r.resource_name, Op.ALTER_CONFIGS)
-        responses.append(denied_config_result(r, denial) if denial else dynamic.alter_result(
-            r, [(c.name, c.config_operation, c.value) for c in r.configs], incremental=True, validate_only=req.validate_only))
-    return ctx.response(throttle_time_ms=0, responses=responses)
+    return alter_configs_response(
+        ctx, req, lambda r: [(c.name, c.config_operation, c.value) for c in r.configs],
+        incremental=True)

@@ -6,6 +6,7 @@ import json
 import os
 
 from broker.security.acls import AclBinding, AclFilter
+from storage.durable_files import atomic_write
 
 
 class AclStore:
@@ -35,9 +36,4 @@ class AclStore:
 
     def _save(self) -> None:
         os.makedirs(os.path.dirname(self.path), exist_ok=True)
-        tmp = f"{self.path}.tmp"
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump([acl.to_json() for acl in self.acls], f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.path)
+        atomic_write(self.path, json.dumps([acl.to_json() for acl in self.acls]).encode())

@@ -15,6 +15,8 @@ import os
 import secrets
 from dataclasses import dataclass
 
+from storage.durable_files import atomic_write
+
 # AlterUserScramCredentials mechanism codes -> (SASL name, hashlib name)
 MECHANISMS = {1: ("SCRAM-SHA-256", "sha256"), 2: ("SCRAM-SHA-512", "sha512")}
 BY_NAME = {name: (code, digest) for code, (name, digest) in MECHANISMS.items()}
@@ -38,7 +40,7 @@ class ScramCredential:
                     iterations=self.iterations)
 
     @classmethod
-    def from_json(cls, d: dict) -> "ScramCredential":
+    def from_json(cls, d: dict) -> ScramCredential:
         dec = base64.b64decode
         return cls(dec(d["salt"]), dec(d["stored_key"]), dec(d["server_key"]), int(d["iterations"]))
 
@@ -47,7 +49,8 @@ def _hmac(digest: str, key: bytes, msg: bytes) -> bytes:
     return hmac.new(key, msg, digest).digest()
 
 
-def from_salted_password(digest: str, salt: bytes, salted_password: bytes, iterations: int) -> ScramCredential:
+def from_salted_password(digest: str, salt: bytes, salted_password: bytes,
+                         iterations: int) -> ScramCredential:
     client_key = _hmac(digest, salted_password, b"Client Key")
     return ScramCredential(salt, hashlib.new(digest, client_key).digest(),
                            _hmac(digest, salted_password, b"Server Key"), iterations)
@@ -68,7 +71,8 @@ class ScramStore:
         if os.path.exists(self.path):
             with open(self.path, encoding="utf-8") as f:
                 raw = json.load(f)
-            self.users = {u: {m: ScramCredential.from_json(c) for m, c in mechs.items()} for u, mechs in raw.items()}
+            self.users = {u: {m: ScramCredential.from_json(c) for m, c in mechs.items()}
+                          for u, mechs in raw.items()}
 
     def get(self, user: str, mechanism: str) -> ScramCredential | None:
         return self.users.get(user, {}).get(mechanism)
@@ -87,12 +91,9 @@ class ScramStore:
 
     def save(self) -> None:
         os.makedirs(os.path.dirname(self.path), exist_ok=True)
-        tmp = f"{self.path}.tmp"
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump({u: {m: c.to_json() for m, c in mechs.items()} for u, mechs in self.users.items()}, f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.path)
+        atomic_write(self.path, json.dumps(
+            {u: {m: c.to_json() for m, c in mechs.items()} for u, mechs in self.users.items()}
+        ).encode())
 
 
 def parse_add_scram(value: str) -> list[tuple[str, str, str]]:
@@ -102,7 +103,8 @@ def parse_add_scram(value: str) -> list[tuple[str, str, str]]:
         mech, sep, body = item.partition("=")
         mech = mech.strip().upper()
         if not sep or mech not in BY_NAME or not (body.startswith("[") and body.endswith("]")):
-            raise ValueError(f"expected SCRAM-SHA-256=[name=U,password=P] or SCRAM-SHA-512=[...], got {item!r}")
+            raise ValueError(f"expected SCRAM-SHA-256=[name=U,password=P] or SCRAM-SHA-512=[...], "
+                             f"got {item!r}")
         fields = dict(kv.split("=", 1) for kv in body[1:-1].split(",") if "=" in kv)
         if not fields.get("name") or "password" not in fields:
             raise ValueError(f"{item!r}: name and password are required")
@@ -127,7 +129,8 @@ def _unescape_user(name: str) -> str:
 class ScramServer:
     """One server-side SCRAM exchange: client-first -> server-first, client-final -> server-final."""
 
-    def __init__(self, mechanism: str, store: ScramStore, server_nonce=lambda: secrets.token_urlsafe(18)) -> None:
+    def __init__(self, mechanism: str, store: ScramStore,
+                 server_nonce=lambda: secrets.token_urlsafe(18)) -> None:
         self.mechanism = mechanism
         self._server_nonce = server_nonce  # tests pass RFC 7677's fixed nonce
         self.digest = BY_NAME[mechanism][1]
@@ -142,7 +145,8 @@ class ScramServer:
 
     def _fail(self) -> AuthenticationFailed:
         return AuthenticationFailed(
-            f"Authentication failed during authentication due to invalid credentials with SASL mechanism {self.mechanism}")
+            "Authentication failed during authentication due to invalid credentials with SASL "
+            f"mechanism {self.mechanism}")
 
     def evaluate(self, data: bytes) -> tuple[bytes, bool]:
         """Feed one client message; returns (server message, finished). Raises AuthenticationFailed."""
@@ -160,7 +164,8 @@ class ScramServer:
     def _client_first(self, text: str) -> bytes:
         parts = text.split(",", 2)
         if len(parts) != 3 or parts[0] not in ("n", "y"):
-            raise AuthenticationFailed("channel binding is not supported; expected a 'n,,' or 'y,,' SCRAM header")
+            raise AuthenticationFailed(
+                "channel binding is not supported; expected a 'n,,' or 'y,,' SCRAM header")
         self._gs2_header = f"{parts[0]},{parts[1]},"
         self._client_first_bare = parts[2]
         attrs = _attributes(parts[2])
@@ -191,12 +196,13 @@ class ScramServer:
         if channel != self._gs2_header or attrs.get("r") != self._nonce:
             raise AuthenticationFailed("SCRAM nonce or channel binding mismatch")
         cred = self._credential
-        assert cred is not None  # looked up by the client-first message
+        if cred is None:  # no client-first message was accepted before this one
+            raise self._fail()
         auth_message = f"{self._client_first_bare},{self._server_first},{without_proof}".encode()
         signature = _hmac(self.digest, cred.stored_key, auth_message)
         if len(proof) != len(signature):
             raise self._fail()
-        client_key = bytes(a ^ b for a, b in zip(proof, signature))
+        client_key = bytes(a ^ b for a, b in zip(proof, signature, strict=True))
         if not hmac.compare_digest(hashlib.new(self.digest, client_key).digest(), cred.stored_key):
             raise self._fail()
         verifier = _hmac(self.digest, cred.server_key, auth_message)

@@ -14,7 +14,6 @@ from hypothesis import strategies as st
 from tests.support.broker import BrokerFactory
 from tests.support.fuzzing import (
     BATCH_TOPIC,
-    FUZZ_TOPIC,
     BatchOutcome,
     RequestSender,
     alive,
@@ -25,8 +24,10 @@ from tests.support.fuzzing import (
     produce_and_check,
     random_batch,
     seed_frames,
+    start_fuzz_broker,
 )
 from tests.support.wire import WireClient
+
 
 def fuzz(examples: int):
     return settings(derandomize=True, deadline=None, database=None, max_examples=examples,
@@ -36,10 +37,7 @@ def fuzz(examples: int):
 @pytest.fixture(scope="module")
 def broker(request, tmp_path_factory):
     factory = BrokerFactory(tmp_path_factory.mktemp("fuzz"))
-    b = factory({"auto.create.topics.enable": False, "group.initial.rebalance.delay.ms": 0})
-    with WireClient.to(b) as c:
-        assert c.create_topics([(FUZZ_TOPIC, 1), (BATCH_TOPIC, 1)]).topics[0].error_code == 0
-    yield b
+    yield start_fuzz_broker(factory)
     factory.teardown(request.session.testsfailed > 0)
 
 

@@ -64,6 +64,28 @@ def _stdin_commands() -> "queue.Queue[dict]":
     return q
 
 
+def _emit_records(batches: dict) -> None:
+    """The records of a kafka-python / aiokafka poll, one event each."""
+    for tp, recs in batches.items():
+        for r in recs:
+            _emit(event="record", p=tp.partition, o=r.offset, v=r.value.decode())
+
+
+def _report_assignment(assignment, last: list[int] | None) -> list[int]:
+    """Emit the assigned partitions when they changed since ``last``; returns them."""
+    current = sorted(tp.partition for tp in assignment)
+    if current != last:
+        _emit(event="assigned", partitions=current)
+    return current
+
+
+def _next_command(commands) -> dict | None:
+    try:
+        return commands.get_nowait()
+    except queue.Empty:
+        return None
+
+
 def _member_kafka_python(opts: dict, commands) -> None:
     from kafka import KafkaConsumer, TopicPartition
     from kafka.errors import CommitFailedError, RebalanceInProgressError
@@ -86,22 +108,16 @@ def _member_kafka_python(opts: dict, commands) -> None:
     last = None
     while True:
         batches = consumer.poll(timeout_ms=100)
-        for tp, recs in batches.items():
-            for r in recs:
-                _emit(event="record", p=tp.partition, o=r.offset, v=r.value.decode())
+        _emit_records(batches)
         if batches and opts["autocommit"]:
             try:
                 consumer.commit()
                 _emit(event="autocommitted")
             except (CommitFailedError, RebalanceInProgressError) as exc:
                 _emit(event="commit-failed", error=repr(exc))
-        current = sorted(tp.partition for tp in consumer.assignment())
-        if current != last:
-            last = current
-            _emit(event="assigned", partitions=current)
-        try:
-            cmd = commands.get_nowait()
-        except queue.Empty:
+        last = _report_assignment(consumer.assignment(), last)
+        cmd = _next_command(commands)
+        if cmd is None:
             continue
         if cmd["cmd"] == "commit":
             offsets = {TopicPartition(opts["topic"], int(p)): OffsetAndMetadata(o, f"m-{p}", -1)
@@ -150,13 +166,9 @@ def _member_confluent(opts: dict, commands) -> None:
                 _emit(event="autocommitted")
             except KafkaException as exc:
                 _emit(event="commit-failed", error=repr(exc))
-        current = sorted(tp.partition for tp in consumer.assignment())
-        if current != last:
-            last = current
-            _emit(event="assigned", partitions=current)
-        try:
-            cmd = commands.get_nowait()
-        except queue.Empty:
+        last = _report_assignment(consumer.assignment(), last)
+        cmd = _next_command(commands)
+        if cmd is None:
             continue
         if cmd["cmd"] == "commit":
             offsets = [TopicPartition(opts["topic"], int(p), o, metadata=f"m-{p}")
@@ -194,22 +206,16 @@ async def _member_aiokafka(opts: dict, commands) -> None:
     last = None
     while True:
         batches = await consumer.getmany(timeout_ms=100)
-        for tp, recs in batches.items():
-            for r in recs:
-                _emit(event="record", p=tp.partition, o=r.offset, v=r.value.decode())
+        _emit_records(batches)
         if batches and opts["autocommit"]:
             try:
                 await consumer.commit()
                 _emit(event="autocommitted")
             except (CommitFailedError, IllegalStateError) as exc:
                 _emit(event="commit-failed", error=repr(exc))
-        current = sorted(tp.partition for tp in consumer.assignment())
-        if current != last:
-            last = current
-            _emit(event="assigned", partitions=current)
-        try:
-            cmd = commands.get_nowait()
-        except queue.Empty:
+        last = _report_assignment(consumer.assignment(), last)
+        cmd = _next_command(commands)
+        if cmd is None:
             continue
         if cmd["cmd"] == "commit":
             offsets = {TopicPartition(opts["topic"], int(p)): OffsetAndMetadata(o, f"m-{p}")

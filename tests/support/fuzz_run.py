@@ -5,8 +5,8 @@
 Starts a broker subprocess, sends mutated requests and CRC-valid random batches (the same
 generators as tests/acceptance/test_fuzz.py), and prints what happened: answers, closed
 connections, accepted/rejected batches by error code, batches stored but undecodable by
-kafka-python, log-end-offset mismatches, a librdkafka read-back of every stored batch, unhandled handler exceptions, and whether the broker is
-still alive. Exit code 0 only if every property held.
+kafka-python, log-end-offset mismatches, a librdkafka read-back of every stored batch,
+unhandled handler exceptions, and whether the broker is still alive. Exit code 0 only if every property held.
 """
 
 from __future__ import annotations
@@ -19,21 +19,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from tests.support import fuzzing as fz
 from tests.support.broker import BrokerFactory
-from tests.support.fuzzing import (
-    BATCH_TOPIC,
-    FUZZ_TOPIC,
-    BatchOutcome,
-    RequestSender,
-    alive,
-    handler_failures,
-    librdkafka_read,
-    mutate_batch,
-    mutate_frame,
-    produce_and_check,
-    random_batch,
-    seed_frames,
-)
 from tests.support.wire import WireClient
 
 
@@ -45,19 +32,17 @@ def main() -> int:
     args = ap.parse_args()
     rng = random.Random(args.seed)
     factory = BrokerFactory(Path(tempfile.mkdtemp(prefix="minibroker-fuzz-")))
-    broker = factory({"auto.create.topics.enable": False, "group.initial.rebalance.delay.ms": 0})
+    broker = fz.start_fuzz_broker(factory)
     report: dict = {"seed": args.seed, "data dir": str(factory.base_dir)}
     try:
-        with WireClient.to(broker) as c:
-            c.create_topics([(FUZZ_TOPIC, 1), (BATCH_TOPIC, 1)])
         t0 = time.monotonic()
-        seeds = seed_frames(rng)
-        sender = RequestSender(broker, wait_s=0.2)
+        seeds = fz.seed_frames(rng)
+        sender = fz.RequestSender(broker, wait_s=0.2)
         died_at = None
         sent = 0
         for i in range(args.requests):
             sent += 1
-            sender.send(mutate_frame(rng.choice(seeds)[2], rng))
+            sender.send(fz.mutate_frame(rng.choice(seeds)[2], rng))
             if i % 5000 == 4999 and not broker.running:
                 died_at = i
                 break
@@ -66,15 +51,15 @@ def main() -> int:
                               "seconds": round(time.monotonic() - t0, 1)}
         t0 = time.monotonic()
         rng = random.Random(f"batches-{args.seed}")  # independent of the request phase
-        outcome = BatchOutcome()
+        outcome = fz.BatchOutcome()
         mutated = 0
         with WireClient.to(broker) as c:
             for _ in range(args.batches):
-                batch = random_batch(rng)
+                batch = fz.random_batch(rng)
                 if rng.random() < 0.9:
-                    batch = mutate_batch(batch, rng)
+                    batch = fz.mutate_batch(batch, rng)
                     mutated += 1
-                produce_and_check(c, BATCH_TOPIC, batch, outcome)
+                fz.produce_and_check(c, fz.BATCH_TOPIC, batch, outcome)
         report["batches"] = {"sent": args.batches, "mutated": mutated,
                              "accepted": outcome.accepted,
                              "rejected by error code": dict(sorted(outcome.rejected.items())),
@@ -82,16 +67,16 @@ def main() -> int:
                              "log end offset mismatches": len(outcome.leo_mismatch),
                              "seconds": round(time.monotonic() - t0, 1)}
         with WireClient.to(broker) as c:
-            end = c.list_offsets(BATCH_TOPIC, 0, -1).offset
-        rd = librdkafka_read(broker, BATCH_TOPIC, end)
+            end = c.list_offsets(fz.BATCH_TOPIC, 0, -1).offset
+        rd = fz.librdkafka_read(broker, fz.BATCH_TOPIC, end)
         report["librdkafka read-back"] = {**rd, "consumer errors": len(rd["consumer errors"]),
                                           "log end offset": end}
-        report["unhandled handler exceptions"] = len(handler_failures(broker))
-        report["broker alive"] = alive(broker)
+        report["unhandled handler exceptions"] = len(fz.handler_failures(broker))
+        report["broker alive"] = fz.alive(broker)
         print(json.dumps(report, indent=1))
         for item in (outcome.undecodable + outcome.leo_mismatch)[:5]:
             print("example:", item, file=sys.stderr)
-        for line in handler_failures(broker)[:5]:
+        for line in fz.handler_failures(broker)[:5]:
             print("handler failure:", line[:500], file=sys.stderr)
     finally:
         factory.teardown(False)

@@ -27,7 +27,7 @@ from broker.dispatch import HANDLERS
 from protocol.codec import build, encode_response, request_class
 from protocol.record_batch import build_batch
 from protocol.schema_layout import layout
-from tests.support.wire import WireClient, request_header
+from tests.support.wire import WireClient, encode_uvarint, request_header
 
 FUZZ_TOPIC = "fuzz"  # named in the seed requests (which may delete it)
 BATCH_TOPIC = "fuzz-batches"  # where the random batches go; no seed request names it
@@ -80,18 +80,6 @@ def seed_frames(rng: random.Random) -> list[tuple[int, int, bytes]]:
     return out
 
 
-def _uvarint(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        if n:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
-
-
 def mutate_frame(frame: bytes, rng: random.Random) -> bytes:
     """One to three mutations, mostly in the body (past the api key and version)."""
     buf = bytearray(frame)
@@ -108,7 +96,7 @@ def mutate_frame(frame: bytes, rng: random.Random) -> bytes:
         elif op == 3:
             buf[pos:pos + 2] = struct.pack(">H", rng.choice([0xFFFF, 0x7FFF, 0x8000, 0xFFFE]))
         elif op == 4:
-            buf[pos:pos + 1] = _uvarint(rng.choice(_HUGE))
+            buf[pos:pos + 1] = encode_uvarint(rng.choice(_HUGE))
         elif op == 5:
             del buf[pos:]
         elif op == 6:
@@ -198,7 +186,7 @@ def mutate_batch(batch: bytes, rng: random.Random) -> bytes:
             buf += bytes(rng.randrange(256) for _ in range(rng.randint(1, 10)))
         elif op == 4 and len(buf) > 61:
             pos = rng.randrange(61, len(buf))
-            buf[pos:pos + 1] = _uvarint(rng.choice(_HUGE)) + b"\x80\x80\x80\x80\x80\x01"[
+            buf[pos:pos + 1] = encode_uvarint(rng.choice(_HUGE)) + b"\x80\x80\x80\x80\x80\x01"[
                 :rng.randint(0, 6)]
         elif op == 5:
             count = struct.unpack_from(">i", buf, 57)[0] + rng.choice([-1, 1])
@@ -290,3 +278,12 @@ def alive(broker) -> bool:
             return c.api_versions(3).error_code == 0
     except (OSError, socket.timeout):
         return False
+
+
+def start_fuzz_broker(factory):
+    """A broker of ``factory`` with the two fuzz topics (FUZZ_TOPIC, BATCH_TOPIC) created."""
+    broker = factory({"auto.create.topics.enable": False, "group.initial.rebalance.delay.ms": 0})
+    with WireClient.to(broker) as c:
+        assert [t.error_code for t in c.create_topics([(FUZZ_TOPIC, 1), (BATCH_TOPIC, 1)]).topics] \
+            == [0, 0]
+    return broker

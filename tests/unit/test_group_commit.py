@@ -12,12 +12,13 @@ from types import SimpleNamespace
 
 import pytest
 
-from storage.group_commit import GroupCommit
 from coordinator.transactions import TransactionCoordinator
 from coordinator.txn_state import TxnState
 from protocol.record_batch import CONTROL_COMMIT, build_batch, iter_batches, parse_control_record
+from storage.group_commit import GroupCommit
 from storage.log_manager import LogManager
 from storage.segment import LogSegment
+from tests.support.storage import crash
 
 pytestmark = pytest.mark.timeout(20)
 
@@ -45,17 +46,6 @@ def open_logs(path) -> LogManager:
     m = LogManager(str(path), {})
     m.open()
     return m
-
-
-def crash(m: LogManager) -> None:
-    """Stop without close(): no flush, no clean-shutdown marker (the page cache survives, as
-    after a SIGKILL)."""
-    for plog in m.all_logs():
-        plog._wait_pending_flushes()
-        for seg in plog.segments:
-            seg.close()
-    if m._executor is not None:
-        m._executor.shutdown(wait=True)
 
 
 async def until(predicate, timeout=5.0):

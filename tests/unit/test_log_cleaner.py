@@ -10,6 +10,8 @@ from protocol.record_batch import ATTR_CONTROL, build_batch, iter_batches, iter_
 from storage.cleaner import CLEANER_DIR
 from storage.log_cleaner import SWAP_FILE
 from storage.log_manager import LogManager
+from tests.support import storage as storage_support
+from tests.support.storage import Clock, open_manager
 
 pytestmark = pytest.mark.timeout(20)
 
@@ -17,19 +19,12 @@ COMPACT = {"cleanup.policy": "compact",
            "min.cleanable.dirty.ratio": "0.01"}
 
 
-class Clock:
-    def __init__(self, now: int = 100_000_000) -> None:
-        self.now = now
-
-    def __call__(self) -> int:
-        return self.now
-
-
 def manager(path, clock) -> LogManager:
-    # small segments from the broker default: a topic may not ask for less than 1 MiB (Kafka 4)
-    m = LogManager(str(path), {"log.segment.bytes": 600}, time_ms=clock, background_flush=False)
-    m.open()
-    return m
+    return open_manager(path, clock, 600)
+
+
+def new_topic(tmp_path, configs=COMPACT):
+    return storage_support.new_topic(tmp_path, 600, configs, 100_000_000)
 
 
 def run_pass(m: LogManager) -> bool:
@@ -42,6 +37,13 @@ def run_pass(m: LogManager) -> bool:
 
 def put(plog, key, value, ts, **kw):
     return plog.append(build_batch([(key, value, [])], timestamp_ms=ts, **kw)).base_offset
+
+
+def overwrite_keys(plog, rounds: int, keys: int, ts: int, prefix: bytes = b"v") -> None:
+    """``rounds`` rounds of one ~60-byte value for each of keys k0..k<keys-1>."""
+    for rnd in range(rounds):
+        for k in range(keys):
+            put(plog, b"k%d" % k, prefix + b"%d" % rnd + b"x" * 50, ts)
 
 
 def read_all(plog, isolation=0):
@@ -79,10 +81,7 @@ def latest(records):
 
 
 def test_compaction_keeps_latest_per_key_with_same_offsets(tmp_path):
-    clock = Clock()
-    m = manager(tmp_path, clock)
-    m.create_topic("t", 1, COMPACT)
-    plog = m.get_log("t", 0)
+    clock, m, plog = new_topic(tmp_path)
     for rnd in range(10):
         for k in range(5):
             put(plog, b"k%d" % k, b"v%d-%d" % (k, rnd) + b"x" * 40, clock.now)
@@ -109,10 +108,7 @@ def test_compaction_keeps_latest_per_key_with_same_offsets(tmp_path):
 
 
 def test_tombstones_go_after_delete_retention(tmp_path):
-    clock = Clock()
-    m = manager(tmp_path, clock)
-    m.create_topic("t", 1, {**COMPACT, "delete.retention.ms": "1000"})
-    plog = m.get_log("t", 0)
+    clock, m, plog = new_topic(tmp_path, {**COMPACT, "delete.retention.ms": "1000"})
     for k in range(6):
         put(plog, b"k%d" % k, b"v" * 50, clock.now)
     for k in range(3):
@@ -131,10 +127,7 @@ def test_tombstones_go_after_delete_retention(tmp_path):
 
 
 def test_aborted_transactions_removed_read_committed_view_unchanged(tmp_path):
-    clock = Clock()
-    m = manager(tmp_path, clock)
-    m.create_topic("t", 1, COMPACT)
-    plog = m.get_log("t", 0)
+    clock, m, plog = new_topic(tmp_path)
     seq = {7: 0, 8: 0}
 
     def txn_put(pid, key, value):
@@ -165,13 +158,8 @@ def test_aborted_transactions_removed_read_committed_view_unchanged(tmp_path):
 
 
 def test_interrupted_swap_completes_and_unfinished_pass_is_discarded(tmp_path):
-    clock = Clock()
-    m = manager(tmp_path, clock)
-    m.create_topic("t", 1, COMPACT)
-    plog = m.get_log("t", 0)
-    for rnd in range(8):
-        for k in range(4):
-            put(plog, b"k%d" % k, b"v%d" % rnd + b"x" * 50, clock.now)
+    clock, m, plog = new_topic(tmp_path)
+    overwrite_keys(plog, 8, 4, clock.now)
     before = latest(read_all(plog))
     # run the pass but stop "the process" after the swap list was written
     assert m.cleaner.maybe_clean()
@@ -198,7 +186,7 @@ def test_interrupted_swap_completes_and_unfinished_pass_is_discarded(tmp_path):
 
 
 def test_delete_policy_logs_and_open_transactions_are_not_cleaned(tmp_path):
-    clock = Clock()
+    clock = Clock(100_000_000)
     m = manager(tmp_path, clock)
     m.create_topic("d", 1, {})
     m.create_topic("t", 1, COMPACT)
@@ -206,20 +194,15 @@ def test_delete_policy_logs_and_open_transactions_are_not_cleaned(tmp_path):
         plog = m.get_log(name, 0)
         put(plog, b"k", b"open" + b"o" * 60, clock.now, producer_id=3, producer_epoch=0,
             base_sequence=0, transactional=True)
-        for rnd in range(20):
+        for _ in range(20):
             put(plog, b"k", b"v" * 60, clock.now)
     assert not run_pass(m)  # LSO is at offset 0 in "t"; "d" is not compacted
     m.close()
 
 
 def test_small_cleaned_segments_are_merged(tmp_path):
-    clock = Clock()
-    m = manager(tmp_path, clock)
-    m.create_topic("t", 1, COMPACT)
-    plog = m.get_log("t", 0)
-    for rnd in range(20):
-        for k in range(3):
-            put(plog, b"k%d" % k, b"v%d" % rnd + b"x" * 50, clock.now)
+    clock, m, plog = new_topic(tmp_path)
+    overwrite_keys(plog, 20, 3, clock.now)
     segments_before = len(plog.segments)
     assert run_pass(m)  # first pass: 1 for 1 (each original segment is full)
     for rnd in range(8):
@@ -239,18 +222,11 @@ def test_small_cleaned_segments_are_merged(tmp_path):
 def test_a_killed_worker_process_is_replaced(tmp_path):
     import signal
 
-    clock = Clock()
-    m = manager(tmp_path, clock)
-    m.create_topic("t", 1, COMPACT)
-    plog = m.get_log("t", 0)
-    for rnd in range(8):
-        for k in range(4):
-            put(plog, b"k%d" % k, b"v%d" % rnd + b"x" * 50, clock.now)
+    clock, m, plog = new_topic(tmp_path)
+    overwrite_keys(plog, 8, 4, clock.now)
     before = read_all(plog)
     assert run_pass(m)  # starts the worker
-    for rnd in range(8):
-        for k in range(4):
-            put(plog, b"k%d" % k, b"w%d" % rnd + b"x" * 50, clock.now)
+    overwrite_keys(plog, 8, 4, clock.now, prefix=b"w")
     for pid in list(m.cleaner._executor._processes):
         os.kill(pid, signal.SIGKILL)
     if m.cleaner.maybe_clean():  # fails (or the dead pool is noticed at submit)
@@ -263,7 +239,7 @@ def test_a_killed_worker_process_is_replaced(tmp_path):
 
 
 def test_compaction_lags_and_dirty_ratio(tmp_path):
-    clock = Clock()
+    clock = Clock(100_000_000)
     m = manager(tmp_path, clock)
     base = {"cleanup.policy": "compact"}
     m.create_topic("lag", 1, {**base, "min.compaction.lag.ms": "60000",

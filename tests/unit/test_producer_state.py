@@ -18,6 +18,7 @@ from storage.producer_state import (
     parse_end_txn_marker,
     snapshot_path,
 )
+from tests.support.wire import encode_uvarint
 
 INT32_MAX = 2**31 - 1
 DAY_MS = 24 * 3600 * 1000
@@ -27,16 +28,7 @@ CTRL = 0x20
 
 # --------------------------------------------------------------------------- batch building
 def _varint(v: int) -> bytes:
-    v = (v << 1) ^ (v >> 63)  # zig-zag
-    out = bytearray()
-    while True:
-        b = v & 0x7F
-        v >>= 7
-        if v:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
+    return encode_uvarint((v << 1) ^ (v >> 63))  # zig-zag
 
 
 def _record(offset_delta: int, key: bytes | None, value: bytes | None) -> bytes:

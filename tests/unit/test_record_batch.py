@@ -19,9 +19,7 @@ from protocol.record_batch import (
     iter_records,
     parse_control_record,
     parse_header,
-    set_base_offset,
-    set_max_timestamp_and_type,
-    set_partition_leader_epoch,
+    stamp_header,
 )
 
 pytestmark = pytest.mark.timeout(10)
@@ -84,8 +82,7 @@ def test_parse_header_too_short():
 def test_crc_detects_a_flipped_byte_and_ignores_offset_and_epoch():
     b = bytearray(build_batch([(b"key", b"value", [("h", b"1")])]))
     assert crc_ok(b)
-    set_base_offset(b, 987654321)
-    set_partition_leader_epoch(b, 42)
+    stamp_header(b, 987654321, 42)
     assert crc_ok(b)  # both fields are outside the CRC
     h = parse_header(b)
     assert h.base_offset == 987654321 and h.partition_leader_epoch == 42
@@ -96,15 +93,24 @@ def test_crc_detects_a_flipped_byte_and_ignores_offset_and_epoch():
     assert not crc_ok(b[:HEADER_SIZE - 1])
 
 
-def test_set_max_timestamp_and_type_recomputes_crc():
+def test_stamping_max_timestamp_and_type_recomputes_crc():
     b = bytearray(build_batch([(b"k", b"v")], timestamp_ms=1000))
-    set_max_timestamp_and_type(b, 5555, True)
+    stamp_header(b, 7, 0, max_timestamp=5555, log_append_time=True)
     h = parse_header(b)
-    assert h.max_timestamp == 5555 and h.attributes & ATTR_LOG_APPEND_TIME
+    assert h.max_timestamp == 5555 and h.attributes & ATTR_LOG_APPEND_TIME and h.base_offset == 7
     assert crc_ok(b)
     assert [r.timestamp for r in iter_records(b)] == [5555]  # readers use maxTimestamp
-    set_max_timestamp_and_type(b, 1000, False)
+    stamp_header(b, 7, 0, max_timestamp=1000)
     assert parse_header(b).timestamp_type == 0 and crc_ok(b)
+
+
+def test_stamping_a_header_copy_gives_the_bytes_of_stamping_the_whole_batch():
+    b = bytearray(build_batch([(b"k", b"v"), (None, b"w")], timestamp_ms=1000))
+    head = bytearray(b[:HEADER_SIZE])
+    stamp_header(head, 42, 3, max_timestamp=9999, log_append_time=True,
+                 records=memoryview(b)[HEADER_SIZE:])
+    stamp_header(b, 42, 3, max_timestamp=9999, log_append_time=True)
+    assert bytes(head) + bytes(b[HEADER_SIZE:]) == bytes(b) and crc_ok(b)
 
 
 def test_iter_batches_stops_at_incomplete_tail():

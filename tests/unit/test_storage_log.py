@@ -21,16 +21,9 @@ from storage.errors import KafkaStorageError
 from storage.file_slice import FileSlice
 from storage.log import LEADER_EPOCH, PartitionLog
 from storage.log_validator import first_produced_batch
+from tests.support.storage import Clock
 
 pytestmark = pytest.mark.timeout(10)
-
-
-class Clock:
-    def __init__(self, now: int = 1_000_000) -> None:
-        self.now = now
-
-    def __call__(self) -> int:
-        return self.now
 
 
 def open_log(path, clock=None, **cfg) -> PartitionLog:

@@ -16,6 +16,7 @@ from storage.log_manager import (
     RECOVERY_POINT_FILE,
     LogManager,
 )
+from tests.support.storage import crash
 
 pytestmark = pytest.mark.timeout(10)
 
@@ -24,16 +25,6 @@ def manager(path, **config) -> LogManager:
     m = LogManager(str(path), config)
     m.open()
     return m
-
-
-def crash(m: LogManager) -> None:
-    """Stop without close(): no flush, no snapshot, no clean-shutdown marker."""
-    for plog in m.all_logs():
-        plog._wait_pending_flushes()
-        for seg in plog.segments:
-            seg.close()
-    if m._executor is not None:
-        m._executor.shutdown(wait=True)
 
 
 def batch(n=1) -> bytes:

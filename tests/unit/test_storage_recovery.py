@@ -10,16 +10,9 @@ from protocol.record_batch import build_batch, iter_batches
 from storage import segment as segment_module
 from storage.config import LogConfig
 from storage.log import PartitionLog
+from tests.support.storage import Clock
 
 pytestmark = pytest.mark.timeout(10)
-
-
-class Clock:
-    def __init__(self, now: int = 1_000_000) -> None:
-        self.now = now
-
-    def __call__(self) -> int:
-        return self.now
 
 
 def open_log(path, *, clean=False, recovery_point=0, **cfg) -> PartitionLog:

@@ -10,23 +10,18 @@ from protocol.errors import ErrorCode
 from protocol.record_batch import build_batch
 from storage.errors import KafkaStorageError
 from storage.log_manager import LOG_START_OFFSET_FILE, LogManager
+from tests.support import storage as storage_support
+from tests.support.storage import open_manager
 
 pytestmark = pytest.mark.timeout(10)
 
 
-class Clock:
-    def __init__(self, now: int = 10_000_000) -> None:
-        self.now = now
-
-    def __call__(self) -> int:
-        return self.now
-
-
 def manager(path, clock) -> LogManager:
-    # small segments from the broker default: a topic may not ask for less than 1 MiB (Kafka 4)
-    m = LogManager(str(path), {"log.segment.bytes": 400}, time_ms=clock, background_flush=False)
-    m.open()
-    return m
+    return open_manager(path, clock, 400)
+
+
+def new_topic(tmp_path, configs=None):
+    return storage_support.new_topic(tmp_path, 400, SMALL if configs is None else configs, 10_000_000)
 
 
 def batch(ts: int, *, pid=-1, epoch=-1, seq=-1, txn=False, n=1) -> bytes:
@@ -43,10 +38,7 @@ SMALL = {"file.delete.delay.ms": "0"}
 
 
 def test_retention_bytes_deletes_oldest_whole_segments(tmp_path):
-    clock = Clock()
-    m = manager(tmp_path, clock)
-    m.create_topic("t", 1, {**SMALL, "retention.bytes": "800"})
-    plog = m.get_log("t", 0)
+    clock, m, plog = new_topic(tmp_path, {**SMALL, "retention.bytes": "800"})
     fill(plog, 10, clock.now)  # ~170 B per batch, two per 400 B segment
     sizes_before = [s.size for s in plog.segments]
     assert len(sizes_before) == 5
@@ -65,10 +57,7 @@ def test_retention_bytes_deletes_oldest_whole_segments(tmp_path):
 
 
 def test_retention_ms_never_deletes_the_segment_being_appended_to(tmp_path):
-    clock = Clock()
-    m = manager(tmp_path, clock)
-    m.create_topic("t", 1, {**SMALL, "retention.ms": "1000"})
-    plog = m.get_log("t", 0)
+    clock, m, plog = new_topic(tmp_path, {**SMALL, "retention.ms": "1000"})
     fill(plog, 4, clock.now - 5000)  # old: segments 0-1 and 2-3
     fill(plog, 2, clock.now)  # fresh: segment 4-5, the active one
     assert m.delete_old_segments() == 2
@@ -83,10 +72,8 @@ def test_retention_ms_never_deletes_the_segment_being_appended_to(tmp_path):
 
 
 def test_log_start_offset_survives_restart_clean_and_unclean(tmp_path):
-    clock = Clock()
-    m = manager(tmp_path, clock)
-    m.create_topic("t", 1, SMALL)
-    fill(m.get_log("t", 0), 6, clock.now)
+    clock, m, plog = new_topic(tmp_path)
+    fill(plog, 6, clock.now)
     assert m.delete_records("t", 0, 3) == 3
     assert m.get_log("t", 0).segments[0].base_offset == 0  # nothing deleted yet
     m.close()
@@ -108,10 +95,8 @@ def test_log_start_offset_survives_restart_clean_and_unclean(tmp_path):
 
 
 def test_garbage_log_start_checkpoint_falls_back_to_first_segment(tmp_path):
-    clock = Clock()
-    m = manager(tmp_path, clock)
-    m.create_topic("t", 1, SMALL)
-    fill(m.get_log("t", 0), 4, clock.now)
+    clock, m, plog = new_topic(tmp_path)
+    fill(plog, 4, clock.now)
     m.delete_records("t", 0, 3)
     m.close()
     (tmp_path / LOG_START_OFFSET_FILE).write_bytes(b"\xff\xfe\x00garbage")
@@ -121,10 +106,7 @@ def test_garbage_log_start_checkpoint_falls_back_to_first_segment(tmp_path):
 
 
 def test_idempotent_producer_continues_after_its_batches_were_deleted(tmp_path):
-    clock = Clock()
-    m = manager(tmp_path, clock)
-    m.create_topic("t", 1, {**SMALL, "retention.ms": "1000"})
-    plog = m.get_log("t", 0)
+    clock, m, plog = new_topic(tmp_path, {**SMALL, "retention.ms": "1000"})
     old = clock.now - 5000
     for seq in range(3):
         plog.append(batch(old, pid=7, epoch=0, seq=seq))
@@ -142,10 +124,7 @@ def test_idempotent_producer_continues_after_its_batches_were_deleted(tmp_path):
 
 
 def test_aborted_transaction_kept_while_its_marker_segment_lives(tmp_path):
-    clock = Clock()
-    m = manager(tmp_path, clock)
-    m.create_topic("t", 1, {**SMALL, "retention.ms": "1000"})
-    plog = m.get_log("t", 0)
+    clock, m, plog = new_topic(tmp_path, {**SMALL, "retention.ms": "1000"})
     old = clock.now - 5000
     plog.append(batch(old))  # 0
     plog.append(batch(old))  # 1
@@ -163,21 +142,16 @@ def test_aborted_transaction_kept_while_its_marker_segment_lives(tmp_path):
 
 
 def test_compact_only_policy_ignores_time_and_size(tmp_path):
-    clock = Clock()
-    m = manager(tmp_path, clock)
-    m.create_topic("t", 1, {**SMALL, "retention.ms": "1", "retention.bytes": "0",
+    clock, m, plog = new_topic(tmp_path, {**SMALL, "retention.ms": "1", "retention.bytes": "0",
                             "cleanup.policy": "compact"})
-    fill(m.get_log("t", 0), 6, clock.now - 5000)
+    fill(plog, 6, clock.now - 5000)
     assert m.delete_old_segments() == 0
     m.close()
 
 
 def test_deleted_segment_stays_readable_until_the_delay_passes(tmp_path):
-    clock = Clock()
-    m = manager(tmp_path, clock)
-    m.create_topic("t", 1, {"retention.bytes": "0",
+    clock, m, plog = new_topic(tmp_path, {"retention.bytes": "0",
                             "file.delete.delay.ms": "60000"})
-    plog = m.get_log("t", 0)
     fill(plog, 4, clock.now)
     held = plog.read(0, 1000).chunks[0]
     assert m.delete_old_segments() > 0
@@ -187,10 +161,8 @@ def test_deleted_segment_stays_readable_until_the_delay_passes(tmp_path):
 
 
 def test_recreated_topic_does_not_inherit_the_log_start_offset(tmp_path):
-    clock = Clock()
-    m = manager(tmp_path, clock)
-    m.create_topic("t", 1, SMALL)
-    fill(m.get_log("t", 0), 6, clock.now)
+    clock, m, plog = new_topic(tmp_path)
+    fill(plog, 6, clock.now)
     m.delete_records("t", 0, 5)
     m.delete_topic("t")
     m.create_topic("t", 1, SMALL)
@@ -204,10 +176,7 @@ def test_recreated_topic_does_not_inherit_the_log_start_offset(tmp_path):
 
 
 def test_last_stable_offset_never_below_the_log_start(tmp_path):
-    clock = Clock()
-    m = manager(tmp_path, clock)
-    m.create_topic("t", 1, SMALL)
-    plog = m.get_log("t", 0)
+    clock, m, plog = new_topic(tmp_path)
     plog.append(batch(clock.now))
     plog.append(batch(clock.now, pid=4, epoch=0, seq=0, txn=True))  # open transaction at 1
     fill(plog, 3, clock.now)

@@ -1,0 +1,263 @@
+"""Loading a partition log from disk, with recovery (Kafka's ``LogLoader``).
+
+After a clean shutdown nothing is scanned: indexes are opened lazily and the active segment's
+tail after its last index entry is read to find the log end. Otherwise every segment holding
+offsets at or above the recovery point is recovered (CRCs checked, indexes rebuilt, a torn or
+corrupt tail cut, every later segment dropped). A segment with a missing or broken index is
+recovered in either case. Then producer state is loaded from the newest usable snapshot and the
+log is replayed from it, rebuilding the transaction index of every recovered segment from its
+abort markers. The loader hands ``PartitionLog`` a ``LoadedLog``; it keeps no state after that.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from bisect import bisect_right
+from collections.abc import Callable
+from typing import NamedTuple
+
+import structlog
+
+from protocol.record_batch import (
+    ATTR_CONTROL,
+    CONTROL_ABORT,
+    BatchHeader,
+    CorruptBatchError,
+    parse_control_record,
+)
+from storage.config import LogConfig
+from storage.durable_files import fsync_dir
+from storage.producer_state import ProducerStateManager
+from storage.segment import (
+    LOG_SUFFIX,
+    SEGMENT_SUFFIXES,
+    LogSegment,
+    ScanStop,
+    delete_segment_files,
+    scan_batches,
+    segment_file_name,
+)
+from storage.transaction_index import AbortedTxn
+
+__all__ = ["LogLoader", "LoadedLog", "apply_txn_marker"]
+
+log = structlog.get_logger(__name__)
+
+class LoadedLog(NamedTuple):
+    segments: list[LogSegment]  # never empty; the last is the active one
+    recovery_point: int
+    aborted: list[AbortedTxn]  # every segment's aborted transactions, by marker offset
+
+
+def apply_txn_marker(producer_state: ProducerStateManager, seg: LogSegment, h: BatchHeader,
+                     abort: bool, coordinator_epoch: int, timestamp: int) -> AbortedTxn | None:
+    """Close the producer's transaction; for an abort, index it in ``seg`` and return the entry
+    (Kafka's ProducerAppendInfo.appendEndTxnMarker + UnifiedLog.updateTxnIndex). Used by
+    appends and by recovery replay, so both produce identical indexes."""
+    pid, marker = h.producer_id, h.base_offset
+    first = producer_state.ongoing_first_offset(pid)
+    producer_state.update(h, marker, timestamp, abort=abort, coordinator_epoch=coordinator_epoch)
+    if not abort:
+        return None
+    fuo = producer_state.first_unstable_offset()
+    # An abort with no data from this producer here still gets an entry (first = marker),
+    # as in Kafka; consumers drop it when they reach the marker.
+    entry = AbortedTxn(pid, marker if first is None else first, marker,
+                       marker + 1 if fuo is None else fuo)
+    seg.txn_index.append(entry)
+    return entry
+
+
+class _Recovery:
+    """What checking the segments found (for the log line and the producer-state rebuild)."""
+
+    __slots__ = ("recovered", "dropped", "bytes_cut", "cut")
+
+    def __init__(self) -> None:
+        self.recovered: list[LogSegment] = []
+        self.dropped: list[int] = []
+        self.bytes_cut = 0
+        self.cut = False  # a segment's tail was cut: every later segment is dropped
+
+
+class LogLoader:
+    def __init__(self, directory: str, topic: str, partition: int, config: LogConfig,
+                 producer_state: ProducerStateManager, time_ms: Callable[[], int]) -> None:
+        self.dir = directory
+        self.topic = topic
+        self.partition = partition
+        self.config = config
+        self.producer_state = producer_state
+        self._time_ms = time_ms
+
+    def load(self, recovery_point: int, clean: bool) -> LoadedLog:
+        """Open (creating if needed) the segments in the directory, recovering what an unclean
+        shutdown may have left torn, and bring the producer state up to the log end."""
+        started = time.monotonic()
+        names = os.listdir(self.dir)
+        bases = sorted(int(n[:20]) for n in names
+                       if n.endswith(LOG_SUFFIX) and len(n) == 20 + len(LOG_SUFFIX)
+                       and n[:20].isdigit())
+        _remove_orphan_index_files(self.dir, names, set(bases))
+        if not bases:
+            seg = LogSegment.create(self.dir, 0, self.config.index_interval_bytes, self._time_ms())
+            self.producer_state.load_snapshot(0)
+            return LoadedLog([seg], 0, [])
+
+        found = _Recovery()
+        segments = self._open_segments(bases, recovery_point, clean, found)
+        if found.dropped:
+            log.warning("deleted the segments after a corrupt point of a partition log",
+                        topic=self.topic, partition=self.partition,
+                        segments=[segment_file_name(b, LOG_SUFFIX) for b in found.dropped])
+        segments[-1].keep_open = True  # the active segment; older ones open files on demand
+        leo = segments[-1].next_offset
+        replayed = self._load_producer_state(segments, found.recovered)
+        aborted = [e for seg in segments for e in seg.txn_index.entries]
+
+        if found.recovered or found.dropped:
+            for seg in found.recovered:
+                seg.flush()
+            fsync_dir(self.dir)
+            self.producer_state.take_snapshot(leo)
+            log.info("recovered partition log", topic=self.topic, partition=self.partition,
+                     clean_shutdown=clean, segments_checked=len(found.recovered),
+                     segments_dropped=len(found.dropped), bytes_cut=found.bytes_cut,
+                     log_end_offset=leo, batches_replayed=replayed,
+                     ms=round((time.monotonic() - started) * 1000, 1))
+            return LoadedLog(segments, leo, aborted)
+        if replayed:
+            self.producer_state.take_snapshot(leo)
+        return LoadedLog(segments, leo if clean else min(recovery_point, leo), aborted)
+
+    # ------------------------------------------------------------------ segments
+    def _open_segments(self, bases: list[int], recovery_point: int, clean: bool,
+                       found: _Recovery) -> list[LogSegment]:
+        segments: list[LogSegment] = []
+        now = self._time_ms()
+        for i, base in enumerate(bases):
+            if found.cut:
+                delete_segment_files(self.dir, base)
+                found.dropped.append(base)
+                continue
+            seg = LogSegment.open(self.dir, base, self.config.index_interval_bytes, now)
+            next_base = bases[i + 1] if i + 1 < len(bases) else None
+            why = seg.suspect
+            if why is None and not clean and (next_base is None or next_base > recovery_point):
+                why = "unclean shutdown"
+            if why is None:
+                # the tail after the last index entry (a few KiB) tells where the segment
+                # really ends: a gap before the next one means a segment file was lost
+                why = seg.load_tail()
+                if why is None and next_base is not None:
+                    self._check_gap(seg, next_base)
+            if why is not None:
+                self._recover(seg, why, next_base, found)
+            segments.append(seg)
+        return segments
+
+    def _recover(self, seg: LogSegment, why: str, next_base: int | None, found: _Recovery
+                 ) -> None:
+        result = seg.recover()
+        found.recovered.append(seg)
+        if result.truncated_bytes:
+            found.bytes_cut += result.truncated_bytes
+            log.warning(
+                "cut a torn or corrupt tail off a partition log; records from this "
+                "offset on were lost and producers will resend unacknowledged ones",
+                topic=self.topic, partition=self.partition,
+                segment=segment_file_name(seg.base_offset, LOG_SUFFIX),
+                from_offset=result.next_offset, position=result.valid_bytes,
+                bytes_removed=result.truncated_bytes, reason=result.reason, checked_because=why)
+        if next_base is None:
+            return
+        if result.truncated_bytes or result.next_offset > next_base:
+            found.cut = True
+        else:
+            self._check_gap(seg, next_base)
+
+    def _check_gap(self, seg: LogSegment, next_base: int) -> None:
+        """``seg`` ends before the next segment begins. Compaction leaves such gaps; in a log
+        that is never compacted they mean a segment file was deleted: say what was lost."""
+        if seg.next_offset < next_base and not self.config.compact:
+            log.warning("records are missing between two segments (a segment file was deleted "
+                        "or lost); consumers will skip these offsets", topic=self.topic,
+                        partition=self.partition, missing_from_offset=seg.next_offset,
+                        missing_to_offset=next_base - 1)
+        seg.next_offset = next_base
+
+    # ------------------------------------------------------------------ producer state
+    def _load_producer_state(self, segments: list[LogSegment], recovered: list[LogSegment]
+                             ) -> int:
+        """Producer state and aborted-transaction indexes. Recovered segments may have lost or
+        never written txnindex entries: rebuild them from the abort markers, replaying from a
+        snapshot taken at or before the first recovered segment. Returns the batches replayed."""
+        leo = segments[-1].next_offset
+        rebuild_from = recovered[0].base_offset if recovered else None
+        if rebuild_from is not None:
+            for seg in segments:
+                if seg.base_offset >= rebuild_from:
+                    seg.txn_index.reset()
+        start = self.producer_state.load_snapshot(leo if rebuild_from is None else rebuild_from)
+        replayed = self._replay(segments, max(start, segments[0].base_offset), rebuild_from)
+        self.producer_state.truncate_snapshots_after(leo)
+        return replayed
+
+    def _replay(self, segments: list[LogSegment], start: int, rebuild_from: int | None) -> int:
+        """Feed every batch header from ``start`` to the end to the producer state (Kafka's
+        rebuildProducerState); abort markers in segments >= ``rebuild_from`` re-create their
+        txnindex entries. Returns the number of batches replayed."""
+        if start >= segments[-1].next_offset:
+            return 0
+        count = 0
+        loaded_at = self._time_ms()  # replayed producers' idle time starts now (see update())
+        first = bisect_right([s.base_offset for s in segments], start) - 1
+        for seg in segments[max(first, 0):]:
+            pos = 0
+            if seg.base_offset < start:
+                found = seg.find_batch(start)
+                if found is None:
+                    continue
+                pos = found[0]
+            rebuild = rebuild_from is not None and seg.base_offset >= rebuild_from
+            for p, h, _ in scan_batches(seg.fd, pos, seg.size, ScanStop()):
+                count += 1
+                if h.producer_id >= 0 and h.base_offset >= start:
+                    self._replay_batch(seg, p, h, rebuild, loaded_at)
+        return count
+
+    def _replay_batch(self, seg: LogSegment, position: int, h: BatchHeader, rebuild: bool,
+                      loaded_at: int) -> None:
+        psm = self.producer_state
+        if not h.attributes & ATTR_CONTROL:
+            psm.update(h, h.base_offset, h.max_timestamp, last_seen_ms=loaded_at)
+            return
+        try:
+            ctrl = parse_control_record(seg.read_batch(position, h.size))
+        except CorruptBatchError as exc:
+            log.warning("unreadable transaction marker; treated as a commit",
+                        topic=self.topic, partition=self.partition,
+                        offset=h.base_offset, error=str(exc))
+            psm.update(h, h.base_offset, h.max_timestamp, abort=False, last_seen_ms=loaded_at)
+            return
+        if rebuild:
+            apply_txn_marker(psm, seg, h, ctrl.type == CONTROL_ABORT, ctrl.coordinator_epoch,
+                             h.max_timestamp)
+        else:
+            psm.update(h, h.base_offset, h.max_timestamp, abort=ctrl.type == CONTROL_ABORT,
+                       coordinator_epoch=ctrl.coordinator_epoch, last_seen_ms=loaded_at)
+
+
+def _remove_orphan_index_files(directory: str, names: list[str], bases: set[int]) -> None:
+    """Index files whose .log is gone (a crash while deleting segments) would be picked up by a
+    future segment with the same base offset: remove them."""
+    for n in names:
+        for suffix in SEGMENT_SUFFIXES[1:]:  # the indexes
+            if n.endswith(suffix) and len(n) == 20 + len(suffix) and n[:20].isdigit() \
+                    and int(n[:20]) not in bases:
+                try:
+                    os.unlink(os.path.join(directory, n))
+                except FileNotFoundError:
+                    pass
+
