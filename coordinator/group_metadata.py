@@ -8,9 +8,9 @@ timers, persistence) lives in coordinator.groups.GroupCoordinator. No I/O, no cl
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Callable
 
 __all__ = [
     "GroupState",

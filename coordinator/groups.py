@@ -4,8 +4,9 @@ A port of Apache Kafka's GroupCoordinator (the 3.x `kafka.coordinator.group` des
 machine per group, Empty -> PreparingRebalance -> CompletingRebalance -> Stable (-> Dead when
 deleted). It knows nothing about sockets: requests arrive as method calls, delayed answers
 (JoinGroup waiting for the rebalance, SyncGroup waiting for the leader) are given to callbacks,
-and time comes from an injected scheduler (`now_ms()`, `call_later(delay_ms, fn) -> handle`).
-`LoopScheduler` is the thin asyncio layer the broker uses; unit tests use a fake clock.
+and time comes from an injected `coordinator.collaborators.Scheduler` (`now_ms()`,
+`call_later(delay_ms, fn) -> handle`): broker/scheduler.py on the event loop, a fake clock in
+unit tests.
 
 Kafka's purgatories map to timers here:
 - initial rebalance delay (`group.initial.rebalance.delay.ms`, an Empty group's first rebalance
@@ -24,13 +25,14 @@ transaction coordinator writes the marker and calls `complete_txn`.
 
 from __future__ import annotations
 
-import asyncio
 import time
 import uuid
-from typing import Any, Callable, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import structlog
 
+from coordinator.collaborators import Config, OffsetsStore, Scheduler, TopicCatalog
 from coordinator.group_metadata import (
     Group,
     GroupState,
@@ -55,11 +57,12 @@ from coordinator.group_records import (
     encode_offset_key,
     encode_offset_value,
 )
-from coordinator.group_store import OFFSETS_TOPIC, LogOffsetsStore, MemoryOffsetsStore
+from coordinator.group_store import OFFSETS_TOPIC
 from coordinator.partitioning import partition_for
 from protocol.errors import ErrorCode
+from storage.errors import KafkaStorageError
 
-__all__ = ["GroupCoordinator", "LoopScheduler", "OFFSETS_TOPIC"]
+__all__ = ["GroupCoordinator", "OFFSETS_TOPIC"]
 
 log = structlog.get_logger("coordinator.groups")
 
@@ -68,26 +71,6 @@ NEW_MEMBER_JOIN_TIMEOUT_MS = 5 * 60 * 1000  # Kafka's GroupCoordinator.NewMember
 OFFSET_METADATA_MAX_BYTES = 4096  # Kafka's offset.metadata.max.bytes default
 
 TopicPartition = tuple[str, int]
-
-
-class LoopScheduler:
-    """Timers on the running asyncio loop; wall-clock milliseconds for timestamps."""
-
-    def now_ms(self) -> int:
-        return int(time.time() * 1000)
-
-    def call_later(self, delay_ms: int, fn: Callable[[], None]):
-        return asyncio.get_running_loop().call_later(max(delay_ms, 0) / 1000, _guarded(fn))
-
-
-def _guarded(fn: Callable[[], None]) -> Callable[[], None]:
-    def run() -> None:
-        try:
-            fn()
-        except Exception:  # noqa: BLE001 - a timer must never take the loop down
-            log.exception("group coordinator timer failed")
-
-    return run
 
 
 def _cfg(config, name: str, default):
@@ -99,13 +82,11 @@ def _cfg(config, name: str, default):
 
 
 class GroupCoordinator:
-    def __init__(self, config=None, logs=None, *, scheduler=None, store=None):
-        self.config = config if config is not None else {}
-        self.scheduler = scheduler if scheduler is not None else LoopScheduler()
-        self.logs = logs
-        if store is None:
-            partitions = _cfg(self.config, "offsets.topic.num.partitions", 1)
-            store = LogOffsetsStore(logs, partitions) if logs is not None else MemoryOffsetsStore(partitions)
+    def __init__(self, config: Config, *, store: OffsetsStore, topics: TopicCatalog,
+                 scheduler: Scheduler) -> None:
+        self.config = config
+        self.scheduler = scheduler
+        self.topics = topics  # which topics exist (offsets for others are refused)
         self.store = store
         self.groups: dict[str, Group] = {}
         # producer id -> ids of groups holding its pending transactional offsets
@@ -143,9 +124,7 @@ class GroupCoordinator:
         return partition_for(group_id, self.store.num_partitions())
 
     def _topic_exists(self, topic: str, partition: int) -> bool:
-        if self.logs is None:
-            return True
-        info = self.logs.topics.get(topic)
+        info = self.topics.topics.get(topic)
         return info is not None and 0 <= partition < info.num_partitions
 
     # ===========================================================================================
@@ -1152,11 +1131,8 @@ class GroupCoordinator:
             return E.coordinator_not_available
         return E.none
 
-    async def load(self) -> None:
+    def load(self) -> None:
         """Rebuild groups and offsets from __consumer_offsets (called once at broker start)."""
-        self.load_sync()
-
-    def load_sync(self) -> None:
         started = time.monotonic()
         records = 0
         for partition in range(self.store.num_partitions()):
@@ -1300,9 +1276,9 @@ def _apply_txn_offsets(group: Group, pending: dict[TopicPartition, OffsetAndMeta
 
 def _storage_error_for_commit(exc: Exception) -> int:
     """Kafka's GroupMetadataManager mapping of append errors for offset commits."""
-    code = getattr(exc, "error_code", None)
-    if code is None:
+    if not isinstance(exc, KafkaStorageError):
         return E.coordinator_not_available
+    code = exc.error_code
     if code in (E.unknown_topic_or_partition, E.not_enough_replicas,
                 E.not_enough_replicas_after_append):
         return E.coordinator_not_available

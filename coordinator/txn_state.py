@@ -28,8 +28,8 @@ from __future__ import annotations
 
 import dataclasses
 import struct
+from collections.abc import Iterable
 from enum import IntEnum
-from typing import Iterable
 
 from protocol.errors import ErrorCode
 from protocol.frames import write_uvarint as _uvarint
@@ -151,7 +151,7 @@ class TransactionMetadata:
         return out
 
     # ------------------------------------------------------------------ transitions
-    def _to(self, state: TxnState, **changes) -> "TransactionMetadata":
+    def _to(self, state: TxnState, **changes) -> TransactionMetadata:
         if self.state not in VALID_PREVIOUS[state]:
             raise IllegalTransition(
                 f"transactional id {self.transactional_id}: illegal transition "
@@ -160,7 +160,7 @@ class TransactionMetadata:
         return dataclasses.replace(self, state=state, **changes)
 
     def prepare_increment_epoch(self, timeout_ms: int, expected_epoch: int | None,
-                                now_ms: int) -> "TransactionMetadata | ErrorCode":
+                                now_ms: int) -> TransactionMetadata | ErrorCode:
         """InitProducerId on Empty/CompleteX: bump the epoch (or recognise a retry)."""
         if self.epoch_exhausted:
             raise IllegalTransition(f"cannot bump exhausted epoch of producer {self.producer_id}")
@@ -179,7 +179,7 @@ class TransactionMetadata:
                         partitions=frozenset(), txn_start_ms=-1, last_update_ms=now_ms)
 
     def prepare_producer_id_rotation(self, new_producer_id: int, timeout_ms: int, now_ms: int,
-                                     record_last_epoch: bool) -> "TransactionMetadata":
+                                     record_last_epoch: bool) -> TransactionMetadata:
         """InitProducerId with an exhausted epoch: a new producer id at epoch 0."""
         return self._to(TxnState.EMPTY, producer_id=new_producer_id, producer_epoch=0,
                         last_producer_id=self.producer_id,
@@ -196,17 +196,17 @@ class TransactionMetadata:
         return self.producer_epoch if self.has_failed_epoch_fence else self.producer_epoch + 1
 
     def prepare_add_partitions(self, added: Iterable[tuple[str, int]],
-                               now_ms: int) -> "TransactionMetadata":
+                               now_ms: int) -> TransactionMetadata:
         start = now_ms if self.state in (TxnState.EMPTY, TxnState.COMPLETE_COMMIT,
                                          TxnState.COMPLETE_ABORT) else self.txn_start_ms
         return self._to(TxnState.ONGOING, partitions=self.partitions | frozenset(added),
                         txn_start_ms=start, last_update_ms=now_ms)
 
-    def prepare_abort_or_commit(self, commit: bool, now_ms: int) -> "TransactionMetadata":
+    def prepare_abort_or_commit(self, commit: bool, now_ms: int) -> TransactionMetadata:
         state = TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT
         return self._to(state, last_update_ms=now_ms)
 
-    def prepare_complete(self, now_ms: int) -> "TransactionMetadata":
+    def prepare_complete(self, now_ms: int) -> TransactionMetadata:
         if self.state == TxnState.PREPARE_COMMIT:
             state = TxnState.COMPLETE_COMMIT
         elif self.state == TxnState.PREPARE_ABORT:
@@ -215,7 +215,7 @@ class TransactionMetadata:
             raise IllegalTransition(f"{self.transactional_id}: complete from {self.state.display}")
         return self._to(state, partitions=frozenset(), last_update_ms=now_ms)
 
-    def prepare_dead(self) -> "TransactionMetadata":
+    def prepare_dead(self) -> TransactionMetadata:
         return self._to(TxnState.DEAD, partitions=frozenset())
 
     # ------------------------------------------------------------------ decisions (Kafka rules)
@@ -281,7 +281,7 @@ def is_epoch_exhausted(epoch: int) -> bool:
 
 def plan_init_producer_id(meta: TransactionMetadata, timeout_ms: int,
                           expected: tuple[int, int] | None, now_ms: int,
-                          allocate_producer_id) -> "TransactionMetadata | ErrorCode":
+                          allocate_producer_id) -> TransactionMetadata | ErrorCode:
     """Kafka's prepareInitProducerIdTransit for an existing (or just created) metadata.
 
     Returns the metadata to persist (state Empty), the marker `TxnState.PREPARE_EPOCH_FENCE`

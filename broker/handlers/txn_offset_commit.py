@@ -9,7 +9,8 @@ offsets, which stay pending until the transaction's marker."""
 
 import dataclasses
 
-from broker.security.acls import Operation as Op, ResourceType as Res
+from broker.security.acls import Operation as Op
+from broker.security.acls import ResourceType as Res
 from protocol.errors import ErrorCode
 
 API_KEY = 28
@@ -43,12 +44,8 @@ async def handle(ctx, req):
                                 else dataclasses.replace(t, partitions=tuple(known)))
     if known_topics:
         txns, groups = broker.txns, broker.groups
-        if txns is None or groups is None:
-            error = ErrorCode.coordinator_not_available
-        else:
-            error = txns.check_txn_offset_commit(req.transactional_id, req.producer_id,
-                                                 req.producer_epoch, req.group_id,
-                                                 ctx.api_version)
+        error = txns.check_txn_offset_commit(req.transactional_id, req.producer_id,
+                                             req.producer_epoch, req.group_id, ctx.api_version)
         if error != ErrorCode.none:
             for t in known_topics:
                 for p in t.partitions:
@@ -59,8 +56,6 @@ async def handle(ctx, req):
                 req.producer_id, req.producer_epoch, req.group_id,
                 req.generation_id if v3 else -1, req.member_id if v3 else "",
                 req.group_instance_id if v3 else None, known_topics)
-            if hasattr(result, "__await__"):
-                result = await result
             for t in known_topics:
                 for p in t.partitions:
                     codes[(t.name, p.partition_index)] = (result.get(t.name) or {}).get(

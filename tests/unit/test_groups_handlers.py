@@ -23,17 +23,36 @@ from broker.handlers import (
     offset_fetch,
     sync_group,
 )
-from coordinator.group_store import MemoryOffsetsStore
-from coordinator.groups import GroupCoordinator, LoopScheduler
+from broker.scheduler import LoopScheduler
+from broker.security.authorizer import all_operations
+from coordinator.groups import GroupCoordinator
 from protocol.codec import build, encode_response, request_class
 from protocol.errors import ErrorCode as E
+from tests.unit.coordinator_fakes import EveryTopicCatalog, MemoryOffsetsStore
 
 CONFIG = {"group.initial.rebalance.delay.ms": 0, "group.min.session.timeout.ms": 10}
 
 
+class AllowAll:
+    """broker.security without an authorizer: everything is allowed."""
+
+    authorizer = None
+
+    def allowed(self, *_):
+        return True
+
+    def allowed_any(self, *_):
+        return True
+
+    def authorized_operations(self, session, resource_type, name):
+        return all_operations(resource_type)
+
+
 def make_broker():
-    gc = GroupCoordinator(dict(CONFIG), scheduler=LoopScheduler(), store=MemoryOffsetsStore(1))
-    return SimpleNamespace(groups=gc, node_id=7, host="broker.example", port=9999, logs=None, txns=None)
+    gc = GroupCoordinator(dict(CONFIG), store=MemoryOffsetsStore(1), topics=EveryTopicCatalog(),
+                          scheduler=LoopScheduler())
+    return SimpleNamespace(groups=gc, node_id=7, host="broker.example", port=9999, logs=None,
+                           security=AllowAll())
 
 
 def ctx_for(broker, module, version):
