@@ -2,7 +2,7 @@
 
 An operation (coordinator/transactions.py) is a generator: it appends to logs itself (page
 cache, on the loop) and yields `MakeDurable(logs)` wherever it must not go on before those logs
-are fsynced. Here each request is awaited through the group commit (storage/group_commit.py: the
+are fsynced. Here each request is awaited through the group commit (broker/group_commit.py: the
 fsync runs in a worker thread, shared with concurrent transactions); an fsync failure is thrown
 back into the operation at its yield, where the coordinator handles it.
 """
@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import TypeVar
 
+from broker.group_commit import GroupCommit
 from coordinator.collaborators import DurableOp
-from storage.group_commit import GroupCommit
 
 __all__ = ["run_durably"]
 

@@ -18,6 +18,7 @@ from broker.config import BrokerConfig
 from broker.dispatch import HANDLERS
 from broker.durable_ops import run_durably
 from broker.dynamic_config import DynamicConfigs
+from broker.group_commit import GroupCommit
 from broker.limits import raise_open_file_limit
 from broker.observe import build_request_observer
 from broker.preload import preload_request_path
@@ -33,7 +34,6 @@ from coordinator.transactions import TransactionCoordinator
 from coordinator.txn_log import LogTxnStore
 from protocol.errors import ErrorCode
 from storage.errors import KafkaStorageError
-from storage.group_commit import GroupCommit
 from storage.log_manager import LogManager
 
 log = structlog.get_logger("broker")
@@ -111,7 +111,8 @@ class Broker:
                                      self.config["minibroker.metrics.port"])
         self.startup_seconds["total"] = time.monotonic() - started
         log.info(
-            "broker ready", host=self.host, port=self.bound_port, advertised_port=self.port, data_dir=self.data_dir,
+            "broker ready", host=self.host, port=self.bound_port, advertised_port=self.port,
+            data_dir=self.data_dir,
             listeners={lst.name: lst.bound_port for lst in listeners},
             cluster_id=self.logs.cluster_id, node_id=self.node_id,
             startup_ms=round((time.monotonic() - started) * 1000, 1),

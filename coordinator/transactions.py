@@ -11,7 +11,7 @@ Rules that hold everywhere in this module:
 - The coordinator is sans-I/O: every operation that must wait for the disk is a generator that
   yields `MakeDurable(logs)` (coordinator/collaborators.py) at that point; broker/durable_ops.py
   awaits the fsync there (in a worker thread, one round shared by concurrent transactions,
-  storage/group_commit.py) and resumes it, or throws the fsync's error in.
+  broker/group_commit.py) and resumes it, or throws the fsync's error in.
 - EndTxn is two-phase: PrepareCommit/PrepareAbort durable -> one control batch per partition of
   the transaction, all appended first, then fsynced together -> staged group offsets applied or
   dropped -> CompleteCommit / CompleteAbort durable -> answer. A crash anywhere in between is

@@ -1,4 +1,4 @@
-"""storage.group_commit over real partition logs, and the transaction coordinator on top of it:
+"""broker.group_commit over real partition logs, and the transaction coordinator on top of it:
 fsyncs run off the event loop, concurrent callers share fsync rounds, the recovery point moves
 only once the data is on disk, an fsync error reaches the callers, and a crash while a
 transaction's markers are being fsynced still ends in a completed transaction."""
@@ -12,11 +12,11 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from broker.durable_ops import run_durably
+from broker.group_commit import GroupCommit
 from coordinator.transactions import TransactionCoordinator
 from coordinator.txn_log import LogTxnStore
 from coordinator.txn_state import TxnState
 from protocol.record_batch import CONTROL_COMMIT, build_batch, iter_batches, parse_control_record
-from storage.group_commit import GroupCommit
 from storage.log_manager import LogManager
 from storage.segment import LogSegment
 

@@ -15,8 +15,8 @@ dirty segments captured); in the thread, ``ticket.sync()`` (fsync); back on the 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Iterable
 
 __all__ = ["GroupCommit"]
 
@@ -65,7 +65,7 @@ class GroupCommit:
             for plog in logs:
                 tickets.append(plog.begin_flush())
         except Exception as exc:  # noqa: BLE001 - an index write failed: report it to the callers
-            for plog, ticket in zip(logs, tickets):
+            for plog, ticket in zip(logs, tickets, strict=False):
                 plog.finish_flush(ticket, ok=False)
             self._running = False
             done.set_exception(exc)
@@ -76,7 +76,7 @@ class GroupCommit:
     def _round_done(self, loop, work: asyncio.Future, logs, tickets, done: asyncio.Future) -> None:
         self._running = False
         exc = work.exception()
-        for plog, ticket in zip(logs, tickets):
+        for plog, ticket in zip(logs, tickets, strict=False):
             plog.finish_flush(ticket, ok=exc is None)
         if not done.done():
             if exc is None:
