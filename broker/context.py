@@ -49,11 +49,15 @@ class RequestContext:
 
     def response(self, **fields: Any):
         """Build this request's response entity from plain values (see protocol.codec.build)."""
-        return build(response_class(self.api_key, self.api_version), fields)
+        cls = response_class(self.api_key, self.api_version)
+        if cls is None:  # dispatch serves advertised versions only
+            raise LookupError(f"no response schema for api key {self.api_key} v{self.api_version}")
+        return build(cls, fields)
 
     # --- authorization helpers: every handler's checks go through these (broker/security) ------
     def allowed(self, operation: int, resource_type: int, name: str) -> bool:
-        """May this connection's principal do `operation` on the resource? (True without an authorizer.)"""
+        """May this connection's principal do `operation` on the resource? (True without an
+        authorizer.)"""
         return self.broker.security.allowed(self.session, operation, resource_type, name)
 
     def allowed_any(self, operation: int, resource_type: int) -> bool:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 __all__ = ["GroupCommit"]
 
@@ -29,7 +30,7 @@ def _sync_all(tickets) -> None:
 class GroupCommit:
     def __init__(self, executor=None) -> None:
         self._executor = executor
-        self._waiting: dict[int, object] = {}  # id(log) -> log, for the next round
+        self._waiting: dict[int, Any] = {}  # id(log) -> log, for the next round
         self._waiting_done: asyncio.Future | None = None
         self._running = False
         #: fsync rounds started (tests and the benchmark read it)
@@ -55,6 +56,7 @@ class GroupCommit:
 
     def _start_round(self, loop: asyncio.AbstractEventLoop) -> None:
         logs, done = list(self._waiting.values()), self._waiting_done
+        assert done is not None  # a round starts only for callers waiting on it
         self._waiting, self._waiting_done = {}, None
         self._running = True
         self.rounds += 1

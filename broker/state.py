@@ -27,6 +27,7 @@ from broker.security.service import Security
 from broker.server import Server
 from broker.waiters import DataWaiters
 from coordinator.collaborators import DurableOp
+from coordinator.group_metadata_manager import GroupMetadataManager
 from coordinator.group_store import LogOffsetsStore
 from coordinator.groups import GroupCoordinator
 from coordinator.producer_ids import ProducerIdManager
@@ -51,9 +52,11 @@ class Broker:
         self.producer_ids = ProducerIdManager(self.data_dir)
         self.data_waiters = DataWaiters()
         self.durability = GroupCommit()  # fsyncs of the transaction path, off the event loop
-        self.groups = GroupCoordinator(
+        scheduler = LoopScheduler()
+        group_metadata = GroupMetadataManager(
             config, store=LogOffsetsStore(self.logs, config["offsets.topic.num.partitions"]),
-            topics=self.logs, scheduler=LoopScheduler())
+            topics=self.logs, clock=scheduler.now_ms)
+        self.groups = GroupCoordinator(config, manager=group_metadata, scheduler=scheduler)
         self.txns = TransactionCoordinator(
             config, store=LogTxnStore(self.logs, config["transaction.state.log.num.partitions"]),
             logs=self.logs, groups=self.groups, producer_ids=self.producer_ids)

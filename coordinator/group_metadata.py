@@ -23,7 +23,7 @@ __all__ = [
 ]
 
 
-class GroupState(str, Enum):
+class GroupState(str, Enum):  # noqa: UP042 - StrEnum would change how states print in logs
     EMPTY = "Empty"
     PREPARING_REBALANCE = "PreparingRebalance"
     COMPLETING_REBALANCE = "CompletingRebalance"
@@ -121,7 +121,8 @@ class Member:
     def matches(self, protocols: list[tuple[str, bytes]]) -> bool:
         if len(protocols) != len(self.protocols):
             return False
-        return all(a[0] == b[0] and bytes(a[1]) == bytes(b[1]) for a, b in zip(self.protocols, protocols))
+        return all(a[0] == b[0] and bytes(a[1]) == bytes(b[1])
+                   for a, b in zip(self.protocols, protocols, strict=True))
 
     def vote(self, candidates: set[str]) -> str:
         for name, _ in self.protocols:
@@ -212,7 +213,7 @@ class Group:
         assert self.supports_protocols(member.protocol_type, member.protocol_names())
         if self.leader_id is None:
             self.leader_id = member.member_id
-        if member.is_static:
+        if member.group_instance_id is not None:  # a static member
             self.static_members[member.group_instance_id] = member.member_id
         self.members[member.member_id] = member
         for name in member.protocol_names():
@@ -229,8 +230,9 @@ class Group:
                 self.supported_protocols.pop(name, None)
             else:
                 self.supported_protocols[name] = count
-        if member.is_static and self.static_members.get(member.group_instance_id) == member_id:
-            del self.static_members[member.group_instance_id]
+        instance_id = member.group_instance_id
+        if instance_id is not None and self.static_members.get(instance_id) == member_id:
+            del self.static_members[instance_id]
         self.pending_sync_members.discard(member_id)
         if self.leader_id == member_id:
             self.leader_id = next(iter(self.members), None)

@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from types import SimpleNamespace
 
+from coordinator.group_metadata_manager import GroupMetadataManager
+from coordinator.groups import GroupCoordinator
 from coordinator.internal_topic import StoredBatch
 
 
@@ -111,3 +113,11 @@ class EveryTopicCatalog:
     """`TopicCatalog` for coordinator tests that do not care which topics exist."""
 
     topics: Mapping = _EveryTopic()
+
+
+def group_coordinator(config, *, store, scheduler, topics=None) -> GroupCoordinator:
+    """A GroupCoordinator and its GroupMetadataManager over the given collaborators, wired as
+    broker/state.py wires the real ones."""
+    manager = GroupMetadataManager(config, store=store, topics=topics or EveryTopicCatalog(),
+                                   clock=scheduler.now_ms)
+    return GroupCoordinator(config, manager=manager, scheduler=scheduler)

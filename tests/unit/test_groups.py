@@ -22,11 +22,10 @@ from coordinator.group_records import (
     encode_offset_value,
 )
 from coordinator.group_store import LogOffsetsStore
-from coordinator.groups import GroupCoordinator
 from coordinator.partitioning import java_string_hash, partition_for
 from protocol.errors import ErrorCode as E
 from storage.errors import KafkaStorageError
-from tests.unit.coordinator_fakes import EveryTopicCatalog, MemoryOffsetsStore
+from tests.unit.coordinator_fakes import MemoryOffsetsStore, group_coordinator
 
 
 class FakeScheduler:
@@ -111,7 +110,7 @@ def store():
 
 @pytest.fixture
 def gc(clock, store):
-    return GroupCoordinator(dict(CONFIG), topics=EveryTopicCatalog(), scheduler=clock, store=store)
+    return group_coordinator(dict(CONFIG), scheduler=clock, store=store)
 
 
 def join(gc, group="g", member_id="", instance=None, protocols=PROTOS, session=1000,
@@ -206,8 +205,8 @@ def test_second_member_triggers_rebalance_and_only_leader_gets_members(gc, clock
 
 
 def test_initial_rebalance_delay_collects_members(clock, store):
-    gc = GroupCoordinator(dict(CONFIG, **{"group.initial.rebalance.delay.ms": 300}),
-                          topics=EveryTopicCatalog(), scheduler=clock, store=store)
+    gc = group_coordinator(dict(CONFIG, **{"group.initial.rebalance.delay.ms": 300}),
+                          scheduler=clock, store=store)
     a = join_new(gc, clock)
     clock.advance(200)
     b = join_new(gc, clock)
@@ -219,8 +218,8 @@ def test_initial_rebalance_delay_collects_members(clock, store):
 
 
 def test_initial_delay_is_bounded_by_rebalance_timeout(clock, store):
-    gc = GroupCoordinator(dict(CONFIG, **{"group.initial.rebalance.delay.ms": 300}),
-                          topics=EveryTopicCatalog(), scheduler=clock, store=store)
+    gc = group_coordinator(dict(CONFIG, **{"group.initial.rebalance.delay.ms": 300}),
+                          scheduler=clock, store=store)
     boxes = [join_new(gc, clock, rebalance=1000)]
     for _ in range(10):  # keep adding members every 250 ms
         clock.advance(250)
@@ -608,7 +607,7 @@ def test_replay_rebuilds_offsets_groups_and_txn_state(gc, clock, store):
     gc.complete_txn(200, False)
 
     clock2 = FakeScheduler(clock.now)
-    gc2 = GroupCoordinator(dict(CONFIG), topics=EveryTopicCatalog(), scheduler=clock2, store=store)
+    gc2 = group_coordinator(dict(CONFIG), scheduler=clock2, store=store)
     gc2.load()
     assert "gone" not in gc2.groups
     assert gc2.fetch_offsets("g", None)[1] == [("t", 0, 11, 1, "x", E.none), ("t", 1, 12, -1, "", E.none)]
@@ -632,7 +631,7 @@ def test_replay_of_empty_group_after_members_left(gc, clock, store):
     gen, (a,) = form_group(gc, clock, 1)
     gc.commit_offsets("g", a, None, gen, [("t", 0, 9, -1, "")])
     gc.leave_group("g", [(a, None)])
-    gc2 = GroupCoordinator(dict(CONFIG), topics=EveryTopicCatalog(), scheduler=FakeScheduler(), store=store)
+    gc2 = group_coordinator(dict(CONFIG), scheduler=FakeScheduler(), store=store)
     gc2.load()
     g = gc2.groups["g"]
     assert g.state is GroupState.EMPTY and g.generation_id == gen + 1 and g.protocol_type == "consumer"
@@ -662,7 +661,7 @@ def test_partition_for_matches_kafka():
     assert java_string_hash("hello") == 99162322
     assert java_string_hash("polygenelubricants") == -(2**31)  # Integer.MIN_VALUE
     assert java_string_hash("\U0001F600") == 0xD83D * 31 + 0xDE00  # UTF-16 surrogate pair
-    gc = GroupCoordinator(dict(CONFIG), topics=EveryTopicCatalog(), scheduler=FakeScheduler(), store=MemoryOffsetsStore(50))
+    gc = group_coordinator(dict(CONFIG), scheduler=FakeScheduler(), store=MemoryOffsetsStore(50))
     assert gc.partition_for("polygenelubricants") == 0  # Utils.abs(MIN_VALUE) = 0
     assert gc.partition_for("hello") == 99162322 % 50
     # a negative hash: Kafka takes the absolute value (not the low 31 bits)
@@ -702,7 +701,7 @@ def test_txn_offset_sequences_continue_per_producer_and_epoch(gc, store, clock):
     assert stage(1, 1, 4) == {"t": {0: E.none}}  # new epoch: from 0
     assert [b.base_sequence for b in store.logs[0] if not b.is_control] == [0, 1, 2, 0]
     # after a restart the sequence continues from the log
-    gc2 = GroupCoordinator(dict(CONFIG), topics=EveryTopicCatalog(), scheduler=FakeScheduler(), store=store)
+    gc2 = group_coordinator(dict(CONFIG), scheduler=FakeScheduler(), store=store)
     gc2.load()
     assert gc2.stage_txn_offsets(1, 1, "tx", -1, "", None, [{"name": "t", "partitions": [
         {"partition_index": 0, "committed_offset": 5, "committed_metadata": ""}]}]) == {"t": {0: E.none}}
@@ -715,7 +714,7 @@ def test_remove_topic_offsets_on_topic_deletion(gc, store):
     assert gc.remove_topic_offsets("gone") == 2
     assert gc.fetch_offsets("a", None)[1] == [("kept", 0, 2, -1, "", E.none)]
     assert gc.fetch_offsets("b", None)[1] == []
-    gc2 = GroupCoordinator(dict(CONFIG), topics=EveryTopicCatalog(), scheduler=FakeScheduler(), store=store)
+    gc2 = group_coordinator(dict(CONFIG), scheduler=FakeScheduler(), store=store)
     gc2.load()
     assert gc2.fetch_offsets("a", None)[1] == [("kept", 0, 2, -1, "", E.none)]
     assert "b" not in gc2.groups  # nothing left of an offsets-only group
@@ -734,7 +733,7 @@ def test_durability_through_storage_with_transactional_offsets(tmp_path):
     logs = _logs(tmp_path)
     logs.create_topic("t", 2, {})
     clock = FakeScheduler()
-    gc = GroupCoordinator(dict(CONFIG), store=LogOffsetsStore(logs, 1), topics=logs, scheduler=clock)
+    gc = group_coordinator(dict(CONFIG), store=LogOffsetsStore(logs, 1), topics=logs, scheduler=clock)
     assert "__consumer_offsets" not in logs.topics  # created on first use
     gen, (a,) = form_group(gc, clock, 1)
     info = logs.topics["__consumer_offsets"]
@@ -761,7 +760,7 @@ def test_durability_through_storage_with_transactional_offsets(tmp_path):
     logs.close()
 
     logs = _logs(tmp_path)
-    gc2 = GroupCoordinator(dict(CONFIG), store=LogOffsetsStore(logs, 1), topics=logs,
+    gc2 = group_coordinator(dict(CONFIG), store=LogOffsetsStore(logs, 1), topics=logs,
                            scheduler=FakeScheduler())
     gc2.load()
     assert gc2.fetch_offsets("g", [("t", 0), ("t", 1)], require_stable=True)[1] == [

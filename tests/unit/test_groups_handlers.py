@@ -25,10 +25,9 @@ from broker.handlers import (
 )
 from broker.scheduler import LoopScheduler
 from broker.security.authorizer import all_operations
-from coordinator.groups import GroupCoordinator
 from protocol.codec import build, encode_response, request_class
 from protocol.errors import ErrorCode as E
-from tests.unit.coordinator_fakes import EveryTopicCatalog, MemoryOffsetsStore
+from tests.unit.coordinator_fakes import MemoryOffsetsStore, group_coordinator
 
 CONFIG = {"group.initial.rebalance.delay.ms": 0, "group.min.session.timeout.ms": 10}
 
@@ -49,7 +48,7 @@ class AllowAll:
 
 
 def make_broker():
-    gc = GroupCoordinator(dict(CONFIG), store=MemoryOffsetsStore(1), topics=EveryTopicCatalog(),
+    gc = group_coordinator(dict(CONFIG), store=MemoryOffsetsStore(1),
                           scheduler=LoopScheduler())
     return SimpleNamespace(groups=gc, node_id=7, host="broker.example", port=9999, logs=None,
                            security=AllowAll())
@@ -223,7 +222,7 @@ async def test_require_stable_reports_pending_txn_offsets():
     assert r.topics[0].partitions[0].error_code == E.unstable_offset_commit
     r = await call(b, offset_fetch, 6, group_id="tx", topics=[dict(name="t", partition_indexes=[0])])
     assert r.topics[0].partitions[0].error_code == E.none and r.topics[0].partitions[0].committed_offset == -1
-    b.groups.store.append_marker(0, 11, True)
+    b.groups.manager.store.append_marker(0, 11, True)
     b.groups.complete_txn(11, True)
     r = await call(b, offset_fetch, 9, require_stable=True, groups=[dict(group_id="tx", topics=None)])
     assert r.groups[0].topics[0].partitions[0].committed_offset == 9
