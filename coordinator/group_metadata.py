@@ -224,12 +224,7 @@ class Group:
         member = self.members.pop(member_id, None)
         if member is None:
             return None
-        for name in member.protocol_names():
-            count = self.supported_protocols.get(name, 0) - 1
-            if count <= 0:
-                self.supported_protocols.pop(name, None)
-            else:
-                self.supported_protocols[name] = count
+        self._uncount_protocols(member)
         instance_id = member.group_instance_id
         if instance_id is not None and self.static_members.get(instance_id) == member_id:
             del self.static_members[instance_id]
@@ -241,18 +236,22 @@ class Group:
     def update_member(self, member: Member, protocols: list[tuple[str, bytes]],
                       rebalance_timeout_ms: int, session_timeout_ms: int,
                       callback: JoinCallback | None) -> None:
-        for name in member.protocol_names():
-            count = self.supported_protocols.get(name, 0) - 1
-            if count <= 0:
-                self.supported_protocols.pop(name, None)
-            else:
-                self.supported_protocols[name] = count
+        self._uncount_protocols(member)
         member.protocols = list(protocols)
         for name in member.protocol_names():
             self.supported_protocols[name] = self.supported_protocols.get(name, 0) + 1
         member.rebalance_timeout_ms = rebalance_timeout_ms
         member.session_timeout_ms = session_timeout_ms
         member.join_callback = callback
+
+    def _uncount_protocols(self, member: Member) -> None:
+        """The member's protocols no longer count towards the group's candidates."""
+        for name in member.protocol_names():
+            count = self.supported_protocols.get(name, 0) - 1
+            if count <= 0:
+                self.supported_protocols.pop(name, None)
+            else:
+                self.supported_protocols[name] = count
 
     def static_member_id(self, group_instance_id: str | None) -> str | None:
         if group_instance_id is None:

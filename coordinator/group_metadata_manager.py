@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
+from typing import TypeVar
 
 import structlog
 
@@ -34,6 +35,7 @@ from coordinator.group_records import (
     encode_offset_key,
     encode_offset_value,
 )
+from coordinator.internal_topic import StoredBatch
 from coordinator.partitioning import partition_for
 from protocol.errors import ErrorCode
 from storage.errors import KafkaStorageError
@@ -46,6 +48,7 @@ E = ErrorCode
 OFFSET_METADATA_MAX_BYTES = 4096  # Kafka's offset.metadata.max.bytes default
 
 TopicPartition = tuple[str, int]
+T = TypeVar("T")
 #: (topic, partition), offset, leader epoch, metadata
 OffsetEntry = tuple[TopicPartition, int, int, str | None]
 
@@ -356,69 +359,41 @@ class GroupMetadataManager:
                  ms=round((time.monotonic() - started) * 1000, 1))
 
     def _load_partition(self, partition: int) -> int:
-        offsets: dict[str, dict[TopicPartition, OffsetAndMetadata]] = {}
-        pending: dict[int, dict[str, dict[TopicPartition, OffsetAndMetadata]]] = {}
-        group_values: dict[str, GroupValue | None] = {}
+        replay = _PartitionReplay()
         count = 0
         for batch in self.store.batches(partition):
             if batch.producer_id >= 0:
-                seq_key = (partition, batch.producer_id)
-                if batch.is_control:
-                    if self._sequences.get(seq_key, (None,))[0] != batch.producer_epoch:
-                        self._sequences[seq_key] = (batch.producer_epoch, 0)
-                elif batch.base_sequence >= 0:
-                    self._sequences[seq_key] = (
-                        batch.producer_epoch,
-                        (batch.base_sequence + len(batch.records)) & 0x7FFFFFFF)
+                self._replay_sequence(partition, batch)
             if batch.is_control:
-                by_group = pending.pop(batch.producer_id, {})
-                if batch.commit:
-                    for group_id, txn_offsets in by_group.items():
-                        current = offsets.setdefault(group_id, {})
-                        for tp, om in txn_offsets.items():
-                            old = current.get(tp)
-                            if old is None or old.record_offset < om.record_offset:
-                                current[tp] = om
+                replay.marker(batch.producer_id, bool(batch.commit))
                 continue
+            count += len(batch.records)
             for record_offset, key, value in batch.records:
-                count += 1
-                if key is None:
-                    continue
-                try:
-                    parsed = decode_key(key)
-                except (ValueError, UnicodeDecodeError):
-                    log.warning("skipping unreadable __consumer_offsets key", offset=record_offset)
-                    continue
-                if isinstance(parsed, OffsetKey):
-                    tp = (parsed.topic, parsed.partition)
-                    target = (pending.setdefault(batch.producer_id, {}) if batch.is_transactional
-                              else offsets).setdefault(parsed.group, {})
-                    if value is None:
-                        target.pop(tp, None)
-                        continue
-                    try:
-                        ov = decode_offset_value(value)
-                    except (ValueError, UnicodeDecodeError):
-                        log.warning("skipping unreadable offset value", offset=record_offset)
-                        continue
-                    target[tp] = OffsetAndMetadata(ov.offset, ov.leader_epoch, ov.metadata,
-                                                   ov.commit_timestamp, ov.expire_timestamp,
-                                                   record_offset)
-                elif isinstance(parsed, GroupKey):
-                    if value is None:
-                        group_values[parsed.group] = None
-                        continue
-                    try:
-                        group_values[parsed.group] = decode_group_value(value)
-                    except (ValueError, UnicodeDecodeError):
-                        log.warning("skipping unreadable group value", offset=record_offset)
-        group_ids = set(offsets) | {g for g, v in group_values.items() if v is not None}
-        for by_group in pending.values():
+                replay.record(batch.producer_id, batch.is_transactional, record_offset, key, value)
+        self._install(replay)
+        return count
+
+    def _replay_sequence(self, partition: int, batch: StoredBatch) -> None:
+        """Where the producer's sequence on this partition stands after the batch (our own
+        transactional appends continue from there)."""
+        seq_key = (partition, batch.producer_id)
+        if batch.is_control:
+            if self._sequences.get(seq_key, (None,))[0] != batch.producer_epoch:
+                self._sequences[seq_key] = (batch.producer_epoch, 0)
+        elif batch.base_sequence >= 0:
+            self._sequences[seq_key] = (
+                batch.producer_epoch, (batch.base_sequence + len(batch.records)) & 0x7FFFFFFF)
+
+    def _install(self, replay: _PartitionReplay) -> None:
+        """Make the replayed groups, offsets and pending transactional offsets the cache's."""
+        group_values = replay.group_values
+        group_ids = set(replay.offsets) | {g for g, v in group_values.items() if v is not None}
+        for by_group in replay.pending.values():
             group_ids |= set(by_group)
         for group_id in group_ids:
             group = self._restore_group(group_id, group_values.get(group_id))
-            group.offsets.update(offsets.get(group_id, {}))
-        for producer_id, by_group in pending.items():
+            group.offsets.update(replay.offsets.get(group_id, {}))
+        for producer_id, by_group in replay.pending.items():
             for group_id, txn_offsets in by_group.items():
                 if not txn_offsets:
                     continue
@@ -429,7 +404,6 @@ class GroupMetadataManager:
             group = self.groups[group_id]
             if not group.members and not group.has_offsets() and group_values.get(group_id) is None:
                 del self.groups[group_id]
-        return count
 
     def _restore_group(self, group_id: str, value: GroupValue | None) -> Group:
         group = Group(group_id, GroupState.EMPTY, self._now())
@@ -459,11 +433,69 @@ class GroupMetadataManager:
         return group
 
 
-def _apply_txn_offsets(group: Group, pending: dict[TopicPartition, OffsetAndMetadata]) -> None:
-    for tp, om in pending.items():
-        current = group.offsets.get(tp)
+Offsets = dict[TopicPartition, OffsetAndMetadata]
+
+
+def _apply_txn_offsets(group: Group, pending: Offsets) -> None:
+    _apply_newer(group.offsets, pending)
+
+
+def _apply_newer(offsets: Offsets, committed: Offsets) -> None:
+    """Committed transactional offsets replace only offsets written before them."""
+    for tp, om in committed.items():
+        current = offsets.get(tp)
         if current is None or current.record_offset < om.record_offset:
-            group.offsets[tp] = om
+            offsets[tp] = om
+
+
+class _PartitionReplay:
+    """What one __consumer_offsets partition says, record by record (Kafka's
+    loadGroupsAndOffsets): committed offsets and group metadata per group, and transactional
+    offsets per producer until their marker."""
+
+    def __init__(self) -> None:
+        self.offsets: dict[str, Offsets] = {}
+        self.pending: dict[int, dict[str, Offsets]] = {}
+        self.group_values: dict[str, GroupValue | None] = {}
+
+    def marker(self, producer_id: int, commit: bool) -> None:
+        by_group = self.pending.pop(producer_id, {})
+        if commit:
+            for group_id, txn_offsets in by_group.items():
+                _apply_newer(self.offsets.setdefault(group_id, {}), txn_offsets)
+
+    def record(self, producer_id: int, transactional: bool, record_offset: int,
+               key: bytes | None, value: bytes | None) -> None:
+        if key is None:
+            return
+        parsed = _decoded(decode_key, key, "__consumer_offsets key", record_offset)
+        if isinstance(parsed, OffsetKey):
+            tp = (parsed.topic, parsed.partition)
+            target = (self.pending.setdefault(producer_id, {}) if transactional
+                      else self.offsets).setdefault(parsed.group, {})
+            if value is None:
+                target.pop(tp, None)
+                return
+            ov = _decoded(decode_offset_value, value, "offset value", record_offset)
+            if ov is not None:
+                target[tp] = OffsetAndMetadata(ov.offset, ov.leader_epoch, ov.metadata,
+                                               ov.commit_timestamp, ov.expire_timestamp,
+                                               record_offset)
+        elif isinstance(parsed, GroupKey):
+            if value is None:
+                self.group_values[parsed.group] = None
+                return
+            group_value = _decoded(decode_group_value, value, "group value", record_offset)
+            if group_value is not None:
+                self.group_values[parsed.group] = group_value
+
+
+def _decoded(decode: Callable[[bytes], T], data: bytes, what: str, record_offset: int) -> T | None:
+    try:
+        return decode(data)
+    except (ValueError, UnicodeDecodeError):
+        log.warning(f"skipping unreadable {what}", offset=record_offset)
+        return None
 
 
 def storage_error_for_commit(exc: Exception) -> ErrorCode:

@@ -27,7 +27,7 @@ group's state and decides; the manager persists.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import structlog
@@ -361,27 +361,17 @@ class GroupCoordinator:
             self._try_complete_join(group)
 
     def _schedule_join(self, group: Group, timeout_ms: int) -> None:
-        _cancel(group.join_timer)
+        """The rebalance (join) timeout: members that have not rejoined by then are removed."""
         group.initial_join = False
-
-        def expire() -> None:
-            if group.join_timer is not handle or not group.is_state(GroupState.PREPARING_REBALANCE):
-                return
-            group.join_timer = None
-            self._complete_join(group)
-
-        handle = self.scheduler.call_later(timeout_ms, expire)
-        group.join_timer = handle
+        self._set_join_timer(group, timeout_ms, lambda: self._complete_join(group))
 
     def _schedule_initial_join(self, group: Group, configured_delay: int, delay: int,
                                remaining: int) -> None:
-        _cancel(group.join_timer)
+        """group.initial.rebalance.delay.ms, extended while members keep arriving, up to the
+        rebalance timeout (`remaining`)."""
         group.initial_join = True
 
         def expire() -> None:
-            if group.join_timer is not handle or not group.is_state(GroupState.PREPARING_REBALANCE):
-                return
-            group.join_timer = None
             if group.new_member_added and remaining != 0:
                 group.new_member_added = False
                 next_delay = min(configured_delay, remaining)
@@ -390,7 +380,20 @@ class GroupCoordinator:
             else:
                 self._complete_join(group)
 
-        handle = self.scheduler.call_later(delay, expire)
+        self._set_join_timer(group, delay, expire)
+
+    def _set_join_timer(self, group: Group, delay_ms: int, on_expiry: Callable[[], None]) -> None:
+        """Replace the group's join timer; it fires only if still current while the group is
+        PreparingRebalance."""
+        _cancel(group.join_timer)
+
+        def expire() -> None:
+            if group.join_timer is not handle or not group.is_state(GroupState.PREPARING_REBALANCE):
+                return
+            group.join_timer = None
+            on_expiry()
+
+        handle = self.scheduler.call_later(delay_ms, expire)
         group.join_timer = handle
 
     def _try_complete_join(self, group: Group) -> None:

@@ -45,17 +45,13 @@ from coordinator.collaborators import (
     TxnStore,
 )
 from coordinator.partitioning import partition_for
-from coordinator.txn_log import TXN_TOPIC
+from coordinator.txn_log import TXN_TOPIC, replay_states, state_record
 from coordinator.txn_state import (
     NO_PRODUCER_EPOCH,
     NO_PRODUCER_ID,
     IllegalTransition,
     TransactionMetadata,
     TxnState,
-    decode_key,
-    decode_value,
-    encode_key,
-    encode_value,
     plan_init_producer_id,
     state_from_name,
 )
@@ -141,8 +137,7 @@ class TransactionCoordinator:
         (`wait_fsync=False`: in the page cache is enough, see `_complete`)."""
         txn_id = meta.transactional_id
         try:
-            plog = self.store.append(self._partition(txn_id), encode_key(txn_id),
-                                     None if tombstone else encode_value(meta))
+            plog = self.store.append(self._partition(txn_id), *state_record(meta, tombstone))
             if plog is not None and wait_fsync:
                 yield MakeDurable((plog,))
         except Exception as exc:  # noqa: BLE001 - storage failure: state unchanged, retriable
@@ -170,28 +165,10 @@ class TransactionCoordinator:
         runs `abort_timed_out_transactions` and `remove_expired_transactional_ids` every
         `abort_interval_ms` / `remove_interval_ms`)."""
         started = time.monotonic()
-        latest: dict[str, bytes | None] = {}
-        records = 0
-        for key, value in self.store.replay():
-            records += 1
-            try:
-                txn_id = decode_key(key)
-            except (ValueError, UnicodeDecodeError, struct.error) as exc:
-                log.warning("skipping unreadable transaction log key", error=str(exc))
-                continue
-            latest[txn_id] = value
-        for txn_id, value in latest.items():
-            if value is None:
-                continue
-            try:
-                meta = decode_value(txn_id, value)
-            except (ValueError, UnicodeDecodeError, struct.error) as exc:
-                log.error("skipping unreadable transaction state", transactional_id=txn_id,
-                          error=str(exc))
-                continue
-            if meta.state in (TxnState.DEAD, TxnState.PREPARE_EPOCH_FENCE):
-                continue
-            self._install(meta)
+        states, records = replay_states(self.store.replay())
+        for meta in states:
+            if meta.state not in (TxnState.DEAD, TxnState.PREPARE_EPOCH_FENCE):
+                self._install(meta)
         now = self._now()
         completed = aborted = 0
         for txn_id, meta in list(self.txns.items()):

@@ -8,18 +8,56 @@ each id's latest state.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import struct
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
+import structlog
+
 from coordinator.internal_topic import InternalTopic
+from coordinator.txn_state import TransactionMetadata, decode_key, decode_value, encode_key, encode_value
 
 if TYPE_CHECKING:
     from storage.log import PartitionLog
     from storage.log_manager import LogManager
 
-__all__ = ["TXN_TOPIC", "LogTxnStore"]
+__all__ = ["TXN_TOPIC", "LogTxnStore", "replay_states", "state_record"]
 
 TXN_TOPIC = "__transaction_state"
+
+log = structlog.get_logger("coordinator.transactions")
+
+_UNREADABLE = (ValueError, UnicodeDecodeError, struct.error)
+
+
+def state_record(meta: TransactionMetadata, tombstone: bool = False) -> tuple[bytes, bytes | None]:
+    """The (key, value) of a state change in Kafka's TransactionLog format."""
+    return encode_key(meta.transactional_id), None if tombstone else encode_value(meta)
+
+
+def replay_states(records: Iterable[tuple[bytes, bytes | None]]
+                  ) -> tuple[list[TransactionMetadata], int]:
+    """The latest state of every transactional id in replayed records (ids whose latest record
+    is a tombstone are gone), and how many records there were. Unreadable records are skipped
+    with a log line."""
+    latest: dict[str, bytes | None] = {}
+    count = 0
+    for key, value in records:
+        count += 1
+        try:
+            latest[decode_key(key)] = value
+        except _UNREADABLE as exc:
+            log.warning("skipping unreadable transaction log key", error=str(exc))
+    states = []
+    for txn_id, value in latest.items():
+        if value is None:
+            continue
+        try:
+            states.append(decode_value(txn_id, value))
+        except _UNREADABLE as exc:
+            log.error("skipping unreadable transaction state", transactional_id=txn_id,
+                      error=str(exc))
+    return states, count
 
 
 class LogTxnStore:

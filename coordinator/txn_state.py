@@ -31,6 +31,7 @@ import struct
 from collections.abc import Iterable
 from enum import IntEnum
 
+from coordinator.record_reader import RecordReader
 from protocol.errors import ErrorCode
 from protocol.frames import write_uvarint as _uvarint
 
@@ -243,16 +244,24 @@ class TransactionMetadata:
             return ErrorCode.invalid_txn_state
         raise IllegalTransition(f"{self.transactional_id}: EndTxn in state {st.display}")
 
+    def _producer_error(self, producer_id: int, producer_epoch: int,
+                        stale_epoch: ErrorCode) -> ErrorCode | None:
+        """Another producer id, another epoch (`stale_epoch`), or a completion in progress."""
+        if self.producer_id != producer_id:
+            return ErrorCode.invalid_producer_id_mapping
+        if self.producer_epoch != producer_epoch:
+            return stale_epoch
+        if self.state.is_prepare:
+            return ErrorCode.concurrent_transactions
+        return None
+
     def add_partitions_check(self, producer_id: int, producer_epoch: int,
                              partitions: Iterable[tuple[str, int]]) -> ErrorCode | None:
         """Errors AddPartitionsToTxn answers without a state change (NONE: already added);
         None when the partitions must be added."""
-        if self.producer_id != producer_id:
-            return ErrorCode.invalid_producer_id_mapping
-        if self.producer_epoch != producer_epoch:
-            return ErrorCode.producer_fenced
-        if self.state.is_prepare:
-            return ErrorCode.concurrent_transactions
+        error = self._producer_error(producer_id, producer_epoch, ErrorCode.producer_fenced)
+        if error is not None:
+            return error
         if self.state == TxnState.DEAD:
             return ErrorCode.invalid_producer_id_mapping
         if self.state == TxnState.ONGOING and frozenset(partitions) <= self.partitions:
@@ -264,12 +273,9 @@ class TransactionMetadata:
         """Kafka's handleVerifyPartitionsInTransaction for one partition, with the translation
         the partition leader applies (PRODUCER_FENCED -> INVALID_PRODUCER_EPOCH); a partition not
         in the transaction gives TRANSACTION_ABORTABLE, which callers map by request version."""
-        if self.producer_id != producer_id:
-            return ErrorCode.invalid_producer_id_mapping
-        if self.producer_epoch != producer_epoch:
-            return ErrorCode.invalid_producer_epoch
-        if self.state.is_prepare:
-            return ErrorCode.concurrent_transactions
+        error = self._producer_error(producer_id, producer_epoch, ErrorCode.invalid_producer_epoch)
+        if error is not None:
+            return error
         if self.state != TxnState.ONGOING or partition not in self.partitions:
             return ErrorCode.transaction_abortable
         return ErrorCode.none
@@ -375,84 +381,32 @@ def encode_value(meta: TransactionMetadata) -> bytes:
     return bytes(out)
 
 
-class _Reader:
-    __slots__ = ("buf", "pos")
-
-    def __init__(self, buf: bytes) -> None:
-        self.buf = memoryview(buf)
-        self.pos = 0
-
-    def take(self, n: int) -> memoryview:
-        if n < 0 or self.pos + n > len(self.buf):
-            raise ValueError("truncated TransactionLogValue")
-        v = self.buf[self.pos:self.pos + n]
-        self.pos += n
-        return v
-
-    def i8(self) -> int:
-        return struct.unpack(">b", self.take(1))[0]
-
-    def i16(self) -> int:
-        return _I16.unpack(self.take(2))[0]
-
-    def i32(self) -> int:
-        return _I32.unpack(self.take(4))[0]
-
-    def i64(self) -> int:
-        return _I64.unpack(self.take(8))[0]
-
-    def uvarint(self) -> int:
-        shift = value = 0
-        while True:
-            b = self.take(1)[0]
-            value |= (b & 0x7F) << shift
-            if not b & 0x80:
-                return value
-            shift += 7
-            if shift > 63:
-                raise ValueError("varint too long")
-
-
 def decode_value(transactional_id: str, data: bytes) -> TransactionMetadata:
-    r = _Reader(data)
+    r = RecordReader(data)
     version = r.i16()
     if version not in (0, 1):
         raise ValueError(f"unknown TransactionLogValue version {version}")
-    flexible = version >= 1
+    r.flexible = version >= 1
     producer_id = r.i64()
     epoch = r.i16()
     timeout_ms = r.i32()
     status = r.i8()
     state = TxnState(status)
     partitions: set[tuple[str, int]] = set()
-    n = (r.uvarint() - 1) if flexible else r.i32()
-    for _ in range(max(n, 0)):
-        if flexible:
-            topic = bytes(r.take(r.uvarint() - 1)).decode()
-            count = r.uvarint() - 1
-        else:
-            topic = bytes(r.take(r.i16())).decode()
-            count = r.i32()
-        for _ in range(count):
+    for _ in range(r.array_len()):
+        topic = r.string()
+        if topic is None:
+            raise ValueError("TransactionLogValue without a topic name")
+        for _ in range(r.array_len()):
             partitions.add((topic, r.i32()))
-        if flexible:
-            for _ in range(r.uvarint()):
-                r.uvarint()
-                r.take(r.uvarint())
+        r.tagged_fields()
     last_update = r.i64()
     start = r.i64()
-    last_pid = next_pid = NO_PRODUCER_ID
-    last_epoch = NO_PRODUCER_EPOCH
-    if flexible:
-        for _ in range(r.uvarint()):
-            tag = r.uvarint()
-            payload = bytes(r.take(r.uvarint()))
-            if tag == 0:
-                last_pid, = _I64.unpack(payload)
-            elif tag == 1:
-                next_pid, = _I64.unpack(payload)
-            elif tag == LAST_PRODUCER_EPOCH_TAG:
-                last_epoch, = _I16.unpack(payload)
+    tags = r.tagged_fields()
+    last_pid = _I64.unpack(tags[0])[0] if 0 in tags else NO_PRODUCER_ID
+    next_pid = _I64.unpack(tags[1])[0] if 1 in tags else NO_PRODUCER_ID
+    last_epoch = (_I16.unpack(tags[LAST_PRODUCER_EPOCH_TAG])[0]
+                  if LAST_PRODUCER_EPOCH_TAG in tags else NO_PRODUCER_EPOCH)
     return TransactionMetadata(
         transactional_id=transactional_id, producer_id=producer_id, producer_epoch=epoch,
         timeout_ms=timeout_ms, state=state, partitions=frozenset(partitions),
