@@ -12,6 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
 
+from coordinator.group_records import MemberIdentity
+
 __all__ = [
     "GroupState",
     "Member",
@@ -81,13 +83,7 @@ SyncCallback = Callable[[SyncResult], None]
 
 
 @dataclass(slots=True, eq=False)
-class Member:
-    member_id: str
-    group_instance_id: str | None
-    client_id: str
-    client_host: str
-    rebalance_timeout_ms: int
-    session_timeout_ms: int
+class Member(MemberIdentity):
     protocol_type: str
     protocols: list[tuple[str, bytes]]  # (name, metadata) in the member's preference order
     assignment: bytes = b""

@@ -19,22 +19,9 @@ from typing import TypeVar
 
 import structlog
 
+from coordinator import group_records
 from coordinator.collaborators import Config, OffsetsStore, TopicCatalog
 from coordinator.group_metadata import Group, GroupState, Member, OffsetAndMetadata
-from coordinator.group_records import (
-    GroupKey,
-    GroupValue,
-    MemberValue,
-    OffsetKey,
-    OffsetValue,
-    decode_group_value,
-    decode_key,
-    decode_offset_value,
-    encode_group_key,
-    encode_group_value,
-    encode_offset_key,
-    encode_offset_value,
-)
 from coordinator.internal_topic import StoredBatch
 from coordinator.partitioning import partition_for
 from protocol.errors import ErrorCode
@@ -116,8 +103,8 @@ class GroupMetadataManager:
                                          metadata or "", now))
                   for tp, offset, leader_epoch, metadata in valid]
         records: list[tuple[bytes, bytes | None]] = [
-            (encode_offset_key(group_id, tp[0], tp[1]), encode_offset_value(
-                OffsetValue(om.offset, om.leader_epoch, om.metadata, om.commit_timestamp)))
+            (group_records.encode_offset_key(group_id, tp[0], tp[1]), group_records.encode_offset_value(
+                group_records.OffsetValue(om.offset, om.leader_epoch, om.metadata, om.commit_timestamp)))
             for tp, om in values]
         return values, records
 
@@ -176,7 +163,7 @@ class GroupMetadataManager:
         present = [tp for tp in checked if tp in group.offsets]
         if present:
             records: list[tuple[bytes, bytes | None]] = [
-                (encode_offset_key(group.group_id, t, p), None) for t, p in present]
+                (group_records.encode_offset_key(group.group_id, t, p), None) for t, p in present]
             try:
                 self.store.append(self.partition_for(group.group_id), records)
             except Exception as exc:  # noqa: BLE001
@@ -247,15 +234,17 @@ class GroupMetadataManager:
         members = []
         if group.protocol_name is not None:
             for m in group.members.values():
-                members.append(MemberValue(
+                members.append(group_records.MemberValue(
                     m.member_id, m.group_instance_id, m.client_id, m.client_host,
                     m.rebalance_timeout_ms, m.session_timeout_ms,
                     m.metadata(group.protocol_name), assignment.get(m.member_id, b"")))
-        value = GroupValue(group.protocol_type or "", group.generation_id, group.protocol_name,
-                           group.leader_id, self._now(), tuple(members))
+        value = group_records.GroupValue(group.protocol_type or "", group.generation_id,
+                                         group.protocol_name, group.leader_id, self._now(),
+                                         tuple(members))
+        record = (group_records.encode_group_key(group.group_id),
+                  group_records.encode_group_value(value))
         try:
-            self.store.append(self.partition_for(group.group_id),
-                              [(encode_group_key(group.group_id), encode_group_value(value))])
+            self.store.append(self.partition_for(group.group_id), [record])
         except Exception as exc:  # noqa: BLE001
             log.warning("group metadata append failed", group=group.group_id, error=str(exc))
             return E.coordinator_not_available
@@ -265,8 +254,8 @@ class GroupMetadataManager:
         """Tombstones for an Empty group's offsets and metadata, then it is gone (Dead)."""
         group_id = group.group_id
         records: list[tuple[bytes, bytes | None]] = [
-            (encode_offset_key(group_id, t, p), None) for t, p in group.offsets]
-        records.append((encode_group_key(group_id), None))
+            (group_records.encode_offset_key(group_id, t, p), None) for t, p in group.offsets]
+        records.append((group_records.encode_group_key(group_id), None))
         try:
             self.store.append(self.partition_for(group_id), records)
         except Exception as exc:  # noqa: BLE001
@@ -304,9 +293,9 @@ class GroupMetadataManager:
             remove_group = len(doomed) == len(group.offsets) and not group.pending_txn_offsets
             if not doomed and not remove_group:
                 continue
-            records = [(encode_offset_key(group.group_id, t, p), None) for t, p in doomed]
+            records = [(group_records.encode_offset_key(group.group_id, t, p), None) for t, p in doomed]
             if remove_group:
-                records.append((encode_group_key(group.group_id), None))
+                records.append((group_records.encode_group_key(group.group_id), None))
             try:
                 self.store.append(self.partition_for(group.group_id), records)
             except Exception as exc:  # noqa: BLE001 - retried at the next check
@@ -334,8 +323,8 @@ class GroupMetadataManager:
             if not doomed:
                 continue
             try:
-                self.store.append(self.partition_for(group.group_id),
-                                  [(encode_offset_key(group.group_id, t, p), None) for t, p in doomed])
+                self.store.append(self.partition_for(group.group_id), [
+                    (group_records.encode_offset_key(group.group_id, t, p), None) for t, p in doomed])
             except Exception as exc:  # noqa: BLE001 - retried on the next deletion/restart
                 log.warning("offset cleanup append failed", group=group.group_id, error=str(exc))
                 continue
@@ -405,7 +394,7 @@ class GroupMetadataManager:
             if not group.members and not group.has_offsets() and group_values.get(group_id) is None:
                 del self.groups[group_id]
 
-    def _restore_group(self, group_id: str, value: GroupValue | None) -> Group:
+    def _restore_group(self, group_id: str, value: group_records.GroupValue | None) -> Group:
         group = Group(group_id, GroupState.EMPTY, self._now())
         self.groups[group_id] = group
         if value is None:
@@ -456,7 +445,7 @@ class _PartitionReplay:
     def __init__(self) -> None:
         self.offsets: dict[str, Offsets] = {}
         self.pending: dict[int, dict[str, Offsets]] = {}
-        self.group_values: dict[str, GroupValue | None] = {}
+        self.group_values: dict[str, group_records.GroupValue | None] = {}
 
     def marker(self, producer_id: int, commit: bool) -> None:
         by_group = self.pending.pop(producer_id, {})
@@ -468,24 +457,24 @@ class _PartitionReplay:
                key: bytes | None, value: bytes | None) -> None:
         if key is None:
             return
-        parsed = _decoded(decode_key, key, "__consumer_offsets key", record_offset)
-        if isinstance(parsed, OffsetKey):
+        parsed = _decoded(group_records.decode_key, key, "__consumer_offsets key", record_offset)
+        if isinstance(parsed, group_records.OffsetKey):
             tp = (parsed.topic, parsed.partition)
             target = (self.pending.setdefault(producer_id, {}) if transactional
                       else self.offsets).setdefault(parsed.group, {})
             if value is None:
                 target.pop(tp, None)
                 return
-            ov = _decoded(decode_offset_value, value, "offset value", record_offset)
+            ov = _decoded(group_records.decode_offset_value, value, "offset value", record_offset)
             if ov is not None:
                 target[tp] = OffsetAndMetadata(ov.offset, ov.leader_epoch, ov.metadata,
                                                ov.commit_timestamp, ov.expire_timestamp,
                                                record_offset)
-        elif isinstance(parsed, GroupKey):
+        elif isinstance(parsed, group_records.GroupKey):
             if value is None:
                 self.group_values[parsed.group] = None
                 return
-            group_value = _decoded(decode_group_value, value, "group value", record_offset)
+            group_value = _decoded(group_records.decode_group_value, value, "group value", record_offset)
             if group_value is not None:
                 self.group_values[parsed.group] = group_value
 

@@ -66,14 +66,22 @@ class OffsetValue:
     expire_timestamp: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class MemberValue:
+@dataclass(slots=True, eq=False)
+class MemberIdentity:
+    """Who a group member is and its timeouts: what a live member (group_metadata.Member) and
+    its record in the group metadata value have in common. Not frozen: a static member's id
+    changes when it rejoins."""
+
     member_id: str
     group_instance_id: str | None
     client_id: str
     client_host: str
     rebalance_timeout_ms: int
     session_timeout_ms: int
+
+
+@dataclass(slots=True)
+class MemberValue(MemberIdentity):
     subscription: bytes
     assignment: bytes
 

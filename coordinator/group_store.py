@@ -7,7 +7,7 @@ machine can be tested without disks. `LogOffsetsStore` is the real one over stor
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from coordinator.internal_topic import InternalTopic, StoredBatch
@@ -20,24 +20,18 @@ __all__ = ["OFFSETS_TOPIC", "StoredBatch", "LogOffsetsStore"]
 OFFSETS_TOPIC = "__consumer_offsets"
 
 
-class LogOffsetsStore:
-    """__consumer_offsets in the broker's own storage engine."""
+class LogOffsetsStore(InternalTopic):
+    """__consumer_offsets in the broker's own storage engine (`batches` replays it)."""
 
     def __init__(self, logs: LogManager, configured_partitions: int) -> None:
-        self.topic = InternalTopic(logs, OFFSETS_TOPIC, configured_partitions,
-                                   "offsets.topic.segment.bytes")
-
-    def num_partitions(self) -> int:
-        return self.topic.num_partitions()
+        super().__init__(logs, OFFSETS_TOPIC, configured_partitions, "offsets.topic.segment.bytes")
 
     def append(self, partition: int, records: Sequence[tuple[bytes, bytes | None]], *,
                producer_id: int = -1, producer_epoch: int = -1, base_sequence: int = -1,
                transactional: bool = False) -> int:
-        _, base_offset = self.topic.append(partition, records, producer_id=producer_id,
+        """Append one batch; the offset of its first record."""
+        _, base_offset = self.append_batch(partition, records, producer_id=producer_id,
                                            producer_epoch=producer_epoch,
                                            base_sequence=base_sequence,
                                            transactional=transactional)
         return base_offset
-
-    def batches(self, partition: int) -> Iterator[StoredBatch]:
-        return self.topic.batches(partition)

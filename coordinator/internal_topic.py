@@ -2,9 +2,9 @@
 
 Both coordinators keep their state the way Kafka does: as records in a compacted topic they
 append to (one magic-2 batch per write, `PartitionLog.append(internal=True)`) and replay at
-startup. `InternalTopic` is that writer and reader, shared by coordinator/group_store.py and
-coordinator/txn_log.py. The topic is created on the first write with `cleanup.policy=compact`
-and the segment size of its broker property.
+startup. `InternalTopic` is that writer and reader; coordinator/group_store.py and
+coordinator/txn_log.py specialise it for their record shapes. The topic is created on the first
+write with `cleanup.policy=compact` and the segment size of its broker property.
 """
 
 from __future__ import annotations
@@ -70,7 +70,7 @@ class InternalTopic:
                 "segment.bytes": str(segment_bytes or INTERNAL_SEGMENT_BYTES)})
         return self.logs.get_log(self.name, partition)
 
-    def append(self, partition: int, records: Sequence[tuple[bytes, bytes | None]], *,
+    def append_batch(self, partition: int, records: Sequence[tuple[bytes, bytes | None]], *,
                producer_id: int = -1, producer_epoch: int = -1, base_sequence: int = -1,
                transactional: bool = False) -> tuple[PartitionLog, int]:
         """Append one batch; (the log written, offset of its first record). Raises

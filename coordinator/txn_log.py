@@ -60,28 +60,25 @@ def replay_states(records: Iterable[tuple[bytes, bytes | None]]
     return states, count
 
 
-class LogTxnStore:
+class LogTxnStore(InternalTopic):
     """__transaction_state in the broker's own storage engine."""
 
     def __init__(self, logs: LogManager, configured_partitions: int) -> None:
-        self.topic = InternalTopic(logs, TXN_TOPIC, configured_partitions,
-                                   "transaction.state.log.segment.bytes")
-
-    def num_partitions(self) -> int:
-        return self.topic.num_partitions()
+        super().__init__(logs, TXN_TOPIC, configured_partitions,
+                         "transaction.state.log.segment.bytes")
 
     def coordinator_epoch(self, partition: int) -> int:
-        plog = self.topic.partition_log(partition, create=False)
+        plog = self.partition_log(partition, create=False)
         return max(plog.leader_epoch, 0) if plog is not None else 0
 
     def append(self, partition: int, key: bytes, value: bytes | None) -> PartitionLog:
         """Append one record; the log to fsync before the state change counts."""
-        plog, _ = self.topic.append(partition, [(key, value)])
+        plog, _ = self.append_batch(partition, [(key, value)])
         return plog
 
     def replay(self) -> Iterator[tuple[bytes, bytes | None]]:
         for partition in range(self.num_partitions()):
-            for batch in self.topic.batches(partition):
+            for batch in self.batches(partition):
                 if batch.is_control:
                     continue
                 for _offset, key, value in batch.records:

@@ -6,6 +6,7 @@ single answer goes to every partition (PRODUCER_FENCED becomes INVALID_PRODUCER_
 
 from broker.security.acls import Operation as Op
 from broker.security.acls import ResourceType as Res
+from broker.txn_answers import client_error
 from protocol.errors import ErrorCode
 
 API_KEY = 24
@@ -47,7 +48,6 @@ async def handle(ctx, req):
             req.v3_and_below_transactional_id, req.v3_and_below_producer_id,
             req.v3_and_below_producer_epoch,
             [(t.name, p) for t in topics for p in t.partitions]))
-        if error == ErrorCode.producer_fenced and ctx.api_version < 2:
-            error = ErrorCode.invalid_producer_epoch
+        error = client_error(error, ctx.api_version, fenced_since=2)
         results = _results(topics, lambda t, p: error)
     return ctx.response(throttle_time_ms=0, results_by_topic_v3_and_below=results)

@@ -7,6 +7,7 @@ get INVALID_PRODUCER_EPOCH, as Kafka answers them."""
 from broker.security.acls import CLUSTER_NAME
 from broker.security.acls import Operation as Op
 from broker.security.acls import ResourceType as Res
+from broker.txn_answers import client_error
 from protocol.codec import millis
 from protocol.errors import ErrorCode
 
@@ -32,7 +33,5 @@ async def handle(ctx, req):
                             producer_id=-1, producer_epoch=-1)
     error, pid, epoch = await broker.run_durably(broker.txns.init_producer_id(
         req.transactional_id, timeout_ms, pid, epoch))
-    if error == ErrorCode.producer_fenced and ctx.api_version < 4:
-        error = ErrorCode.invalid_producer_epoch
-    return ctx.response(throttle_time_ms=0, error_code=error, producer_id=pid,
-                        producer_epoch=epoch)
+    return ctx.response(throttle_time_ms=0, producer_id=pid, producer_epoch=epoch,
+                        error_code=client_error(error, ctx.api_version, fenced_since=4))
