@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Iterable
-from typing import Any
 
 import structlog
 
@@ -777,49 +776,28 @@ class GroupCoordinator:
         generation_id: int,
         member_id: str,
         group_instance_id: str | None,
-        topics: Iterable[Any],
-    ) -> dict[str, dict[int, int]]:
-        """Append offsets inside the producer's transaction; they stay pending (invisible to
-        OffsetFetch, UNSTABLE_OFFSET_COMMIT with require_stable) until `complete_txn`.
-
-        `topics`: TxnOffsetCommit request topics (kio entities or dicts) with `name` and
-        `partitions` of `partition_index`, `committed_offset`, `committed_leader_epoch` (optional),
-        `committed_metadata`. Pass generation_id=-1, member_id="", group_instance_id=None for
-        requests below v3. Returns {topic: {partition: error code}}.
-        """
-        entries = []
-        for topic in topics:
-            name = _get(topic, "name")
-            for part in _get(topic, "partitions") or ():
-                entries.append((name, int(_get(part, "partition_index")),
-                                int(_get(part, "committed_offset")),
-                                int(_get(part, "committed_leader_epoch", -1)),
-                                _get(part, "committed_metadata")))
-        results: dict[str, dict[int, int]] = {}
-
-        def put(tp_topic: str, partition: int, error: int) -> None:
-            results.setdefault(tp_topic, {})[partition] = int(error)
-
+        offsets: Iterable[tuple[str, int, int, int, str | None]],
+    ) -> dict[TopicPartition, int]:
+        """TxnOffsetCommit: offsets are (topic, partition, offset, leader_epoch, metadata),
+        appended inside the producer's transaction; they stay pending (invisible to OffsetFetch,
+        UNSTABLE_OFFSET_COMMIT with require_stable) until `complete_txn`. Pass generation_id=-1,
+        member_id="", group_instance_id=None for requests below v3. Returns the error code of
+        every partition."""
+        offsets = list(offsets)
         if not group_id:
-            for t, p, *_ in entries:
-                put(t, p, E.invalid_group_id)
-            return results
+            return {(t, p): E.invalid_group_id for t, p, *_ in offsets}
         group = self.groups.get(group_id)
         # an unknown group is validated as an empty one (Kafka creates it first)
         error = self._validate_offset_commit(group or Group(group_id), generation_id, member_id,
                                              group_instance_id, transactional=True)
         if error is not None:
-            for t, p, *_ in entries:
-                put(t, p, error)
-            return results
-        by_partition: dict[TopicPartition, int] = {}
-        valid = self.manager.check_offsets(entries, by_partition)
+            return {(t, p): error for t, p, *_ in offsets}
+        results: dict[TopicPartition, int] = {}
+        valid = self.manager.check_offsets(offsets, results)
         if valid:
             if group is None:
                 group = self.manager.add_group(group_id)
-            self.manager.store_txn_offsets(group, producer_id, producer_epoch, valid, by_partition)
-        for (t, p), code in by_partition.items():
-            put(t, p, code)
+            self.manager.store_txn_offsets(group, producer_id, producer_epoch, valid, results)
         return results
 
     def complete_txn(self, producer_id: int, commit: bool, partition: int | None = None) -> None:
@@ -925,12 +903,6 @@ class GroupCoordinator:
                 if member.sync_callback is not None:
                     sync_cb, member.sync_callback = member.sync_callback, None
                     sync_cb(SyncResult(E.not_coordinator))
-
-
-def _get(obj, name: str, default=None):
-    if isinstance(obj, dict):
-        return obj.get(name, default)
-    return getattr(obj, name, default)
 
 
 def _cancel(handle) -> None:

@@ -215,8 +215,7 @@ async def test_offset_fetch_versions(version):
 
 async def test_require_stable_reports_pending_txn_offsets():
     b = make_broker()
-    b.groups.stage_txn_offsets(11, 0, "tx", -1, "", None, [dict(name="t", partitions=[
-        dict(partition_index=0, committed_offset=9, committed_metadata="")])])
+    b.groups.stage_txn_offsets(11, 0, "tx", -1, "", None, [("t", 0, 9, -1, "")])
     r = await call(b, offset_fetch, 7, group_id="tx", topics=[dict(name="t", partition_indexes=[0])],
                    require_stable=True)
     assert r.topics[0].partitions[0].error_code == E.unstable_offset_commit
