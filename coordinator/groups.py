@@ -205,11 +205,19 @@ class GroupCoordinator:
         if not group.has(member_id) or instance_not_found:
             callback(JoinResult(E.unknown_member_id, member_id))
             return
-        member = group.members[member_id]
+        self._known_member_rejoin(group, group.members[member_id], rebalance_timeout_ms,
+                                  session_timeout_ms, protocols, callback)
+
+    def _known_member_rejoin(self, group: Group, member: Member, rebalance_timeout_ms: int,
+                             session_timeout_ms: int, protocols: list[tuple[str, bytes]],
+                             callback: JoinCallback) -> None:
+        """JoinGroup of a current member: what it means depends on the group's state."""
+        member_id = member.member_id
         state = group.state
         if state is GroupState.PREPARING_REBALANCE:
             self._update_member_and_rebalance(group, member, protocols, rebalance_timeout_ms,
-                                              session_timeout_ms, callback, "member joining during rebalance")
+                                              session_timeout_ms, callback,
+                                              "member joining during rebalance")
         elif state is GroupState.COMPLETING_REBALANCE:
             if member.matches(protocols):
                 # it missed the join response: send the current generation again
@@ -556,53 +564,20 @@ class GroupCoordinator:
         assignments: dict[str, bytes],
         callback: SyncCallback,
     ) -> None:
-        if not group_id:
-            callback(SyncResult(E.invalid_group_id))
-            return
-        group = self.groups.get(group_id)
-        if group is None:
-            callback(SyncResult(E.unknown_member_id))
-            return
-        if group.is_state(GroupState.DEAD):
-            callback(SyncResult(E.coordinator_not_available))
-            return
-        error = self._validate_current_member(group, member_id, group_instance_id)
+        group = self.groups.get(group_id) if group_id else None
+        error = self._sync_error(group_id, group, generation_id, member_id, group_instance_id,
+                                 protocol_type, protocol_name)
         if error is not None:
             callback(SyncResult(error))
             return
-        if generation_id != group.generation_id:
-            callback(SyncResult(E.illegal_generation))
-            return
-        if (protocol_type is not None and protocol_type != group.protocol_type) or \
-                (protocol_name is not None and protocol_name != group.protocol_name):
-            callback(SyncResult(E.inconsistent_group_protocol))
-            return
+        assert group is not None  # _sync_error answers for a missing group
         state = group.state
         if state is GroupState.EMPTY:
             callback(SyncResult(E.unknown_member_id))
         elif state is GroupState.PREPARING_REBALANCE:
             callback(SyncResult(E.rebalance_in_progress))
         elif state is GroupState.COMPLETING_REBALANCE:
-            member = group.members[member_id]
-            if member.sync_callback is not None:
-                cb, member.sync_callback = member.sync_callback, None
-                cb(SyncResult(E.rebalance_in_progress))
-            member.sync_callback = callback
-            self._remove_pending_sync_member(group, member_id)
-            if group.is_leader(member_id):
-                log.info("assignment received from leader", group=group.group_id,
-                         generation=group.generation_id, members=len(group.members))
-                assignment = {mid: bytes(assignments.get(mid, b"")) for mid in group.members}
-                store_error = self.manager.store_group(group, assignment)
-                if group.is_state(GroupState.COMPLETING_REBALANCE) and generation_id == group.generation_id:
-                    if store_error != E.none:
-                        self._reset_and_propagate_assignment_error(group, store_error)
-                        self._maybe_prepare_rebalance(group, "failed to store group assignment")
-                    else:
-                        for mid, member_assignment in assignment.items():
-                            group.members[mid].assignment = member_assignment
-                        self._propagate_assignment(group, E.none)
-                        group.transition_to(GroupState.STABLE, self._now())
+            self._await_assignment(group, member_id, generation_id, assignments, callback)
         elif state is GroupState.STABLE:
             self._remove_pending_sync_member(group, member_id)
             member = group.members[member_id]
@@ -610,6 +585,53 @@ class GroupCoordinator:
             self._schedule_heartbeat(group, member)
         else:  # pragma: no cover - Dead handled above
             callback(SyncResult(E.coordinator_not_available))
+
+    def _sync_error(self, group_id: str, group: Group | None, generation_id: int, member_id: str,
+                    group_instance_id: str | None, protocol_type: str | None,
+                    protocol_name: str | None) -> int | None:
+        """What SyncGroup answers before looking at the group's state (Kafka's order)."""
+        if not group_id:
+            return E.invalid_group_id
+        if group is None:
+            return E.unknown_member_id
+        if group.is_state(GroupState.DEAD):
+            return E.coordinator_not_available
+        error = self._validate_current_member(group, member_id, group_instance_id)
+        if error is not None:
+            return error
+        if generation_id != group.generation_id:
+            return E.illegal_generation
+        if (protocol_type is not None and protocol_type != group.protocol_type) or \
+                (protocol_name is not None and protocol_name != group.protocol_name):
+            return E.inconsistent_group_protocol
+        return None
+
+    def _await_assignment(self, group: Group, member_id: str, generation_id: int,
+                          assignments: dict[str, bytes], callback: SyncCallback) -> None:
+        """SyncGroup in CompletingRebalance: members wait for the leader's assignment, which is
+        stored before anyone gets it."""
+        member = group.members[member_id]
+        if member.sync_callback is not None:
+            cb, member.sync_callback = member.sync_callback, None
+            cb(SyncResult(E.rebalance_in_progress))
+        member.sync_callback = callback
+        self._remove_pending_sync_member(group, member_id)
+        if not group.is_leader(member_id):
+            return
+        log.info("assignment received from leader", group=group.group_id,
+                 generation=group.generation_id, members=len(group.members))
+        assignment = {mid: bytes(assignments.get(mid, b"")) for mid in group.members}
+        store_error = self.manager.store_group(group, assignment)
+        if not group.is_state(GroupState.COMPLETING_REBALANCE) or generation_id != group.generation_id:
+            return  # the group moved on while the assignment was stored
+        if store_error != E.none:
+            self._reset_and_propagate_assignment_error(group, store_error)
+            self._maybe_prepare_rebalance(group, "failed to store group assignment")
+            return
+        for mid, member_assignment in assignment.items():
+            group.members[mid].assignment = member_assignment
+        self._propagate_assignment(group, E.none)
+        group.transition_to(GroupState.STABLE, self._now())
 
     # ===========================================================================================
     # Heartbeat / LeaveGroup

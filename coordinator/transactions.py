@@ -148,6 +148,18 @@ class TransactionCoordinator:
             self.on_transition(self.txns.get(txn_id), meta)
         return ErrorCode.none
 
+    def _persist_and_install(self, meta: TransactionMetadata) -> DurableOp[ErrorCode]:
+        """Persist a transition and install it once durable; the id is pending meanwhile."""
+        txn_id = meta.transactional_id
+        self._pending[txn_id] = meta.state
+        try:
+            err = yield from self._persist(meta)
+        finally:
+            self._pending.pop(txn_id, None)
+        if err == ErrorCode.none:
+            self._install(meta)
+        return err
+
     def _fault(self, point: str, transactional_id: str) -> None:
         if point in self.faults or f"{point}@{transactional_id}" in self.faults:
             log.warning("test fault hook: exiting now", fault=point,
@@ -212,12 +224,9 @@ class TransactionCoordinator:
                          producer_epoch: int = NO_PRODUCER_EPOCH
                          ) -> DurableOp[tuple[ErrorCode, int, int]]:
         fail = (NO_PRODUCER_ID, NO_PRODUCER_EPOCH)
-        if producer_id == NO_PRODUCER_ID and producer_epoch == NO_PRODUCER_EPOCH:
-            expected = None
-        elif producer_id == NO_PRODUCER_ID or producer_epoch == NO_PRODUCER_EPOCH:
-            return (ErrorCode.invalid_request, *fail)
-        else:
-            expected = (producer_id, producer_epoch)
+        expected = _claimed_producer(producer_id, producer_epoch)
+        if isinstance(expected, ErrorCode):
+            return (expected, *fail)
         if transactional_id is None:
             # idempotent producer: always a fresh id at epoch 0 (Kafka)
             return ErrorCode.none, self._allocate(), 0
@@ -247,14 +256,9 @@ class TransactionCoordinator:
                                                    plan.producer_epoch, commit=False,
                                                    from_client=False, fence=True)
             return (ErrorCode.concurrent_transactions if err == ErrorCode.none else err, *fail)
-        self._pending[transactional_id] = plan.state
-        try:
-            err = yield from self._persist(plan)
-        finally:
-            self._pending.pop(transactional_id, None)
+        err = yield from self._persist_and_install(plan)
         if err != ErrorCode.none:
             return (err, *fail)
-        self._install(plan)
         log.info("initialized transactional id", transactional_id=transactional_id,
                  producer_id=plan.producer_id, epoch=plan.producer_epoch)
         return ErrorCode.none, plan.producer_id, plan.producer_epoch
@@ -278,14 +282,7 @@ class TransactionCoordinator:
         if err is not None:
             return err
         new = meta.prepare_add_partitions(parts, self._now())
-        self._pending[transactional_id] = new.state
-        try:
-            err = yield from self._persist(new)
-        finally:
-            self._pending.pop(transactional_id, None)
-        if err == ErrorCode.none:
-            self._install(new)
-        return err
+        return (yield from self._persist_and_install(new))
 
     def add_offsets(self, transactional_id: str, producer_id: int, producer_epoch: int,
                     group_id: str) -> DurableOp[ErrorCode]:
@@ -326,12 +323,7 @@ class TransactionCoordinator:
         if meta is None or meta.state == TxnState.DEAD:
             return ErrorCode.invalid_producer_id_mapping
         if transactional_id in self._pending:
-            if meta.producer_id != producer_id:
-                return ErrorCode.invalid_producer_id_mapping
-            if producer_epoch < meta.producer_epoch or (
-                    from_client and producer_epoch != meta.producer_epoch):
-                return ErrorCode.producer_fenced
-            return ErrorCode.concurrent_transactions
+            return _end_txn_while_pending(meta, producer_id, producer_epoch, from_client)
         err = meta.end_txn_check(producer_id, producer_epoch, commit, from_client)
         if err is not None:
             if err != ErrorCode.none:
@@ -553,6 +545,28 @@ class TransactionCoordinator:
 
     def state_of(self, transactional_id: str) -> TransactionMetadata | None:
         return self.txns.get(transactional_id)
+
+
+def _claimed_producer(producer_id: int, producer_epoch: int) -> tuple[int, int] | None | ErrorCode:
+    """The producer id and epoch an InitProducerId claims to have (KIP-360), None for a new
+    producer; INVALID_REQUEST when only one of them is given."""
+    if producer_id == NO_PRODUCER_ID and producer_epoch == NO_PRODUCER_EPOCH:
+        return None
+    if producer_id == NO_PRODUCER_ID or producer_epoch == NO_PRODUCER_EPOCH:
+        return ErrorCode.invalid_request
+    return producer_id, producer_epoch
+
+
+def _end_txn_while_pending(meta: TransactionMetadata, producer_id: int, producer_epoch: int,
+                           from_client: bool) -> ErrorCode:
+    """EndTxn for an id with an operation in progress: fenced or another producer's answer
+    first, else CONCURRENT_TRANSACTIONS (retriable)."""
+    if meta.producer_id != producer_id:
+        return ErrorCode.invalid_producer_id_mapping
+    if producer_epoch < meta.producer_epoch or (
+            from_client and producer_epoch != meta.producer_epoch):
+        return ErrorCode.producer_fenced
+    return ErrorCode.concurrent_transactions
 
 
 __all__ += ["TXN_TOPIC"]

@@ -340,38 +340,14 @@ def decode_key(data: bytes) -> str:
 
 def encode_value(meta: TransactionMetadata) -> bytes:
     """TransactionLogValue; v0 unless a tagged field carries information."""
-    tags: list[tuple[int, bytes]] = []
-    if meta.last_producer_id not in (NO_PRODUCER_ID, meta.producer_id):
-        tags.append((0, _I64.pack(meta.last_producer_id)))
-    if meta.next_producer_id != NO_PRODUCER_ID:
-        tags.append((1, _I64.pack(meta.next_producer_id)))
-    if meta.last_producer_epoch != NO_PRODUCER_EPOCH:
-        tags.append((LAST_PRODUCER_EPOCH_TAG, _I16.pack(meta.last_producer_epoch)))
+    tags = _value_tags(meta)
     flexible = bool(tags)
     out = bytearray(_I16.pack(1 if flexible else 0))
     out += _I64.pack(meta.producer_id)
     out += _I16.pack(meta.producer_epoch)
     out += _I32.pack(meta.timeout_ms)
     out.append(int(meta.state) & 0xFF)
-    topics = meta.topics()
-    if meta.state == TxnState.EMPTY and not topics:
-        topics_list = None  # Kafka writes a null array for Empty
-    else:
-        topics_list = list(topics.items())
-    if topics_list is None:
-        out += _uvarint(0) if flexible else _I32.pack(-1)
-    else:
-        out += _uvarint(len(topics_list) + 1) if flexible else _I32.pack(len(topics_list))
-        for topic, parts in topics_list:
-            raw = topic.encode()
-            if flexible:
-                out += _uvarint(len(raw) + 1) + raw + _uvarint(len(parts) + 1)
-            else:
-                out += _I16.pack(len(raw)) + raw + _I32.pack(len(parts))
-            for p in parts:
-                out += _I32.pack(p)
-            if flexible:
-                out += _uvarint(0)  # no tagged fields in PartitionsSchema
+    _encode_partitions(out, meta, flexible)
     out += _I64.pack(meta.last_update_ms)
     out += _I64.pack(meta.txn_start_ms)
     if flexible:
@@ -379,6 +355,36 @@ def encode_value(meta: TransactionMetadata) -> bytes:
         for tag, payload in tags:
             out += _uvarint(tag) + _uvarint(len(payload)) + payload
     return bytes(out)
+
+
+def _value_tags(meta: TransactionMetadata) -> list[tuple[int, bytes]]:
+    """The tagged fields worth writing (each makes the value v1)."""
+    tags: list[tuple[int, bytes]] = []
+    if meta.last_producer_id not in (NO_PRODUCER_ID, meta.producer_id):
+        tags.append((0, _I64.pack(meta.last_producer_id)))
+    if meta.next_producer_id != NO_PRODUCER_ID:
+        tags.append((1, _I64.pack(meta.next_producer_id)))
+    if meta.last_producer_epoch != NO_PRODUCER_EPOCH:
+        tags.append((LAST_PRODUCER_EPOCH_TAG, _I16.pack(meta.last_producer_epoch)))
+    return tags
+
+
+def _encode_partitions(out: bytearray, meta: TransactionMetadata, flexible: bool) -> None:
+    topics = meta.topics()
+    if meta.state == TxnState.EMPTY and not topics:
+        out += _uvarint(0) if flexible else _I32.pack(-1)  # Kafka writes a null array for Empty
+        return
+    out += _uvarint(len(topics) + 1) if flexible else _I32.pack(len(topics))
+    for topic, parts in topics.items():
+        raw = topic.encode()
+        if flexible:
+            out += _uvarint(len(raw) + 1) + raw + _uvarint(len(parts) + 1)
+        else:
+            out += _I16.pack(len(raw)) + raw + _I32.pack(len(parts))
+        for p in parts:
+            out += _I32.pack(p)
+        if flexible:
+            out += _uvarint(0)  # no tagged fields in PartitionsSchema
 
 
 def decode_value(transactional_id: str, data: bytes) -> TransactionMetadata:
