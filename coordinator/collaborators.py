@@ -99,9 +99,11 @@ class OffsetsStore(Protocol):
     def num_partitions(self) -> int: ...
 
     def append(self, partition: int, records: Sequence[tuple[bytes, bytes | None]], *,
-               producer_id: int = -1, producer_epoch: int = -1, base_sequence: int = -1,
+               producer_id: int = -1, producer_epoch: int = -1,
                transactional: bool = False) -> int:
-        """Append one batch; the offset of its first record. Raises KafkaStorageError."""
+        """Append one batch; the offset of its first record. A producer's batch continues its
+        sequence on the partition (0 in a new epoch), as a client's would: storage checks the
+        sequences of internal appends too. Raises KafkaStorageError."""
         ...
 
     def batches(self, partition: int) -> Iterator[StoredBatch]:

@@ -22,7 +22,6 @@ import structlog
 from coordinator import group_records
 from coordinator.collaborators import Config, OffsetsStore, TopicCatalog
 from coordinator.group_metadata import Group, GroupState, Member, OffsetAndMetadata
-from coordinator.internal_topic import StoredBatch
 from coordinator.partitioning import partition_for
 from protocol.errors import ErrorCode
 from storage.errors import KafkaStorageError
@@ -59,8 +58,6 @@ class GroupMetadataManager:
         self.groups: dict[str, Group] = {}
         # producer id -> ids of groups holding its pending transactional offsets
         self._txn_groups: dict[int, set[str]] = {}
-        # (offsets partition, producer id) -> (epoch, next sequence) of transactional appends
-        self._sequences: dict[tuple[int, int], tuple[int, int]] = {}
         self.loaded = False
 
     @property
@@ -182,15 +179,9 @@ class GroupMetadataManager:
         OffsetFetch, UNSTABLE_OFFSET_COMMIT with require_stable) until `complete_txn`."""
         group_id = group.group_id
         values, records = self._offset_records(group_id, valid)
-        partition = self.partition_for(group_id)
-        # storage checks sequences of internal appends too: continue the producer's sequence on
-        # this partition (0 for a new epoch), as a client would
-        seq_key = (partition, producer_id)
-        epoch, next_seq = self._sequences.get(seq_key, (None, 0))
-        base_sequence = next_seq if epoch == producer_epoch else 0
         try:
-            base = self.store.append(partition, records, producer_id=producer_id,
-                                     producer_epoch=producer_epoch, base_sequence=base_sequence,
+            base = self.store.append(self.partition_for(group_id), records,
+                                     producer_id=producer_id, producer_epoch=producer_epoch,
                                      transactional=True)
         except Exception as exc:  # noqa: BLE001
             error = storage_error_for_commit(exc)
@@ -198,7 +189,6 @@ class GroupMetadataManager:
             for tp, _ in values:
                 results[tp] = error
             return
-        self._sequences[seq_key] = (producer_epoch, (base_sequence + len(records)) & 0x7FFFFFFF)
         pending = group.pending_txn_offsets.setdefault(producer_id, {})
         for i, (tp, om) in enumerate(values):
             om.record_offset = base + i
@@ -351,8 +341,6 @@ class GroupMetadataManager:
         replay = _PartitionReplay()
         count = 0
         for batch in self.store.batches(partition):
-            if batch.producer_id >= 0:
-                self._replay_sequence(partition, batch)
             if batch.is_control:
                 replay.marker(batch.producer_id, bool(batch.commit))
                 continue
@@ -361,17 +349,6 @@ class GroupMetadataManager:
                 replay.record(batch.producer_id, batch.is_transactional, record_offset, key, value)
         self._install(replay)
         return count
-
-    def _replay_sequence(self, partition: int, batch: StoredBatch) -> None:
-        """Where the producer's sequence on this partition stands after the batch (our own
-        transactional appends continue from there)."""
-        seq_key = (partition, batch.producer_id)
-        if batch.is_control:
-            if self._sequences.get(seq_key, (None,))[0] != batch.producer_epoch:
-                self._sequences[seq_key] = (batch.producer_epoch, 0)
-        elif batch.base_sequence >= 0:
-            self._sequences[seq_key] = (
-                batch.producer_epoch, (batch.base_sequence + len(batch.records)) & 0x7FFFFFFF)
 
     def _install(self, replay: _PartitionReplay) -> None:
         """Make the replayed groups, offsets and pending transactional offsets the cache's."""

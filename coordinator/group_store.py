@@ -27,11 +27,10 @@ class LogOffsetsStore(InternalTopic):
         super().__init__(logs, OFFSETS_TOPIC, configured_partitions, "offsets.topic.segment.bytes")
 
     def append(self, partition: int, records: Sequence[tuple[bytes, bytes | None]], *,
-               producer_id: int = -1, producer_epoch: int = -1, base_sequence: int = -1,
+               producer_id: int = -1, producer_epoch: int = -1,
                transactional: bool = False) -> int:
         """Append one batch; the offset of its first record."""
         _, base_offset = self.append_batch(partition, records, producer_id=producer_id,
                                            producer_epoch=producer_epoch,
-                                           base_sequence=base_sequence,
                                            transactional=transactional)
         return base_offset

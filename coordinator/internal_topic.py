@@ -29,6 +29,7 @@ __all__ = ["InternalTopic", "StoredBatch"]
 log = structlog.get_logger(__name__)
 
 _READ_BYTES = 1 << 20
+_INT32_MAX = 0x7FFFFFFF  # sequences wrap to 0 after it
 
 
 @dataclass(slots=True)
@@ -71,13 +72,20 @@ class InternalTopic:
         return self.logs.get_log(self.name, partition)
 
     def append_batch(self, partition: int, records: Sequence[tuple[bytes, bytes | None]], *,
-               producer_id: int = -1, producer_epoch: int = -1, base_sequence: int = -1,
+               producer_id: int = -1, producer_epoch: int = -1,
                transactional: bool = False) -> tuple[PartitionLog, int]:
-        """Append one batch; (the log written, offset of its first record). Raises
-        KafkaStorageError (or RuntimeError if the partition does not exist)."""
+        """Append one batch; (the log written, offset of its first record). A producer's
+        batch continues the sequence the partition's producer state holds for it (0 in a new
+        epoch). Raises KafkaStorageError (or RuntimeError if the partition does not exist)."""
         plog = self.partition_log(partition, create=True)
         if plog is None:
             raise RuntimeError(f"{self.name}-{partition} does not exist")
+        base_sequence = -1
+        if producer_id >= 0:
+            base_sequence = 0
+            entry = plog.producer_state.get(producer_id)
+            if entry is not None and entry.epoch == producer_epoch:
+                base_sequence = (entry.last_sequence + 1) & _INT32_MAX
         batch = build_batch(list(records), timestamp=int(time.time() * 1000),
                             producer_id=producer_id, producer_epoch=producer_epoch,
                             base_sequence=base_sequence, transactional=transactional)

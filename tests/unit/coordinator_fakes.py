@@ -26,19 +26,16 @@ class MemoryOffsetsStore:
         return self._partitions
 
     def append(self, partition: int, records: Sequence[tuple[bytes, bytes | None]], *,
-               producer_id: int = -1, producer_epoch: int = -1, base_sequence: int = -1,
+               producer_id: int = -1, producer_epoch: int = -1,
                transactional: bool = False) -> int:
         if self.fail_with is not None:
             exc, self.fail_with = self.fail_with, None
             raise exc
+        base_sequence = -1
         if producer_id >= 0:
-            # what storage.producer_state accepts from the coordinator's own appends: a new
-            # epoch starts at 0, the same epoch continues the sequence
+            # a new epoch starts at 0, the same epoch continues the sequence
             epoch, next_seq = self._producers.get((partition, producer_id), (None, 0))
-            expected = next_seq if epoch == producer_epoch else 0
-            if base_sequence != expected:
-                raise AssertionError(f"sequence {base_sequence} for producer {producer_id} epoch "
-                                     f"{producer_epoch}, expected {expected}")
+            base_sequence = next_seq if epoch == producer_epoch else 0
             self._producers[(partition, producer_id)] = (producer_epoch, base_sequence + len(records))
         base = self._next[partition]
         batch = StoredBatch(base, producer_id, transactional, False, None,

@@ -681,7 +681,7 @@ def test_txn_offset_sequences_continue_per_producer_and_epoch(gc, store, clock):
     def stage(pid, epoch, offset):
         return gc.stage_txn_offsets(pid, epoch, "tx", -1, "", None, [("t", 0, offset, -1, "")])
 
-    # (MemoryOffsetsStore enforces storage's sequence rules)
+    # (the store continues each producer's sequence, as storage/internal_topic.py does)
     assert stage(1, 0, 1) == {("t", 0): E.none}
     assert stage(1, 0, 2) == {("t", 0): E.none}
     store.append_marker(0, 1, True)
