@@ -2,7 +2,8 @@
 
 The coordinators are sans-I/O state machines: they never see the `Broker`, sockets or the event
 loop. Each collaborator is passed to their constructors (broker/state.py is the one place that
-wires the real ones; unit tests pass fakes that implement these protocols in full):
+wires the real ones; unit tests pass fakes that implement these protocols in full, which
+tests/unit/test_collaborator_fakes.py checks):
 
 - `Scheduler`: the clock and timers of the group coordinator (broker/scheduler.py on the loop).
 - `TopicCatalog`: which topics and partitions exist (storage.LogManager).
@@ -23,13 +24,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from coordinator.internal_topic import StoredBatch
 
 T = TypeVar("T")
 
 
+@runtime_checkable
 class Config(Protocol):
     """Broker properties by Kafka name (broker.config.BrokerConfig)."""
 
@@ -37,10 +39,12 @@ class Config(Protocol):
 
 
 # --- time ----------------------------------------------------------------------------------------
+@runtime_checkable
 class TimerHandle(Protocol):
     def cancel(self) -> None: ...
 
 
+@runtime_checkable
 class Scheduler(Protocol):
     """Wall-clock milliseconds and one-shot timers that run on the coordinator's thread."""
 
@@ -50,11 +54,13 @@ class Scheduler(Protocol):
 
 
 # --- topics and logs -----------------------------------------------------------------------------
+@runtime_checkable
 class TopicShape(Protocol):
     @property
     def num_partitions(self) -> int: ...
 
 
+@runtime_checkable
 class TopicCatalog(Protocol):
     """The topics that exist, by name."""
 
@@ -62,12 +68,14 @@ class TopicCatalog(Protocol):
     def topics(self) -> Mapping[str, TopicShape]: ...
 
 
+@runtime_checkable
 class OngoingTransactions(Protocol):
     def ongoing_transactions(self) -> Mapping[int, int]:
         """producer id -> first offset of its open transaction on this partition."""
         ...
 
 
+@runtime_checkable
 class MarkerLog(Protocol):
     """One partition log as the transaction coordinator writes markers to it."""
 
@@ -84,6 +92,7 @@ class MarkerLog(Protocol):
                       coordinator_epoch: int) -> int: ...
 
 
+@runtime_checkable
 class TransactionPartitions(Protocol):
     """The partition logs of the data directory."""
 
@@ -93,6 +102,7 @@ class TransactionPartitions(Protocol):
 
 
 # --- internal topics -----------------------------------------------------------------------------
+@runtime_checkable
 class OffsetsStore(Protocol):
     """`__consumer_offsets`: batches of (key, value or None) records."""
 
@@ -111,6 +121,7 @@ class OffsetsStore(Protocol):
         ...
 
 
+@runtime_checkable
 class TxnStore(Protocol):
     """`__transaction_state`: one record per state change, keyed by transactional id."""
 
@@ -129,6 +140,7 @@ class TxnStore(Protocol):
 
 
 # --- the other coordinators ----------------------------------------------------------------------
+@runtime_checkable
 class TxnOffsetsParticipant(Protocol):
     """The group coordinator, as the transaction coordinator uses it."""
 
@@ -141,6 +153,7 @@ class TxnOffsetsParticipant(Protocol):
         ...
 
 
+@runtime_checkable
 class ProducerIdSource(Protocol):
     def allocate(self) -> int: ...
 
