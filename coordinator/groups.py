@@ -590,6 +590,18 @@ class GroupCoordinator:
                     group_instance_id: str | None, protocol_type: str | None,
                     protocol_name: str | None) -> int | None:
         """What SyncGroup answers before looking at the group's state (Kafka's order)."""
+        error = self._member_error(group_id, group, generation_id, member_id, group_instance_id)
+        if error is not None:
+            return error
+        assert group is not None  # _member_error answers for a missing group
+        if (protocol_type is not None and protocol_type != group.protocol_type) or \
+                (protocol_name is not None and protocol_name != group.protocol_name):
+            return E.inconsistent_group_protocol
+        return None
+
+    def _member_error(self, group_id: str, group: Group | None, generation_id: int, member_id: str,
+                      group_instance_id: str | None) -> int | None:
+        """SyncGroup's and Heartbeat's checks of the group, the member and its generation."""
         if not group_id:
             return E.invalid_group_id
         if group is None:
@@ -601,9 +613,6 @@ class GroupCoordinator:
             return error
         if generation_id != group.generation_id:
             return E.illegal_generation
-        if (protocol_type is not None and protocol_type != group.protocol_type) or \
-                (protocol_name is not None and protocol_name != group.protocol_name):
-            return E.inconsistent_group_protocol
         return None
 
     def _await_assignment(self, group: Group, member_id: str, generation_id: int,
@@ -638,18 +647,11 @@ class GroupCoordinator:
     # ===========================================================================================
     def heartbeat(self, group_id: str, member_id: str, group_instance_id: str | None,
                   generation_id: int) -> int:
-        if not group_id:
-            return E.invalid_group_id
-        group = self.groups.get(group_id)
-        if group is None:
-            return E.unknown_member_id
-        if group.is_state(GroupState.DEAD):
-            return E.coordinator_not_available
-        error = self._validate_current_member(group, member_id, group_instance_id)
+        group = self.groups.get(group_id) if group_id else None
+        error = self._member_error(group_id, group, generation_id, member_id, group_instance_id)
         if error is not None:
             return error
-        if generation_id != group.generation_id:
-            return E.illegal_generation
+        assert group is not None  # _member_error answers for a missing group
         state = group.state
         if state is GroupState.EMPTY:
             return E.unknown_member_id
