@@ -103,19 +103,16 @@ class Broker:
         listeners = self.security.listeners
         await self.server.start(listeners)
         first = listeners[0]  # --port-file and the defaults below describe the first listener
-        self.bound_port = first.bound_port
-        self.host, self.port = first.advertised_host, first.advertised_port
+        self.bound_port, self.host, self.port = first.bound_port, first.advertised_host, first.advertised_port
         self._start_background_tasks()
         # schemas and codecs the request path would import lazily (each import needs a file
         # descriptor), loaded in a worker thread: about 0.8 s that startup does not wait for
         asyncio.get_running_loop().run_in_executor(None, preload_request_path, HANDLERS)
         if self.metrics is not None:
-            await self.metrics.start(self.config["minibroker.metrics.host"],
-                                     self.config["minibroker.metrics.port"])
+            await self.metrics.start(self.config["minibroker.metrics.host"], self.config["minibroker.metrics.port"])
         self.startup_seconds["total"] = time.monotonic() - started
         log.info(
-            "broker ready", host=self.host, port=self.bound_port, advertised_port=self.port,
-            data_dir=self.data_dir,
+            "broker ready", host=self.host, port=self.bound_port, advertised_port=self.port, data_dir=self.data_dir,
             listeners={lst.name: lst.bound_port for lst in listeners},
             cluster_id=self.logs.cluster_id, node_id=self.node_id,
             startup_ms=round((time.monotonic() - started) * 1000, 1),

@@ -50,7 +50,7 @@ class RecordReader:
             if not b & 0x80:
                 return result
             shift += 7
-            if shift > 35:  # Kafka: an unsigned varint has at most 5 bytes
+            if shift > 28:  # Kafka's readUnsignedVarint: at most 5 bytes
                 raise ValueError("varint too long")
 
     def string(self) -> str | None:
