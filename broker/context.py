@@ -39,7 +39,7 @@ class CloseConnection(Exception):
 
 @dataclass(slots=True)
 class RequestContext:
-    broker: "Broker"
+    broker: Broker
     api_key: int
     api_version: int
     correlation_id: int
@@ -49,27 +49,25 @@ class RequestContext:
 
     def response(self, **fields: Any):
         """Build this request's response entity from plain values (see protocol.codec.build)."""
-        return build(response_class(self.api_key, self.api_version), fields)
+        cls = response_class(self.api_key, self.api_version)
+        if cls is None:  # dispatch serves advertised versions only
+            raise LookupError(f"no response schema for api key {self.api_key} v{self.api_version}")
+        return build(cls, fields)
 
     # --- authorization helpers: every handler's checks go through these (broker/security) ------
     def allowed(self, operation: int, resource_type: int, name: str) -> bool:
-        """May this connection's principal do `operation` on the resource? (True without an authorizer.)"""
-        security = getattr(self.broker, "security", None)
-        return security is None or security.allowed(self.session, operation, resource_type, name)
+        """May this connection's principal do `operation` on the resource? (True without an
+        authorizer.)"""
+        return self.broker.security.allowed(self.session, operation, resource_type, name)
 
     def allowed_any(self, operation: int, resource_type: int) -> bool:
-        """May the principal do `operation` on some resource of this type (Kafka's authorizeByResourceType)?"""
-        security = getattr(self.broker, "security", None)
-        return security is None or security.allowed_any(self.session, operation, resource_type)
+        """May the principal do `operation` on some resource of this type (Kafka's
+        authorizeByResourceType)?"""
+        return self.broker.security.allowed_any(self.session, operation, resource_type)
 
     def authorized_operations(self, resource_type: int, name: str) -> int:
         """The authorized-operations bit field for the resource."""
-        from broker.security.authorizer import all_operations
-
-        security = getattr(self.broker, "security", None)
-        if security is None:
-            return all_operations(resource_type)
-        return security.authorized_operations(self.session, resource_type, name)
+        return self.broker.security.authorized_operations(self.session, resource_type, name)
 
     @property
     def advertised(self) -> tuple[str, int]:

@@ -8,26 +8,37 @@ the server first, so no request is half-served, then flushes and marks the stop 
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
+from typing import TypeVar
 
 import structlog
 
 from broker.config import BrokerConfig
+from broker.dispatch import HANDLERS
+from broker.durable_ops import run_durably
 from broker.dynamic_config import DynamicConfigs
+from broker.group_commit import GroupCommit
 from broker.limits import raise_open_file_limit
 from broker.observe import build_request_observer
+from broker.scheduler import LoopScheduler
 from broker.security.service import Security
 from broker.server import Server
 from broker.waiters import DataWaiters
+from coordinator.collaborators import DurableOp
+from coordinator.group_metadata_manager import GroupMetadataManager
+from coordinator.group_store import LogOffsetsStore
 from coordinator.groups import GroupCoordinator
 from coordinator.producer_ids import ProducerIdManager
 from coordinator.transactions import TransactionCoordinator
+from coordinator.txn_log import LogTxnStore
 from protocol.errors import ErrorCode
 from storage.errors import KafkaStorageError
-from storage.group_commit import GroupCommit
 from storage.log_manager import LogManager
 
 log = structlog.get_logger("broker")
+
+T = TypeVar("T")
 
 
 class Broker:
@@ -40,8 +51,14 @@ class Broker:
         self.producer_ids = ProducerIdManager(self.data_dir)
         self.data_waiters = DataWaiters()
         self.durability = GroupCommit()  # fsyncs of the transaction path, off the event loop
-        self.groups = GroupCoordinator(config, self.logs)
-        self.txns = TransactionCoordinator(self)
+        scheduler = LoopScheduler()
+        group_metadata = GroupMetadataManager(
+            config, store=LogOffsetsStore(self.logs, config["offsets.topic.num.partitions"]),
+            topics=self.logs, clock=scheduler.now_ms)
+        self.groups = GroupCoordinator(config, manager=group_metadata, scheduler=scheduler)
+        self.txns = TransactionCoordinator(
+            config, store=LogTxnStore(self.logs, config["transaction.state.log.num.partitions"]),
+            logs=self.logs, groups=self.groups, producer_ids=self.producer_ids)
         self.security = Security(config, self.data_dir)  # listeners, SASL, SCRAM, ACLs
         self.server = Server(self)
         self.metrics = None
@@ -76,9 +93,10 @@ class Broker:
             log.info("open file limit raised", soft_limit_was=raised[0], soft_limit=raised[1])
         self.logs.open()
         phase_done("log_recovery")
-        await self.groups.load()  # replays __consumer_offsets
+        self.groups.load()  # replays __consumer_offsets
         phase_done("group_load")
-        await self.txns.load()  # replays __transaction_state, completes or aborts what was open
+        # replays __transaction_state, completes or aborts what was open
+        await self.run_durably(self.txns.load())
         phase_done("transaction_load")
         self._check_producer_id_counter()
         listeners = self.security.listeners
@@ -131,6 +149,10 @@ class Broker:
                         "missing or old); moved it past them", counter_was=before,
                         highest_id_in_logs=highest, next_id=self.producer_ids.next_id)
 
+    async def run_durably(self, op: DurableOp[T]) -> T:
+        """Run a transaction coordinator operation, waiting for the disk where it asks to."""
+        return await run_durably(op, self.durability)
+
     def every(self, interval_ms: int, duty, name: str) -> None:
         """Run `duty()` on the event loop every interval (background duties: flush, expiry)."""
 
@@ -154,10 +176,20 @@ class Broker:
                    "log-retention")
         self.every(self.config["offsets.retention.check.interval.ms"], self.groups.expire_offsets,
                    "offsets-expiration")
+        self.every(self.txns.abort_interval_ms,
+                   lambda: self.run_durably(self.txns.abort_timed_out_transactions()),
+                   "txn-abort-timed-out")
+        self.every(self.txns.remove_interval_ms,
+                   lambda: self.run_durably(self.txns.remove_expired_transactional_ids()),
+                   "txn-remove-expired")
         if self.config["log.cleaner.enable"]:
             loop = asyncio.get_running_loop()
             cleaner = self.logs.cleaner
-            cleaner.on_pass_done = lambda: loop.call_soon_threadsafe(cleaner.maybe_clean)
+
+            def clean_again() -> None:  # called from the cleaner's thread when a pass ends
+                loop.call_soon_threadsafe(cleaner.maybe_clean)
+
+            cleaner.on_pass_done = clean_again
             self.every(self.config["log.cleaner.backoff.ms"], cleaner.maybe_clean, "log-cleaner")
         self.every(self.config["producer.id.expiration.check.interval.ms"],
                    lambda: self.logs.remove_expired_producers(int(time.time() * 1000)),
@@ -169,7 +201,7 @@ class Broker:
         plog = self.logs.get_log(topic, partition)
         if plog is not None and self._watched.get((topic, partition)) is not plog:
             self._watched[(topic, partition)] = plog
-            plog.add_listener(lambda t=topic, p=partition: self.data_waiters.notify(t, p))
+            plog.add_listener(functools.partial(self.data_waiters.notify, topic, partition))
         return plog
 
     def auto_create_topic(self, name: str) -> ErrorCode:

@@ -8,9 +8,11 @@ timers, persistence) lives in coordinator.groups.GroupCoordinator. No I/O, no cl
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Callable
+
+from coordinator.group_records import MemberIdentity
 
 __all__ = [
     "GroupState",
@@ -23,7 +25,7 @@ __all__ = [
 ]
 
 
-class GroupState(str, Enum):
+class GroupState(str, Enum):  # noqa: UP042 - StrEnum would change how states print in logs
     EMPTY = "Empty"
     PREPARING_REBALANCE = "PreparingRebalance"
     COMPLETING_REBALANCE = "CompletingRebalance"
@@ -81,13 +83,7 @@ SyncCallback = Callable[[SyncResult], None]
 
 
 @dataclass(slots=True, eq=False)
-class Member:
-    member_id: str
-    group_instance_id: str | None
-    client_id: str
-    client_host: str
-    rebalance_timeout_ms: int
-    session_timeout_ms: int
+class Member(MemberIdentity):
     protocol_type: str
     protocols: list[tuple[str, bytes]]  # (name, metadata) in the member's preference order
     assignment: bytes = b""
@@ -121,7 +117,8 @@ class Member:
     def matches(self, protocols: list[tuple[str, bytes]]) -> bool:
         if len(protocols) != len(self.protocols):
             return False
-        return all(a[0] == b[0] and bytes(a[1]) == bytes(b[1]) for a, b in zip(self.protocols, protocols))
+        return all(a[0] == b[0] and bytes(a[1]) == bytes(b[1])
+                   for a, b in zip(self.protocols, protocols, strict=True))
 
     def vote(self, candidates: set[str]) -> str:
         for name, _ in self.protocols:
@@ -212,7 +209,7 @@ class Group:
         assert self.supports_protocols(member.protocol_type, member.protocol_names())
         if self.leader_id is None:
             self.leader_id = member.member_id
-        if member.is_static:
+        if member.group_instance_id is not None:  # a static member
             self.static_members[member.group_instance_id] = member.member_id
         self.members[member.member_id] = member
         for name in member.protocol_names():
@@ -223,14 +220,10 @@ class Group:
         member = self.members.pop(member_id, None)
         if member is None:
             return None
-        for name in member.protocol_names():
-            count = self.supported_protocols.get(name, 0) - 1
-            if count <= 0:
-                self.supported_protocols.pop(name, None)
-            else:
-                self.supported_protocols[name] = count
-        if member.is_static and self.static_members.get(member.group_instance_id) == member_id:
-            del self.static_members[member.group_instance_id]
+        self._uncount_protocols(member)
+        instance_id = member.group_instance_id
+        if instance_id is not None and self.static_members.get(instance_id) == member_id:
+            del self.static_members[instance_id]
         self.pending_sync_members.discard(member_id)
         if self.leader_id == member_id:
             self.leader_id = next(iter(self.members), None)
@@ -239,18 +232,22 @@ class Group:
     def update_member(self, member: Member, protocols: list[tuple[str, bytes]],
                       rebalance_timeout_ms: int, session_timeout_ms: int,
                       callback: JoinCallback | None) -> None:
-        for name in member.protocol_names():
-            count = self.supported_protocols.get(name, 0) - 1
-            if count <= 0:
-                self.supported_protocols.pop(name, None)
-            else:
-                self.supported_protocols[name] = count
+        self._uncount_protocols(member)
         member.protocols = list(protocols)
         for name in member.protocol_names():
             self.supported_protocols[name] = self.supported_protocols.get(name, 0) + 1
         member.rebalance_timeout_ms = rebalance_timeout_ms
         member.session_timeout_ms = session_timeout_ms
         member.join_callback = callback
+
+    def _uncount_protocols(self, member: Member) -> None:
+        """The member's protocols no longer count towards the group's candidates."""
+        for name in member.protocol_names():
+            count = self.supported_protocols.get(name, 0) - 1
+            if count <= 0:
+                self.supported_protocols.pop(name, None)
+            else:
+                self.supported_protocols[name] = count
 
     def static_member_id(self, group_instance_id: str | None) -> str | None:
         if group_instance_id is None:

@@ -23,6 +23,8 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
+from coordinator.record_reader import RecordReader
+
 __all__ = [
     "OffsetKey",
     "GroupKey",
@@ -64,14 +66,22 @@ class OffsetValue:
     expire_timestamp: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class MemberValue:
+@dataclass(slots=True, eq=False)
+class MemberIdentity:
+    """Who a group member is and its timeouts: what a live member (group_metadata.Member) and
+    its record in the group metadata value have in common. Not frozen: a static member's id
+    changes when it rejoins."""
+
     member_id: str
     group_instance_id: str | None
     client_id: str
     client_host: str
     rebalance_timeout_ms: int
     session_timeout_ms: int
+
+
+@dataclass(slots=True)
+class MemberValue(MemberIdentity):
     subscription: bytes
     assignment: bytes
 
@@ -148,68 +158,9 @@ def encode_group_value(value: GroupValue) -> bytes:
 
 
 # --- reading ---------------------------------------------------------------------------------
-class _Reader:
-    __slots__ = ("buf", "pos", "flexible")
-
-    def __init__(self, buf: bytes, flexible: bool = False):
-        self.buf = memoryview(buf)
-        self.pos = 0
-        self.flexible = flexible
-
-    def _take(self, n: int) -> memoryview:
-        if n < 0 or self.pos + n > len(self.buf):
-            raise ValueError("record field runs past the end")
-        view = self.buf[self.pos:self.pos + n]
-        self.pos += n
-        return view
-
-    def i16(self) -> int:
-        return _I16.unpack(self._take(2))[0]
-
-    def i32(self) -> int:
-        return _I32.unpack(self._take(4))[0]
-
-    def i64(self) -> int:
-        return _I64.unpack(self._take(8))[0]
-
-    def uvarint(self) -> int:
-        shift = result = 0
-        while True:
-            b = self._take(1)[0]
-            result |= (b & 0x7F) << shift
-            if not b & 0x80:
-                return result
-            shift += 7
-            if shift > 35:
-                raise ValueError("varint too long")
-
-    def string(self) -> str | None:
-        n = self.uvarint() - 1 if self.flexible else self.i16()
-        if n < 0:
-            return None
-        return bytes(self._take(n)).decode("utf-8")
-
-    def bytes_(self) -> bytes | None:
-        n = self.uvarint() - 1 if self.flexible else self.i32()
-        if n < 0:
-            return None
-        return bytes(self._take(n))
-
-    def array_len(self) -> int:
-        n = self.uvarint() - 1 if self.flexible else self.i32()
-        return max(n, 0)
-
-    def skip_tags(self) -> None:
-        if not self.flexible:
-            return
-        for _ in range(self.uvarint()):
-            self.uvarint()
-            self._take(self.uvarint())
-
-
 def decode_key(raw: bytes) -> OffsetKey | GroupKey | None:
     """The key of a __consumer_offsets record; None for key versions this broker ignores."""
-    r = _Reader(raw)
+    r = RecordReader(raw)
     version = r.i16()
     if version in (0, 1):
         return OffsetKey(r.string() or "", r.string() or "", r.i32())
@@ -220,7 +171,7 @@ def decode_key(raw: bytes) -> OffsetKey | GroupKey | None:
 
 def decode_offset_value(raw: bytes) -> OffsetValue:
     version = _I16.unpack_from(raw, 0)[0]
-    r = _Reader(raw, flexible=version >= 4)
+    r = RecordReader(raw, flexible=version >= 4)
     r.pos = 2
     offset = r.i64()
     leader_epoch = r.i32() if version >= 3 else -1
@@ -232,7 +183,7 @@ def decode_offset_value(raw: bytes) -> OffsetValue:
 
 def decode_group_value(raw: bytes) -> GroupValue:
     version = _I16.unpack_from(raw, 0)[0]
-    r = _Reader(raw, flexible=version >= 4)
+    r = RecordReader(raw, flexible=version >= 4)
     r.pos = 2
     protocol_type = r.string() or ""
     generation = r.i32()
@@ -252,7 +203,7 @@ def decode_group_value(raw: bytes) -> GroupValue:
             rebalance_timeout, session_timeout = session_timeout, r.i32()
         subscription = r.bytes_() or b""
         assignment = r.bytes_() or b""
-        r.skip_tags()
+        r.tagged_fields()
         members.append(MemberValue(member_id, instance_id, client_id, client_host,
                                    rebalance_timeout, session_timeout, subscription, assignment))
     return GroupValue(protocol_type, generation, protocol, leader, state_ts, tuple(members))

@@ -4,8 +4,9 @@ A port of Apache Kafka's GroupCoordinator (the 3.x `kafka.coordinator.group` des
 machine per group, Empty -> PreparingRebalance -> CompletingRebalance -> Stable (-> Dead when
 deleted). It knows nothing about sockets: requests arrive as method calls, delayed answers
 (JoinGroup waiting for the rebalance, SyncGroup waiting for the leader) are given to callbacks,
-and time comes from an injected scheduler (`now_ms()`, `call_later(delay_ms, fn) -> handle`).
-`LoopScheduler` is the thin asyncio layer the broker uses; unit tests use a fake clock.
+and time comes from an injected `coordinator.collaborators.Scheduler` (`now_ms()`,
+`call_later(delay_ms, fn) -> handle`): broker/scheduler.py on the event loop, a fake clock in
+unit tests.
 
 Kafka's purgatories map to timers here:
 - initial rebalance delay (`group.initial.rebalance.delay.ms`, an Empty group's first rebalance
@@ -16,137 +17,73 @@ Kafka's purgatories map to timers here:
 - per member session timeout (heartbeat expiry), and for members admitted by MEMBER_ID_REQUIRED
   but not yet rejoined, a pending-member expiry of one session timeout.
 
-Durability: offsets and group metadata are appended to __consumer_offsets (Kafka's record
-formats, coordinator/group_records.py) before a request is answered, and replayed by `load()`.
-Transactional offsets (KIP-447) are appended in a transactional batch and stay pending until the
-transaction coordinator writes the marker and calls `complete_txn`.
+Durability is the GroupMetadataManager's (coordinator/group_metadata_manager.py, Kafka's seam):
+it holds the groups this state machine works on and appends group metadata and offsets to
+__consumer_offsets before a request is answered, stages transactional offsets until their marker,
+expires offsets and replays the topic at startup. This class validates requests against the
+group's state and decides; the manager persists.
 """
 
 from __future__ import annotations
 
-import asyncio
-import time
 import uuid
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
 
 import structlog
 
+from coordinator.collaborators import Config, Scheduler
 from coordinator.group_metadata import (
     Group,
     GroupState,
     JoinCallback,
     JoinResult,
     Member,
-    OffsetAndMetadata,
     SyncCallback,
     SyncResult,
 )
-from coordinator.group_records import (
-    GroupKey,
-    GroupValue,
-    MemberValue,
-    OffsetKey,
-    OffsetValue,
-    decode_group_value,
-    decode_key,
-    decode_offset_value,
-    encode_group_key,
-    encode_group_value,
-    encode_offset_key,
-    encode_offset_value,
-)
-from coordinator.group_store import OFFSETS_TOPIC, LogOffsetsStore, MemoryOffsetsStore
-from coordinator.partitioning import partition_for
+from coordinator.group_metadata_manager import GroupMetadataManager, TopicPartition, config_value
+from coordinator.group_store import OFFSETS_TOPIC
 from protocol.errors import ErrorCode
 
-__all__ = ["GroupCoordinator", "LoopScheduler", "OFFSETS_TOPIC"]
+__all__ = ["GroupCoordinator", "OFFSETS_TOPIC"]
 
 log = structlog.get_logger("coordinator.groups")
 
 E = ErrorCode
 NEW_MEMBER_JOIN_TIMEOUT_MS = 5 * 60 * 1000  # Kafka's GroupCoordinator.NewMemberJoinTimeoutMs
-OFFSET_METADATA_MAX_BYTES = 4096  # Kafka's offset.metadata.max.bytes default
-
-TopicPartition = tuple[str, int]
-
-
-class LoopScheduler:
-    """Timers on the running asyncio loop; wall-clock milliseconds for timestamps."""
-
-    def now_ms(self) -> int:
-        return int(time.time() * 1000)
-
-    def call_later(self, delay_ms: int, fn: Callable[[], None]):
-        return asyncio.get_running_loop().call_later(max(delay_ms, 0) / 1000, _guarded(fn))
-
-
-def _guarded(fn: Callable[[], None]) -> Callable[[], None]:
-    def run() -> None:
-        try:
-            fn()
-        except Exception:  # noqa: BLE001 - a timer must never take the loop down
-            log.exception("group coordinator timer failed")
-
-    return run
-
-
-def _cfg(config, name: str, default):
-    try:
-        value = config[name]
-    except (KeyError, TypeError):
-        return default
-    return default if value is None else value
 
 
 class GroupCoordinator:
-    def __init__(self, config=None, logs=None, *, scheduler=None, store=None):
-        self.config = config if config is not None else {}
-        self.scheduler = scheduler if scheduler is not None else LoopScheduler()
-        self.logs = logs
-        if store is None:
-            partitions = _cfg(self.config, "offsets.topic.num.partitions", 1)
-            store = LogOffsetsStore(logs, partitions) if logs is not None else MemoryOffsetsStore(partitions)
-        self.store = store
-        self.groups: dict[str, Group] = {}
-        # producer id -> ids of groups holding its pending transactional offsets
-        self._txn_groups: dict[int, set[str]] = {}
-        # (offsets partition, producer id) -> (epoch, next sequence) of transactional appends
-        self._sequences: dict[tuple[int, int], tuple[int, int]] = {}
-        self.loaded = False
+    def __init__(self, config: Config, *, manager: GroupMetadataManager,
+                 scheduler: Scheduler) -> None:
+        self.config = config
+        self.scheduler = scheduler
+        self.manager = manager  # the groups, their offsets and __consumer_offsets
+        self.groups = manager.groups  # the one cache of groups, shared with the manager
 
     # --- configuration -------------------------------------------------------------------------
     @property
     def initial_rebalance_delay_ms(self) -> int:
-        return _cfg(self.config, "group.initial.rebalance.delay.ms", 3000)
+        return config_value(self.config, "group.initial.rebalance.delay.ms", 3000)
 
     @property
     def min_session_timeout_ms(self) -> int:
-        return _cfg(self.config, "group.min.session.timeout.ms", 6000)
+        return config_value(self.config, "group.min.session.timeout.ms", 6000)
 
     @property
     def max_session_timeout_ms(self) -> int:
-        return _cfg(self.config, "group.max.session.timeout.ms", 1800000)
+        return config_value(self.config, "group.max.session.timeout.ms", 1800000)
 
     @property
     def max_group_size(self) -> int:
-        return _cfg(self.config, "group.max.size", 2**31 - 1)
-
-    @property
-    def metadata_max_bytes(self) -> int:
-        return _cfg(self.config, "offset.metadata.max.bytes", OFFSET_METADATA_MAX_BYTES)
+        return config_value(self.config, "group.max.size", 2**31 - 1)
 
     def _now(self) -> int:
         return self.scheduler.now_ms()
 
     def partition_for(self, group_id: str) -> int:
         """The __consumer_offsets partition that holds this group (Kafka's formula)."""
-        return partition_for(group_id, self.store.num_partitions())
-
-    def _topic_exists(self, topic: str, partition: int) -> bool:
-        if self.logs is None:
-            return True
-        info = self.logs.topics.get(topic)
-        return info is not None and 0 <= partition < info.num_partitions
+        return self.manager.partition_for(group_id)
 
     # ===========================================================================================
     # JoinGroup
@@ -183,7 +120,7 @@ class GroupCoordinator:
             if not is_unknown:
                 callback(JoinResult(E.unknown_member_id, member_id))
                 return
-            group = self.groups[group_id] = Group(group_id, GroupState.EMPTY, self._now())
+            group = self.manager.add_group(group_id)
         if not self._accept_joining_member(group, member_id):
             existing = group.members.get(member_id)
             if existing is not None:
@@ -268,11 +205,19 @@ class GroupCoordinator:
         if not group.has(member_id) or instance_not_found:
             callback(JoinResult(E.unknown_member_id, member_id))
             return
-        member = group.members[member_id]
+        self._known_member_rejoin(group, group.members[member_id], rebalance_timeout_ms,
+                                  session_timeout_ms, protocols, callback)
+
+    def _known_member_rejoin(self, group: Group, member: Member, rebalance_timeout_ms: int,
+                             session_timeout_ms: int, protocols: list[tuple[str, bytes]],
+                             callback: JoinCallback) -> None:
+        """JoinGroup of a current member: what it means depends on the group's state."""
+        member_id = member.member_id
         state = group.state
         if state is GroupState.PREPARING_REBALANCE:
             self._update_member_and_rebalance(group, member, protocols, rebalance_timeout_ms,
-                                              session_timeout_ms, callback, "member joining during rebalance")
+                                              session_timeout_ms, callback,
+                                              "member joining during rebalance")
         elif state is GroupState.COMPLETING_REBALANCE:
             if member.matches(protocols):
                 # it missed the join response: send the current generation again
@@ -376,7 +321,7 @@ class GroupCoordinator:
             if group.protocol_name == group.select_protocol():
                 # no change of protocol: persist the new member id and answer without a rebalance
                 assignment = {m.member_id: m.assignment for m in group.members.values()}
-                error = self._store_group(group, assignment)
+                error = self.manager.store_group(group, assignment)
                 if error != E.none:
                     # revert to the old member id and protocols
                     group.replace_static_member(group_instance_id, new_member_id, old_member_id)
@@ -423,27 +368,17 @@ class GroupCoordinator:
             self._try_complete_join(group)
 
     def _schedule_join(self, group: Group, timeout_ms: int) -> None:
-        _cancel(group.join_timer)
+        """The rebalance (join) timeout: members that have not rejoined by then are removed."""
         group.initial_join = False
-
-        def expire() -> None:
-            if group.join_timer is not handle or not group.is_state(GroupState.PREPARING_REBALANCE):
-                return
-            group.join_timer = None
-            self._complete_join(group)
-
-        handle = self.scheduler.call_later(timeout_ms, expire)
-        group.join_timer = handle
+        self._set_join_timer(group, timeout_ms, lambda: self._complete_join(group))
 
     def _schedule_initial_join(self, group: Group, configured_delay: int, delay: int,
                                remaining: int) -> None:
-        _cancel(group.join_timer)
+        """group.initial.rebalance.delay.ms, extended while members keep arriving, up to the
+        rebalance timeout (`remaining`)."""
         group.initial_join = True
 
         def expire() -> None:
-            if group.join_timer is not handle or not group.is_state(GroupState.PREPARING_REBALANCE):
-                return
-            group.join_timer = None
             if group.new_member_added and remaining != 0:
                 group.new_member_added = False
                 next_delay = min(configured_delay, remaining)
@@ -452,7 +387,20 @@ class GroupCoordinator:
             else:
                 self._complete_join(group)
 
-        handle = self.scheduler.call_later(delay, expire)
+        self._set_join_timer(group, delay, expire)
+
+    def _set_join_timer(self, group: Group, delay_ms: int, on_expiry: Callable[[], None]) -> None:
+        """Replace the group's join timer; it fires only if still current while the group is
+        PreparingRebalance."""
+        _cancel(group.join_timer)
+
+        def expire() -> None:
+            if group.join_timer is not handle or not group.is_state(GroupState.PREPARING_REBALANCE):
+                return
+            group.join_timer = None
+            on_expiry()
+
+        handle = self.scheduler.call_later(delay_ms, expire)
         group.join_timer = handle
 
     def _try_complete_join(self, group: Group) -> None:
@@ -484,7 +432,7 @@ class GroupCoordinator:
         group.init_next_generation(self._now())
         if group.is_state(GroupState.EMPTY):
             log.info("group is now empty", group=group.group_id, generation=group.generation_id)
-            error = self._store_group(group, {})
+            error = self.manager.store_group(group, {})
             if error != E.none:
                 log.warning("failed to store empty group", group=group.group_id, error=error.name)
             return
@@ -553,11 +501,11 @@ class GroupCoordinator:
         _cancel(member.heartbeat_timer)
         member.heartbeat_timer = None
         if member.join_callback is not None:
-            cb, member.join_callback = member.join_callback, None
-            cb(JoinResult(E.unknown_member_id, ""))
+            join_cb, member.join_callback = member.join_callback, None
+            join_cb(JoinResult(E.unknown_member_id, ""))
         if member.sync_callback is not None:
-            cb, member.sync_callback = member.sync_callback, None
-            cb(SyncResult(E.unknown_member_id))
+            sync_cb, member.sync_callback = member.sync_callback, None
+            sync_cb(SyncResult(E.unknown_member_id))
         group.remove(member.member_id)
         if not group.pending_sync_members:
             self._cancel_sync_timer(group)
@@ -616,53 +564,20 @@ class GroupCoordinator:
         assignments: dict[str, bytes],
         callback: SyncCallback,
     ) -> None:
-        if not group_id:
-            callback(SyncResult(E.invalid_group_id))
-            return
-        group = self.groups.get(group_id)
-        if group is None:
-            callback(SyncResult(E.unknown_member_id))
-            return
-        if group.is_state(GroupState.DEAD):
-            callback(SyncResult(E.coordinator_not_available))
-            return
-        error = self._validate_current_member(group, member_id, group_instance_id)
+        group = self.groups.get(group_id) if group_id else None
+        error = self._sync_error(group_id, group, generation_id, member_id, group_instance_id,
+                                 protocol_type, protocol_name)
         if error is not None:
             callback(SyncResult(error))
             return
-        if generation_id != group.generation_id:
-            callback(SyncResult(E.illegal_generation))
-            return
-        if (protocol_type is not None and protocol_type != group.protocol_type) or \
-                (protocol_name is not None and protocol_name != group.protocol_name):
-            callback(SyncResult(E.inconsistent_group_protocol))
-            return
+        assert group is not None  # _sync_error answers for a missing group
         state = group.state
         if state is GroupState.EMPTY:
             callback(SyncResult(E.unknown_member_id))
         elif state is GroupState.PREPARING_REBALANCE:
             callback(SyncResult(E.rebalance_in_progress))
         elif state is GroupState.COMPLETING_REBALANCE:
-            member = group.members[member_id]
-            if member.sync_callback is not None:
-                cb, member.sync_callback = member.sync_callback, None
-                cb(SyncResult(E.rebalance_in_progress))
-            member.sync_callback = callback
-            self._remove_pending_sync_member(group, member_id)
-            if group.is_leader(member_id):
-                log.info("assignment received from leader", group=group.group_id,
-                         generation=group.generation_id, members=len(group.members))
-                assignment = {mid: bytes(assignments.get(mid, b"")) for mid in group.members}
-                store_error = self._store_group(group, assignment)
-                if group.is_state(GroupState.COMPLETING_REBALANCE) and generation_id == group.generation_id:
-                    if store_error != E.none:
-                        self._reset_and_propagate_assignment_error(group, store_error)
-                        self._maybe_prepare_rebalance(group, "failed to store group assignment")
-                    else:
-                        for mid, member_assignment in assignment.items():
-                            group.members[mid].assignment = member_assignment
-                        self._propagate_assignment(group, E.none)
-                        group.transition_to(GroupState.STABLE, self._now())
+            self._await_assignment(group, member_id, generation_id, assignments, callback)
         elif state is GroupState.STABLE:
             self._remove_pending_sync_member(group, member_id)
             member = group.members[member_id]
@@ -671,14 +586,24 @@ class GroupCoordinator:
         else:  # pragma: no cover - Dead handled above
             callback(SyncResult(E.coordinator_not_available))
 
-    # ===========================================================================================
-    # Heartbeat / LeaveGroup
-    # ===========================================================================================
-    def heartbeat(self, group_id: str, member_id: str, group_instance_id: str | None,
-                  generation_id: int) -> int:
+    def _sync_error(self, group_id: str, group: Group | None, generation_id: int, member_id: str,
+                    group_instance_id: str | None, protocol_type: str | None,
+                    protocol_name: str | None) -> int | None:
+        """What SyncGroup answers before looking at the group's state (Kafka's order)."""
+        error = self._member_error(group_id, group, generation_id, member_id, group_instance_id)
+        if error is not None:
+            return error
+        assert group is not None  # _member_error answers for a missing group
+        if (protocol_type is not None and protocol_type != group.protocol_type) or \
+                (protocol_name is not None and protocol_name != group.protocol_name):
+            return E.inconsistent_group_protocol
+        return None
+
+    def _member_error(self, group_id: str, group: Group | None, generation_id: int, member_id: str,
+                      group_instance_id: str | None) -> int | None:
+        """SyncGroup's and Heartbeat's checks of the group, the member and its generation."""
         if not group_id:
             return E.invalid_group_id
-        group = self.groups.get(group_id)
         if group is None:
             return E.unknown_member_id
         if group.is_state(GroupState.DEAD):
@@ -688,6 +613,45 @@ class GroupCoordinator:
             return error
         if generation_id != group.generation_id:
             return E.illegal_generation
+        return None
+
+    def _await_assignment(self, group: Group, member_id: str, generation_id: int,
+                          assignments: dict[str, bytes], callback: SyncCallback) -> None:
+        """SyncGroup in CompletingRebalance: members wait for the leader's assignment, which is
+        stored before anyone gets it."""
+        member = group.members[member_id]
+        if member.sync_callback is not None:
+            cb, member.sync_callback = member.sync_callback, None
+            cb(SyncResult(E.rebalance_in_progress))
+        member.sync_callback = callback
+        self._remove_pending_sync_member(group, member_id)
+        if not group.is_leader(member_id):
+            return
+        log.info("assignment received from leader", group=group.group_id,
+                 generation=group.generation_id, members=len(group.members))
+        assignment = {mid: bytes(assignments.get(mid, b"")) for mid in group.members}
+        store_error = self.manager.store_group(group, assignment)
+        if not group.is_state(GroupState.COMPLETING_REBALANCE) or generation_id != group.generation_id:
+            return  # the group moved on while the assignment was stored
+        if store_error != E.none:
+            self._reset_and_propagate_assignment_error(group, store_error)
+            self._maybe_prepare_rebalance(group, "failed to store group assignment")
+            return
+        for mid, member_assignment in assignment.items():
+            group.members[mid].assignment = member_assignment
+        self._propagate_assignment(group, E.none)
+        group.transition_to(GroupState.STABLE, self._now())
+
+    # ===========================================================================================
+    # Heartbeat / LeaveGroup
+    # ===========================================================================================
+    def heartbeat(self, group_id: str, member_id: str, group_instance_id: str | None,
+                  generation_id: int) -> int:
+        group = self.groups.get(group_id) if group_id else None
+        error = self._member_error(group_id, group, generation_id, member_id, group_instance_id)
+        if error is not None:
+            return error
+        assert group is not None  # _member_error answers for a missing group
         state = group.state
         if state is GroupState.EMPTY:
             return E.unknown_member_id
@@ -709,7 +673,7 @@ class GroupCoordinator:
             return E.none, [(m, i, E.unknown_member_id) for m, i in members]
         if group.is_state(GroupState.DEAD):
             return E.coordinator_not_available, []
-        results = []
+        results: list[tuple[str, str | None, int]] = []
         for member_id, instance_id in members:
             if member_id == "":
                 current = group.static_member_id(instance_id)
@@ -764,40 +728,14 @@ class GroupCoordinator:
                 error = E.rebalance_in_progress
         if error is not None:
             return {(t, p): error for t, p, *_ in offsets}
-        valid = []
-        for topic, partition, offset, leader_epoch, metadata in offsets:
-            tp = (topic, partition)
-            if not self._topic_exists(topic, partition):
-                results[tp] = E.unknown_topic_or_partition
-            elif metadata is not None and len(metadata.encode("utf-8")) > self.metadata_max_bytes:
-                results[tp] = E.offset_metadata_too_large
-            else:
-                valid.append((tp, offset, leader_epoch, metadata))
+        valid = self.manager.check_offsets(offsets, results)
         if not valid:
             return results
         if group is None:
-            group = self.groups[group_id] = Group(group_id, GroupState.EMPTY, self._now())
+            group = self.manager.add_group(group_id)
         elif group.state in (GroupState.STABLE, GroupState.PREPARING_REBALANCE) and group.has(member_id):
             self._schedule_heartbeat(group, group.members[member_id])
-        now = self._now()
-        values = [(tp, OffsetAndMetadata(offset, leader_epoch if leader_epoch is not None else -1,
-                                         metadata or "", now))
-                  for tp, offset, leader_epoch, metadata in valid]
-        records = [(encode_offset_key(group_id, tp[0], tp[1]), encode_offset_value(
-            OffsetValue(om.offset, om.leader_epoch, om.metadata, om.commit_timestamp)))
-            for tp, om in values]
-        try:
-            base = self.store.append(self.partition_for(group_id), records)
-        except Exception as exc:  # noqa: BLE001 - storage failure -> retriable error
-            error = _storage_error_for_commit(exc)
-            log.warning("offset commit append failed", group=group_id, error=str(exc))
-            for tp, _ in values:
-                results[tp] = error
-            return results
-        for i, (tp, om) in enumerate(values):
-            om.record_offset = base + i
-            group.offsets[tp] = om
-            results[tp] = E.none
+        self.manager.store_offsets(group, valid, results)
         return results
 
     def _validate_offset_commit(self, group: Group, generation_id: int, member_id: str,
@@ -822,24 +760,7 @@ class GroupCoordinator:
                       ) -> tuple[int, list[tuple[str, int, int, int, str, int]]]:
         """OffsetFetch: (group error, [(topic, partition, offset, leader_epoch, metadata, error)]).
         `partitions=None` means every partition the group has an offset for."""
-        group = self.groups.get(group_id)
-        out = []
-        if partitions is None:
-            if group is None or group.is_state(GroupState.DEAD):
-                return E.none, []
-            wanted = sorted(group.offsets)
-        else:
-            wanted = list(partitions)
-        for tp in wanted:
-            if group is not None and require_stable and group.has_pending_offsets(tp):
-                out.append((tp[0], tp[1], -1, -1, "", E.unstable_offset_commit))
-                continue
-            om = group.offsets.get(tp) if group is not None else None
-            if om is None:
-                out.append((tp[0], tp[1], -1, -1, "", E.none))
-            else:
-                out.append((tp[0], tp[1], om.offset, om.leader_epoch, om.metadata, E.none))
-        return E.none, out
+        return self.manager.fetch_offsets(group_id, partitions, require_stable)
 
     def delete_offsets(self, group_id: str, partitions: Iterable[TopicPartition]
                        ) -> tuple[int, dict[TopicPartition, int]]:
@@ -862,24 +783,10 @@ class GroupCoordinator:
                     eligible.append(tp)
         else:
             return E.non_empty_group, {}
-        checked = []
-        for tp in eligible:
-            if not self._topic_exists(*tp):
-                results[tp] = E.unknown_topic_or_partition
-            else:
-                checked.append(tp)
-        present = [tp for tp in checked if tp in group.offsets]
-        if present:
-            records = [(encode_offset_key(group_id, t, p), None) for t, p in present]
-            try:
-                self.store.append(self.partition_for(group_id), records)
-            except Exception as exc:  # noqa: BLE001
-                log.warning("offset delete append failed", group=group_id, error=str(exc))
-                return E.coordinator_not_available, {}
-            for tp in present:
-                del group.offsets[tp]
-        for tp in checked:
-            results[tp] = E.none
+        error, deleted = self.manager.delete_offsets(group, eligible)
+        if error != E.none:
+            return error, {}
+        results.update(deleted)
         return E.none, results
 
     # ===========================================================================================
@@ -893,105 +800,37 @@ class GroupCoordinator:
         generation_id: int,
         member_id: str,
         group_instance_id: str | None,
-        topics: Iterable[Any],
-    ) -> dict[str, dict[int, int]]:
-        """Append offsets inside the producer's transaction; they stay pending (invisible to
-        OffsetFetch, UNSTABLE_OFFSET_COMMIT with require_stable) until `complete_txn`.
-
-        `topics`: TxnOffsetCommit request topics (kio entities or dicts) with `name` and
-        `partitions` of `partition_index`, `committed_offset`, `committed_leader_epoch` (optional),
-        `committed_metadata`. Pass generation_id=-1, member_id="", group_instance_id=None for
-        requests below v3. Returns {topic: {partition: error code}}.
-        """
-        entries = []
-        for topic in topics:
-            name = _get(topic, "name")
-            for part in _get(topic, "partitions") or ():
-                entries.append((name, int(_get(part, "partition_index")),
-                                int(_get(part, "committed_offset")),
-                                int(_get(part, "committed_leader_epoch", -1)),
-                                _get(part, "committed_metadata")))
-        results: dict[str, dict[int, int]] = {}
-
-        def put(tp_topic: str, partition: int, error: int) -> None:
-            results.setdefault(tp_topic, {})[partition] = int(error)
-
+        offsets: Iterable[tuple[str, int, int, int, str | None]],
+    ) -> dict[TopicPartition, int]:
+        """TxnOffsetCommit: offsets are (topic, partition, offset, leader_epoch, metadata),
+        appended inside the producer's transaction; they stay pending (invisible to OffsetFetch,
+        UNSTABLE_OFFSET_COMMIT with require_stable) until `complete_txn`. Pass generation_id=-1,
+        member_id="", group_instance_id=None for requests below v3. Returns the error code of
+        every partition."""
+        offsets = list(offsets)
         if not group_id:
-            for t, p, *_ in entries:
-                put(t, p, E.invalid_group_id)
-            return results
+            return {(t, p): E.invalid_group_id for t, p, *_ in offsets}
         group = self.groups.get(group_id)
         # an unknown group is validated as an empty one (Kafka creates it first)
         error = self._validate_offset_commit(group or Group(group_id), generation_id, member_id,
                                              group_instance_id, transactional=True)
         if error is not None:
-            for t, p, *_ in entries:
-                put(t, p, error)
-            return results
-        valid = []
-        for topic, partition, offset, leader_epoch, metadata in entries:
-            if not self._topic_exists(topic, partition):
-                put(topic, partition, E.unknown_topic_or_partition)
-            elif metadata is not None and len(metadata.encode("utf-8")) > self.metadata_max_bytes:
-                put(topic, partition, E.offset_metadata_too_large)
-            else:
-                valid.append(((topic, partition), offset, leader_epoch, metadata))
-        if not valid:
-            return results
-        if group is None:
-            group = self.groups[group_id] = Group(group_id, GroupState.EMPTY, self._now())
-        now = self._now()
-        values = [(tp, OffsetAndMetadata(offset, leader_epoch, metadata or "", now))
-                  for tp, offset, leader_epoch, metadata in valid]
-        records = [(encode_offset_key(group_id, tp[0], tp[1]), encode_offset_value(
-            OffsetValue(om.offset, om.leader_epoch, om.metadata, om.commit_timestamp)))
-            for tp, om in values]
-        partition = self.partition_for(group_id)
-        # storage checks sequences of internal appends too: continue the producer's sequence on
-        # this partition (0 for a new epoch), as a client would
-        seq_key = (partition, producer_id)
-        epoch, next_seq = self._sequences.get(seq_key, (None, 0))
-        base_sequence = next_seq if epoch == producer_epoch else 0
-        try:
-            base = self.store.append(partition, records, producer_id=producer_id,
-                                     producer_epoch=producer_epoch, base_sequence=base_sequence,
-                                     transactional=True)
-        except Exception as exc:  # noqa: BLE001
-            error = _storage_error_for_commit(exc)
-            log.warning("transactional offset append failed", group=group_id, error=str(exc))
-            for tp, _ in values:
-                put(tp[0], tp[1], error)
-            return results
-        self._sequences[seq_key] = (producer_epoch, (base_sequence + len(records)) & 0x7FFFFFFF)
-        pending = group.pending_txn_offsets.setdefault(producer_id, {})
-        for i, (tp, om) in enumerate(values):
-            om.record_offset = base + i
-            pending[tp] = om
-            put(tp[0], tp[1], E.none)
-        self._txn_groups.setdefault(producer_id, set()).add(group_id)
+            return {(t, p): error for t, p, *_ in offsets}
+        results: dict[TopicPartition, int] = {}
+        valid = self.manager.check_offsets(offsets, results)
+        if valid:
+            if group is None:
+                group = self.manager.add_group(group_id)
+            self.manager.store_txn_offsets(group, producer_id, producer_epoch, valid, results)
         return results
 
     def complete_txn(self, producer_id: int, commit: bool, partition: int | None = None) -> None:
         """The marker for `producer_id` was written to __consumer_offsets (`partition`, or every
         partition if None): apply (commit) or drop (abort) its pending offsets there."""
-        group_ids = self._txn_groups.get(producer_id)
-        if not group_ids:
-            return
-        for group_id in list(group_ids):
-            if partition is not None and self.partition_for(group_id) != partition:
-                continue
-            group_ids.discard(group_id)
-            group = self.groups.get(group_id)
-            if group is None:
-                continue
-            pending = group.pending_txn_offsets.pop(producer_id, None)
-            if pending and commit:
-                _apply_txn_offsets(group, pending)
-        if not group_ids:
-            self._txn_groups.pop(producer_id, None)
+        self.manager.complete_txn(producer_id, commit, partition)
 
     def has_pending_txn_offsets(self, producer_id: int) -> bool:
-        return bool(self._txn_groups.get(producer_id))
+        return self.manager.has_pending_txn_offsets(producer_id)
 
     # ===========================================================================================
     # Group administration
@@ -1047,229 +886,28 @@ class GroupCoordinator:
             if not group.is_state(GroupState.EMPTY):
                 results[group_id] = E.non_empty_group
                 continue
-            records = [(encode_offset_key(group_id, t, p), None) for t, p in group.offsets]
-            records.append((encode_group_key(group_id), None))
-            try:
-                self.store.append(self.partition_for(group_id), records)
-            except Exception as exc:  # noqa: BLE001
-                log.warning("group delete append failed", group=group_id, error=str(exc))
-                results[group_id] = E.coordinator_not_available
-                continue
-            group.transition_to(GroupState.DEAD, self._now())
-            for producer_id in group.pending_txn_offsets:
-                self._txn_groups.get(producer_id, set()).discard(group_id)
-            del self.groups[group_id]
-            results[group_id] = E.none
-            log.info("group deleted", group=group_id)
+            results[group_id] = self.manager.delete_group(group)
+            if results[group_id] == E.none:
+                log.info("group deleted", group=group_id)
         return results
 
     def expire_offsets(self, now_ms: int | None = None) -> int:
-        """Kafka's cleanupGroupMetadata (every offsets.retention.check.interval.ms): committed
-        offsets older than offsets.retention.minutes go, with tombstones in __consumer_offsets:
-        all of an Empty group's offsets once it has been empty that long (KIP-211), each
-        offset of a group that never had members (standalone commits) once it was committed
-        that long ago; offsets waiting for a transaction stay. An Empty group left without
-        offsets is removed (group tombstone). Returns how many offsets expired."""
-        now = self._now() if now_ms is None else now_ms
-        retention_ms = int(_cfg(self.config, "offsets.retention.minutes", 10080)) * 60_000
-        expired_total = 0
-        for group in list(self.groups.values()):
-            if not group.is_state(GroupState.EMPTY):
-                continue
-            if group.protocol_type is not None:
-                base = group.state_timestamp
-                doomed = [tp for tp, om in group.offsets.items()
-                          if max(base, om.commit_timestamp) + retention_ms <= now]
-            else:
-                doomed = [tp for tp, om in group.offsets.items()
-                          if (om.expire_timestamp if om.expire_timestamp is not None
-                              else om.commit_timestamp + retention_ms) <= now]
-            doomed = [tp for tp in doomed if not group.has_pending_offsets(tp)]
-            remove_group = len(doomed) == len(group.offsets) and not group.pending_txn_offsets
-            if not doomed and not remove_group:
-                continue
-            records = [(encode_offset_key(group.group_id, t, p), None) for t, p in doomed]
-            if remove_group:
-                records.append((encode_group_key(group.group_id), None))
-            try:
-                self.store.append(self.partition_for(group.group_id), records)
-            except Exception as exc:  # noqa: BLE001 - retried at the next check
-                log.warning("offset expiration append failed", group=group.group_id,
-                            error=str(exc))
-                continue
-            for tp in doomed:
-                del group.offsets[tp]
-            expired_total += len(doomed)
-            if remove_group:
-                group.transition_to(GroupState.DEAD, now)
-                del self.groups[group.group_id]
-            log.info("expired committed offsets", group=group.group_id, offsets=len(doomed),
-                     group_removed=remove_group)
-        return expired_total
+        """Offsets past offsets.retention.minutes go (GroupMetadataManager.expire_offsets)."""
+        return self.manager.expire_offsets(now_ms)
 
     def remove_topic_offsets(self, topic: str) -> int:
-        """A topic was deleted: drop every group's committed offsets for it (tombstones in
-        __consumer_offsets, as Kafka's GroupMetadataManager.cleanupGroupMetadata does). Pending
-        transactional offsets are left to their transaction's marker. Returns how many offsets
-        were removed."""
-        removed = 0
-        for group in list(self.groups.values()):
-            doomed = [tp for tp in group.offsets if tp[0] == topic]
-            if not doomed:
-                continue
-            try:
-                self.store.append(self.partition_for(group.group_id),
-                                  [(encode_offset_key(group.group_id, t, p), None) for t, p in doomed])
-            except Exception as exc:  # noqa: BLE001 - retried on the next deletion/restart
-                log.warning("offset cleanup append failed", group=group.group_id, error=str(exc))
-                continue
-            for tp in doomed:
-                del group.offsets[tp]
-            removed += len(doomed)
-        if removed:
-            log.info("removed offsets of deleted topic", topic=topic, offsets=removed)
-        return removed
+        """A topic was deleted: its committed offsets go too."""
+        return self.manager.remove_topic_offsets(topic)
 
     # ===========================================================================================
-    # Persistence
+    # Startup and shutdown
     # ===========================================================================================
-    def _store_group(self, group: Group, assignment: dict[str, bytes]) -> int:
-        """Append the group's metadata record (Kafka's storeGroup); returns an error code."""
-        members = []
-        if group.protocol_name is not None:
-            for m in group.members.values():
-                members.append(MemberValue(
-                    m.member_id, m.group_instance_id, m.client_id, m.client_host,
-                    m.rebalance_timeout_ms, m.session_timeout_ms,
-                    m.metadata(group.protocol_name), assignment.get(m.member_id, b"")))
-        value = GroupValue(group.protocol_type or "", group.generation_id, group.protocol_name,
-                           group.leader_id, self._now(), tuple(members))
-        try:
-            self.store.append(self.partition_for(group.group_id),
-                              [(encode_group_key(group.group_id), encode_group_value(value))])
-        except Exception as exc:  # noqa: BLE001
-            log.warning("group metadata append failed", group=group.group_id, error=str(exc))
-            return E.coordinator_not_available
-        return E.none
-
-    async def load(self) -> None:
-        """Rebuild groups and offsets from __consumer_offsets (called once at broker start)."""
-        self.load_sync()
-
-    def load_sync(self) -> None:
-        started = time.monotonic()
-        records = 0
-        for partition in range(self.store.num_partitions()):
-            records += self._load_partition(partition)
-        self.loaded = True
-        log.info("group coordinator loaded", groups=len(self.groups), records=records,
-                 pending_txns=len(self._txn_groups),
-                 ms=round((time.monotonic() - started) * 1000, 1))
-
-    def _load_partition(self, partition: int) -> int:
-        offsets: dict[str, dict[TopicPartition, OffsetAndMetadata]] = {}
-        pending: dict[int, dict[str, dict[TopicPartition, OffsetAndMetadata]]] = {}
-        group_values: dict[str, GroupValue | None] = {}
-        count = 0
-        for batch in self.store.batches(partition):
-            if batch.producer_id >= 0:
-                seq_key = (partition, batch.producer_id)
-                if batch.is_control:
-                    if self._sequences.get(seq_key, (None,))[0] != batch.producer_epoch:
-                        self._sequences[seq_key] = (batch.producer_epoch, 0)
-                elif batch.base_sequence >= 0:
-                    self._sequences[seq_key] = (
-                        batch.producer_epoch,
-                        (batch.base_sequence + len(batch.records)) & 0x7FFFFFFF)
-            if batch.is_control:
-                by_group = pending.pop(batch.producer_id, {})
-                if batch.commit:
-                    for group_id, txn_offsets in by_group.items():
-                        current = offsets.setdefault(group_id, {})
-                        for tp, om in txn_offsets.items():
-                            old = current.get(tp)
-                            if old is None or old.record_offset < om.record_offset:
-                                current[tp] = om
-                continue
-            for record_offset, key, value in batch.records:
-                count += 1
-                if key is None:
-                    continue
-                try:
-                    parsed = decode_key(key)
-                except (ValueError, UnicodeDecodeError):
-                    log.warning("skipping unreadable __consumer_offsets key", offset=record_offset)
-                    continue
-                if isinstance(parsed, OffsetKey):
-                    tp = (parsed.topic, parsed.partition)
-                    target = (pending.setdefault(batch.producer_id, {}) if batch.is_transactional
-                              else offsets).setdefault(parsed.group, {})
-                    if value is None:
-                        target.pop(tp, None)
-                        continue
-                    try:
-                        ov = decode_offset_value(value)
-                    except (ValueError, UnicodeDecodeError):
-                        log.warning("skipping unreadable offset value", offset=record_offset)
-                        continue
-                    target[tp] = OffsetAndMetadata(ov.offset, ov.leader_epoch, ov.metadata,
-                                                   ov.commit_timestamp, ov.expire_timestamp,
-                                                   record_offset)
-                elif isinstance(parsed, GroupKey):
-                    if value is None:
-                        group_values[parsed.group] = None
-                        continue
-                    try:
-                        group_values[parsed.group] = decode_group_value(value)
-                    except (ValueError, UnicodeDecodeError):
-                        log.warning("skipping unreadable group value", offset=record_offset)
-        group_ids = set(offsets) | {g for g, v in group_values.items() if v is not None}
-        for by_group in pending.values():
-            group_ids |= set(by_group)
-        for group_id in group_ids:
-            group = self._restore_group(group_id, group_values.get(group_id))
-            group.offsets.update(offsets.get(group_id, {}))
-        for producer_id, by_group in pending.items():
-            for group_id, txn_offsets in by_group.items():
-                if not txn_offsets:
-                    continue
-                self.groups[group_id].pending_txn_offsets[producer_id] = dict(txn_offsets)
-                self._txn_groups.setdefault(producer_id, set()).add(group_id)
-        # offsets-only groups whose offsets were all deleted and which have no metadata vanish
-        for group_id in group_ids:
-            group = self.groups[group_id]
-            if not group.members and not group.has_offsets() and group_values.get(group_id) is None:
-                del self.groups[group_id]
-        return count
-
-    def _restore_group(self, group_id: str, value: GroupValue | None) -> Group:
-        group = Group(group_id, GroupState.EMPTY, self._now())
-        self.groups[group_id] = group
-        if value is None:
-            return group
-        group.generation_id = value.generation
-        if value.current_state_timestamp >= 0:  # offsets of an empty group expire from it
-            group.state_timestamp = value.current_state_timestamp
-        group.protocol_type = value.protocol_type or None
-        group.protocol_name = value.protocol
-        group.leader_id = value.leader
-        for mv in value.members:
-            member = Member(mv.member_id, mv.group_instance_id, mv.client_id, mv.client_host,
-                            mv.rebalance_timeout_ms, mv.session_timeout_ms,
-                            value.protocol_type, [(value.protocol or "", mv.subscription)],
-                            assignment=mv.assignment)
-            group.add(member)
-        if group.members:
-            group.state = GroupState.STABLE
-            group.subscribed_topics = group._compute_subscribed_topics()
-            if group.leader_id not in group.members:
-                group.leader_id = next(iter(group.members))
+    def load(self) -> None:
+        """Rebuild the groups from __consumer_offsets; restored members' sessions start now."""
+        self.manager.load()
+        for group in self.groups.values():
             for member in group.members.values():
                 self._schedule_heartbeat(group, member)
-        else:
-            group.leader_id = None
-            group.protocol_name = None
-        return group
 
     def close(self) -> None:
         """Answer every waiting JoinGroup/SyncGroup (NOT_COORDINATOR, so clients rediscover the
@@ -1284,39 +922,11 @@ class GroupCoordinator:
                 _cancel(member.heartbeat_timer)
                 member.heartbeat_timer = None
                 if member.join_callback is not None:
-                    cb, member.join_callback = member.join_callback, None
-                    cb(JoinResult(E.not_coordinator, member.member_id))
+                    join_cb, member.join_callback = member.join_callback, None
+                    join_cb(JoinResult(E.not_coordinator, member.member_id))
                 if member.sync_callback is not None:
-                    cb, member.sync_callback = member.sync_callback, None
-                    cb(SyncResult(E.not_coordinator))
-
-
-def _apply_txn_offsets(group: Group, pending: dict[TopicPartition, OffsetAndMetadata]) -> None:
-    for tp, om in pending.items():
-        current = group.offsets.get(tp)
-        if current is None or current.record_offset < om.record_offset:
-            group.offsets[tp] = om
-
-
-def _storage_error_for_commit(exc: Exception) -> int:
-    """Kafka's GroupMetadataManager mapping of append errors for offset commits."""
-    code = getattr(exc, "error_code", None)
-    if code is None:
-        return E.coordinator_not_available
-    if code in (E.unknown_topic_or_partition, E.not_enough_replicas,
-                E.not_enough_replicas_after_append):
-        return E.coordinator_not_available
-    if code in (E.not_leader_or_follower, E.kafka_storage_error):
-        return E.not_coordinator
-    if code in (E.message_too_large, E.record_list_too_large, E.invalid_fetch_size):
-        return E.invalid_commit_offset_size
-    return code
-
-
-def _get(obj, name: str, default=None):
-    if isinstance(obj, dict):
-        return obj.get(name, default)
-    return getattr(obj, name, default)
+                    sync_cb, member.sync_callback = member.sync_callback, None
+                    sync_cb(SyncResult(E.not_coordinator))
 
 
 def _cancel(handle) -> None:

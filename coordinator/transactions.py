@@ -8,16 +8,18 @@ offsets become visible or are dropped.
 Rules that hold everywhere in this module:
 - A transition is installed in memory only after its record is durable (appended and fsynced);
   a failed write leaves the previous state (and answers COORDINATOR_NOT_AVAILABLE, retriable).
-  fsyncs never run on the event loop: `durability.sync(logs)` (storage/group_commit.py) runs them
-  in a thread and lets concurrent transactions share one fsync round.
+- The coordinator is sans-I/O: every operation that must wait for the disk is a generator that
+  yields `MakeDurable(logs)` (coordinator/collaborators.py) at that point; broker/durable_ops.py
+  awaits the fsync there (in a worker thread, one round shared by concurrent transactions,
+  broker/group_commit.py) and resumes it, or throws the fsync's error in.
 - EndTxn is two-phase: PrepareCommit/PrepareAbort durable -> one control batch per partition of
   the transaction, all appended first, then fsynced together -> staged group offsets applied or
   dropped -> CompleteCommit / CompleteAbort durable -> answer. A crash anywhere in between is
   finished by `load()`, which re-drives every PrepareX it finds (markers are idempotent for the
   partitions). The order of the fsync barriers is what keeps a power loss from leaving a marker
   without its PrepareX, or a CompleteX without its markers.
-- While a multi-step operation on a transactional id is in progress (there can be awaits in it,
-  e.g. an asynchronous group coordinator), other requests for that id get
+- While a multi-step operation on a transactional id is in progress (it is suspended at each
+  MakeDurable), other requests for that id get
   CONCURRENT_TRANSACTIONS (Kafka's pendingState).
 - Errors are Kafka's, from the coordinator's point of view (PRODUCER_FENCED etc.); handlers map
   them to what each request version may carry.
@@ -25,33 +27,36 @@ Rules that hold everywhere in this module:
 
 from __future__ import annotations
 
-import inspect
 import os
 import struct
 import sys
 import time
-from typing import Iterable
+from collections.abc import Callable, Iterable
 
 import structlog
 
+from coordinator.collaborators import (
+    Config,
+    DurableOp,
+    MakeDurable,
+    ProducerIdSource,
+    TransactionPartitions,
+    TxnOffsetsParticipant,
+    TxnStore,
+)
 from coordinator.partitioning import partition_for
-from coordinator.txn_log import TXN_TOPIC, LogTxnStore
+from coordinator.txn_log import TXN_TOPIC, replay_states, state_record
 from coordinator.txn_state import (
     NO_PRODUCER_EPOCH,
     NO_PRODUCER_ID,
     IllegalTransition,
     TransactionMetadata,
     TxnState,
-    decode_key,
-    decode_value,
-    encode_key,
-    encode_value,
     plan_init_producer_id,
     state_from_name,
 )
 from protocol.errors import ErrorCode
 from storage.errors import KafkaStorageError
-from storage.group_commit import GroupCommit
 
 __all__ = ["TransactionCoordinator", "OFFSETS_TOPIC", "FAULT_POINTS"]
 
@@ -75,18 +80,14 @@ _HEADER_SIZE = 61
 _PID = struct.Struct(">qh")  # producer id, producer epoch at offset 43
 
 
-async def _maybe_await(value):
-    if inspect.isawaitable(value):
-        return await value
-    return value
-
-
 class TransactionCoordinator:
-    def __init__(self, broker, store=None, clock=None, durability=None) -> None:
-        self.broker = broker
-        #: `await durability.sync(logs)`: fsync off the event loop, shared (storage.group_commit)
-        self.durability = durability or getattr(broker, "durability", None) or GroupCommit()
-        config = broker.config
+    def __init__(self, config: Config, *, store: TxnStore, logs: TransactionPartitions,
+                 groups: TxnOffsetsParticipant, producer_ids: ProducerIdSource,
+                 clock: Callable[[], int] | None = None) -> None:
+        self.store = store  # __transaction_state
+        self.logs = logs  # where the markers go
+        self.groups = groups  # owns the transactional offsets staged in __consumer_offsets
+        self.producer_ids = producer_ids
         self.max_timeout_ms = config["transaction.max.timeout.ms"]
         self.expiration_ms = config["transactional.id.expiration.ms"]
         self.abort_interval_ms = config[
@@ -98,8 +99,6 @@ class TransactionCoordinator:
         unknown = {f for f in self.faults if f.partition("@")[0] not in FAULT_POINTS}
         if unknown:
             log.warning("unknown test fault points ignored", faults=sorted(unknown))
-        self.store = store if store is not None else LogTxnStore(
-            broker.logs, config["transaction.state.log.num.partitions"])
         self._clock = clock or (lambda: int(time.time() * 1000))
         self.txns: dict[str, TransactionMetadata] = {}
         self._by_pid: dict[int, str] = {}
@@ -107,7 +106,7 @@ class TransactionCoordinator:
         self.loaded = False
         #: Called with (previous metadata or None, new metadata) after each persisted state
         #: change; the broker's metrics count transactions through it.
-        self.on_transition = None
+        self.on_transition: Callable[[TransactionMetadata | None, TransactionMetadata], None] | None = None
 
     # ------------------------------------------------------------------ helpers
     def _now(self) -> int:
@@ -117,7 +116,7 @@ class TransactionCoordinator:
         return partition_for(transactional_id, self.store.num_partitions())
 
     def _allocate(self) -> int:
-        return self.broker.producer_ids.allocate()
+        return self.producer_ids.allocate()
 
     def _install(self, meta: TransactionMetadata) -> None:
         old = self.txns.get(meta.transactional_id)
@@ -132,16 +131,15 @@ class TransactionCoordinator:
         if meta is not None and self._by_pid.get(meta.producer_id) == transactional_id:
             del self._by_pid[meta.producer_id]
 
-    async def _persist(self, meta: TransactionMetadata, *, tombstone: bool = False,
-                       wait_fsync: bool = True) -> ErrorCode:
+    def _persist(self, meta: TransactionMetadata, *, tombstone: bool = False,
+                 wait_fsync: bool = True) -> DurableOp[ErrorCode]:
         """Append the transition to __transaction_state and wait until it is fsynced
         (`wait_fsync=False`: in the page cache is enough, see `_complete`)."""
         txn_id = meta.transactional_id
         try:
-            plog = self.store.append(self._partition(txn_id), encode_key(txn_id),
-                                     None if tombstone else encode_value(meta))
+            plog = self.store.append(self._partition(txn_id), *state_record(meta, tombstone))
             if plog is not None and wait_fsync:
-                await self.durability.sync((plog,))
+                yield MakeDurable((plog,))
         except Exception as exc:  # noqa: BLE001 - storage failure: state unchanged, retriable
             log.error("could not write transaction state", transactional_id=txn_id,
                       state=meta.state.display, error=repr(exc))
@@ -149,6 +147,18 @@ class TransactionCoordinator:
         if self.on_transition is not None:
             self.on_transition(self.txns.get(txn_id), meta)
         return ErrorCode.none
+
+    def _persist_and_install(self, meta: TransactionMetadata) -> DurableOp[ErrorCode]:
+        """Persist a transition and install it once durable; the id is pending meanwhile."""
+        txn_id = meta.transactional_id
+        self._pending[txn_id] = meta.state
+        try:
+            err = yield from self._persist(meta)
+        finally:
+            self._pending.pop(txn_id, None)
+        if err == ErrorCode.none:
+            self._install(meta)
+        return err
 
     def _fault(self, point: str, transactional_id: str) -> None:
         if point in self.faults or f"{point}@{transactional_id}" in self.faults:
@@ -158,47 +168,19 @@ class TransactionCoordinator:
             sys.stderr.flush()
             os._exit(137)
 
-    def _get_log(self, topic: str, partition: int):
-        getter = getattr(self.broker, "get_log", None)
-        if getter is not None:
-            return getter(topic, partition)
-        return self.broker.logs.get_log(topic, partition)
-
     def offsets_partition(self, group_id: str) -> int:
-        groups = self.broker.groups
-        if groups is not None and hasattr(groups, "partition_for"):
-            return groups.partition_for(group_id)
-        info = self.broker.logs.topics.get(OFFSETS_TOPIC)
-        n = info.num_partitions if info is not None else \
-            self.broker.config["offsets.topic.num.partitions"]
-        return partition_for(group_id, n)
+        return self.groups.partition_for(group_id)
 
     # ------------------------------------------------------------------ startup
-    async def load(self) -> None:
-        """Replay __transaction_state, finish what a crash interrupted, start the duties."""
+    def load(self) -> DurableOp[None]:
+        """Replay __transaction_state and finish what a crash interrupted (the broker then
+        runs `abort_timed_out_transactions` and `remove_expired_transactional_ids` every
+        `abort_interval_ms` / `remove_interval_ms`)."""
         started = time.monotonic()
-        latest: dict[str, bytes | None] = {}
-        records = 0
-        for key, value in self.store.replay():
-            records += 1
-            try:
-                txn_id = decode_key(key)
-            except (ValueError, UnicodeDecodeError, struct.error) as exc:
-                log.warning("skipping unreadable transaction log key", error=str(exc))
-                continue
-            latest[txn_id] = value
-        for txn_id, value in latest.items():
-            if value is None:
-                continue
-            try:
-                meta = decode_value(txn_id, value)
-            except (ValueError, UnicodeDecodeError, struct.error) as exc:
-                log.error("skipping unreadable transaction state", transactional_id=txn_id,
-                          error=str(exc))
-                continue
-            if meta.state in (TxnState.DEAD, TxnState.PREPARE_EPOCH_FENCE):
-                continue
-            self._install(meta)
+        states, records = replay_states(self.store.replay())
+        for meta in states:
+            if meta.state not in (TxnState.DEAD, TxnState.PREPARE_EPOCH_FENCE):
+                self._install(meta)
         now = self._now()
         completed = aborted = 0
         for txn_id, meta in list(self.txns.items()):
@@ -206,10 +188,10 @@ class TransactionCoordinator:
                 log.info("completing transaction interrupted by a restart",
                          transactional_id=txn_id, state=meta.state.display,
                          partitions=len(meta.partitions))
-                await self._complete(txn_id)
+                yield from self._complete(txn_id)
                 completed += 1
             elif meta.timed_out(now):
-                await self._abort_timed_out(txn_id)
+                yield from self._abort_timed_out(txn_id)
                 aborted += 1
         self._report_hanging_transactions()
         self.loaded = True
@@ -217,26 +199,14 @@ class TransactionCoordinator:
                  records=records, completed=completed, timed_out_aborted=aborted,
                  ongoing=sum(1 for m in self.txns.values() if m.state == TxnState.ONGOING),
                  load_ms=round((time.monotonic() - started) * 1000, 1))
-        every = getattr(self.broker, "every", None)
-        if every is not None:
-            every(self.abort_interval_ms, self.abort_timed_out_transactions,
-                  "txn-abort-timed-out")
-            every(self.remove_interval_ms, self.remove_expired_transactional_ids,
-                  "txn-remove-expired")
 
     def _report_hanging_transactions(self) -> None:
         """Log partitions holding an open transaction no coordinator state accounts for (it
         would pin their LSO). Cannot happen while __transaction_state is intact: a partition
         only takes transactional data after AddPartitionsToTxn is durable, and markers are
         fsynced before CompleteCommit/CompleteAbort is written."""
-        all_logs = getattr(self.broker.logs, "all_logs", None)
-        if all_logs is None:
-            return
-        for plog in all_logs():
-            state = getattr(plog, "producer_state", None)
-            if state is None:
-                continue
-            for pid, first in state.ongoing_transactions().items():
+        for plog in self.logs.all_logs():
+            for pid, first in plog.producer_state.ongoing_transactions().items():
                 txn_id = self._by_pid.get(pid)
                 meta = self.txns.get(txn_id) if txn_id is not None else None
                 if meta is not None and (meta.state == TxnState.ONGOING or meta.state.is_prepare) \
@@ -249,17 +219,14 @@ class TransactionCoordinator:
                             state=None if meta is None else meta.state.display)
 
     # ------------------------------------------------------------------ InitProducerId
-    async def init_producer_id(self, transactional_id: str | None, timeout_ms: int,
-                               producer_id: int = NO_PRODUCER_ID,
-                               producer_epoch: int = NO_PRODUCER_EPOCH
-                               ) -> tuple[ErrorCode, int, int]:
+    def init_producer_id(self, transactional_id: str | None, timeout_ms: int,
+                         producer_id: int = NO_PRODUCER_ID,
+                         producer_epoch: int = NO_PRODUCER_EPOCH
+                         ) -> DurableOp[tuple[ErrorCode, int, int]]:
         fail = (NO_PRODUCER_ID, NO_PRODUCER_EPOCH)
-        if producer_id == NO_PRODUCER_ID and producer_epoch == NO_PRODUCER_EPOCH:
-            expected = None
-        elif producer_id == NO_PRODUCER_ID or producer_epoch == NO_PRODUCER_EPOCH:
-            return (ErrorCode.invalid_request, *fail)
-        else:
-            expected = (producer_id, producer_epoch)
+        expected = _claimed_producer(producer_id, producer_epoch)
+        if isinstance(expected, ErrorCode):
+            return (expected, *fail)
         if transactional_id is None:
             # idempotent producer: always a fresh id at epoch 0 (Kafka)
             return ErrorCode.none, self._allocate(), 0
@@ -285,25 +252,20 @@ class TransactionCoordinator:
             log.info("fencing producer with an open transaction", transactional_id=transactional_id,
                      producer_id=meta.producer_id, epoch=meta.producer_epoch,
                      fence_epoch=plan.producer_epoch)
-            err = await self._end_transaction(transactional_id, plan.producer_id,
-                                              plan.producer_epoch, commit=False,
-                                              from_client=False, fence=True)
+            err = yield from self._end_transaction(transactional_id, plan.producer_id,
+                                                   plan.producer_epoch, commit=False,
+                                                   from_client=False, fence=True)
             return (ErrorCode.concurrent_transactions if err == ErrorCode.none else err, *fail)
-        self._pending[transactional_id] = plan.state
-        try:
-            err = await self._persist(plan)
-        finally:
-            self._pending.pop(transactional_id, None)
+        err = yield from self._persist_and_install(plan)
         if err != ErrorCode.none:
             return (err, *fail)
-        self._install(plan)
         log.info("initialized transactional id", transactional_id=transactional_id,
                  producer_id=plan.producer_id, epoch=plan.producer_epoch)
         return ErrorCode.none, plan.producer_id, plan.producer_epoch
 
     # ------------------------------------------------------------------ AddPartitions/Offsets
-    async def add_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
-                             partitions: Iterable[tuple[str, int]]) -> ErrorCode:
+    def add_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                       partitions: Iterable[tuple[str, int]]) -> DurableOp[ErrorCode]:
         if not transactional_id:
             return ErrorCode.invalid_request
         parts = frozenset(partitions)
@@ -320,20 +282,13 @@ class TransactionCoordinator:
         if err is not None:
             return err
         new = meta.prepare_add_partitions(parts, self._now())
-        self._pending[transactional_id] = new.state
-        try:
-            err = await self._persist(new)
-        finally:
-            self._pending.pop(transactional_id, None)
-        if err == ErrorCode.none:
-            self._install(new)
-        return err
+        return (yield from self._persist_and_install(new))
 
-    async def add_offsets(self, transactional_id: str, producer_id: int, producer_epoch: int,
-                          group_id: str) -> ErrorCode:
+    def add_offsets(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                    group_id: str) -> DurableOp[ErrorCode]:
         partition = (OFFSETS_TOPIC, self.offsets_partition(group_id))
-        return await self.add_partitions(transactional_id, producer_id, producer_epoch,
-                                         [partition])
+        return (yield from self.add_partitions(transactional_id, producer_id, producer_epoch,
+                                               [partition]))
 
     def check_txn_offset_commit(self, transactional_id: str, producer_id: int,
                                 producer_epoch: int, group_id: str,
@@ -354,26 +309,21 @@ class TransactionCoordinator:
         return err
 
     # ------------------------------------------------------------------ EndTxn
-    async def end_txn(self, transactional_id: str, producer_id: int, producer_epoch: int,
-                      commit: bool) -> ErrorCode:
-        return await self._end_transaction(transactional_id, producer_id, producer_epoch,
-                                           commit, from_client=True)
+    def end_txn(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                commit: bool) -> DurableOp[ErrorCode]:
+        return (yield from self._end_transaction(transactional_id, producer_id, producer_epoch,
+                                                 commit, from_client=True))
 
-    async def _end_transaction(self, transactional_id: str, producer_id: int,
-                               producer_epoch: int, commit: bool, *, from_client: bool,
-                               fence: bool = False) -> ErrorCode:
+    def _end_transaction(self, transactional_id: str, producer_id: int,
+                         producer_epoch: int, commit: bool, *, from_client: bool,
+                         fence: bool = False) -> DurableOp[ErrorCode]:
         if not transactional_id:
             return ErrorCode.invalid_request
         meta = self.txns.get(transactional_id)
         if meta is None or meta.state == TxnState.DEAD:
             return ErrorCode.invalid_producer_id_mapping
         if transactional_id in self._pending:
-            if meta.producer_id != producer_id:
-                return ErrorCode.invalid_producer_id_mapping
-            if producer_epoch < meta.producer_epoch or (
-                    from_client and producer_epoch != meta.producer_epoch):
-                return ErrorCode.producer_fenced
-            return ErrorCode.concurrent_transactions
+            return _end_txn_while_pending(meta, producer_id, producer_epoch, from_client)
         err = meta.end_txn_check(producer_id, producer_epoch, commit, from_client)
         if err is not None:
             if err != ErrorCode.none:
@@ -388,7 +338,7 @@ class TransactionCoordinator:
         prepared = meta.prepare_abort_or_commit(commit, self._now())
         self._pending[transactional_id] = prepared.state
         try:
-            err = await self._persist(prepared)
+            err = yield from self._persist(prepared)
             if err != ErrorCode.none:
                 if fence:
                     meta.has_failed_epoch_fence = True
@@ -401,10 +351,10 @@ class TransactionCoordinator:
         # The outcome is decided and durable from here on: if completing fails now, the
         # background duty (and the next startup) finishes it; the client is told NONE, as Kafka
         # tells it once PrepareX is written.
-        await self._complete(transactional_id)
+        yield from self._complete(transactional_id)
         return ErrorCode.none
 
-    async def _complete(self, transactional_id: str) -> ErrorCode:
+    def _complete(self, transactional_id: str) -> DurableOp[ErrorCode]:
         """Markers, group offsets and CompleteX for a transaction in PrepareX."""
         meta = self.txns.get(transactional_id)
         if meta is None or not meta.state.is_prepare or transactional_id in self._pending:
@@ -414,10 +364,8 @@ class TransactionCoordinator:
                                            else TxnState.COMPLETE_ABORT)
         try:
             try:
-                await self._write_markers(meta, commit)
-                groups = self.broker.groups
-                if groups is not None and hasattr(groups, "complete_txn"):
-                    await _maybe_await(groups.complete_txn(meta.producer_id, commit))
+                yield from self._write_markers(meta, commit)
+                self.groups.complete_txn(meta.producer_id, commit)
             except Exception as exc:  # noqa: BLE001 - retried by the duty and at startup
                 log.error("could not complete transaction; will retry",
                           transactional_id=transactional_id, commit=commit, error=repr(exc))
@@ -429,7 +377,7 @@ class TransactionCoordinator:
             # and if a power loss drops it, PrepareX (durable) is replayed and the markers
             # written again. Any later fsync of this partition (the next AddPartitions of the
             # same id included) covers it, so newer state never overtakes it on disk.
-            err = await self._persist(completed, wait_fsync=False)
+            err = yield from self._persist(completed, wait_fsync=False)
             if err == ErrorCode.none:
                 self._install(completed)
                 log.info("transaction completed", transactional_id=transactional_id,
@@ -440,14 +388,14 @@ class TransactionCoordinator:
         finally:
             self._pending.pop(transactional_id, None)
 
-    async def _write_markers(self, meta: TransactionMetadata, commit: bool) -> None:
+    def _write_markers(self, meta: TransactionMetadata, commit: bool) -> DurableOp[None]:
         """Append every partition's marker (page cache, no waiting), then one fsync round for
         all of them: the markers must be durable before CompleteX can be written."""
         coordinator_epoch = self.store.coordinator_epoch(self._partition(meta.transactional_id))
         written = []
         first = True
         for topic, partition in sorted(meta.partitions):
-            plog = self._get_log(topic, partition)
+            plog = self.logs.get_log(topic, partition)
             if plog is None:
                 log.warning("transaction marker skipped: partition does not exist",
                             transactional_id=meta.transactional_id, topic=topic,
@@ -468,10 +416,10 @@ class TransactionCoordinator:
             if first:
                 first = False
                 self._fault("crash-after-first-marker", meta.transactional_id)
-        await self.durability.sync(written)
+        yield MakeDurable(tuple(written))
 
     # ------------------------------------------------------------------ background duties
-    async def _abort_timed_out(self, transactional_id: str) -> None:
+    def _abort_timed_out(self, transactional_id: str) -> DurableOp[None]:
         meta = self.txns.get(transactional_id)
         if meta is None or transactional_id in self._pending or not meta.timed_out(self._now()):
             return
@@ -484,13 +432,13 @@ class TransactionCoordinator:
         log.info("aborting timed-out transaction", transactional_id=transactional_id,
                  producer_id=meta.producer_id, epoch=meta.producer_epoch,
                  fence_epoch=fence_epoch, timeout_ms=meta.timeout_ms)
-        err = await self._end_transaction(transactional_id, meta.producer_id, fence_epoch,
-                                          commit=False, from_client=False, fence=True)
+        err = yield from self._end_transaction(transactional_id, meta.producer_id, fence_epoch,
+                                               commit=False, from_client=False, fence=True)
         if err != ErrorCode.none:
             log.warning("timed-out transaction not aborted", transactional_id=transactional_id,
                         error=err.name)
 
-    async def abort_timed_out_transactions(self) -> None:
+    def abort_timed_out_transactions(self) -> DurableOp[None]:
         """Abort (with an epoch bump) transactions Ongoing longer than their timeout, and finish
         any PrepareX whose completion failed earlier."""
         now = self._now()
@@ -498,11 +446,11 @@ class TransactionCoordinator:
             if txn_id in self._pending:
                 continue
             if meta.state.is_prepare:
-                await self._complete(txn_id)
+                yield from self._complete(txn_id)
             elif meta.timed_out(now):
-                await self._abort_timed_out(txn_id)
+                yield from self._abort_timed_out(txn_id)
 
-    async def remove_expired_transactional_ids(self) -> None:
+    def remove_expired_transactional_ids(self) -> DurableOp[None]:
         """Expire ids idle longer than transactional.id.expiration.ms: Dead, tombstone, gone."""
         now = self._now()
         for txn_id, meta in list(self.txns.items()):
@@ -511,7 +459,7 @@ class TransactionCoordinator:
             dead = meta.prepare_dead()
             self._pending[txn_id] = TxnState.DEAD
             try:
-                if await self._persist(dead, tombstone=True) == ErrorCode.none:
+                if (yield from self._persist(dead, tombstone=True)) == ErrorCode.none:
                     self._remove(txn_id)
                     log.info("transactional id expired", transactional_id=txn_id,
                              producer_id=meta.producer_id)
@@ -597,6 +545,28 @@ class TransactionCoordinator:
 
     def state_of(self, transactional_id: str) -> TransactionMetadata | None:
         return self.txns.get(transactional_id)
+
+
+def _claimed_producer(producer_id: int, producer_epoch: int) -> tuple[int, int] | None | ErrorCode:
+    """The producer id and epoch an InitProducerId claims to have (KIP-360), None for a new
+    producer; INVALID_REQUEST when only one of them is given."""
+    if producer_id == NO_PRODUCER_ID and producer_epoch == NO_PRODUCER_EPOCH:
+        return None
+    if producer_id == NO_PRODUCER_ID or producer_epoch == NO_PRODUCER_EPOCH:
+        return ErrorCode.invalid_request
+    return producer_id, producer_epoch
+
+
+def _end_txn_while_pending(meta: TransactionMetadata, producer_id: int, producer_epoch: int,
+                           from_client: bool) -> ErrorCode:
+    """EndTxn for an id with an operation in progress: fenced or another producer's answer
+    first, else CONCURRENT_TRANSACTIONS (retriable)."""
+    if meta.producer_id != producer_id:
+        return ErrorCode.invalid_producer_id_mapping
+    if producer_epoch < meta.producer_epoch or (
+            from_client and producer_epoch != meta.producer_epoch):
+        return ErrorCode.producer_fenced
+    return ErrorCode.concurrent_transactions
 
 
 __all__ += ["TXN_TOPIC"]

@@ -28,9 +28,10 @@ from __future__ import annotations
 
 import dataclasses
 import struct
+from collections.abc import Iterable
 from enum import IntEnum
-from typing import Iterable
 
+from coordinator.record_reader import RecordReader
 from protocol.errors import ErrorCode
 from protocol.varint import write_uvarint as _uvarint
 
@@ -151,7 +152,7 @@ class TransactionMetadata:
         return out
 
     # ------------------------------------------------------------------ transitions
-    def _to(self, state: TxnState, **changes) -> "TransactionMetadata":
+    def _to(self, state: TxnState, **changes) -> TransactionMetadata:
         if self.state not in VALID_PREVIOUS[state]:
             raise IllegalTransition(
                 f"transactional id {self.transactional_id}: illegal transition "
@@ -160,7 +161,7 @@ class TransactionMetadata:
         return dataclasses.replace(self, state=state, **changes)
 
     def prepare_increment_epoch(self, timeout_ms: int, expected_epoch: int | None,
-                                now_ms: int) -> "TransactionMetadata | ErrorCode":
+                                now_ms: int) -> TransactionMetadata | ErrorCode:
         """InitProducerId on Empty/CompleteX: bump the epoch (or recognise a retry)."""
         if self.epoch_exhausted:
             raise IllegalTransition(f"cannot bump exhausted epoch of producer {self.producer_id}")
@@ -179,7 +180,7 @@ class TransactionMetadata:
                         partitions=frozenset(), txn_start_ms=-1, last_update_ms=now_ms)
 
     def prepare_producer_id_rotation(self, new_producer_id: int, timeout_ms: int, now_ms: int,
-                                     record_last_epoch: bool) -> "TransactionMetadata":
+                                     record_last_epoch: bool) -> TransactionMetadata:
         """InitProducerId with an exhausted epoch: a new producer id at epoch 0."""
         return self._to(TxnState.EMPTY, producer_id=new_producer_id, producer_epoch=0,
                         last_producer_id=self.producer_id,
@@ -196,17 +197,17 @@ class TransactionMetadata:
         return self.producer_epoch if self.has_failed_epoch_fence else self.producer_epoch + 1
 
     def prepare_add_partitions(self, added: Iterable[tuple[str, int]],
-                               now_ms: int) -> "TransactionMetadata":
+                               now_ms: int) -> TransactionMetadata:
         start = now_ms if self.state in (TxnState.EMPTY, TxnState.COMPLETE_COMMIT,
                                          TxnState.COMPLETE_ABORT) else self.txn_start_ms
         return self._to(TxnState.ONGOING, partitions=self.partitions | frozenset(added),
                         txn_start_ms=start, last_update_ms=now_ms)
 
-    def prepare_abort_or_commit(self, commit: bool, now_ms: int) -> "TransactionMetadata":
+    def prepare_abort_or_commit(self, commit: bool, now_ms: int) -> TransactionMetadata:
         state = TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT
         return self._to(state, last_update_ms=now_ms)
 
-    def prepare_complete(self, now_ms: int) -> "TransactionMetadata":
+    def prepare_complete(self, now_ms: int) -> TransactionMetadata:
         if self.state == TxnState.PREPARE_COMMIT:
             state = TxnState.COMPLETE_COMMIT
         elif self.state == TxnState.PREPARE_ABORT:
@@ -215,7 +216,7 @@ class TransactionMetadata:
             raise IllegalTransition(f"{self.transactional_id}: complete from {self.state.display}")
         return self._to(state, partitions=frozenset(), last_update_ms=now_ms)
 
-    def prepare_dead(self) -> "TransactionMetadata":
+    def prepare_dead(self) -> TransactionMetadata:
         return self._to(TxnState.DEAD, partitions=frozenset())
 
     # ------------------------------------------------------------------ decisions (Kafka rules)
@@ -243,16 +244,24 @@ class TransactionMetadata:
             return ErrorCode.invalid_txn_state
         raise IllegalTransition(f"{self.transactional_id}: EndTxn in state {st.display}")
 
+    def _producer_error(self, producer_id: int, producer_epoch: int,
+                        stale_epoch: ErrorCode) -> ErrorCode | None:
+        """Another producer id, another epoch (`stale_epoch`), or a completion in progress."""
+        if self.producer_id != producer_id:
+            return ErrorCode.invalid_producer_id_mapping
+        if self.producer_epoch != producer_epoch:
+            return stale_epoch
+        if self.state.is_prepare:
+            return ErrorCode.concurrent_transactions
+        return None
+
     def add_partitions_check(self, producer_id: int, producer_epoch: int,
                              partitions: Iterable[tuple[str, int]]) -> ErrorCode | None:
         """Errors AddPartitionsToTxn answers without a state change (NONE: already added);
         None when the partitions must be added."""
-        if self.producer_id != producer_id:
-            return ErrorCode.invalid_producer_id_mapping
-        if self.producer_epoch != producer_epoch:
-            return ErrorCode.producer_fenced
-        if self.state.is_prepare:
-            return ErrorCode.concurrent_transactions
+        error = self._producer_error(producer_id, producer_epoch, ErrorCode.producer_fenced)
+        if error is not None:
+            return error
         if self.state == TxnState.DEAD:
             return ErrorCode.invalid_producer_id_mapping
         if self.state == TxnState.ONGOING and frozenset(partitions) <= self.partitions:
@@ -264,12 +273,9 @@ class TransactionMetadata:
         """Kafka's handleVerifyPartitionsInTransaction for one partition, with the translation
         the partition leader applies (PRODUCER_FENCED -> INVALID_PRODUCER_EPOCH); a partition not
         in the transaction gives TRANSACTION_ABORTABLE, which callers map by request version."""
-        if self.producer_id != producer_id:
-            return ErrorCode.invalid_producer_id_mapping
-        if self.producer_epoch != producer_epoch:
-            return ErrorCode.invalid_producer_epoch
-        if self.state.is_prepare:
-            return ErrorCode.concurrent_transactions
+        error = self._producer_error(producer_id, producer_epoch, ErrorCode.invalid_producer_epoch)
+        if error is not None:
+            return error
         if self.state != TxnState.ONGOING or partition not in self.partitions:
             return ErrorCode.transaction_abortable
         return ErrorCode.none
@@ -281,7 +287,7 @@ def is_epoch_exhausted(epoch: int) -> bool:
 
 def plan_init_producer_id(meta: TransactionMetadata, timeout_ms: int,
                           expected: tuple[int, int] | None, now_ms: int,
-                          allocate_producer_id) -> "TransactionMetadata | ErrorCode":
+                          allocate_producer_id) -> TransactionMetadata | ErrorCode:
     """Kafka's prepareInitProducerIdTransit for an existing (or just created) metadata.
 
     Returns the metadata to persist (state Empty), the marker `TxnState.PREPARE_EPOCH_FENCE`
@@ -334,38 +340,14 @@ def decode_key(data: bytes) -> str:
 
 def encode_value(meta: TransactionMetadata) -> bytes:
     """TransactionLogValue; v0 unless a tagged field carries information."""
-    tags: list[tuple[int, bytes]] = []
-    if meta.last_producer_id not in (NO_PRODUCER_ID, meta.producer_id):
-        tags.append((0, _I64.pack(meta.last_producer_id)))
-    if meta.next_producer_id != NO_PRODUCER_ID:
-        tags.append((1, _I64.pack(meta.next_producer_id)))
-    if meta.last_producer_epoch != NO_PRODUCER_EPOCH:
-        tags.append((LAST_PRODUCER_EPOCH_TAG, _I16.pack(meta.last_producer_epoch)))
+    tags = _value_tags(meta)
     flexible = bool(tags)
     out = bytearray(_I16.pack(1 if flexible else 0))
     out += _I64.pack(meta.producer_id)
     out += _I16.pack(meta.producer_epoch)
     out += _I32.pack(meta.timeout_ms)
     out.append(int(meta.state) & 0xFF)
-    topics = meta.topics()
-    if meta.state == TxnState.EMPTY and not topics:
-        topics_list = None  # Kafka writes a null array for Empty
-    else:
-        topics_list = list(topics.items())
-    if topics_list is None:
-        out += _uvarint(0) if flexible else _I32.pack(-1)
-    else:
-        out += _uvarint(len(topics_list) + 1) if flexible else _I32.pack(len(topics_list))
-        for topic, parts in topics_list:
-            raw = topic.encode()
-            if flexible:
-                out += _uvarint(len(raw) + 1) + raw + _uvarint(len(parts) + 1)
-            else:
-                out += _I16.pack(len(raw)) + raw + _I32.pack(len(parts))
-            for p in parts:
-                out += _I32.pack(p)
-            if flexible:
-                out += _uvarint(0)  # no tagged fields in PartitionsSchema
+    _encode_partitions(out, meta, flexible)
     out += _I64.pack(meta.last_update_ms)
     out += _I64.pack(meta.txn_start_ms)
     if flexible:
@@ -375,84 +357,62 @@ def encode_value(meta: TransactionMetadata) -> bytes:
     return bytes(out)
 
 
-class _Reader:
-    __slots__ = ("buf", "pos")
+def _value_tags(meta: TransactionMetadata) -> list[tuple[int, bytes]]:
+    """The tagged fields worth writing (each makes the value v1)."""
+    tags: list[tuple[int, bytes]] = []
+    if meta.last_producer_id not in (NO_PRODUCER_ID, meta.producer_id):
+        tags.append((0, _I64.pack(meta.last_producer_id)))
+    if meta.next_producer_id != NO_PRODUCER_ID:
+        tags.append((1, _I64.pack(meta.next_producer_id)))
+    if meta.last_producer_epoch != NO_PRODUCER_EPOCH:
+        tags.append((LAST_PRODUCER_EPOCH_TAG, _I16.pack(meta.last_producer_epoch)))
+    return tags
 
-    def __init__(self, buf: bytes) -> None:
-        self.buf = memoryview(buf)
-        self.pos = 0
 
-    def take(self, n: int) -> memoryview:
-        if n < 0 or self.pos + n > len(self.buf):
-            raise ValueError("truncated TransactionLogValue")
-        v = self.buf[self.pos:self.pos + n]
-        self.pos += n
-        return v
-
-    def i8(self) -> int:
-        return struct.unpack(">b", self.take(1))[0]
-
-    def i16(self) -> int:
-        return _I16.unpack(self.take(2))[0]
-
-    def i32(self) -> int:
-        return _I32.unpack(self.take(4))[0]
-
-    def i64(self) -> int:
-        return _I64.unpack(self.take(8))[0]
-
-    def uvarint(self) -> int:
-        shift = value = 0
-        while True:
-            b = self.take(1)[0]
-            value |= (b & 0x7F) << shift
-            if not b & 0x80:
-                return value
-            shift += 7
-            if shift > 63:
-                raise ValueError("varint too long")
+def _encode_partitions(out: bytearray, meta: TransactionMetadata, flexible: bool) -> None:
+    topics = meta.topics()
+    if meta.state == TxnState.EMPTY and not topics:
+        out += _uvarint(0) if flexible else _I32.pack(-1)  # Kafka writes a null array for Empty
+        return
+    out += _uvarint(len(topics) + 1) if flexible else _I32.pack(len(topics))
+    for topic, parts in topics.items():
+        raw = topic.encode()
+        if flexible:
+            out += _uvarint(len(raw) + 1) + raw + _uvarint(len(parts) + 1)
+        else:
+            out += _I16.pack(len(raw)) + raw + _I32.pack(len(parts))
+        for p in parts:
+            out += _I32.pack(p)
+        if flexible:
+            out += _uvarint(0)  # no tagged fields in PartitionsSchema
 
 
 def decode_value(transactional_id: str, data: bytes) -> TransactionMetadata:
-    r = _Reader(data)
+    r = RecordReader(data)
     version = r.i16()
     if version not in (0, 1):
         raise ValueError(f"unknown TransactionLogValue version {version}")
-    flexible = version >= 1
+    r.flexible = version >= 1
     producer_id = r.i64()
     epoch = r.i16()
     timeout_ms = r.i32()
     status = r.i8()
     state = TxnState(status)
     partitions: set[tuple[str, int]] = set()
-    n = (r.uvarint() - 1) if flexible else r.i32()
-    for _ in range(max(n, 0)):
-        if flexible:
-            topic = bytes(r.take(r.uvarint() - 1)).decode()
-            count = r.uvarint() - 1
-        else:
-            topic = bytes(r.take(r.i16())).decode()
-            count = r.i32()
-        for _ in range(count):
+    for _ in range(r.array_len()):
+        topic = r.string()
+        if topic is None:
+            raise ValueError("TransactionLogValue without a topic name")
+        for _ in range(r.array_len()):
             partitions.add((topic, r.i32()))
-        if flexible:
-            for _ in range(r.uvarint()):
-                r.uvarint()
-                r.take(r.uvarint())
+        r.tagged_fields()
     last_update = r.i64()
     start = r.i64()
-    last_pid = next_pid = NO_PRODUCER_ID
-    last_epoch = NO_PRODUCER_EPOCH
-    if flexible:
-        for _ in range(r.uvarint()):
-            tag = r.uvarint()
-            payload = bytes(r.take(r.uvarint()))
-            if tag == 0:
-                last_pid, = _I64.unpack(payload)
-            elif tag == 1:
-                next_pid, = _I64.unpack(payload)
-            elif tag == LAST_PRODUCER_EPOCH_TAG:
-                last_epoch, = _I16.unpack(payload)
+    tags = r.tagged_fields()
+    last_pid = _I64.unpack(tags[0])[0] if 0 in tags else NO_PRODUCER_ID
+    next_pid = _I64.unpack(tags[1])[0] if 1 in tags else NO_PRODUCER_ID
+    last_epoch = (_I16.unpack(tags[LAST_PRODUCER_EPOCH_TAG])[0]
+                  if LAST_PRODUCER_EPOCH_TAG in tags else NO_PRODUCER_EPOCH)
     return TransactionMetadata(
         transactional_id=transactional_id, producer_id=producer_id, producer_epoch=epoch,
         timeout_ms=timeout_ms, state=state, partitions=frozenset(partitions),

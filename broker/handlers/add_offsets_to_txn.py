@@ -2,7 +2,9 @@
 transaction, so TxnOffsetCommit may stage offsets there and EndTxn writes a marker to it.
 PRODUCER_FENCED becomes INVALID_PRODUCER_EPOCH below v2."""
 
-from broker.security.acls import Operation as Op, ResourceType as Res
+from broker.security.acls import Operation as Op
+from broker.security.acls import ResourceType as Res
+from broker.txn_answers import answer_when_durable
 from protocol.errors import ErrorCode
 
 API_KEY = 25
@@ -10,17 +12,11 @@ MIN_VERSION, MAX_VERSION = 0, 4
 
 
 async def handle(ctx, req):
-    txns = ctx.broker.txns
     # authorization (Kafka: WRITE on the transactional id, then READ on the group)
     if not ctx.allowed(Op.WRITE, Res.TRANSACTIONAL_ID, req.transactional_id):
         return ctx.response(throttle_time_ms=0, error_code=ErrorCode.transactional_id_authorization_failed)
     if not ctx.allowed(Op.READ, Res.GROUP, req.group_id):
         return ctx.response(throttle_time_ms=0, error_code=ErrorCode.group_authorization_failed)
-    if txns is None:
-        error = ErrorCode.coordinator_not_available
-    else:
-        error = await txns.add_offsets(req.transactional_id, req.producer_id, req.producer_epoch,
-                                       req.group_id)
-    if error == ErrorCode.producer_fenced and ctx.api_version < 2:
-        error = ErrorCode.invalid_producer_epoch
-    return ctx.response(throttle_time_ms=0, error_code=error)
+    add = ctx.broker.txns.add_offsets(req.transactional_id, req.producer_id, req.producer_epoch,
+                                      req.group_id)
+    return await answer_when_durable(ctx, add, fenced_since=2)

@@ -4,7 +4,9 @@ As Kafka: if any partition is unknown, nothing is added; unknown ones get
 UNKNOWN_TOPIC_OR_PARTITION and the others OPERATION_NOT_ATTEMPTED. Otherwise the coordinator's
 single answer goes to every partition (PRODUCER_FENCED becomes INVALID_PRODUCER_EPOCH below v2)."""
 
-from broker.security.acls import Operation as Op, ResourceType as Res
+from broker.security.acls import Operation as Op
+from broker.security.acls import ResourceType as Res
+from broker.txn_answers import client_error
 from protocol.errors import ErrorCode
 
 API_KEY = 24
@@ -42,14 +44,10 @@ async def handle(ctx, req):
         results = _results(topics, lambda t, p: ErrorCode.unknown_topic_or_partition
                            if (t, p) in unknown else ErrorCode.operation_not_attempted)
     else:
-        if broker.txns is None:
-            error = ErrorCode.coordinator_not_available
-        else:
-            error = await broker.txns.add_partitions(
-                req.v3_and_below_transactional_id, req.v3_and_below_producer_id,
-                req.v3_and_below_producer_epoch,
-                [(t.name, p) for t in topics for p in t.partitions])
-        if error == ErrorCode.producer_fenced and ctx.api_version < 2:
-            error = ErrorCode.invalid_producer_epoch
+        error = await broker.run_durably(broker.txns.add_partitions(
+            req.v3_and_below_transactional_id, req.v3_and_below_producer_id,
+            req.v3_and_below_producer_epoch,
+            [(t.name, p) for t in topics for p in t.partitions]))
+        error = client_error(error, ctx.api_version, fenced_since=2)
         results = _results(topics, lambda t, p: error)
     return ctx.response(throttle_time_ms=0, results_by_topic_v3_and_below=results)

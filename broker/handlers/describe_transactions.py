@@ -4,13 +4,14 @@ TRANSACTIONAL_ID_NOT_FOUND for unknown (or expiring) ids."""
 
 import datetime
 
-from broker.security.acls import Operation as Op, ResourceType as Res
+from broker.security.acls import Operation as Op
+from broker.security.acls import ResourceType as Res
 from protocol.errors import ErrorCode
 
 API_KEY = 65
 MIN_VERSION, MAX_VERSION = 0, 0
 
-_UTC = datetime.timezone.utc
+_UTC = datetime.UTC
 
 
 def _timestamp(ms: int) -> datetime.datetime:
@@ -27,11 +28,6 @@ async def handle(ctx, req):
             entry = dict(transactional_id=txn_id, transaction_state="", transaction_timeout_ms=0,
                          transaction_start_time_ms=-1, producer_id=-1, producer_epoch=-1, topics=[],
                          error_code=ErrorCode.transactional_id_authorization_failed)
-        elif txns is None:
-            entry = dict(transactional_id=txn_id, transaction_state="",
-                         transaction_timeout_ms=0, transaction_start_time_ms=-1,
-                         producer_id=-1, producer_epoch=-1, topics=[],
-                         error_code=ErrorCode.coordinator_not_available)
         else:
             entry = txns.describe_transaction(txn_id)
         entry["transaction_start_time"] = _timestamp(entry.pop("transaction_start_time_ms"))

@@ -4,7 +4,9 @@ CompleteCommit/CompleteAbort state is durable. A retry after completion with the
 gets NONE, the opposite outcome INVALID_TXN_STATE; PRODUCER_FENCED becomes
 INVALID_PRODUCER_EPOCH below v2."""
 
-from broker.security.acls import Operation as Op, ResourceType as Res
+from broker.security.acls import Operation as Op
+from broker.security.acls import ResourceType as Res
+from broker.txn_answers import answer_when_durable
 from protocol.errors import ErrorCode
 
 API_KEY = 26
@@ -12,15 +14,9 @@ MIN_VERSION, MAX_VERSION = 0, 4
 
 
 async def handle(ctx, req):
-    txns = ctx.broker.txns
     # authorization (Kafka: WRITE on the transactional id)
     if not ctx.allowed(Op.WRITE, Res.TRANSACTIONAL_ID, req.transactional_id):
         return ctx.response(throttle_time_ms=0, error_code=ErrorCode.transactional_id_authorization_failed)
-    if txns is None:
-        error = ErrorCode.coordinator_not_available
-    else:
-        error = await txns.end_txn(req.transactional_id, req.producer_id, req.producer_epoch,
-                                   bool(req.committed))
-    if error == ErrorCode.producer_fenced and ctx.api_version < 2:
-        error = ErrorCode.invalid_producer_epoch
-    return ctx.response(throttle_time_ms=0, error_code=error)
+    end = ctx.broker.txns.end_txn(req.transactional_id, req.producer_id, req.producer_epoch,
+                                  bool(req.committed))
+    return await answer_when_durable(ctx, end, fenced_since=2)

@@ -2,7 +2,8 @@
 transactional id (key type 1). Share groups (key type 2) and anything else: INVALID_REQUEST.
 v4+ batches the keys (coordinator_keys) and answers one entry per key."""
 
-from broker.security.acls import Operation as Op, ResourceType as Res
+from broker.security.acls import Operation as Op
+from broker.security.acls import ResourceType as Res
 from protocol.errors import ErrorCode
 
 API_KEY = 10
@@ -23,9 +24,6 @@ def _entry(ctx, key: str, key_type: int) -> dict:
     if key_type == _TRANSACTION and not ctx.allowed(Op.DESCRIBE, Res.TRANSACTIONAL_ID, key):
         return dict(key=key, node_id=-1, host="", port=-1,
                     error_code=ErrorCode.transactional_id_authorization_failed, error_message=None)
-    if key_type == _GROUP and broker.groups is None:
-        return dict(key=key, node_id=-1, host="", port=-1,
-                    error_code=ErrorCode.coordinator_not_available, error_message=None)
     return dict(key=key, node_id=broker.node_id, host=ctx.advertised[0], port=ctx.advertised[1],
                 error_code=ErrorCode.none, error_message=None)
 

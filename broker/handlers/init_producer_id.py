@@ -4,7 +4,10 @@ producer id/epoch fields from v3, INVALID_TRANSACTION_TIMEOUT, CONCURRENT_TRANSA
 previous instance's transaction is being aborted). PRODUCER_FENCED exists from v4; older versions
 get INVALID_PRODUCER_EPOCH, as Kafka answers them."""
 
-from broker.security.acls import CLUSTER_NAME, Operation as Op, ResourceType as Res
+from broker.security.acls import CLUSTER_NAME
+from broker.security.acls import Operation as Op
+from broker.security.acls import ResourceType as Res
+from broker.txn_answers import client_error
 from protocol.codec import millis
 from protocol.errors import ErrorCode
 
@@ -21,19 +24,14 @@ async def handle(ctx, req):
     # cluster or WRITE on some topic)
     if req.transactional_id is not None:
         if not ctx.allowed(Op.WRITE, Res.TRANSACTIONAL_ID, req.transactional_id):
-            return ctx.response(throttle_time_ms=0, error_code=ErrorCode.transactional_id_authorization_failed,
+            return ctx.response(throttle_time_ms=0,
+                                error_code=ErrorCode.transactional_id_authorization_failed,
                                 producer_id=-1, producer_epoch=-1)
-    elif not (ctx.allowed(Op.IDEMPOTENT_WRITE, Res.CLUSTER, CLUSTER_NAME) or ctx.allowed_any(Op.WRITE, Res.TOPIC)):
+    elif not (ctx.allowed(Op.IDEMPOTENT_WRITE, Res.CLUSTER, CLUSTER_NAME)
+              or ctx.allowed_any(Op.WRITE, Res.TOPIC)):
         return ctx.response(throttle_time_ms=0, error_code=ErrorCode.cluster_authorization_failed,
                             producer_id=-1, producer_epoch=-1)
-    if broker.txns is not None:
-        error, pid, epoch = await broker.txns.init_producer_id(
-            req.transactional_id, timeout_ms, pid, epoch)
-    elif req.transactional_id is None:
-        error, pid, epoch = ErrorCode.none, broker.producer_ids.allocate(), 0
-    else:
-        error, pid, epoch = ErrorCode.coordinator_not_available, -1, -1
-    if error == ErrorCode.producer_fenced and ctx.api_version < 4:
-        error = ErrorCode.invalid_producer_epoch
-    return ctx.response(throttle_time_ms=0, error_code=error, producer_id=pid,
-                        producer_epoch=epoch)
+    error, pid, epoch = await broker.run_durably(broker.txns.init_producer_id(
+        req.transactional_id, timeout_ms, pid, epoch))
+    return ctx.response(throttle_time_ms=0, producer_id=pid, producer_epoch=epoch,
+                        error_code=client_error(error, ctx.api_version, fenced_since=4))

@@ -2,7 +2,8 @@
 this coordinator knows (Dead ones excluded), filtered by state names, producer ids and (v1) by
 running longer than duration_filter ms. Unknown state names are echoed in unknown_state_filters."""
 
-from broker.security.acls import Operation as Op, ResourceType as Res
+from broker.security.acls import Operation as Op
+from broker.security.acls import ResourceType as Res
 from protocol.errors import ErrorCode
 
 API_KEY = 66
@@ -11,9 +12,6 @@ MIN_VERSION, MAX_VERSION = 0, 1
 
 async def handle(ctx, req):
     txns = ctx.broker.txns
-    if txns is None:
-        return ctx.response(throttle_time_ms=0, error_code=ErrorCode.coordinator_not_available,
-                            unknown_state_filters=[], transaction_states=[])
     unknown, states = txns.list_transactions(req.state_filters, req.producer_id_filters,
                                              getattr(req, "duration_filter", -1))
     # authorization (Kafka: only the transactional ids the principal may DESCRIBE)

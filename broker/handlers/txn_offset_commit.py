@@ -7,9 +7,8 @@ never added with AddOffsetsToTxn INVALID_TXN_STATE up to v3 / TRANSACTION_ABORTA
 then the group coordinator checks the KIP-447 generation/member fields (v3+) and appends the
 offsets, which stay pending until the transaction's marker."""
 
-import dataclasses
-
-from broker.security.acls import Operation as Op, ResourceType as Res
+from broker.security.acls import Operation as Op
+from broker.security.acls import ResourceType as Res
 from protocol.errors import ErrorCode
 
 API_KEY = 28
@@ -17,55 +16,55 @@ MIN_VERSION, MAX_VERSION = 0, 4
 
 
 async def handle(ctx, req):
-    broker = ctx.broker
     codes: dict[tuple[str, int], int] = {}
-    known_topics = []
-    # authorization (Kafka: WRITE on the transactional id, READ on the group, READ on each topic)
-    refused = None
-    if not ctx.allowed(Op.WRITE, Res.TRANSACTIONAL_ID, req.transactional_id):
-        refused = ErrorCode.transactional_id_authorization_failed
-    elif not ctx.allowed(Op.READ, Res.GROUP, req.group_id):
-        refused = ErrorCode.group_authorization_failed
-    for t in req.topics:
-        if refused is not None or not ctx.allowed(Op.READ, Res.TOPIC, t.name):
-            for p in t.partitions:
-                codes[(t.name, p.partition_index)] = refused or ErrorCode.topic_authorization_failed
-            continue
-        info = broker.logs.topics.get(t.name)
-        known = []
-        for p in t.partitions:
-            if info is None or not 0 <= p.partition_index < info.num_partitions:
-                codes[(t.name, p.partition_index)] = ErrorCode.unknown_topic_or_partition
-            else:
-                known.append(p)
-        if known:
-            known_topics.append(t if len(known) == len(t.partitions)
-                                else dataclasses.replace(t, partitions=tuple(known)))
-    if known_topics:
-        txns, groups = broker.txns, broker.groups
-        if txns is None or groups is None:
-            error = ErrorCode.coordinator_not_available
-        else:
-            error = txns.check_txn_offset_commit(req.transactional_id, req.producer_id,
-                                                 req.producer_epoch, req.group_id,
-                                                 ctx.api_version)
-        if error != ErrorCode.none:
-            for t in known_topics:
-                for p in t.partitions:
-                    codes[(t.name, p.partition_index)] = error
-        else:
-            v3 = ctx.api_version >= 3
-            result = groups.stage_txn_offsets(
-                req.producer_id, req.producer_epoch, req.group_id,
-                req.generation_id if v3 else -1, req.member_id if v3 else "",
-                req.group_instance_id if v3 else None, known_topics)
-            if hasattr(result, "__await__"):
-                result = await result
-            for t in known_topics:
-                for p in t.partitions:
-                    codes[(t.name, p.partition_index)] = (result.get(t.name) or {}).get(
-                        p.partition_index, ErrorCode.unknown_server_error)
+    wanted = _authorized_and_existing(ctx, req, codes)
+    if wanted:
+        codes.update(_stage(ctx, req, wanted))
     topics = [dict(name=t.name, partitions=[
         dict(partition_index=p.partition_index, error_code=codes[(t.name, p.partition_index)])
         for p in t.partitions]) for t in req.topics]
     return ctx.response(throttle_time_ms=0, topics=topics)
+
+
+def _refusal(ctx, req) -> ErrorCode | None:
+    # authorization (Kafka: WRITE on the transactional id, READ on the group, READ on each topic)
+    if not ctx.allowed(Op.WRITE, Res.TRANSACTIONAL_ID, req.transactional_id):
+        return ErrorCode.transactional_id_authorization_failed
+    if not ctx.allowed(Op.READ, Res.GROUP, req.group_id):
+        return ErrorCode.group_authorization_failed
+    return None
+
+
+def _authorized_and_existing(ctx, req, codes: dict[tuple[str, int], int]) -> list:
+    """(topic, partition entry) of the partitions that may be staged; the others get their
+    error in `codes`."""
+    refused = _refusal(ctx, req)
+    wanted = []
+    for t in req.topics:
+        error = refused
+        if error is None and not ctx.allowed(Op.READ, Res.TOPIC, t.name):
+            error = ErrorCode.topic_authorization_failed
+        info = ctx.broker.logs.topics.get(t.name)
+        for p in t.partitions:
+            if error is not None:
+                codes[(t.name, p.partition_index)] = error
+            elif info is None or not 0 <= p.partition_index < info.num_partitions:
+                codes[(t.name, p.partition_index)] = ErrorCode.unknown_topic_or_partition
+            else:
+                wanted.append((t.name, p))
+    return wanted
+
+
+def _stage(ctx, req, wanted: list) -> dict[tuple[str, int], int]:
+    broker = ctx.broker
+    error = broker.txns.check_txn_offset_commit(req.transactional_id, req.producer_id,
+                                                req.producer_epoch, req.group_id, ctx.api_version)
+    if error != ErrorCode.none:
+        return {(name, p.partition_index): error for name, p in wanted}
+    v3 = ctx.api_version >= 3
+    offsets = [(name, p.partition_index, p.committed_offset,
+                getattr(p, "committed_leader_epoch", -1), p.committed_metadata)
+               for name, p in wanted]
+    return broker.groups.stage_txn_offsets(
+        req.producer_id, req.producer_epoch, req.group_id, req.generation_id if v3 else -1,
+        req.member_id if v3 else "", req.group_instance_id if v3 else None, offsets)

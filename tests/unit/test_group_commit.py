@@ -1,4 +1,4 @@
-"""storage.group_commit over real partition logs, and the transaction coordinator on top of it:
+"""broker.group_commit over real partition logs, and the transaction coordinator on top of it:
 fsyncs run off the event loop, concurrent callers share fsync rounds, the recovery point moves
 only once the data is on disk, an fsync error reaches the callers, and a crash while a
 transaction's markers are being fsynced still ends in a completed transaction."""
@@ -8,14 +8,15 @@ from __future__ import annotations
 import asyncio
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from types import SimpleNamespace
 
 import pytest
 
+from broker.durable_ops import run_durably
+from broker.group_commit import GroupCommit
 from coordinator.transactions import TransactionCoordinator
+from coordinator.txn_log import LogTxnStore
 from coordinator.txn_state import TxnState
 from protocol.record_batch import CONTROL_COMMIT, build_batch, iter_batches, parse_control_record
-from storage.group_commit import GroupCommit
 from storage.log_manager import LogManager
 from storage.segment import LogSegment
 from tests.support.storage import crash
@@ -140,10 +141,19 @@ CONFIG = {
 }
 
 
-def coordinator(logs: LogManager, durability: GroupCommit) -> TransactionCoordinator:
-    broker = SimpleNamespace(config=CONFIG, logs=logs, groups=None, producer_ids=Ids(),
-                             durability=durability)
-    return TransactionCoordinator(broker)
+class NoGroups:
+    """`TxnOffsetsParticipant` of a broker whose transactions never touch offsets."""
+
+    def partition_for(self, group_id):
+        return 0
+
+    def complete_txn(self, producer_id, commit, partition=None):
+        pass
+
+
+def coordinator(logs: LogManager) -> TransactionCoordinator:
+    return TransactionCoordinator(CONFIG, store=LogTxnStore(logs, 1), logs=logs,
+                                  groups=NoGroups(), producer_ids=Ids())
 
 
 def markers(plog) -> list[tuple[int, bool]]:
@@ -177,19 +187,19 @@ def test_concurrent_end_txn_share_fsync_rounds(tmp_path):
     logs = open_logs(tmp_path)
     logs.create_topic("t", 4, {})
     gc = GroupCommit()
-    tc = coordinator(logs, gc)
+    tc = coordinator(logs)
     n = 24
 
     async def scenario():
-        await tc.load()
+        await run_durably(tc.load(), gc)
         ids = {}
         for i in range(n):
-            err, pid, epoch = await tc.init_producer_id(f"tx-{i}", 60000)
+            err, pid, epoch = await run_durably(tc.init_producer_id(f"tx-{i}", 60000), gc)
             assert err == 0
             ids[f"tx-{i}"] = (pid, epoch)
-            assert await tc.add_partitions(f"tx-{i}", pid, epoch, [("t", i % 4)]) == 0
+            assert await run_durably(tc.add_partitions(f"tx-{i}", pid, epoch, [("t", i % 4)]), gc) == 0
         rounds_before = gc.rounds
-        results = await asyncio.gather(*(tc.end_txn(t, pid, epoch, True)
+        results = await asyncio.gather(*(run_durably(tc.end_txn(t, pid, epoch, True), gc)
                                          for t, (pid, epoch) in ids.items()))
         assert results == [0] * n
         return gc.rounds - rounds_before
@@ -209,13 +219,13 @@ def test_crash_while_markers_are_fsynced_recovers_to_complete(tmp_path):
     # fsync rounds: 1 InitProducerId, 2 AddPartitions, 3 PrepareCommit, 4 the markers (held)
     executor = GatedExecutor(hold_from=4)
     gc = GroupCommit(executor)
-    tc = coordinator(logs, gc)
+    tc = coordinator(logs)
 
     async def commit_and_crash():
-        await tc.load()
-        err, pid, epoch = await tc.init_producer_id("tx", 60000)
-        assert await tc.add_partitions("tx", pid, epoch, [("t", 0), ("t", 1)]) == 0
-        task = asyncio.ensure_future(tc.end_txn("tx", pid, epoch, True))
+        await run_durably(tc.load(), gc)
+        err, pid, epoch = await run_durably(tc.init_producer_id("tx", 60000), gc)
+        assert await run_durably(tc.add_partitions("tx", pid, epoch, [("t", 0), ("t", 1)]), gc) == 0
+        task = asyncio.ensure_future(run_durably(tc.end_txn("tx", pid, epoch, True), gc))
         await until(lambda: executor.started == 4)
         assert tc.txns["tx"].state == TxnState.PREPARE_COMMIT
         assert len(markers(logs.get_log("t", 0))) == 1 and len(markers(logs.get_log("t", 1))) == 1
@@ -233,8 +243,8 @@ def test_crash_while_markers_are_fsynced_recovers_to_complete(tmp_path):
 
     logs2 = open_logs(tmp_path)
     gc2 = GroupCommit()
-    tc2 = coordinator(logs2, gc2)
-    asyncio.run(tc2.load())
+    tc2 = coordinator(logs2)
+    asyncio.run(run_durably(tc2.load(), gc2))
     assert tc2.txns["tx"].state == TxnState.COMPLETE_COMMIT
     for p in range(2):
         assert (pid, True) in markers(logs2.get_log("t", p))

@@ -21,12 +21,11 @@ from coordinator.group_records import (
     encode_offset_key,
     encode_offset_value,
 )
-from coordinator.group_store import MemoryOffsetsStore
-from coordinator.groups import GroupCoordinator
+from coordinator.group_store import LogOffsetsStore
 from coordinator.partitioning import java_string_hash, partition_for
 from protocol.errors import ErrorCode as E
 from storage.errors import KafkaStorageError
-
+from tests.unit.coordinator_fakes import MemoryOffsetsStore, group_coordinator
 
 
 class FakeScheduler:
@@ -111,7 +110,7 @@ def store():
 
 @pytest.fixture
 def gc(clock, store):
-    return GroupCoordinator(dict(CONFIG), scheduler=clock, store=store)
+    return group_coordinator(dict(CONFIG), scheduler=clock, store=store)
 
 
 def join(gc, group="g", member_id="", instance=None, protocols=PROTOS, session=1000,
@@ -206,7 +205,7 @@ def test_second_member_triggers_rebalance_and_only_leader_gets_members(gc, clock
 
 
 def test_initial_rebalance_delay_collects_members(clock, store):
-    gc = GroupCoordinator(dict(CONFIG, **{"group.initial.rebalance.delay.ms": 300}),
+    gc = group_coordinator(dict(CONFIG, **{"group.initial.rebalance.delay.ms": 300}),
                           scheduler=clock, store=store)
     a = join_new(gc, clock)
     clock.advance(200)
@@ -219,7 +218,7 @@ def test_initial_rebalance_delay_collects_members(clock, store):
 
 
 def test_initial_delay_is_bounded_by_rebalance_timeout(clock, store):
-    gc = GroupCoordinator(dict(CONFIG, **{"group.initial.rebalance.delay.ms": 300}),
+    gc = group_coordinator(dict(CONFIG, **{"group.initial.rebalance.delay.ms": 300}),
                           scheduler=clock, store=store)
     boxes = [join_new(gc, clock, rebalance=1000)]
     for _ in range(10):  # keep adding members every 250 ms
@@ -541,10 +540,9 @@ def test_list_and_describe(gc, clock):
 
 # --- transactional offsets ----------------------------------------------------------------------
 def test_txn_offsets_pending_until_commit(gc, store):
-    topics = [{"name": "t", "partitions": [{"partition_index": 0, "committed_offset": 10,
-                                            "committed_leader_epoch": 2, "committed_metadata": "m"}]}]
+    topics = [("t", 0, 10, 2, "m")]
     res = gc.stage_txn_offsets(1000, 0, "tx", -1, "", None, topics)
-    assert res == {"t": {0: E.none}}
+    assert res == {("t", 0): E.none}
     assert gc.fetch_offsets("tx", [("t", 0)])[1] == [("t", 0, -1, -1, "", E.none)]
     assert gc.fetch_offsets("tx", [("t", 0)], require_stable=True)[1][0][5] == E.unstable_offset_commit
     assert store.logs[0][-1].is_transactional and store.logs[0][-1].producer_id == 1000
@@ -555,8 +553,7 @@ def test_txn_offsets_pending_until_commit(gc, store):
 
 def test_txn_offsets_abort_drops_them(gc, store):
     gc.commit_offsets("tx", "", None, -1, [("t", 0, 3, -1, "")])
-    gc.stage_txn_offsets(7, 0, "tx", -1, "", None, [{"name": "t", "partitions": [
-        {"partition_index": 0, "committed_offset": 99, "committed_metadata": None}]}])
+    gc.stage_txn_offsets(7, 0, "tx", -1, "", None, [("t", 0, 99, -1, None)])
     store.append_marker(0, 7, False)
     gc.complete_txn(7, False)
     assert gc.fetch_offsets("tx", [("t", 0)], True)[1] == [("t", 0, 3, -1, "", E.none)]
@@ -564,22 +561,20 @@ def test_txn_offsets_abort_drops_them(gc, store):
 
 def test_txn_offsets_member_validation(gc, clock):
     gen, (a,) = form_group(gc, clock, 1)
-    topics = [{"name": "t", "partitions": [{"partition_index": 0, "committed_offset": 1,
-                                            "committed_metadata": ""}]}]
-    assert gc.stage_txn_offsets(1, 0, "g", gen + 1, a, None, topics) == {"t": {0: E.illegal_generation}}
-    assert gc.stage_txn_offsets(1, 0, "g", gen, "bogus", None, topics) == {"t": {0: E.unknown_member_id}}
-    assert gc.stage_txn_offsets(1, 0, "g", gen, a, None, topics) == {"t": {0: E.none}}
+    topics = [("t", 0, 1, -1, "")]
+    assert gc.stage_txn_offsets(1, 0, "g", gen + 1, a, None, topics) == {("t", 0): E.illegal_generation}
+    assert gc.stage_txn_offsets(1, 0, "g", gen, "bogus", None, topics) == {("t", 0): E.unknown_member_id}
+    assert gc.stage_txn_offsets(1, 0, "g", gen, a, None, topics) == {("t", 0): E.none}
     # pre-v3 style (no member info) is allowed even with members
-    assert gc.stage_txn_offsets(2, 0, "g", -1, "", None, topics) == {"t": {0: E.none}}
+    assert gc.stage_txn_offsets(2, 0, "g", -1, "", None, topics) == {("t", 0): E.none}
     ji = join(gc, group="s", instance="inst")
     clock.advance(0)
     assert gc.stage_txn_offsets(3, 0, "s", ji.value.generation_id, "other", "inst", topics) == {
-        "t": {0: E.fenced_instance_id}}
+        ("t", 0): E.fenced_instance_id}
 
 
 def test_txn_commit_older_than_plain_commit_does_not_win(gc, store):
-    gc.stage_txn_offsets(5, 0, "tx", -1, "", None, [{"name": "t", "partitions": [
-        {"partition_index": 0, "committed_offset": 10, "committed_metadata": ""}]}])
+    gc.stage_txn_offsets(5, 0, "tx", -1, "", None, [("t", 0, 10, -1, "")])
     gc.commit_offsets("tx", "", None, -1, [("t", 0, 20, -1, "")])
     store.append_marker(0, 5, True)
     gc.complete_txn(5, True)
@@ -595,21 +590,18 @@ def test_replay_rebuilds_offsets_groups_and_txn_state(gc, clock, store):
     gc.delete_groups(["gone"])
     gc.delete_offsets("s", [("t", 0)])
     gc.commit_offsets("s", "", None, -1, [("t", 2, 8, -1, "")])
-    tp = [{"name": "t", "partitions": [{"partition_index": 3, "committed_offset": 30,
-                                         "committed_metadata": ""}]}]
+    tp = [("t", 3, 30, -1, "")]
     gc.stage_txn_offsets(100, 0, "s", -1, "", None, tp)  # committed
-    gc.stage_txn_offsets(200, 0, "s", -1, "", None, [{"name": "t", "partitions": [
-        {"partition_index": 4, "committed_offset": 40, "committed_metadata": ""}]}])  # aborted
-    gc.stage_txn_offsets(300, 0, "s", -1, "", None, [{"name": "t", "partitions": [
-        {"partition_index": 5, "committed_offset": 50, "committed_metadata": ""}]}])  # undecided
+    gc.stage_txn_offsets(200, 0, "s", -1, "", None, [("t", 4, 40, -1, "")])  # aborted
+    gc.stage_txn_offsets(300, 0, "s", -1, "", None, [("t", 5, 50, -1, "")])  # undecided
     store.append_marker(0, 100, True)
     gc.complete_txn(100, True)
     store.append_marker(0, 200, False)
     gc.complete_txn(200, False)
 
     clock2 = FakeScheduler(clock.now)
-    gc2 = GroupCoordinator(dict(CONFIG), scheduler=clock2, store=store)
-    gc2.load_sync()
+    gc2 = group_coordinator(dict(CONFIG), scheduler=clock2, store=store)
+    gc2.load()
     assert "gone" not in gc2.groups
     assert gc2.fetch_offsets("g", None)[1] == [("t", 0, 11, 1, "x", E.none), ("t", 1, 12, -1, "", E.none)]
     assert gc2.fetch_offsets("s", None)[1] == [("t", 2, 8, -1, "", E.none), ("t", 3, 30, -1, "", E.none)]
@@ -632,8 +624,8 @@ def test_replay_of_empty_group_after_members_left(gc, clock, store):
     gen, (a,) = form_group(gc, clock, 1)
     gc.commit_offsets("g", a, None, gen, [("t", 0, 9, -1, "")])
     gc.leave_group("g", [(a, None)])
-    gc2 = GroupCoordinator(dict(CONFIG), scheduler=FakeScheduler(), store=store)
-    gc2.load_sync()
+    gc2 = group_coordinator(dict(CONFIG), scheduler=FakeScheduler(), store=store)
+    gc2.load()
     g = gc2.groups["g"]
     assert g.state is GroupState.EMPTY and g.generation_id == gen + 1 and g.protocol_type == "consumer"
     assert gc2.fetch_offsets("g", None)[1] == [("t", 0, 9, -1, "", E.none)]
@@ -662,7 +654,7 @@ def test_partition_for_matches_kafka():
     assert java_string_hash("hello") == 99162322
     assert java_string_hash("polygenelubricants") == -(2**31)  # Integer.MIN_VALUE
     assert java_string_hash("\U0001F600") == 0xD83D * 31 + 0xDE00  # UTF-16 surrogate pair
-    gc = GroupCoordinator(dict(CONFIG), scheduler=FakeScheduler(), store=MemoryOffsetsStore(50))
+    gc = group_coordinator(dict(CONFIG), scheduler=FakeScheduler(), store=MemoryOffsetsStore(50))
     assert gc.partition_for("polygenelubricants") == 0  # Utils.abs(MIN_VALUE) = 0
     assert gc.partition_for("hello") == 99162322 % 50
     # a negative hash: Kafka takes the absolute value (not the low 31 bits)
@@ -680,32 +672,29 @@ def test_parse_subscription_topics():
 def test_commit_to_unknown_group_with_member_id_is_rejected(gc):
     assert gc.commit_offsets("new", "someone", None, -1, [("t", 0, 1, -1, "")]) == {("t", 0): E.unknown_member_id}
     assert "new" not in gc.groups
-    topics = [{"name": "t", "partitions": [{"partition_index": 0, "committed_offset": 1,
-                                            "committed_metadata": ""}]}]
-    assert gc.stage_txn_offsets(1, 0, "new", 3, "m", None, topics) == {"t": {0: E.unknown_member_id}}
-    assert gc.stage_txn_offsets(1, 0, "new", 3, "", None, topics) == {"t": {0: E.unknown_member_id}}
+    topics = [("t", 0, 1, -1, "")]
+    assert gc.stage_txn_offsets(1, 0, "new", 3, "m", None, topics) == {("t", 0): E.unknown_member_id}
+    assert gc.stage_txn_offsets(1, 0, "new", 3, "", None, topics) == {("t", 0): E.unknown_member_id}
 
 
 def test_txn_offset_sequences_continue_per_producer_and_epoch(gc, store, clock):
     def stage(pid, epoch, offset):
-        return gc.stage_txn_offsets(pid, epoch, "tx", -1, "", None, [{"name": "t", "partitions": [
-            {"partition_index": 0, "committed_offset": offset, "committed_metadata": ""}]}])
+        return gc.stage_txn_offsets(pid, epoch, "tx", -1, "", None, [("t", 0, offset, -1, "")])
 
-    # (MemoryOffsetsStore enforces storage's sequence rules)
-    assert stage(1, 0, 1) == {"t": {0: E.none}}
-    assert stage(1, 0, 2) == {"t": {0: E.none}}
+    # (the store continues each producer's sequence, as storage/internal_topic.py does)
+    assert stage(1, 0, 1) == {("t", 0): E.none}
+    assert stage(1, 0, 2) == {("t", 0): E.none}
     store.append_marker(0, 1, True)
     gc.complete_txn(1, True)
-    assert stage(1, 0, 3) == {"t": {0: E.none}}  # same epoch: continues
+    assert stage(1, 0, 3) == {("t", 0): E.none}  # same epoch: continues
     store.append_marker(0, 1, True, producer_epoch=1)  # marker with a bumped epoch (TV2)
     gc.complete_txn(1, True)
-    assert stage(1, 1, 4) == {"t": {0: E.none}}  # new epoch: from 0
+    assert stage(1, 1, 4) == {("t", 0): E.none}  # new epoch: from 0
     assert [b.base_sequence for b in store.logs[0] if not b.is_control] == [0, 1, 2, 0]
     # after a restart the sequence continues from the log
-    gc2 = GroupCoordinator(dict(CONFIG), scheduler=FakeScheduler(), store=store)
-    gc2.load_sync()
-    assert gc2.stage_txn_offsets(1, 1, "tx", -1, "", None, [{"name": "t", "partitions": [
-        {"partition_index": 0, "committed_offset": 5, "committed_metadata": ""}]}]) == {"t": {0: E.none}}
+    gc2 = group_coordinator(dict(CONFIG), scheduler=FakeScheduler(), store=store)
+    gc2.load()
+    assert gc2.stage_txn_offsets(1, 1, "tx", -1, "", None, [("t", 0, 5, -1, "")]) == {("t", 0): E.none}
     assert store.logs[0][-1].base_sequence == 1
 
 
@@ -715,8 +704,8 @@ def test_remove_topic_offsets_on_topic_deletion(gc, store):
     assert gc.remove_topic_offsets("gone") == 2
     assert gc.fetch_offsets("a", None)[1] == [("kept", 0, 2, -1, "", E.none)]
     assert gc.fetch_offsets("b", None)[1] == []
-    gc2 = GroupCoordinator(dict(CONFIG), scheduler=FakeScheduler(), store=store)
-    gc2.load_sync()
+    gc2 = group_coordinator(dict(CONFIG), scheduler=FakeScheduler(), store=store)
+    gc2.load()
     assert gc2.fetch_offsets("a", None)[1] == [("kept", 0, 2, -1, "", E.none)]
     assert "b" not in gc2.groups  # nothing left of an offsets-only group
 
@@ -734,7 +723,7 @@ def test_durability_through_storage_with_transactional_offsets(tmp_path):
     logs = _logs(tmp_path)
     logs.create_topic("t", 2, {})
     clock = FakeScheduler()
-    gc = GroupCoordinator(dict(CONFIG), logs, scheduler=clock)
+    gc = group_coordinator(dict(CONFIG), store=LogOffsetsStore(logs, 1), topics=logs, scheduler=clock)
     assert "__consumer_offsets" not in logs.topics  # created on first use
     gen, (a,) = form_group(gc, clock, 1)
     info = logs.topics["__consumer_offsets"]
@@ -743,34 +732,33 @@ def test_durability_through_storage_with_transactional_offsets(tmp_path):
         ("t", 0): E.none, ("nope", 0): E.unknown_topic_or_partition}
 
     def stage(pid, epoch, offset):
-        return gc.stage_txn_offsets(pid, epoch, "g", gen, a, None, [{"name": "t", "partitions": [
-            {"partition_index": 1, "committed_offset": offset, "committed_metadata": "x"}]}])
+        return gc.stage_txn_offsets(pid, epoch, "g", gen, a, None, [("t", 1, offset, -1, "x")])
 
     plog = logs.get_log("__consumer_offsets", gc.partition_for("g"))
-    assert stage(42, 0, 7) == {"t": {1: E.none}}
-    assert stage(42, 0, 8) == {"t": {1: E.none}}  # second batch in the same txn: sequence 1
+    assert stage(42, 0, 7) == {("t", 1): E.none}
+    assert stage(42, 0, 8) == {("t", 1): E.none}  # second batch in the same txn: sequence 1
     assert plog.last_stable_offset < plog.log_end_offset  # the offsets are an open transaction
     plog.append_marker(42, 0, True, 0)
     gc.complete_txn(42, True)
     assert plog.last_stable_offset == plog.log_end_offset
-    assert stage(42, 0, 9) == {"t": {1: E.none}}  # next transaction, same epoch
+    assert stage(42, 0, 9) == {("t", 1): E.none}  # next transaction, same epoch
     plog.append_marker(42, 0, False, 0)
     gc.complete_txn(42, False)
-    assert stage(42, 1, 10) == {"t": {1: E.none}}  # a new epoch starts again at sequence 0
+    assert stage(42, 1, 10) == {("t", 1): E.none}  # a new epoch starts again at sequence 0
     # (left undecided)
     logs.close()
 
     logs = _logs(tmp_path)
-    gc2 = GroupCoordinator(dict(CONFIG), logs, scheduler=FakeScheduler())
-    gc2.load_sync()
+    gc2 = group_coordinator(dict(CONFIG), store=LogOffsetsStore(logs, 1), topics=logs,
+                           scheduler=FakeScheduler())
+    gc2.load()
     assert gc2.fetch_offsets("g", [("t", 0), ("t", 1)], require_stable=True)[1] == [
         ("t", 0, 5, 1, "m", E.none), ("t", 1, -1, -1, "", E.unstable_offset_commit)]
     assert gc2.fetch_offsets("g", [("t", 1)])[1] == [("t", 1, 8, -1, "x", E.none)]
     group = gc2.groups["g"]
     assert group.state is GroupState.STABLE and group.generation_id == gen and set(group.members) == {a}
     # the undecided transaction continues after the restart with the right sequence
-    assert gc2.stage_txn_offsets(42, 1, "g", -1, "", None, [{"name": "t", "partitions": [
-        {"partition_index": 1, "committed_offset": 11, "committed_metadata": ""}]}]) == {"t": {1: E.none}}
+    assert gc2.stage_txn_offsets(42, 1, "g", -1, "", None, [("t", 1, 11, -1, "")]) == {("t", 1): E.none}
     plog = logs.get_log("__consumer_offsets", gc2.partition_for("g"))
     plog.append_marker(42, 1, True, 0)
     gc2.complete_txn(42, True)

@@ -23,17 +23,35 @@ from broker.handlers import (
     offset_fetch,
     sync_group,
 )
-from coordinator.group_store import MemoryOffsetsStore
-from coordinator.groups import GroupCoordinator, LoopScheduler
+from broker.scheduler import LoopScheduler
+from broker.security.authorizer import all_operations
 from protocol.codec import build, encode_response, request_class
 from protocol.errors import ErrorCode as E
+from tests.unit.coordinator_fakes import MemoryOffsetsStore, group_coordinator
 
 CONFIG = {"group.initial.rebalance.delay.ms": 0, "group.min.session.timeout.ms": 10}
 
 
+class AllowAll:
+    """broker.security without an authorizer: everything is allowed."""
+
+    authorizer = None
+
+    def allowed(self, *_):
+        return True
+
+    def allowed_any(self, *_):
+        return True
+
+    def authorized_operations(self, session, resource_type, name):
+        return all_operations(resource_type)
+
+
 def make_broker():
-    gc = GroupCoordinator(dict(CONFIG), scheduler=LoopScheduler(), store=MemoryOffsetsStore(1))
-    return SimpleNamespace(groups=gc, node_id=7, host="broker.example", port=9999, logs=None, txns=None)
+    gc = group_coordinator(dict(CONFIG), store=MemoryOffsetsStore(1),
+                          scheduler=LoopScheduler())
+    return SimpleNamespace(groups=gc, node_id=7, host="broker.example", port=9999, logs=None,
+                           security=AllowAll())
 
 
 def ctx_for(broker, module, version):
@@ -197,14 +215,13 @@ async def test_offset_fetch_versions(version):
 
 async def test_require_stable_reports_pending_txn_offsets():
     b = make_broker()
-    b.groups.stage_txn_offsets(11, 0, "tx", -1, "", None, [dict(name="t", partitions=[
-        dict(partition_index=0, committed_offset=9, committed_metadata="")])])
+    b.groups.stage_txn_offsets(11, 0, "tx", -1, "", None, [("t", 0, 9, -1, "")])
     r = await call(b, offset_fetch, 7, group_id="tx", topics=[dict(name="t", partition_indexes=[0])],
                    require_stable=True)
     assert r.topics[0].partitions[0].error_code == E.unstable_offset_commit
     r = await call(b, offset_fetch, 6, group_id="tx", topics=[dict(name="t", partition_indexes=[0])])
     assert r.topics[0].partitions[0].error_code == E.none and r.topics[0].partitions[0].committed_offset == -1
-    b.groups.store.append_marker(0, 11, True)
+    b.groups.manager.store.append_marker(0, 11, True)
     b.groups.complete_txn(11, True)
     r = await call(b, offset_fetch, 9, require_stable=True, groups=[dict(group_id="tx", topics=None)])
     assert r.groups[0].topics[0].partitions[0].committed_offset == 9

@@ -5,9 +5,8 @@ members keep theirs; an Empty group left without offsets is removed."""
 import pytest
 
 from coordinator.group_records import decode_key
-from coordinator.group_store import MemoryOffsetsStore
-from coordinator.groups import GroupCoordinator
 from protocol.errors import ErrorCode as E
+from tests.unit.coordinator_fakes import MemoryOffsetsStore, group_coordinator
 from tests.unit.test_groups import CONFIG, FakeScheduler, form_group
 
 pytestmark = pytest.mark.timeout(10)
@@ -18,7 +17,7 @@ MINUTE = 60_000
 def coordinator():
     clock = FakeScheduler()
     store = MemoryOffsetsStore(1)
-    gc = GroupCoordinator({**CONFIG, "offsets.retention.minutes": 10}, scheduler=clock,
+    gc = group_coordinator({**CONFIG, "offsets.retention.minutes": 10}, scheduler=clock,
                           store=store)
     return gc, clock, store
 

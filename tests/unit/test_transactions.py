@@ -6,16 +6,13 @@ test runs in milliseconds; the acceptance tests run the same paths against real 
 
 from __future__ import annotations
 
-import asyncio
 import struct
 from types import SimpleNamespace
 
 import pytest
 
-from storage.group_commit import GroupCommit
 from coordinator.partitioning import java_string_hash, partition_for
 from coordinator.transactions import OFFSETS_TOPIC, TransactionCoordinator
-from coordinator.txn_log import MemoryTxnStore
 from coordinator.txn_state import (
     IllegalTransition,
     TransactionMetadata,
@@ -27,13 +24,22 @@ from coordinator.txn_state import (
 )
 from protocol.errors import ErrorCode as E
 from storage.errors import KafkaStorageError
+from tests.unit.coordinator_fakes import MemoryTxnStore
 
 # --------------------------------------------------------------------------- fakes
 
 
+class NoOpenTransactions:
+    def ongoing_transactions(self):
+        return {}
+
+
 class FakeLog:
+    """`MarkerLog`, plus the flush protocol the group commit drives."""
+
     def __init__(self, topic, partition, events):
         self.topic, self.partition = topic, partition
+        self.producer_state = NoOpenTransactions()
         self.markers: list[tuple[int, int, bool, int]] = []
         self.flushes = 0
         self.events = events
@@ -69,8 +75,8 @@ class FakeLogs:
     def get_log(self, topic, partition):
         return self.logs.get((topic, partition))
 
-    def flush(self):
-        pass
+    def all_logs(self):
+        return list(self.logs.values())
 
 
 class FakeGroups:
@@ -139,15 +145,15 @@ class Env:
         self.ids = FakeIds()
         self.clock = Clock()
         self.store = RecordingStore(self.events)
-        self.duties = []
-        self.broker = SimpleNamespace(config=make_config(**config), logs=self.logs,
-                                      groups=self.groups, producer_ids=self.ids,
-                                      durability=GroupCommit(),
-                                      every=lambda ms, fn, name: self.duties.append(name))
-        self.tc = TransactionCoordinator(self.broker, store=self.store, clock=self.clock)
+        self.config = make_config(**config)
+        self.tc = self.coordinator()
+
+    def coordinator(self):
+        return TransactionCoordinator(self.config, store=self.store, logs=self.logs,
+                                      groups=self.groups, producer_ids=self.ids, clock=self.clock)
 
     def restart(self):
-        self.tc = TransactionCoordinator(self.broker, store=self.store, clock=self.clock)
+        self.tc = self.coordinator()
         run(self.tc.load())
         return self.tc
 
@@ -155,8 +161,19 @@ class Env:
         return self.logs.get_log(topic, partition).markers
 
 
-def run(coro):
-    return asyncio.run(coro)
+def run(op):
+    """Drive a coordinator operation to its result, fsyncing (here: flushing the fakes) each
+    time it asks for durability, as broker/durable_ops.py does off the event loop."""
+    try:
+        request = next(op)
+        while True:
+            for plog in request.logs:
+                ticket = plog.begin_flush()
+                ticket.sync()
+                plog.finish_flush(ticket, ok=True)
+            request = op.send(None)
+    except StopIteration as done:
+        return done.value
 
 
 def init(env, txn="tx", timeout=60000, pid=-1, epoch=-1):
@@ -549,7 +566,6 @@ def test_restart_restores_every_state():
     assert tc.txns["a"].state == TxnState.ONGOING and tc.txns["a"].partitions == {("t", 0)}
     assert tc.txns["b"].state == TxnState.COMPLETE_COMMIT
     assert tc.txns["c"].state == TxnState.EMPTY and tc.txns["c"].producer_epoch == e3
-    assert env.duties == ["txn-abort-timed-out", "txn-remove-expired"]
     # the restored coordinator keeps working
     assert run(tc.end_txn("a", p1, e1, True)) == E.none
     assert tc.verify_produce("b", "u", 1, txn_batch(p2, e2, False)) is None
@@ -669,34 +685,23 @@ def test_list_and_describe():
 
 
 def test_pending_operation_answers_concurrent_transactions():
-    """An asynchronous group coordinator lets other requests in mid-completion."""
+    """While an EndTxn waits for its markers' fsync, other requests for the id are told
+    CONCURRENT_TRANSACTIONS and the duties leave it alone."""
     env = Env()
-
-    class SlowGroups(FakeGroups):
-        def __init__(self, events):
-            super().__init__(events)
-            self.gate = None
-
-        async def complete_txn(self, pid, commit, partition=None):
-            await self.gate.wait()
-            self.events.append(("groups", pid, commit))
-
-    env.broker.groups = groups = SlowGroups(env.events)
     _, pid, epoch = init(env)
     add(env, "tx", pid, epoch, [("t", 0)])
-
-    async def scenario():
-        groups.gate = asyncio.Event()
-        task = asyncio.create_task(env.tc.end_txn("tx", pid, epoch, True))
-        await asyncio.sleep(0)
-        assert await env.tc.init_producer_id("tx", 60000) == (E.concurrent_transactions, -1, -1)
-        assert await env.tc.add_partitions("tx", pid, epoch, [("t", 1)]) == E.concurrent_transactions
-        assert await env.tc.end_txn("tx", pid, epoch, True) == E.concurrent_transactions
-        assert await env.tc.end_txn("tx", pid, epoch - 1, True) == E.producer_fenced
-        await env.tc.abort_timed_out_transactions()  # must not touch it
-        groups.gate.set()
-        assert await task == E.none
-
-    run(scenario())
+    op = env.tc.end_txn("tx", pid, epoch, True)
+    waiting = next(op)  # suspended until the markers are durable
+    assert waiting.logs == (env.logs.get_log("t", 0),)
+    assert env.tc.txns["tx"].state == TxnState.PREPARE_COMMIT
+    assert run(env.tc.init_producer_id("tx", 60000)) == (E.concurrent_transactions, -1, -1)
+    assert run(env.tc.add_partitions("tx", pid, epoch, [("t", 1)])) == E.concurrent_transactions
+    assert run(env.tc.end_txn("tx", pid, epoch, True)) == E.concurrent_transactions
+    assert run(env.tc.end_txn("tx", pid, epoch - 1, True)) == E.producer_fenced
+    run(env.tc.abort_timed_out_transactions())  # must not touch it
+    assert ("groups", pid, True) not in env.events
+    with pytest.raises(StopIteration) as done:
+        op.send(None)
+    assert done.value.value == E.none
     assert env.tc.txns["tx"].state == TxnState.COMPLETE_COMMIT
     assert env.markers("t", 0) == [(pid, epoch, True, 0)]

@@ -1,0 +1,26 @@
+"""How the transactional APIs answer once the transaction coordinator has decided."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from coordinator.collaborators import DurableOp
+from protocol.errors import ErrorCode
+
+__all__ = ["answer_when_durable", "client_error"]
+
+
+def client_error(error: ErrorCode, api_version: int, fenced_since: int) -> ErrorCode:
+    """PRODUCER_FENCED exists for clients from request version `fenced_since` on; older ones
+    are told INVALID_PRODUCER_EPOCH, as Kafka tells them."""
+    if error == ErrorCode.producer_fenced and api_version < fenced_since:
+        return ErrorCode.invalid_producer_epoch
+    return error
+
+
+async def answer_when_durable(ctx: Any, op: DurableOp[ErrorCode], *, fenced_since: int) -> object:
+    """Run the coordinator's operation (its state changes durable before it returns) and answer
+    with its error code."""
+    error = await ctx.broker.run_durably(op)
+    return ctx.response(throttle_time_ms=0,
+                        error_code=client_error(error, ctx.api_version, fenced_since))

@@ -1,0 +1,171 @@
+"""What the coordinators need from the rest of the broker, as typed protocols.
+
+The coordinators are sans-I/O state machines: they never see the `Broker`, sockets or the event
+loop. Each collaborator is passed to their constructors (broker/state.py is the one place that
+wires the real ones; unit tests pass fakes that implement these protocols in full, which
+tests/unit/test_collaborator_fakes.py checks):
+
+- `Scheduler`: the clock and timers of the group coordinator (broker/scheduler.py on the loop).
+- `TopicCatalog`: which topics and partitions exist (storage.LogManager).
+- `OffsetsStore`, `TxnStore`: the internal topics `__consumer_offsets` and `__transaction_state`
+  (coordinator/group_store.py, coordinator/txn_log.py).
+- `TransactionPartitions`, `MarkerLog`: the partition logs transaction markers go to
+  (storage.LogManager, storage.log.PartitionLog).
+- `TxnOffsetsParticipant`: the group coordinator as the transaction coordinator sees it.
+- `ProducerIdSource`: durable producer id blocks (coordinator/producer_ids.py).
+
+Waiting for the disk is the broker's job: an operation of the transaction coordinator is a
+generator that yields `MakeDurable(logs)` where it must not go on before those logs are fsynced;
+broker/durable_ops.py drives it on the event loop (the fsync runs in a worker thread) and throws
+an fsync failure back in at the yield.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar, runtime_checkable
+
+from coordinator.internal_topic import StoredBatch
+
+T = TypeVar("T")
+
+
+@runtime_checkable
+class Config(Protocol):
+    """Broker properties by Kafka name (broker.config.BrokerConfig)."""
+
+    def __getitem__(self, name: str) -> Any: ...
+
+
+# --- time ----------------------------------------------------------------------------------------
+@runtime_checkable
+class TimerHandle(Protocol):
+    def cancel(self) -> None: ...
+
+
+@runtime_checkable
+class Scheduler(Protocol):
+    """Wall-clock milliseconds and one-shot timers that run on the coordinator's thread."""
+
+    def now_ms(self) -> int: ...
+
+    def call_later(self, delay_ms: int, fn: Callable[[], None]) -> TimerHandle: ...
+
+
+# --- topics and logs -----------------------------------------------------------------------------
+@runtime_checkable
+class TopicShape(Protocol):
+    @property
+    def num_partitions(self) -> int: ...
+
+
+@runtime_checkable
+class TopicCatalog(Protocol):
+    """The topics that exist, by name."""
+
+    @property
+    def topics(self) -> Mapping[str, TopicShape]: ...
+
+
+@runtime_checkable
+class OngoingTransactions(Protocol):
+    def ongoing_transactions(self) -> Mapping[int, int]:
+        """producer id -> first offset of its open transaction on this partition."""
+        ...
+
+
+@runtime_checkable
+class MarkerLog(Protocol):
+    """One partition log as the transaction coordinator writes markers to it."""
+
+    @property
+    def topic(self) -> str: ...
+
+    @property
+    def partition(self) -> int: ...
+
+    @property
+    def producer_state(self) -> OngoingTransactions: ...
+
+    def append_marker(self, producer_id: int, producer_epoch: int, commit: bool,
+                      coordinator_epoch: int) -> int: ...
+
+
+@runtime_checkable
+class TransactionPartitions(Protocol):
+    """The partition logs of the data directory."""
+
+    def get_log(self, topic: str, partition: int) -> MarkerLog | None: ...
+
+    def all_logs(self) -> Iterable[MarkerLog]: ...
+
+
+# --- internal topics -----------------------------------------------------------------------------
+@runtime_checkable
+class OffsetsStore(Protocol):
+    """`__consumer_offsets`: batches of (key, value or None) records."""
+
+    def num_partitions(self) -> int: ...
+
+    def append(self, partition: int, records: Sequence[tuple[bytes, bytes | None]], *,
+               producer_id: int = -1, producer_epoch: int = -1,
+               transactional: bool = False) -> int:
+        """Append one batch; the offset of its first record. A producer's batch continues its
+        sequence on the partition (0 in a new epoch), as a client's would: storage checks the
+        sequences of internal appends too. Raises KafkaStorageError."""
+        ...
+
+    def batches(self, partition: int) -> Iterator[StoredBatch]:
+        """Replay: every batch of the partition in log order."""
+        ...
+
+
+@runtime_checkable
+class TxnStore(Protocol):
+    """`__transaction_state`: one record per state change, keyed by transactional id."""
+
+    def num_partitions(self) -> int: ...
+
+    def coordinator_epoch(self, partition: int) -> int:
+        """The partition's leader epoch, stamped into the transaction markers."""
+        ...
+
+    def append(self, partition: int, key: bytes, value: bytes | None) -> Any:
+        """Append one record (value None = tombstone); the log to make durable before the
+        change counts, or None when there is nothing to fsync. Raises on failure."""
+        ...
+
+    def replay(self) -> Iterator[tuple[bytes, bytes | None]]: ...
+
+
+# --- the other coordinators ----------------------------------------------------------------------
+@runtime_checkable
+class TxnOffsetsParticipant(Protocol):
+    """The group coordinator, as the transaction coordinator uses it."""
+
+    def partition_for(self, group_id: str) -> int:
+        """The `__consumer_offsets` partition that holds the group."""
+        ...
+
+    def complete_txn(self, producer_id: int, commit: bool, partition: int | None = None) -> None:
+        """Make the producer's staged transactional offsets visible (commit) or drop them."""
+        ...
+
+
+@runtime_checkable
+class ProducerIdSource(Protocol):
+    def allocate(self) -> int: ...
+
+
+# --- durability ----------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class MakeDurable:
+    """Yielded by a coordinator operation: resume me once everything appended to these logs so
+    far is on disk (or throw the fsync's OSError in)."""
+
+    logs: tuple[Any, ...]
+
+
+#: A sans-I/O operation: yields MakeDurable requests, returns its result.
+DurableOp = Generator[MakeDurable, None, T]

@@ -1,0 +1,479 @@
+"""The groups and what is persisted of them: Kafka's GroupMetadataManager for one broker.
+
+It owns the cache of groups (shared with coordinator/groups.py, which runs the membership
+protocol on them) and everything that goes to or comes from `__consumer_offsets`
+(coordinator/group_records.py formats, through a `coordinator.collaborators.OffsetsStore`):
+group metadata records, committed offsets, offset deletion and expiry, transactional offsets
+(KIP-447: appended in a transactional batch, pending until the transaction coordinator writes the
+marker and calls `complete_txn`), and the replay of the topic at startup.
+
+Every change is appended before it is applied in memory; a failed append leaves the state as it
+was and answers Kafka's error for it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from typing import TypeVar
+
+import structlog
+
+from coordinator import group_records
+from coordinator.collaborators import Config, OffsetsStore, TopicCatalog
+from coordinator.group_metadata import Group, GroupState, Member, OffsetAndMetadata
+from coordinator.partitioning import partition_for
+from protocol.errors import ErrorCode
+from storage.errors import KafkaStorageError
+
+__all__ = ["GroupMetadataManager", "TopicPartition", "config_value", "storage_error_for_commit"]
+
+log = structlog.get_logger("coordinator.groups")
+
+E = ErrorCode
+OFFSET_METADATA_MAX_BYTES = 4096  # Kafka's offset.metadata.max.bytes default
+
+TopicPartition = tuple[str, int]
+T = TypeVar("T")
+#: (topic, partition), offset, leader epoch, metadata
+OffsetEntry = tuple[TopicPartition, int, int, str | None]
+
+
+def config_value(config: Config, name: str, default):
+    """A broker property, or `default` where the config lacks it (unit tests pass a dict)."""
+    try:
+        value = config[name]
+    except (KeyError, TypeError):
+        return default
+    return default if value is None else value
+
+
+class GroupMetadataManager:
+    def __init__(self, config: Config, *, store: OffsetsStore, topics: TopicCatalog,
+                 clock: Callable[[], int]) -> None:
+        self.config = config
+        self.store = store  # __consumer_offsets
+        self.topics = topics  # which topics exist (offsets for others are refused)
+        self._now = clock
+        self.groups: dict[str, Group] = {}
+        # producer id -> ids of groups holding its pending transactional offsets
+        self._txn_groups: dict[int, set[str]] = {}
+        self.loaded = False
+
+    @property
+    def metadata_max_bytes(self) -> int:
+        return config_value(self.config, "offset.metadata.max.bytes", OFFSET_METADATA_MAX_BYTES)
+
+    def partition_for(self, group_id: str) -> int:
+        """The __consumer_offsets partition that holds this group (Kafka's formula)."""
+        return partition_for(group_id, self.store.num_partitions())
+
+    def add_group(self, group_id: str) -> Group:
+        group = self.groups[group_id] = Group(group_id, GroupState.EMPTY, self._now())
+        return group
+
+    # --- offsets ----------------------------------------------------------------------------------
+    def check_offsets(self, offsets: Iterable[tuple[str, int, int, int, str | None]],
+                      results: dict[TopicPartition, int]) -> list[OffsetEntry]:
+        """The offsets that may be stored; the others get their error in `results`
+        (UNKNOWN_TOPIC_OR_PARTITION, OFFSET_METADATA_TOO_LARGE)."""
+        valid = []
+        for topic, partition, offset, leader_epoch, metadata in offsets:
+            tp = (topic, partition)
+            if not self.topic_exists(topic, partition):
+                results[tp] = E.unknown_topic_or_partition
+            elif metadata is not None and len(metadata.encode("utf-8")) > self.metadata_max_bytes:
+                results[tp] = E.offset_metadata_too_large
+            else:
+                valid.append((tp, offset, leader_epoch, metadata))
+        return valid
+
+    def topic_exists(self, topic: str, partition: int) -> bool:
+        info = self.topics.topics.get(topic)
+        return info is not None and 0 <= partition < info.num_partitions
+
+    def _offset_records(self, group_id: str, valid: list[OffsetEntry]
+                        ) -> tuple[list[tuple[TopicPartition, OffsetAndMetadata]],
+                                   list[tuple[bytes, bytes | None]]]:
+        now = self._now()
+        values = [(tp, OffsetAndMetadata(offset, leader_epoch if leader_epoch is not None else -1,
+                                         metadata or "", now))
+                  for tp, offset, leader_epoch, metadata in valid]
+        records: list[tuple[bytes, bytes | None]] = [
+            (group_records.encode_offset_key(group_id, tp[0], tp[1]), group_records.encode_offset_value(
+                group_records.OffsetValue(om.offset, om.leader_epoch, om.metadata, om.commit_timestamp)))
+            for tp, om in values]
+        return values, records
+
+    def store_offsets(self, group: Group, valid: list[OffsetEntry],
+                      results: dict[TopicPartition, int]) -> None:
+        """Append the committed offsets, then make them the group's (Kafka's storeOffsets)."""
+        values, records = self._offset_records(group.group_id, valid)
+        try:
+            base = self.store.append(self.partition_for(group.group_id), records)
+        except Exception as exc:  # noqa: BLE001 - storage failure -> retriable error
+            error = storage_error_for_commit(exc)
+            log.warning("offset commit append failed", group=group.group_id, error=str(exc))
+            for tp, _ in values:
+                results[tp] = error
+            return
+        for i, (tp, om) in enumerate(values):
+            om.record_offset = base + i
+            group.offsets[tp] = om
+            results[tp] = E.none
+
+    def fetch_offsets(self, group_id: str, partitions: Iterable[TopicPartition] | None,
+                      require_stable: bool = False
+                      ) -> tuple[int, list[tuple[str, int, int, int, str, int]]]:
+        """OffsetFetch: (group error, [(topic, partition, offset, leader_epoch, metadata, error)]).
+        `partitions=None` means every partition the group has an offset for."""
+        group = self.groups.get(group_id)
+        out: list[tuple[str, int, int, int, str, int]] = []
+        if partitions is None:
+            if group is None or group.is_state(GroupState.DEAD):
+                return E.none, []
+            wanted = sorted(group.offsets)
+        else:
+            wanted = list(partitions)
+        for tp in wanted:
+            if group is not None and require_stable and group.has_pending_offsets(tp):
+                out.append((tp[0], tp[1], -1, -1, "", E.unstable_offset_commit))
+                continue
+            om = group.offsets.get(tp) if group is not None else None
+            if om is None:
+                out.append((tp[0], tp[1], -1, -1, "", E.none))
+            else:
+                out.append((tp[0], tp[1], om.offset, om.leader_epoch, om.metadata, E.none))
+        return E.none, out
+
+    def delete_offsets(self, group: Group, partitions: list[TopicPartition]
+                       ) -> tuple[int, dict[TopicPartition, int]]:
+        """Tombstones for the group's offsets of existing partitions: (group error,
+        per-partition errors)."""
+        results: dict[TopicPartition, int] = {}
+        checked = []
+        for tp in partitions:
+            if not self.topic_exists(*tp):
+                results[tp] = E.unknown_topic_or_partition
+            else:
+                checked.append(tp)
+        present = [tp for tp in checked if tp in group.offsets]
+        if present:
+            records: list[tuple[bytes, bytes | None]] = [
+                (group_records.encode_offset_key(group.group_id, t, p), None) for t, p in present]
+            try:
+                self.store.append(self.partition_for(group.group_id), records)
+            except Exception as exc:  # noqa: BLE001
+                log.warning("offset delete append failed", group=group.group_id, error=str(exc))
+                return E.coordinator_not_available, {}
+            for tp in present:
+                del group.offsets[tp]
+        for tp in checked:
+            results[tp] = E.none
+        return E.none, results
+
+    # --- transactional offsets (KIP-447) ------------------------------------------------------------
+    def store_txn_offsets(self, group: Group, producer_id: int, producer_epoch: int,
+                          valid: list[OffsetEntry], results: dict[TopicPartition, int]) -> None:
+        """Append offsets inside the producer's transaction; they stay pending (invisible to
+        OffsetFetch, UNSTABLE_OFFSET_COMMIT with require_stable) until `complete_txn`."""
+        group_id = group.group_id
+        values, records = self._offset_records(group_id, valid)
+        try:
+            base = self.store.append(self.partition_for(group_id), records,
+                                     producer_id=producer_id, producer_epoch=producer_epoch,
+                                     transactional=True)
+        except Exception as exc:  # noqa: BLE001
+            error = storage_error_for_commit(exc)
+            log.warning("transactional offset append failed", group=group_id, error=str(exc))
+            for tp, _ in values:
+                results[tp] = error
+            return
+        pending = group.pending_txn_offsets.setdefault(producer_id, {})
+        for i, (tp, om) in enumerate(values):
+            om.record_offset = base + i
+            pending[tp] = om
+            results[tp] = E.none
+        self._txn_groups.setdefault(producer_id, set()).add(group_id)
+
+    def complete_txn(self, producer_id: int, commit: bool, partition: int | None = None) -> None:
+        """The marker for `producer_id` was written to __consumer_offsets (`partition`, or every
+        partition if None): apply (commit) or drop (abort) its pending offsets there."""
+        group_ids = self._txn_groups.get(producer_id)
+        if not group_ids:
+            return
+        for group_id in list(group_ids):
+            if partition is not None and self.partition_for(group_id) != partition:
+                continue
+            group_ids.discard(group_id)
+            group = self.groups.get(group_id)
+            if group is None:
+                continue
+            pending = group.pending_txn_offsets.pop(producer_id, None)
+            if pending and commit:
+                _apply_txn_offsets(group, pending)
+        if not group_ids:
+            self._txn_groups.pop(producer_id, None)
+
+    def has_pending_txn_offsets(self, producer_id: int) -> bool:
+        return bool(self._txn_groups.get(producer_id))
+
+    # --- group metadata ----------------------------------------------------------------------------
+    def store_group(self, group: Group, assignment: dict[str, bytes]) -> ErrorCode:
+        """Append the group's metadata record (Kafka's storeGroup); returns an error code."""
+        members = []
+        if group.protocol_name is not None:
+            for m in group.members.values():
+                members.append(group_records.MemberValue(
+                    m.member_id, m.group_instance_id, m.client_id, m.client_host,
+                    m.rebalance_timeout_ms, m.session_timeout_ms,
+                    m.metadata(group.protocol_name), assignment.get(m.member_id, b"")))
+        value = group_records.GroupValue(group.protocol_type or "", group.generation_id,
+                                         group.protocol_name, group.leader_id, self._now(),
+                                         tuple(members))
+        record = (group_records.encode_group_key(group.group_id),
+                  group_records.encode_group_value(value))
+        try:
+            self.store.append(self.partition_for(group.group_id), [record])
+        except Exception as exc:  # noqa: BLE001
+            log.warning("group metadata append failed", group=group.group_id, error=str(exc))
+            return E.coordinator_not_available
+        return E.none
+
+    def delete_group(self, group: Group) -> int:
+        """Tombstones for an Empty group's offsets and metadata, then it is gone (Dead)."""
+        group_id = group.group_id
+        records: list[tuple[bytes, bytes | None]] = [
+            (group_records.encode_offset_key(group_id, t, p), None) for t, p in group.offsets]
+        records.append((group_records.encode_group_key(group_id), None))
+        try:
+            self.store.append(self.partition_for(group_id), records)
+        except Exception as exc:  # noqa: BLE001
+            log.warning("group delete append failed", group=group_id, error=str(exc))
+            return E.coordinator_not_available
+        group.transition_to(GroupState.DEAD, self._now())
+        for producer_id in group.pending_txn_offsets:
+            self._txn_groups.get(producer_id, set()).discard(group_id)
+        del self.groups[group_id]
+        return E.none
+
+    # --- expiry -----------------------------------------------------------------------------------
+    def expire_offsets(self, now_ms: int | None = None) -> int:
+        """Kafka's cleanupGroupMetadata (every offsets.retention.check.interval.ms): committed
+        offsets older than offsets.retention.minutes go, with tombstones in __consumer_offsets:
+        all of an Empty group's offsets once it has been empty that long (KIP-211), each
+        offset of a group that never had members (standalone commits) once it was committed
+        that long ago; offsets waiting for a transaction stay. An Empty group left without
+        offsets is removed (group tombstone). Returns how many offsets expired."""
+        now = self._now() if now_ms is None else now_ms
+        retention_ms = int(config_value(self.config, "offsets.retention.minutes", 10080)) * 60_000
+        expired_total = 0
+        for group in list(self.groups.values()):
+            if not group.is_state(GroupState.EMPTY):
+                continue
+            if group.protocol_type is not None:
+                base = group.state_timestamp
+                doomed = [tp for tp, om in group.offsets.items()
+                          if max(base, om.commit_timestamp) + retention_ms <= now]
+            else:
+                doomed = [tp for tp, om in group.offsets.items()
+                          if (om.expire_timestamp if om.expire_timestamp is not None
+                              else om.commit_timestamp + retention_ms) <= now]
+            doomed = [tp for tp in doomed if not group.has_pending_offsets(tp)]
+            remove_group = len(doomed) == len(group.offsets) and not group.pending_txn_offsets
+            if not doomed and not remove_group:
+                continue
+            records = [(group_records.encode_offset_key(group.group_id, t, p), None) for t, p in doomed]
+            if remove_group:
+                records.append((group_records.encode_group_key(group.group_id), None))
+            try:
+                self.store.append(self.partition_for(group.group_id), records)
+            except Exception as exc:  # noqa: BLE001 - retried at the next check
+                log.warning("offset expiration append failed", group=group.group_id,
+                            error=str(exc))
+                continue
+            for tp in doomed:
+                del group.offsets[tp]
+            expired_total += len(doomed)
+            if remove_group:
+                group.transition_to(GroupState.DEAD, now)
+                del self.groups[group.group_id]
+            log.info("expired committed offsets", group=group.group_id, offsets=len(doomed),
+                     group_removed=remove_group)
+        return expired_total
+
+    def remove_topic_offsets(self, topic: str) -> int:
+        """A topic was deleted: drop every group's committed offsets for it (tombstones in
+        __consumer_offsets, as Kafka's GroupMetadataManager.cleanupGroupMetadata does). Pending
+        transactional offsets are left to their transaction's marker. Returns how many offsets
+        were removed."""
+        removed = 0
+        for group in list(self.groups.values()):
+            doomed = [tp for tp in group.offsets if tp[0] == topic]
+            if not doomed:
+                continue
+            try:
+                self.store.append(self.partition_for(group.group_id), [
+                    (group_records.encode_offset_key(group.group_id, t, p), None) for t, p in doomed])
+            except Exception as exc:  # noqa: BLE001 - retried on the next deletion/restart
+                log.warning("offset cleanup append failed", group=group.group_id, error=str(exc))
+                continue
+            for tp in doomed:
+                del group.offsets[tp]
+            removed += len(doomed)
+        if removed:
+            log.info("removed offsets of deleted topic", topic=topic, offsets=removed)
+        return removed
+
+    # --- loading ----------------------------------------------------------------------------------
+    def load(self) -> None:
+        """Rebuild groups and offsets from __consumer_offsets (called once at broker start)."""
+        started = time.monotonic()
+        records = 0
+        for partition in range(self.store.num_partitions()):
+            records += self._load_partition(partition)
+        self.loaded = True
+        log.info("group coordinator loaded", groups=len(self.groups), records=records,
+                 pending_txns=len(self._txn_groups),
+                 ms=round((time.monotonic() - started) * 1000, 1))
+
+    def _load_partition(self, partition: int) -> int:
+        replay = _PartitionReplay()
+        count = 0
+        for batch in self.store.batches(partition):
+            if batch.is_control:
+                replay.marker(batch.producer_id, bool(batch.commit))
+                continue
+            count += len(batch.records)
+            for record_offset, key, value in batch.records:
+                replay.record(batch.producer_id, batch.is_transactional, record_offset, key, value)
+        self._install(replay)
+        return count
+
+    def _install(self, replay: _PartitionReplay) -> None:
+        """Make the replayed groups, offsets and pending transactional offsets the cache's."""
+        group_values = replay.group_values
+        group_ids = set(replay.offsets) | {g for g, v in group_values.items() if v is not None}
+        for by_group in replay.pending.values():
+            group_ids |= set(by_group)
+        for group_id in group_ids:
+            group = self._restore_group(group_id, group_values.get(group_id))
+            group.offsets.update(replay.offsets.get(group_id, {}))
+        for producer_id, by_group in replay.pending.items():
+            for group_id, txn_offsets in by_group.items():
+                if not txn_offsets:
+                    continue
+                self.groups[group_id].pending_txn_offsets[producer_id] = dict(txn_offsets)
+                self._txn_groups.setdefault(producer_id, set()).add(group_id)
+        # offsets-only groups whose offsets were all deleted and which have no metadata vanish
+        for group_id in group_ids:
+            group = self.groups[group_id]
+            if not group.members and not group.has_offsets() and group_values.get(group_id) is None:
+                del self.groups[group_id]
+
+    def _restore_group(self, group_id: str, value: group_records.GroupValue | None) -> Group:
+        group = Group(group_id, GroupState.EMPTY, self._now())
+        self.groups[group_id] = group
+        if value is None:
+            return group
+        group.generation_id = value.generation
+        if value.current_state_timestamp >= 0:  # offsets of an empty group expire from it
+            group.state_timestamp = value.current_state_timestamp
+        group.protocol_type = value.protocol_type or None
+        group.protocol_name = value.protocol
+        group.leader_id = value.leader
+        for mv in value.members:
+            member = Member(mv.member_id, mv.group_instance_id, mv.client_id, mv.client_host,
+                            mv.rebalance_timeout_ms, mv.session_timeout_ms,
+                            value.protocol_type, [(value.protocol or "", mv.subscription)],
+                            assignment=mv.assignment)
+            group.add(member)
+        if group.members:
+            group.state = GroupState.STABLE
+            group.subscribed_topics = group._compute_subscribed_topics()
+            if group.leader_id not in group.members:
+                group.leader_id = next(iter(group.members))
+        else:
+            group.leader_id = None
+            group.protocol_name = None
+        return group
+
+
+Offsets = dict[TopicPartition, OffsetAndMetadata]
+
+
+def _apply_txn_offsets(group: Group, pending: Offsets) -> None:
+    _apply_newer(group.offsets, pending)
+
+
+def _apply_newer(offsets: Offsets, committed: Offsets) -> None:
+    """Committed transactional offsets replace only offsets written before them."""
+    for tp, om in committed.items():
+        current = offsets.get(tp)
+        if current is None or current.record_offset < om.record_offset:
+            offsets[tp] = om
+
+
+class _PartitionReplay:
+    """What one __consumer_offsets partition says, record by record (Kafka's
+    loadGroupsAndOffsets): committed offsets and group metadata per group, and transactional
+    offsets per producer until their marker."""
+
+    def __init__(self) -> None:
+        self.offsets: dict[str, Offsets] = {}
+        self.pending: dict[int, dict[str, Offsets]] = {}
+        self.group_values: dict[str, group_records.GroupValue | None] = {}
+
+    def marker(self, producer_id: int, commit: bool) -> None:
+        by_group = self.pending.pop(producer_id, {})
+        if commit:
+            for group_id, txn_offsets in by_group.items():
+                _apply_newer(self.offsets.setdefault(group_id, {}), txn_offsets)
+
+    def record(self, producer_id: int, transactional: bool, record_offset: int,
+               key: bytes | None, value: bytes | None) -> None:
+        if key is None:
+            return
+        parsed = _decoded(group_records.decode_key, key, "__consumer_offsets key", record_offset)
+        if isinstance(parsed, group_records.OffsetKey):
+            tp = (parsed.topic, parsed.partition)
+            target = (self.pending.setdefault(producer_id, {}) if transactional
+                      else self.offsets).setdefault(parsed.group, {})
+            if value is None:
+                target.pop(tp, None)
+                return
+            ov = _decoded(group_records.decode_offset_value, value, "offset value", record_offset)
+            if ov is not None:
+                target[tp] = OffsetAndMetadata(ov.offset, ov.leader_epoch, ov.metadata,
+                                               ov.commit_timestamp, ov.expire_timestamp,
+                                               record_offset)
+        elif isinstance(parsed, group_records.GroupKey):
+            if value is None:
+                self.group_values[parsed.group] = None
+                return
+            group_value = _decoded(group_records.decode_group_value, value, "group value", record_offset)
+            if group_value is not None:
+                self.group_values[parsed.group] = group_value
+
+
+def _decoded(decode: Callable[[bytes], T], data: bytes, what: str, record_offset: int) -> T | None:
+    try:
+        return decode(data)
+    except (ValueError, UnicodeDecodeError):
+        log.warning(f"skipping unreadable {what}", offset=record_offset)
+        return None
+
+
+def storage_error_for_commit(exc: Exception) -> ErrorCode:
+    """Kafka's GroupMetadataManager mapping of append errors for offset commits."""
+    if not isinstance(exc, KafkaStorageError):
+        return E.coordinator_not_available
+    code = exc.error_code
+    if code in (E.unknown_topic_or_partition, E.not_enough_replicas,
+                E.not_enough_replicas_after_append):
+        return E.coordinator_not_available
+    if code in (E.not_leader_or_follower, E.kafka_storage_error):
+        return E.not_coordinator
+    if code in (E.message_too_large, E.record_list_too_large, E.invalid_fetch_size):
+        return E.invalid_commit_offset_size
+    return code

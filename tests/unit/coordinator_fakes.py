@@ -1,0 +1,120 @@
+"""In-memory stand-ins for the coordinators' collaborators (coordinator/collaborators.py), so
+their state machines are tested without disks. Each implements its protocol in full."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from types import SimpleNamespace
+
+from coordinator.group_metadata_manager import GroupMetadataManager
+from coordinator.groups import GroupCoordinator
+from coordinator.internal_topic import StoredBatch
+
+
+class MemoryOffsetsStore:
+    """`OffsetsStore`: one list of batches per partition, with `append_marker` standing in for
+    the transaction coordinator."""
+
+    def __init__(self, partitions: int = 1):
+        self._partitions = partitions
+        self.logs: dict[int, list[StoredBatch]] = {p: [] for p in range(partitions)}
+        self._next: dict[int, int] = {p: 0 for p in range(partitions)}
+        self.fail_with: Exception | None = None  # raise this from the next append
+        self._producers: dict[tuple[int, int], tuple[int, int]] = {}  # -> (epoch, next sequence)
+
+    def num_partitions(self) -> int:
+        return self._partitions
+
+    def append(self, partition: int, records: Sequence[tuple[bytes, bytes | None]], *,
+               producer_id: int = -1, producer_epoch: int = -1,
+               transactional: bool = False) -> int:
+        if self.fail_with is not None:
+            exc, self.fail_with = self.fail_with, None
+            raise exc
+        base_sequence = -1
+        if producer_id >= 0:
+            # a new epoch starts at 0, the same epoch continues the sequence
+            epoch, next_seq = self._producers.get((partition, producer_id), (None, 0))
+            base_sequence = next_seq if epoch == producer_epoch else 0
+            self._producers[(partition, producer_id)] = (producer_epoch, base_sequence + len(records))
+        base = self._next[partition]
+        batch = StoredBatch(base, producer_id, transactional, False, None,
+                            [(base + i, k, v) for i, (k, v) in enumerate(records)],
+                            producer_epoch, base_sequence)
+        self.logs[partition].append(batch)
+        self._next[partition] = base + len(records)
+        return base
+
+    def append_marker(self, partition: int, producer_id: int, commit: bool,
+                      producer_epoch: int | None = None) -> int:
+        base = self._next[partition]
+        key = (partition, producer_id)
+        if producer_epoch is None:
+            producer_epoch = self._producers.get(key, (0, 0))[0]
+        if self._producers.get(key, (None,))[0] != producer_epoch:
+            self._producers[key] = (producer_epoch, 0)
+        self.logs[partition].append(StoredBatch(base, producer_id, True, True, commit, [],
+                                                producer_epoch))
+        self._next[partition] = base + 1
+        return base
+
+    def batches(self, partition: int) -> Iterator[StoredBatch]:
+        return iter(list(self.logs[partition]))
+
+
+class MemoryTxnStore:
+    """`TxnStore`: one list of (key, value) per partition; nothing to fsync."""
+
+    def __init__(self, partitions: int = 1):
+        self._partitions = partitions
+        self.records: dict[int, list[tuple[bytes, bytes | None]]] = {
+            p: [] for p in range(partitions)}
+        self.fail_with: Exception | None = None  # raise this from the next append
+        self.appends = 0
+
+    def num_partitions(self) -> int:
+        return self._partitions
+
+    def coordinator_epoch(self, partition: int) -> int:
+        return 0
+
+    def append(self, partition: int, key: bytes, value: bytes | None) -> None:
+        """Returns None: nothing to fsync."""
+        if self.fail_with is not None:
+            exc, self.fail_with = self.fail_with, None
+            raise exc
+        self.records[partition].append((key, value))
+        self.appends += 1
+
+    def replay(self) -> Iterator[tuple[bytes, bytes | None]]:
+        for p in range(self._partitions):
+            yield from list(self.records[p])
+
+
+class _EveryTopic(Mapping):
+    """Any name is a topic with more partitions than a test uses."""
+
+    _INFO = SimpleNamespace(num_partitions=1 << 31, internal=False)
+
+    def __getitem__(self, name: str) -> SimpleNamespace:
+        return self._INFO
+
+    def __iter__(self):
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
+
+
+class EveryTopicCatalog:
+    """`TopicCatalog` for coordinator tests that do not care which topics exist."""
+
+    topics: Mapping = _EveryTopic()
+
+
+def group_coordinator(config, *, store, scheduler, topics=None) -> GroupCoordinator:
+    """A GroupCoordinator and its GroupMetadataManager over the given collaborators, wired as
+    broker/state.py wires the real ones."""
+    manager = GroupMetadataManager(config, store=store, topics=topics or EveryTopicCatalog(),
+                                   clock=scheduler.now_ms)
+    return GroupCoordinator(config, manager=manager, scheduler=scheduler)
