@@ -5,6 +5,13 @@ cache, on the loop) and yields `MakeDurable(logs)` wherever it must not go on be
 are fsynced. Here each request is awaited through the group commit (broker/group_commit.py: the
 fsync runs in a worker thread, shared with concurrent transactions); an fsync failure is thrown
 back into the operation at its yield, where the coordinator handles it.
+
+Which logs are waited for follows Kafka's flush policy, as for any append: only a log whose
+`flush.messages` is set (from `log.flush.interval.messages`) promises its appends to the disk.
+Kafka's default (Long.MAX_VALUE: never by count) leaves transaction state and markers in the page
+cache, which a killed broker process does not lose; Kafka itself does not fsync on commit either
+(its durability comes from replication). `log.flush.interval.messages=1` makes every EndTxn wait
+for the disk at each barrier (prepare, markers) before it answers.
 """
 
 from __future__ import annotations
@@ -25,7 +32,7 @@ async def run_durably(op: DurableOp[T], durability: GroupCommit) -> T:
         request = next(op)
         while True:
             try:
-                await durability.sync(request.logs)
+                await durability.sync(plog for plog in request.logs if plog.config.flush_messages is not None)
             except Exception as exc:  # noqa: BLE001 - the operation decides what a failure means
                 request = op.throw(exc)
             else:

@@ -43,8 +43,8 @@ class GatedExecutor(ThreadPoolExecutor):
         return super().submit(gated)
 
 
-def open_logs(path) -> LogManager:
-    m = LogManager(str(path), {})
+def open_logs(path, **config) -> LogManager:
+    m = LogManager(str(path), config)
     m.open()
     return m
 
@@ -214,7 +214,9 @@ def test_concurrent_end_txn_share_fsync_rounds(tmp_path):
 
 
 def test_crash_while_markers_are_fsynced_recovers_to_complete(tmp_path):
-    logs = open_logs(tmp_path)
+    # flush by every message: the transaction path waits for the disk at each barrier (with
+    # Kafka's default, log.flush.interval.messages unset, it never does: broker/durable_ops.py)
+    logs = open_logs(tmp_path, **{"log.flush.interval.messages": 1})
     logs.create_topic("t", 2, {})
     # fsync rounds: 1 InitProducerId, 2 AddPartitions, 3 PrepareCommit, 4 the markers (held)
     executor = GatedExecutor(hold_from=4)
@@ -251,3 +253,26 @@ def test_crash_while_markers_are_fsynced_recovers_to_complete(tmp_path):
         assert logs2.get_log("t", p).last_stable_offset == logs2.get_log("t", p).log_end_offset
     gc2.close()
     logs2.close()
+
+
+@pytest.mark.parametrize("flush_messages,waits", [(None, False), (1, True)])
+def test_transaction_barriers_follow_the_log_flush_policy(tmp_path, flush_messages, waits):
+    """Kafka's default never fsyncs on commit; log.flush.interval.messages=1 waits at every
+    barrier (InitProducerId, AddPartitions, prepare, markers) before answering."""
+    config = {} if flush_messages is None else {"log.flush.interval.messages": flush_messages}
+    logs = open_logs(tmp_path, **config)
+    logs.create_topic("t", 1, {})
+    gc = GroupCommit()
+    tc = coordinator(logs)
+
+    async def commit():
+        await run_durably(tc.load(), gc)
+        err, pid, epoch = await run_durably(tc.init_producer_id("tx", 60000), gc)
+        assert await run_durably(tc.add_partitions("tx", pid, epoch, [("t", 0)]), gc) == 0
+        assert await run_durably(tc.end_txn("tx", pid, epoch, True), gc) == 0
+
+    asyncio.run(commit())
+    assert tc.txns["tx"].state == TxnState.COMPLETE_COMMIT
+    assert (gc.rounds >= 4) if waits else (gc.rounds == 0), gc.rounds
+    gc.close()
+    logs.close()
