@@ -241,7 +241,7 @@ class LogCleaner:
             first_dirty=first_dirty, end=end,
             aborted=[e for s in originals.values() for e in s.txn_index.entries],
             producer_last_offsets=producers,
-            delete_horizon_ms=now - cfg.delete_retention_ms,
+            delete_retention_ms=cfg.delete_retention_ms,
             index_interval_bytes=cfg.index_interval_bytes, max_segment_bytes=cfg.segment_bytes,
             now_ms=now)
         return plog, job, originals
@@ -295,6 +295,7 @@ class LogCleaner:
         self.passes += 1
         log.info("cleaned log", topic=plog.topic, partition=plog.partition,
                  ms=round((time.monotonic() - self._started) * 1000, 1), worker_ms=result.worker_ms,
+                 worker_cpu_ms=result.worker_cpu_ms,
                  segments_rewritten=sum(len(olds) for olds in plan.values()),
                  segments_written=len(plan), bytes_read=result.bytes_read,
                  bytes_written=result.bytes_written, records_removed=result.records_removed,
