@@ -2,8 +2,9 @@
 
 It reads segment files through its own file descriptors and writes complete replacement segments
 into ``<partition dir>/cleaner/``; it touches no state of the live log (its input and output are
-plain picklable values), so the event loop keeps appending and serving fetches meanwhile. ``LogCleaner`` (storage/log_cleaner.py) chooses what to
-clean and swaps the results in on the event loop.
+plain picklable values), so the event loop keeps appending and serving fetches meanwhile.
+``LogCleaner`` (storage/log_cleaner.py) chooses what to clean and swaps the results in on the
+event loop.
 
 The pass, with Kafka's rules:
 
@@ -13,11 +14,14 @@ The pass, with Kafka's rules:
    * a batch of an aborted transaction is dropped whole (read_committed readers never saw it;
      read_uncommitted readers lose it, as in Kafka);
    * a record is kept if no later record has its key (offset >= the map's offset for the key);
-     keyless records are dropped; a tombstone (null value) is kept until its segment lies in the
-     already-cleaned part and its newest timestamp is older than ``delete.retention.ms``;
-   * a COMMIT marker goes once no batch of its transaction remains before it in this pass, an
-     ABORT marker once no batch of its transaction was seen, both only past the same delete
-     horizon as tombstones (Kafka's CleanedTransactionMetadata);
+     keyless records are dropped;
+   * **delete horizon, per batch** (Kafka 2.8+, KIP-534): the first pass that keeps a tombstone
+     (null value) rewrites its batch with base timestamp = now + ``delete.retention.ms`` and
+     attribute bit 6 set (record timestamps unchanged: their deltas are re-encoded); a later
+     pass drops the batch's tombstones once that horizon has passed;
+   * a COMMIT marker may go once a pass saw no batch of its transaction before it, an ABORT
+     marker once no batch of its transaction was seen (Kafka's CleanedTransactionMetadata); the
+     first such pass stamps the marker's horizon the same way, a pass after it removes it;
    * a batch whose records are all dropped disappears, except the last batch of a producer
      that still has state (kept whole so producer state can be rebuilt from the log);
    * a batch that loses some records is rebuilt with the same base offset, last offset delta,
@@ -169,26 +173,29 @@ def build_offset_map(job: CleanJob, fds: dict[int, int], aborted: _AbortedRanges
                 continue
             if h.is_transactional and aborted.find(h.producer_id, h.base_offset) is not None:
                 continue
-            keys = (_keys_of_unfiltered(h, data, deletes) if h.base_offset >= first_dirty
-                    else None)
-            if keys is not None:
-                # offsets base, base + 1, ...: the dict takes them all in one C call
-                offsets.update(zip(keys, range(h.base_offset, h.base_offset + len(keys))))
-                continue
-            for offset, key, has_value in iter_record_keys(data):
-                if key is not None and offset >= first_dirty:
-                    offsets[key] = offset
-                    if not has_value:
-                        deletes.append(offset)
+            _add_to_map(offsets, deletes, h, data, first_dirty)
     offsets.pop(None, None)  # keyless records (refused today, maybe in old logs) are dropped
     return _OffsetMap(offsets, deletes), end
 
 
-def _keys_of_unfiltered(h, data, deletes: list[int]) -> list[bytes | None] | None:
+def _add_to_map(offsets: dict, deletes: list[int], h, data, first_dirty: int) -> None:
+    keys = _keys_of_unfiltered(h, data, deletes) if h.base_offset >= first_dirty else None
+    if keys is not None:
+        # offsets base, base + 1, ...: the dict takes them all in one C call
+        offsets.update(zip(keys, range(h.base_offset, h.base_offset + len(keys)), strict=True))
+        return
+    for offset, key, has_value in iter_record_keys(data):
+        if key is not None and offset >= first_dirty:
+            offsets[key] = offset
+            if not has_value:
+                deletes.append(offset)
+
+
+def _keys_of_unfiltered(h, data, deletes: list[int]) -> list[bytes | None] | None:  # noqa: C901
     """The key of every record of a batch whose records have offset deltas 0, 1, 2, ... (every
     batch no cleaner has filtered yet), else None. The common case of ``iter_record_keys``
     without a generator step and a tuple per record: the cleaner spends most of its time
-    here. Appends the offsets of tombstones (null values) to ``deletes``.
+    here (hence one flat loop). Appends the offsets of tombstones (null values) to ``deletes``.
     Raises CorruptBatchError."""
     count = h.records_count
     if count != h.last_offset_delta + 1:
@@ -358,70 +365,83 @@ def _clean_group(job: CleanJob, group: list[SegmentToClean], fds: dict[int, int]
 def _clean_segment(job: CleanJob, seg: SegmentToClean, fd: int, omap: _OffsetMap,
                    txn: _TxnMetadata, new: LogSegment, result: CleanResult) -> bool:
     """Append what survives of ``seg`` to ``new``; True if anything was dropped or changed."""
-    now = job.now_ms
-    horizon = now + job.delete_retention_ms  # stamped into batches that first keep a delete
+    horizon = job.now_ms + job.delete_retention_ms  # stamped where a delete is first kept
     unfiltered = seg.base_offset >= job.first_dirty  # batches here were never cleaned before
     changed = False
-
-    def write(h, data) -> None:
-        new.append([data], len(data), h.base_offset, h.base_offset + h.last_offset_delta + 1,
-                   h.max_timestamp)
-
     for _, h, data in _batches(seg, fd):
         result.bytes_read += h.size
-        stamped = h.attributes & ATTR_DELETE_HORIZON
         if h.is_control:
-            try:
-                kind = parse_control_record(data).type
-            except CorruptBatchError:
-                kind = -1
-            can_go, entry = txn.on_marker(h, kind)
-            if entry is not None:
-                new.txn_index.append(entry)
-            if can_go and stamped and h.base_timestamp <= now:
-                changed = True  # its transaction's data is gone and its horizon has passed
-            elif can_go and not stamped:
-                changed = True  # first seen removable: it goes after delete.retention.ms
-                write(h, rebuild_batch(h, data, None, horizon))
-            else:
-                write(h, bytes(data))
-            continue
-        if txn.on_batch(h):
-            changed = True
+            out = _clean_marker(h, data, txn, new, job.now_ms, horizon)
+        elif txn.on_batch(h):
+            out = None  # a batch of an aborted transaction
             result.records_removed += h.records_count
-            continue
-        last = h.base_offset + h.last_offset_delta
-        if unfiltered and not stamped and h.records_count == h.last_offset_delta + 1:
-            # offsets base..last: which survive is known from the map's offsets alone
-            kept, deletes = omap.survivors(h.base_offset, last)
-            if kept == h.records_count and not deletes:
-                write(h, bytes(data))
-                continue
-            keep = omap.keep_flags(h.base_offset, last) if kept else [False] * h.records_count
         else:
-            retain_deletes = not stamped or now < h.base_timestamp
-            flags = [(key is not None and offset >= omap.latest.get(key, -1)
-                      and (has_value or retain_deletes), not has_value)
-                     for offset, key, has_value in iter_record_keys(data)]
-            keep = [k for k, _ in flags]
-            kept = sum(keep)
-            deletes = sum(1 for k, tomb in flags if k and tomb)
-            if kept == h.records_count and (stamped or not deletes):
-                write(h, bytes(data))
-                continue
-        if (h.producer_id >= 0
-                and job.producer_last_offsets.get(h.producer_id) == last):
-            write(h, bytes(data))  # the producer's last batch: its state must stay rebuildable
-            continue
-        changed = True
-        result.records_removed += h.records_count - kept
-        if not kept:
-            continue
-        if deletes and not stamped:  # KIP-534: the batch carries the tombstones' horizon
-            write(h, rebuild_batch(h, data, keep, horizon))
-        else:
-            write(h, filter_batch(h, data, keep))
+            keep, kept, deletes = _keep_flags(h, data, omap, unfiltered, job.now_ms)
+            last = h.base_offset + h.last_offset_delta
+            if keep is None or (h.producer_id >= 0
+                                and job.producer_last_offsets.get(h.producer_id) == last):
+                out = data  # unchanged, or the producer's last batch (its state stays rebuildable)
+            else:
+                result.records_removed += h.records_count - kept
+                if not kept:
+                    out = None
+                elif deletes and not h.attributes & ATTR_DELETE_HORIZON:
+                    out = rebuild_batch(h, data, keep, horizon)  # KIP-534: carries the horizon
+                else:
+                    out = filter_batch(h, data, keep)
+        if out is not data:
+            changed = True
+        if out is not None:
+            out = bytes(out)
+            new.append([out], len(out), h.base_offset, h.base_offset + h.last_offset_delta + 1,
+                       h.max_timestamp)
     return changed
+
+
+def _clean_marker(h, data, txn: _TxnMetadata, new: LogSegment, now: int, horizon: int):
+    """What is written for a control batch: ``data`` itself, a copy stamped with the delete
+    horizon (Kafka 2.8+: a marker that may go is first stamped, then removed by a pass after
+    the horizon), or None (removed)."""
+    try:
+        kind = parse_control_record(data).type
+    except CorruptBatchError:
+        kind = -1
+    can_go, entry = txn.on_marker(h, kind)
+    if entry is not None:
+        assert new.txn_index is not None  # LogSegment.create made it
+        new.txn_index.append(entry)
+    if not can_go:
+        return data
+    if not h.attributes & ATTR_DELETE_HORIZON:
+        return rebuild_batch(h, data, None, horizon)
+    return None if h.base_timestamp <= now else data
+
+
+def _keep_flags(h, data, omap: _OffsetMap, unfiltered: bool, now: int
+                ) -> tuple[list[bool] | None, int, int]:
+    """(which records of a data batch stay, or None when the batch stays as it is; how many
+    stay; how many of those are tombstones). A record stays if it is its key's latest and,
+    for a tombstone, its batch has no delete horizon or the horizon is still ahead (KIP-534)."""
+    stamped = h.attributes & ATTR_DELETE_HORIZON
+    count = h.records_count
+    if unfiltered and not stamped and count == h.last_offset_delta + 1:
+        # offsets base..last: which survive is known from the map's offsets alone
+        first, last = h.base_offset, h.base_offset + h.last_offset_delta
+        kept, deletes = omap.survivors(first, last)
+        if kept == count and not deletes:
+            return None, kept, 0
+        return (omap.keep_flags(first, last) if kept else [False] * count), kept, deletes
+    retain_deletes = not stamped or now < h.base_timestamp
+    latest = omap.latest
+    flags = [(key is not None and offset >= latest.get(key, -1)
+              and (has_value or retain_deletes), not has_value)
+             for offset, key, has_value in iter_record_keys(data)]
+    keep = [k for k, _ in flags]
+    kept = sum(keep)
+    deletes = sum(1 for k, tomb in flags if k and tomb)
+    if kept == count and (stamped or not deletes):
+        return None, kept, deletes
+    return keep, kept, deletes
 
 
 def rebuild_batch(h, data, keep: list[bool] | None, delete_horizon_ms: int) -> bytes:

@@ -27,14 +27,15 @@ discards any other leftover: a crash at any point leaves either the old or the n
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import shutil
 import threading
 import time
-import multiprocessing
+from collections.abc import Callable
 from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from typing import Any, Callable
+from typing import Any
 
 import structlog
 
@@ -127,6 +128,35 @@ def _move_segment(work: str, partition_dir: str, base: int) -> None:
                 pass
 
 
+def _cleanable(plog, now: int, checkpoint: dict[tuple[str, int], int]
+               ) -> tuple[float, int, int] | None:
+    """(dirty ratio, first dirty offset, end) of a compacted log that qualifies for a pass."""
+    cfg = plog.config
+    segs = plog.segments
+    if len(segs) < 2:
+        return None
+    first_dirty = max(checkpoint.get((plog.topic, plog.partition), 0), plog.log_start_offset)
+    limit = min(segs[-1].base_offset, plog.last_stable_offset)
+    if cfg.min_compaction_lag_ms > 0:
+        for seg in segs[:-1]:
+            if seg.max_timestamp > now - cfg.min_compaction_lag_ms:
+                limit = min(limit, seg.base_offset)
+                break
+    end = max((s.base_offset for s in segs if s.base_offset <= limit), default=0)
+    dirty_segs = [s for i, s in enumerate(segs[:-1]) if s.base_offset < end
+                  and segs[i + 1].base_offset > first_dirty]
+    if not dirty_segs or end <= first_dirty:
+        return None
+    dirty = sum(s.size for s in dirty_segs)
+    clean_bytes = sum(s.size for s in segs if s.base_offset < first_dirty and s not in dirty_segs)
+    ratio = dirty / max(dirty + clean_bytes, 1)
+    first_ts = dirty_segs[0].first_batch_timestamp()
+    overdue = first_ts is not None and 0 <= first_ts and now - first_ts > cfg.max_compaction_lag_ms
+    if ratio < cfg.min_cleanable_dirty_ratio and not overdue:
+        return None
+    return ratio, first_dirty, end
+
+
 class LogCleaner:
     def __init__(self, logs: Any, *, time_ms: Callable[[], int] | None = None,
                  on_pass_done: Callable[[], None] | None = None,
@@ -177,8 +207,9 @@ class LogCleaner:
         except BrokenProcessPool:  # the worker died between passes: start a fresh one
             self._executor = None
             future = self._worker().submit(clean, job)
-        if self.on_pass_done is not None:
-            future.add_done_callback(lambda _f: self.on_pass_done())
+        done = self.on_pass_done
+        if done is not None:
+            future.add_done_callback(lambda _f: done())
         self._running = (plog, job, originals, future)
         return True
 
@@ -195,36 +226,9 @@ class LogCleaner:
         checkpoint = self.first_dirty_offsets()
         best = None
         for plog in self.logs.all_logs():
-            cfg = plog.config
-            if not cfg.compact:
-                continue
-            segs = plog.segments
-            if len(segs) < 2:
-                continue
-            first_dirty = max(checkpoint.get((plog.topic, plog.partition), 0),
-                              plog.log_start_offset)
-            limit = min(segs[-1].base_offset, plog.last_stable_offset)
-            if cfg.min_compaction_lag_ms > 0:
-                for seg in segs[:-1]:
-                    if seg.max_timestamp > now - cfg.min_compaction_lag_ms:
-                        limit = min(limit, seg.base_offset)
-                        break
-            end = max((s.base_offset for s in segs if s.base_offset <= limit), default=0)
-            dirty_segs = [s for i, s in enumerate(segs[:-1]) if s.base_offset < end
-                          and segs[i + 1].base_offset > first_dirty]
-            if not dirty_segs or end <= first_dirty:
-                continue
-            dirty = sum(s.size for s in dirty_segs)
-            clean_bytes = sum(s.size for s in segs if s.base_offset < first_dirty
-                              and s not in dirty_segs)
-            ratio = dirty / max(dirty + clean_bytes, 1)
-            first_ts = dirty_segs[0].first_batch_timestamp()
-            overdue = (first_ts is not None and 0 <= first_ts
-                       and now - first_ts > cfg.max_compaction_lag_ms)
-            if ratio < cfg.min_cleanable_dirty_ratio and not overdue:
-                continue
-            if best is None or ratio > best[0]:
-                best = (ratio, plog, first_dirty, end)
+            found = _cleanable(plog, now, checkpoint) if plog.config.compact else None
+            if found is not None and (best is None or found[0] > best[0]):
+                best = (found[0], plog, found[1], found[2])
         if best is None:
             return None
         _, plog, first_dirty, end = best
@@ -260,8 +264,8 @@ class LogCleaner:
             log.error("log cleaner pass failed; the log is unchanged and will be retried",
                       topic=plog.topic, partition=plog.partition, error=repr(exc))
             shutil.rmtree(work, ignore_errors=True)
-            if isinstance(exc, BrokenProcessPool):  # the worker died: start a fresh one
-                self._executor.shutdown(wait=False)
+            if isinstance(exc, BrokenProcessPool) and self._executor is not None:
+                self._executor.shutdown(wait=False)  # the worker died: start a fresh one
                 self._executor = None
             return
         live = self.logs.get_log(plog.topic, plog.partition)
@@ -290,8 +294,9 @@ class LogCleaner:
                         old.close()
         shutil.rmtree(work, ignore_errors=True)
         if live is plog:
-            self.first_dirty_offsets()[(plog.topic, plog.partition)] = result.end
-            write_offset_checkpoint(self._checkpoint_path, self._checkpoint)
+            checkpoint = self.first_dirty_offsets()
+            checkpoint[(plog.topic, plog.partition)] = result.end
+            write_offset_checkpoint(self._checkpoint_path, checkpoint)
         self.passes += 1
         log.info("cleaned log", topic=plog.topic, partition=plog.partition,
                  ms=round((time.monotonic() - self._started) * 1000, 1), worker_ms=result.worker_ms,
