@@ -32,8 +32,8 @@ median of ``--runs`` starts), with the broker's own per-phase figures from its l
     python -m bench.history [--transactions 1000000] [--commits 1000000] [--runs 3]
                             [--data-dir DIR]  (keep the generated history; reused if present)
 
-Results go to bench/history-results.json. `make bench BENCH_ARGS=...` does not run it; run
-`make bench-history` (or the command above). Never part of `make test`.
+Results go to bench/history-results.json. `make bench BENCH_ARGS="history [options]"` runs it
+(as does the command above); never part of `make test`.
 """
 
 from __future__ import annotations
