@@ -67,11 +67,24 @@ _SUFFIXES = (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)
 WORKER_NICENESS = 10
 
 
+def _lower_priority(pid: int) -> None:
+    """SCHED_IDLE where Linux has it: the worker runs on CPU time nothing else wants, and a
+    waking broker thread preempts it at once (niceness alone still lets it finish a slice of a
+    few ms first: produce p99 rose from 0.3-0.7 ms to 1.5-4.7 ms during a pass)."""
+    try:
+        os.setpriority(os.PRIO_PROCESS, pid, max(os.getpriority(os.PRIO_PROCESS, pid),
+                                                 WORKER_NICENESS))
+        if hasattr(os, "sched_setscheduler"):
+            os.sched_setscheduler(pid, os.SCHED_IDLE, os.sched_param(0))
+    except OSError:  # gone already (the pool notices), or not allowed: niceness is enough
+        pass
+
+
 def _init_worker(broker_pid: int) -> None:
     """Niced, so on a busy machine the broker's own work comes first (the broker already set
     it right after the spawn; this covers a start it did not see); and gone with the broker:
     a SIGKILLed broker cannot shut its pool down, and the worker would otherwise stay forever."""
-    os.setpriority(os.PRIO_PROCESS, 0, max(os.getpriority(os.PRIO_PROCESS, 0), WORKER_NICENESS))
+    _lower_priority(0)
     threading.Thread(target=_exit_with, args=(broker_pid,), daemon=True).start()
 
 
@@ -227,10 +240,7 @@ class LogCleaner:
         for pid in list(processes):
             if pid not in self._niced:
                 self._niced.add(pid)
-                try:
-                    os.setpriority(os.PRIO_PROCESS, pid, WORKER_NICENESS)
-                except OSError:  # already gone: the pool notices
-                    pass
+                _lower_priority(pid)
 
     def _worker(self) -> Executor:
         if self._executor is None:
