@@ -89,6 +89,11 @@ def one_run(target_cls, scale: float, workdir: Path) -> dict[str, float]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["history"]:  # make bench BENCH_ARGS="history [--transactions N ...]"
+        from bench.history import main as history_main  # noqa: PLC0415
+
+        return history_main(argv[1:])
     ap = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n\n")[0])
     ap.add_argument("--brokers", default="minibroker,kafka",
                     help="comma-separated: minibroker, kafka (default both)")

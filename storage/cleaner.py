@@ -2,8 +2,9 @@
 
 It reads segment files through its own file descriptors and writes complete replacement segments
 into ``<partition dir>/cleaner/``; it touches no state of the live log (its input and output are
-plain picklable values), so the event loop keeps appending and serving fetches meanwhile. ``LogCleaner`` (storage/log_cleaner.py) chooses what to
-clean and swaps the results in on the event loop.
+plain picklable values), so the event loop keeps appending and serving fetches meanwhile.
+``LogCleaner`` (storage/log_cleaner.py) chooses what to clean and swaps the results in on the
+event loop.
 
 The pass, with Kafka's rules:
 
@@ -13,11 +14,14 @@ The pass, with Kafka's rules:
    * a batch of an aborted transaction is dropped whole (read_committed readers never saw it;
      read_uncommitted readers lose it, as in Kafka);
    * a record is kept if no later record has its key (offset >= the map's offset for the key);
-     keyless records are dropped; a tombstone (null value) is kept until its segment lies in the
-     already-cleaned part and its newest timestamp is older than ``delete.retention.ms``;
-   * a COMMIT marker goes once no batch of its transaction remains before it in this pass, an
-     ABORT marker once no batch of its transaction was seen, both only past the same delete
-     horizon as tombstones (Kafka's CleanedTransactionMetadata);
+     keyless records are dropped;
+   * **delete horizon, per batch** (Kafka 2.8+, KIP-534): the first pass that keeps a tombstone
+     (null value) rewrites its batch with base timestamp = now + ``delete.retention.ms`` and
+     attribute bit 6 set (record timestamps unchanged: their deltas are re-encoded); a later
+     pass drops the batch's tombstones once that horizon has passed;
+   * a COMMIT marker may go once a pass saw no batch of its transaction before it, an ABORT
+     marker once no batch of its transaction was seen (Kafka's CleanedTransactionMetadata); the
+     first such pass stamps the marker's horizon the same way, a pass after it removes it;
    * a batch whose records are all dropped disappears, except the last batch of a producer
      that still has state (kept whole so producer state can be rebuilt from the log);
    * a batch that loses some records is rebuilt with the same base offset, last offset delta,
@@ -30,14 +34,22 @@ from __future__ import annotations
 
 import os
 import shutil
+import struct
 import time
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 
 from protocol.record_batch import (
     CONTROL_ABORT,
     CONTROL_COMMIT,
+    HEADER_SIZE,
+    HEADER_STRUCT,
     CorruptBatchError,
+    _compress,
+    _read_varint,
+    _zigzag_bytes,
+    compute_crc,
+    decompress,
     filter_batch,
     iter_record_keys,
     parse_control_record,
@@ -48,6 +60,11 @@ from storage.transaction_index import AbortedTxn
 __all__ = ["CleanJob", "CleanResult", "SegmentToClean", "clean", "CLEANER_DIR"]
 
 CLEANER_DIR = "cleaner"
+#: batch attribute bit 6: the base timestamp is the delete horizon (Kafka's
+#: DefaultRecordBatch.DELETE_HORIZON_FLAG_MASK, KIP-534)
+ATTR_DELETE_HORIZON = 0x40
+_CRC = struct.Struct(">I")
+_CRC_OFFSET = 17
 _INT32_MAX = 2**31 - 1
 
 
@@ -69,7 +86,7 @@ class CleanJob:
     end: int  # first offset not cleaned (a segment base)
     aborted: list[AbortedTxn]  # aborted transactions with a marker below ``end``
     producer_last_offsets: dict[int, int]  # producer id -> last data offset in the log
-    delete_horizon_ms: int  # tombstones and markers older than this may go
+    delete_retention_ms: int  # a kept tombstone or removable marker goes this long after
     index_interval_bytes: int
     max_segment_bytes: int
     now_ms: int
@@ -85,6 +102,32 @@ class CleanResult:
     bytes_written: int = 0
     records_removed: int = 0
     worker_ms: float = 0.0  # the pass itself, in the worker (without its start-up or queueing)
+    worker_cpu_ms: float = 0.0  # CPU time of the pass (on a busy machine wall time says little)
+
+
+class _OffsetMap:
+    """Kafka's OffsetMap (key -> offset of its latest record in the dirty range), plus the
+    sorted offsets it holds: a batch of the dirty range that no cleaner filtered before keeps
+    exactly the records whose offsets are in it, which ``survivors`` counts without decoding."""
+
+    def __init__(self, latest: dict, deletes: list[int]) -> None:
+        self.latest = latest
+        self._offsets = sorted(latest.values())
+        kept = set(self._offsets)
+        self._deletes = sorted(o for o in deletes if o in kept)  # kept tombstones
+
+    def survivors(self, first: int, last: int) -> tuple[int, int]:
+        """(records kept, tombstones among them) of the offsets first..last."""
+        offsets, deletes = self._offsets, self._deletes
+        kept = bisect_right(offsets, last) - bisect_left(offsets, first)
+        if not deletes:
+            return kept, 0
+        return kept, bisect_right(deletes, last) - bisect_left(deletes, first)
+
+    def keep_flags(self, first: int, last: int) -> list[bool]:
+        offsets = self._offsets
+        kept = set(offsets[bisect_left(offsets, first):bisect_right(offsets, last)])
+        return [o in kept for o in range(first, last + 1)]
 
 
 class _AbortedRanges:
@@ -112,27 +155,100 @@ def _batches(seg: SegmentToClean, fd: int):
 
 
 def build_offset_map(job: CleanJob, fds: dict[int, int], aborted: _AbortedRanges
-                     ) -> tuple[dict[bytes, int], int]:
+                     ) -> tuple[_OffsetMap, int]:
     """key -> last offset in the dirty range; returns (map, end). ``end`` moves back to a
     segment base if the map would exceed ``max_map_keys`` (the rest waits for a later pass)."""
-    offsets: dict[bytes, int] = {}
+    offsets: dict = {}
+    deletes: list[int] = []  # offsets of the dirty range's tombstones
     end = job.end
+    first_dirty = job.first_dirty
     for seg in job.segments:
-        if seg.base_offset < job.first_dirty and _next_base(job, seg) <= job.first_dirty:
+        if seg.base_offset < first_dirty and _next_base(job, seg) <= first_dirty:
             continue
-        if len(offsets) > job.max_map_keys and seg.base_offset > job.first_dirty:
+        if len(offsets) > job.max_map_keys and seg.base_offset > first_dirty:
             end = seg.base_offset
             break
         for _, h, data in _batches(seg, fds[seg.base_offset]):
-            if h.base_offset + h.last_offset_delta < job.first_dirty or h.is_control:
+            if h.base_offset + h.last_offset_delta < first_dirty or h.is_control:
                 continue
             if h.is_transactional and aborted.find(h.producer_id, h.base_offset) is not None:
                 continue
-            first_dirty = job.first_dirty
-            for offset, key, _ in iter_record_keys(data):
-                if key is not None and offset >= first_dirty:
-                    offsets[key] = offset
-    return offsets, end
+            _add_to_map(offsets, deletes, h, data, first_dirty)
+    offsets.pop(None, None)  # keyless records (refused today, maybe in old logs) are dropped
+    return _OffsetMap(offsets, deletes), end
+
+
+def _add_to_map(offsets: dict, deletes: list[int], h, data, first_dirty: int) -> None:
+    keys = _keys_of_unfiltered(h, data, deletes) if h.base_offset >= first_dirty else None
+    if keys is not None:
+        # offsets base, base + 1, ...: the dict takes them all in one C call
+        offsets.update(zip(keys, range(h.base_offset, h.base_offset + len(keys)), strict=True))
+        return
+    for offset, key, has_value in iter_record_keys(data):
+        if key is not None and offset >= first_dirty:
+            offsets[key] = offset
+            if not has_value:
+                deletes.append(offset)
+
+
+def _keys_of_unfiltered(h, data, deletes: list[int]) -> list[bytes | None] | None:  # noqa: C901
+    """The key of every record of a batch whose records have offset deltas 0, 1, 2, ... (every
+    batch no cleaner has filtered yet), else None. The common case of ``iter_record_keys``
+    without a generator step and a tuple per record: the cleaner spends most of its time
+    here (hence one flat loop). Appends the offsets of tombstones (null values) to ``deletes``.
+    Raises CorruptBatchError."""
+    count = h.records_count
+    if count != h.last_offset_delta + 1:
+        return None
+    if h.compression:
+        buf = decompress(h.compression, memoryview(data)[HEADER_SIZE:h.size])
+        pos, end = 0, len(buf)
+    else:
+        buf, pos, end = bytes(data[:h.size]), HEADER_SIZE, h.size
+    keys: list[bytes | None] = []
+    append = keys.append
+    try:
+        for i in range(count):
+            b = buf[pos]  # record length, then attributes (1 byte)
+            if b < 0x80:
+                length, pos = (b >> 1) ^ -(b & 1), pos + 1
+            elif buf[pos + 1] < 0x80:
+                b = (b & 0x7F) | (buf[pos + 1] << 7)
+                length, pos = (b >> 1) ^ -(b & 1), pos + 2
+            else:
+                length, pos = _read_varint(buf, pos)
+            rec_end = pos + length
+            if length < 0 or rec_end > end:
+                raise CorruptBatchError("record runs past the end of the batch")
+            pos += 1
+            while buf[pos] >= 0x80:  # timestamp delta, skipped
+                pos += 1
+            b = buf[pos + 1]  # offset delta, which must be i
+            if b < 0x80:
+                delta, pos = (b >> 1) ^ -(b & 1), pos + 2
+            elif buf[pos + 2] < 0x80:
+                b = (b & 0x7F) | (buf[pos + 2] << 7)
+                delta, pos = (b >> 1) ^ -(b & 1), pos + 3
+            else:
+                delta, pos = _read_varint(buf, pos + 1)
+            if delta != i:
+                return None
+            b = buf[pos]  # key length
+            if b < 0x80:
+                n, pos = (b >> 1) ^ -(b & 1), pos + 1
+            else:
+                n, pos = _read_varint(buf, pos)
+            if n < 0:
+                append(None)
+            else:
+                append(buf[pos:pos + n])
+                pos += n
+            if buf[pos] == 0x01:  # value length -1 (zigzag varint 0x01): a tombstone
+                deletes.append(h.base_offset + i)
+            pos = rec_end
+    except IndexError:
+        raise CorruptBatchError("record runs past the end of the batch") from None
+    return keys
 
 
 def _next_base(job: CleanJob, seg: SegmentToClean) -> int:
@@ -179,7 +295,7 @@ class _TxnMetadata:
 def clean(job: CleanJob) -> CleanResult:
     """Run one pass (see the module docstring). Raises OSError / CorruptBatchError on trouble;
     the caller then drops the partial output and leaves the log as it was."""
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     out_dir = os.path.join(job.partition_dir, CLEANER_DIR)
     shutil.rmtree(out_dir, ignore_errors=True)
     os.makedirs(out_dir)
@@ -194,6 +310,7 @@ def clean(job: CleanJob) -> CleanResult:
         for group in group_segments(job, end):
             _clean_group(job, group, fds, offset_map, txn, out_dir, result)
         result.worker_ms = round((time.perf_counter() - started) * 1000, 1)
+        result.worker_cpu_ms = round((time.process_time() - cpu_started) * 1000, 1)
         return result
     finally:
         for fd in fds.values():
@@ -222,7 +339,7 @@ def group_segments(job: CleanJob, end: int) -> list[list[SegmentToClean]]:
 
 
 def _clean_group(job: CleanJob, group: list[SegmentToClean], fds: dict[int, int],
-                 offset_map: dict[bytes, int], txn: _TxnMetadata, out_dir: str,
+                 offset_map: _OffsetMap, txn: _TxnMetadata, out_dir: str,
                  result: CleanResult) -> None:
     """Write the survivors of ``group`` into one new segment (streamed: memory stays at one
     batch); dropped again if it is one segment in which nothing changed."""
@@ -245,51 +362,126 @@ def _clean_group(job: CleanJob, group: list[SegmentToClean], fds: dict[int, int]
         new.delete_files()
 
 
-def _clean_segment(job: CleanJob, seg: SegmentToClean, fd: int, offset_map: dict[bytes, int],
+def _clean_segment(job: CleanJob, seg: SegmentToClean, fd: int, omap: _OffsetMap,
                    txn: _TxnMetadata, new: LogSegment, result: CleanResult) -> bool:
     """Append what survives of ``seg`` to ``new``; True if anything was dropped or changed."""
-    # tombstones and markers may go only from the already-cleaned part, past the horizon
-    retain_deletes = not (seg.base_offset < job.first_dirty
-                          and 0 <= seg.max_timestamp <= job.delete_horizon_ms)
+    horizon = job.now_ms + job.delete_retention_ms  # stamped where a delete is first kept
+    unfiltered = seg.base_offset >= job.first_dirty  # batches here were never cleaned before
     changed = False
-
-    def write(h, data) -> None:
-        new.append([data], len(data), h.base_offset, h.base_offset + h.last_offset_delta + 1,
-                   h.max_timestamp)
-
     for _, h, data in _batches(seg, fd):
         result.bytes_read += h.size
         if h.is_control:
-            try:
-                kind = parse_control_record(data).type
-            except CorruptBatchError:
-                kind = -1
-            can_go, entry = txn.on_marker(h, kind)
-            if entry is not None:
-                new.txn_index.append(entry)
-            if can_go and not retain_deletes:
-                changed = True
-                continue
-            write(h, bytes(data))
-            continue
-        if txn.on_batch(h):
-            changed = True
+            out = _clean_marker(h, data, txn, new, job.now_ms, horizon)
+        elif txn.on_batch(h):
+            out = None  # a batch of an aborted transaction
             result.records_removed += h.records_count
-            continue
-        keep = [key is not None and offset >= offset_map.get(key, -1)
-                and (has_value or retain_deletes)
-                for offset, key, has_value in iter_record_keys(data)]
-        if all(keep):
-            write(h, bytes(data))
-            continue
-        last_of_producer = (h.producer_id >= 0 and job.producer_last_offsets.get(h.producer_id)
-                            == h.base_offset + h.last_offset_delta)
-        if last_of_producer:
-            write(h, bytes(data))  # producer state must stay rebuildable
-            continue
-        changed = True
-        survivors = sum(keep)
-        result.records_removed += len(keep) - survivors
-        if survivors:
-            write(h, filter_batch(h, data, keep))
+        else:
+            keep, kept, deletes = _keep_flags(h, data, omap, unfiltered, job.now_ms)
+            last = h.base_offset + h.last_offset_delta
+            if keep is None or (h.producer_id >= 0
+                                and job.producer_last_offsets.get(h.producer_id) == last):
+                out = data  # unchanged, or the producer's last batch (its state stays rebuildable)
+            else:
+                result.records_removed += h.records_count - kept
+                if not kept:
+                    out = None
+                elif deletes and not h.attributes & ATTR_DELETE_HORIZON:
+                    out = rebuild_batch(h, data, keep, horizon)  # KIP-534: carries the horizon
+                else:
+                    out = filter_batch(h, data, keep)
+        if out is not data:
+            changed = True
+        if out is not None:
+            out = bytes(out)
+            new.append([out], len(out), h.base_offset, h.base_offset + h.last_offset_delta + 1,
+                       h.max_timestamp)
     return changed
+
+
+def _clean_marker(h, data, txn: _TxnMetadata, new: LogSegment, now: int, horizon: int):
+    """What is written for a control batch: ``data`` itself, a copy stamped with the delete
+    horizon (Kafka 2.8+: a marker that may go is first stamped, then removed by a pass after
+    the horizon), or None (removed)."""
+    try:
+        kind = parse_control_record(data).type
+    except CorruptBatchError:
+        kind = -1
+    can_go, entry = txn.on_marker(h, kind)
+    if entry is not None:
+        assert new.txn_index is not None  # LogSegment.create made it
+        new.txn_index.append(entry)
+    if not can_go:
+        return data
+    if not h.attributes & ATTR_DELETE_HORIZON:
+        return rebuild_batch(h, data, None, horizon)
+    return None if h.base_timestamp <= now else data
+
+
+def _keep_flags(h, data, omap: _OffsetMap, unfiltered: bool, now: int
+                ) -> tuple[list[bool] | None, int, int]:
+    """(which records of a data batch stay, or None when the batch stays as it is; how many
+    stay; how many of those are tombstones). A record stays if it is its key's latest and,
+    for a tombstone, its batch has no delete horizon or the horizon is still ahead (KIP-534)."""
+    stamped = h.attributes & ATTR_DELETE_HORIZON
+    count = h.records_count
+    if unfiltered and not stamped and count == h.last_offset_delta + 1:
+        # offsets base..last: which survive is known from the map's offsets alone
+        first, last = h.base_offset, h.base_offset + h.last_offset_delta
+        kept, deletes = omap.survivors(first, last)
+        if kept == count and not deletes:
+            return None, kept, 0
+        return (omap.keep_flags(first, last) if kept else [False] * count), kept, deletes
+    retain_deletes = not stamped or now < h.base_timestamp
+    latest = omap.latest
+    flags = [(key is not None and offset >= latest.get(key, -1)
+              and (has_value or retain_deletes), not has_value)
+             for offset, key, has_value in iter_record_keys(data)]
+    keep = [k for k, _ in flags]
+    kept = sum(keep)
+    deletes = sum(1 for k, tomb in flags if k and tomb)
+    if kept == count and (stamped or not deletes):
+        return None, kept, deletes
+    return keep, kept, deletes
+
+
+def rebuild_batch(h, data, keep: list[bool] | None, delete_horizon_ms: int) -> bytes:
+    """The batch with only the records ``keep`` marks (all if None), its base timestamp set to
+    ``delete_horizon_ms`` and the delete-horizon attribute bit set (Kafka 2.8+, KIP-534: the
+    time after which a later pass may drop its tombstones or its marker). Records keep their
+    timestamps: each timestamp delta is re-encoded against the new base; offsets, producer
+    fields and the codec are unchanged."""
+    mv = memoryview(data)
+    if h.compression:
+        buf = decompress(h.compression, mv[HEADER_SIZE:h.size])
+        pos = 0
+    else:
+        buf, pos = bytes(mv[:h.size]), HEADER_SIZE
+    shift = h.base_timestamp - delete_horizon_ms
+    parts: list[bytes] = []
+    kept = 0
+    try:
+        for i in range(h.records_count):
+            length, body = _read_varint(buf, pos)
+            rec_end = body + length
+            if length < 0 or rec_end > len(buf):
+                raise CorruptBatchError("record runs past the end of the batch")
+            if keep is None or keep[i]:
+                ts_delta, rest = _read_varint(buf, body + 1)
+                record = (buf[body:body + 1] + _zigzag_bytes(ts_delta + shift)
+                          + buf[rest:rec_end])
+                parts.append(_zigzag_bytes(len(record)) + record)
+                kept += 1
+            pos = rec_end
+    except IndexError:
+        raise CorruptBatchError("record runs past the end of the batch") from None
+    section = b"".join(parts)
+    if h.compression:
+        section = _compress(h.compression, section)
+    out = bytearray(HEADER_SIZE + len(section))
+    HEADER_STRUCT.pack_into(out, 0, h.base_offset, len(out) - 12, h.partition_leader_epoch,
+                            h.magic, 0, h.attributes | ATTR_DELETE_HORIZON, h.last_offset_delta,
+                            delete_horizon_ms, h.max_timestamp, h.producer_id, h.producer_epoch,
+                            h.base_sequence, kept)
+    out[HEADER_SIZE:] = section
+    _CRC.pack_into(out, _CRC_OFFSET, compute_crc(out))
+    return bytes(out)

@@ -27,14 +27,15 @@ discards any other leftover: a crash at any point leaves either the old or the n
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import shutil
 import threading
 import time
-import multiprocessing
+from collections.abc import Callable
 from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from typing import Any, Callable
+from typing import Any
 
 import structlog
 
@@ -59,10 +60,27 @@ SWAP_FILE = "swap"
 _SUFFIXES = (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)
 
 
+WORKER_NICENESS = 10
+
+
+def _lower_priority(pid: int) -> None:
+    """SCHED_IDLE where Linux has it: the worker runs on CPU time nothing else wants, and a
+    waking broker thread preempts it at once (niceness alone still lets it finish a slice of a
+    few ms first: produce p99 rose from 0.3-0.7 ms to 1.5-4.7 ms during a pass)."""
+    try:
+        os.setpriority(os.PRIO_PROCESS, pid, max(os.getpriority(os.PRIO_PROCESS, pid),
+                                                 WORKER_NICENESS))
+        if hasattr(os, "sched_setscheduler"):
+            os.sched_setscheduler(pid, os.SCHED_IDLE, os.sched_param(0))
+    except OSError:  # gone already (the pool notices), or not allowed: niceness is enough
+        pass
+
+
 def _init_worker(broker_pid: int) -> None:
-    """Niced, so on a busy machine the broker's own work comes first; and gone with the broker:
+    """Niced, so on a busy machine the broker's own work comes first (the broker already set
+    it right after the spawn; this covers a start it did not see); and gone with the broker:
     a SIGKILLed broker cannot shut its pool down, and the worker would otherwise stay forever."""
-    os.nice(10)
+    _lower_priority(0)
     threading.Thread(target=_exit_with, args=(broker_pid,), daemon=True).start()
 
 
@@ -123,6 +141,35 @@ def _move_segment(work: str, partition_dir: str, base: int) -> None:
                 pass
 
 
+def _cleanable(plog, now: int, checkpoint: dict[tuple[str, int], int]
+               ) -> tuple[float, int, int] | None:
+    """(dirty ratio, first dirty offset, end) of a compacted log that qualifies for a pass."""
+    cfg = plog.config
+    segs = plog.segments
+    if len(segs) < 2:
+        return None
+    first_dirty = max(checkpoint.get((plog.topic, plog.partition), 0), plog.log_start_offset)
+    limit = min(segs[-1].base_offset, plog.last_stable_offset)
+    if cfg.min_compaction_lag_ms > 0:
+        for seg in segs[:-1]:
+            if seg.max_timestamp > now - cfg.min_compaction_lag_ms:
+                limit = min(limit, seg.base_offset)
+                break
+    end = max((s.base_offset for s in segs if s.base_offset <= limit), default=0)
+    dirty_segs = [s for i, s in enumerate(segs[:-1]) if s.base_offset < end
+                  and segs[i + 1].base_offset > first_dirty]
+    if not dirty_segs or end <= first_dirty:
+        return None
+    dirty = sum(s.size for s in dirty_segs)
+    clean_bytes = sum(s.size for s in segs if s.base_offset < first_dirty and s not in dirty_segs)
+    ratio = dirty / max(dirty + clean_bytes, 1)
+    first_ts = dirty_segs[0].first_batch_timestamp()
+    overdue = first_ts is not None and 0 <= first_ts and now - first_ts > cfg.max_compaction_lag_ms
+    if ratio < cfg.min_cleanable_dirty_ratio and not overdue:
+        return None
+    return ratio, first_dirty, end
+
+
 class LogCleaner:
     def __init__(self, logs: Any, *, time_ms: Callable[[], int] | None = None,
                  on_pass_done: Callable[[], None] | None = None,
@@ -144,6 +191,7 @@ class LogCleaner:
         self._checkpoint: dict[tuple[str, int], int] | None = None
         self.passes = 0
         self._crash_mid_swap = crash_mid_swap
+        self._niced: set[int] = set()  # worker pids whose priority was lowered
 
     @property
     def _checkpoint_path(self) -> str:
@@ -173,10 +221,22 @@ class LogCleaner:
         except BrokenProcessPool:  # the worker died between passes: start a fresh one
             self._executor = None
             future = self._worker().submit(clean, job)
-        if self.on_pass_done is not None:
-            future.add_done_callback(lambda _f: self.on_pass_done())
+        self._nice_new_workers()
+        done = self.on_pass_done
+        if done is not None:
+            future.add_done_callback(lambda _f: done())
         self._running = (plog, job, originals, future)
         return True
+
+    def _nice_new_workers(self) -> None:
+        """A spawned worker starts at the broker's priority and spends ~0.3 s of CPU importing
+        before its initializer runs: lower its priority from here at once, or that start-up
+        competes with produce requests (measured: produce p99 5x during a first pass)."""
+        processes = getattr(self._executor, "_processes", None) or {}
+        for pid in list(processes):
+            if pid not in self._niced:
+                self._niced.add(pid)
+                _lower_priority(pid)
 
     def _worker(self) -> Executor:
         if self._executor is None:
@@ -191,36 +251,9 @@ class LogCleaner:
         checkpoint = self.first_dirty_offsets()
         best = None
         for plog in self.logs.all_logs():
-            cfg = plog.config
-            if not cfg.compact:
-                continue
-            segs = plog.segments
-            if len(segs) < 2:
-                continue
-            first_dirty = max(checkpoint.get((plog.topic, plog.partition), 0),
-                              plog.log_start_offset)
-            limit = min(segs[-1].base_offset, plog.last_stable_offset)
-            if cfg.min_compaction_lag_ms > 0:
-                for seg in segs[:-1]:
-                    if seg.max_timestamp > now - cfg.min_compaction_lag_ms:
-                        limit = min(limit, seg.base_offset)
-                        break
-            end = max((s.base_offset for s in segs if s.base_offset <= limit), default=0)
-            dirty_segs = [s for i, s in enumerate(segs[:-1]) if s.base_offset < end
-                          and segs[i + 1].base_offset > first_dirty]
-            if not dirty_segs or end <= first_dirty:
-                continue
-            dirty = sum(s.size for s in dirty_segs)
-            clean_bytes = sum(s.size for s in segs if s.base_offset < first_dirty
-                              and s not in dirty_segs)
-            ratio = dirty / max(dirty + clean_bytes, 1)
-            first_ts = dirty_segs[0].first_batch_timestamp()
-            overdue = (first_ts is not None and 0 <= first_ts
-                       and now - first_ts > cfg.max_compaction_lag_ms)
-            if ratio < cfg.min_cleanable_dirty_ratio and not overdue:
-                continue
-            if best is None or ratio > best[0]:
-                best = (ratio, plog, first_dirty, end)
+            found = _cleanable(plog, now, checkpoint) if plog.config.compact else None
+            if found is not None and (best is None or found[0] > best[0]):
+                best = (found[0], plog, found[1], found[2])
         if best is None:
             return None
         _, plog, first_dirty, end = best
@@ -237,7 +270,7 @@ class LogCleaner:
             first_dirty=first_dirty, end=end,
             aborted=[e for s in originals.values() for e in s.txn_index.entries],
             producer_last_offsets=producers,
-            delete_horizon_ms=now - cfg.delete_retention_ms,
+            delete_retention_ms=cfg.delete_retention_ms,
             index_interval_bytes=cfg.index_interval_bytes, max_segment_bytes=cfg.segment_bytes,
             now_ms=now)
         return plog, job, originals
@@ -247,6 +280,7 @@ class LogCleaner:
         """Swap in the result of the pass that ended (called on the event loop)."""
         if self._running is None or not self._running[3].done():
             return
+        swap_started = time.monotonic()
         plog, job, originals, future = self._running
         self._running = None
         work = os.path.join(job.partition_dir, CLEANER_DIR)
@@ -256,8 +290,8 @@ class LogCleaner:
             log.error("log cleaner pass failed; the log is unchanged and will be retried",
                       topic=plog.topic, partition=plog.partition, error=repr(exc))
             shutil.rmtree(work, ignore_errors=True)
-            if isinstance(exc, BrokenProcessPool):  # the worker died: start a fresh one
-                self._executor.shutdown(wait=False)
+            if isinstance(exc, BrokenProcessPool) and self._executor is not None:
+                self._executor.shutdown(wait=False)  # the worker died: start a fresh one
                 self._executor = None
             return
         live = self.logs.get_log(plog.topic, plog.partition)
@@ -286,11 +320,14 @@ class LogCleaner:
                         old.close()
         shutil.rmtree(work, ignore_errors=True)
         if live is plog:
-            self.first_dirty_offsets()[(plog.topic, plog.partition)] = result.end
-            write_offset_checkpoint(self._checkpoint_path, self._checkpoint)
+            checkpoint = self.first_dirty_offsets()
+            checkpoint[(plog.topic, plog.partition)] = result.end
+            write_offset_checkpoint(self._checkpoint_path, checkpoint)
         self.passes += 1
         log.info("cleaned log", topic=plog.topic, partition=plog.partition,
                  ms=round((time.monotonic() - self._started) * 1000, 1), worker_ms=result.worker_ms,
+                 worker_cpu_ms=result.worker_cpu_ms,
+                 swap_ms=round((time.monotonic() - swap_started) * 1000, 1),
                  segments_rewritten=sum(len(olds) for olds in plan.values()),
                  segments_written=len(plan), bytes_read=result.bytes_read,
                  bytes_written=result.bytes_written, records_removed=result.records_removed,

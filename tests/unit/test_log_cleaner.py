@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from protocol.record_batch import ATTR_CONTROL, build_batch, iter_batches, iter_records
+from protocol.record_batch import ATTR_CONTROL, build_batch, crc_ok, iter_batches, iter_records
 from storage.cleaner import CLEANER_DIR
 from storage.log_cleaner import SWAP_FILE
 from storage.log_manager import LogManager
@@ -30,7 +30,9 @@ def new_topic(tmp_path, configs=COMPACT):
 def run_pass(m: LogManager) -> bool:
     if not m.cleaner.maybe_clean():
         return False
-    m.cleaner._running[3].result(10)
+    running = m.cleaner._running
+    assert running is not None
+    running[3].result(10)
     m.cleaner.finish_pass()
     return True
 
@@ -265,4 +267,134 @@ def test_compaction_lags_and_dirty_ratio(tmp_path):
     assert run_pass(m)  # overdue: cleaned whatever the ratio
     assert latest(read_all(ratio))[b"key0"][1] == b"y" * 60
     assert len(read_all(ratio)) < 48
+    m.close()
+
+
+def raw_batches(plog):
+    """(header, batch bytes) of every batch in the log, control batches included."""
+    out = []
+    offset = plog.log_start_offset
+    while offset < plog.log_end_offset:
+        result = plog.read(offset, 1 << 20, 0)
+        data = b"".join(c.read(c.position, c.length) for c in result.chunks)
+        for pos, h in iter_batches(data):
+            if h.last_offset >= offset:
+                out.append((h, data[pos:pos + h.size]))
+                offset = h.last_offset + 1
+    return out
+
+
+def test_kept_tombstones_carry_their_delete_horizon_in_the_batch(tmp_path):
+    """KIP-534: the pass that first keeps a tombstone stamps now + delete.retention.ms into its
+    batch (base timestamp, attribute bit 6); record timestamps do not change; a later pass
+    drops the tombstone only once that horizon has passed."""
+    clock = Clock()
+    m = manager(tmp_path, clock)
+    m.create_topic("t", 1, {**COMPACT, "delete.retention.ms": "10000"})
+    plog = m.get_log("t", 0)
+    written_at = clock.now
+    for k in range(4):
+        put(plog, b"k%d" % k, b"v" * 50, written_at)
+    plog.append(build_batch([(b"k0", None, [], written_at - 7), (b"k1", None, [], written_at)],
+                            timestamp_ms=written_at))
+    for k in range(10):
+        put(plog, b"z%d" % k, b"w" * 50, clock.now)
+    clock.now += 1000
+    assert run_pass(m)
+    stamped = [(h, b) for h, b in raw_batches(plog) if any(r.value is None for r in iter_records(b))]
+    assert len(stamped) == 1
+    h, batch = stamped[0]
+    assert h.attributes & 0x40 and h.base_timestamp == clock.now + 10_000
+    assert [(r.key, r.timestamp) for r in iter_records(batch)] == [
+        (b"k0", written_at - 7), (b"k1", written_at)]
+    assert crc_ok(batch)
+    clock.now += 5000  # not yet past the horizon: a pass keeps them
+    for k in range(10):
+        put(plog, b"z%d" % k, b"w2" * 30, clock.now)
+    assert run_pass(m)
+    assert sum(v is None for _, _, v in read_all(plog)) == 2
+    clock.now += 6000  # past it: the next pass drops them
+    for k in range(10):
+        put(plog, b"z%d" % k, b"w3" * 30, clock.now)
+    assert run_pass(m)
+    keys = {k for _, k, _ in read_all(plog)}
+    assert not {b"k0", b"k1"} & keys and {b"k2", b"k3"} <= keys
+    m.close()
+
+
+def test_markers_go_after_their_horizon_once_their_transaction_is_gone(tmp_path):
+    """A COMMIT marker whose transaction's records were all compacted away by an earlier pass
+    is stamped with a delete horizon by the next one and removed by a pass after the horizon
+    (Kafka's CleanedTransactionMetadata with KIP-534); read_committed readers see the same
+    records throughout."""
+    clock = Clock()
+    m = manager(tmp_path, clock)
+    m.create_topic("t", 1, {**COMPACT, "delete.retention.ms": "10000"})
+    plog = m.get_log("t", 0)
+    put(plog, b"a", b"old" + b"o" * 50, clock.now, producer_id=7, producer_epoch=0,
+        base_sequence=0, transactional=True)
+    plog.append_marker(7, 0, True, 0)
+    put(plog, b"b", b"kept" + b"k" * 50, clock.now, producer_id=7, producer_epoch=0,
+        base_sequence=1, transactional=True)
+    plog.append_marker(7, 0, True, 0)  # its transaction keeps a record: it stays
+    put(plog, b"a", b"new" + b"n" * 50, clock.now, producer_id=9, producer_epoch=0,
+        base_sequence=0)
+    for k in range(10):
+        put(plog, b"z%d" % k, b"w" * 50, clock.now)
+    view = latest(read_all(plog, 1))
+
+    def markers():
+        return [h for h, _ in raw_batches(plog) if h.attributes & ATTR_CONTROL]
+
+    assert run_pass(m)  # the txn's only record is superseded and removed; the marker stays
+    assert [h.attributes & 0x40 for h in markers()] == [0, 0]
+    for k in range(10):
+        put(plog, b"z%d" % k, b"w1" * 30, clock.now)
+    assert run_pass(m)  # no batch of that txn left: the marker is stamped, still kept
+    assert [(h.base_offset, bool(h.attributes & 0x40), h.base_timestamp) for h in markers()] == [
+        (1, True, clock.now + 10_000), (3, False, clock.now)]
+    clock.now += 10_001
+    for k in range(10):
+        put(plog, b"z%d" % k, b"w2" * 30, clock.now)
+    assert run_pass(m)
+    assert [h.base_offset for h in markers()] == [3]
+    after = latest(read_all(plog, 1))
+    assert (after[b"a"], after[b"b"]) == (view[b"a"], view[b"b"])
+    m.close()
+
+
+@pytest.mark.parametrize("compression", [0, 1])  # none, gzip
+def test_multi_record_batches_partly_kept_with_tombstones(tmp_path, compression):
+    """Batches of several records, some superseded inside the same batch or by later ones,
+    tombstones among them: the pass keeps exactly the latest record per key with its offset and
+    timestamp, rebuilt batches are valid (CRC, codec) and a restart reads the same."""
+    clock = Clock()
+    m = manager(tmp_path, clock)
+    m.create_topic("t", 1, {**COMPACT, "delete.retention.ms": "60000"})
+    plog = m.get_log("t", 0)
+    for rnd in range(6):
+        records = [(b"k%d" % (i % 5), None if (rnd, i) == (5, 4) else b"v%d-%d" % (rnd, i) * 8,
+                    [], clock.now + rnd * 10 + i) for i in range(7)]
+        plog.append(build_batch(records, timestamp_ms=clock.now, compression=compression))
+    for k in range(6):
+        put(plog, b"z%d" % k, b"w" * 60, clock.now)
+    before = read_all(plog)
+    stamps = {off: ts for h, b in raw_batches(plog) for off, ts in
+              ((r.offset, r.timestamp) for r in iter_records(b))}
+    assert run_pass(m)
+    after = read_all(plog)
+    assert latest(after) == latest(before) and len(after) < len(before)
+    assert set(after) <= set(before)
+    stamped = []
+    for h, batch in raw_batches(plog):
+        assert crc_ok(batch) and h.compression == (compression if h.base_offset < 42 else 0)
+        for r in iter_records(batch):
+            assert r.timestamp == stamps[r.offset]
+        if any(r.value is None for r in iter_records(batch)):
+            stamped.append(h.base_offset)
+            assert h.attributes & 0x40 and h.base_timestamp == clock.now + 60_000
+    assert stamped == [35]  # the last round's batch, which keeps k4's tombstone
+    m.close()
+    m = manager(tmp_path, clock)
+    assert read_all(m.get_log("t", 0)) == after
     m.close()
