@@ -1,4 +1,4 @@
-"""`minibroker` / `python -m broker`: parse the command line, run the broker until a signal."""
+"""`minibroker` / `python -m minibroker`: parse the command line, run the broker until a signal."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from broker import logging as broker_logging
 from broker.config import BrokerConfig, ConfigError, parse_listener_entry, read_properties_file
 from broker.profiles import PROFILES, profile_defaults
 from coordinator.producer_ids import ProducerIdStateError
+from storage.errors import KafkaStorageError
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -79,19 +80,8 @@ async def serve(config: BrokerConfig, port_file: str | None) -> None:
     await broker.stop()
 
 
-def _skip_test_only_imports() -> None:
-    """kio registers hypothesis strategies for its types whenever hypothesis is importable
-    (it is, in a venv with the test extras: the usual place a CI broker runs): about 100 ms and
-    5 MB the broker never uses. Marking it absent makes kio skip it. Only the broker's own
-    process runs this (main), never a test process that imports this module."""
-    if "hypothesis" not in sys.modules:
-        sys.modules["hypothesis"] = None  # type: ignore[assignment]
-
-
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    _skip_test_only_imports()
-    from storage.errors import KafkaStorageError  # noqa: PLC0415 - after the line above (kio)
 
     if argv[:1] == ["dump"]:  # `minibroker dump DIR`: offline inspection, no broker started
         from broker.dump import main as dump_main
