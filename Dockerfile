@@ -5,6 +5,7 @@ COPY pyproject.toml README.md ./
 COPY broker ./broker
 COPY coordinator ./coordinator
 COPY minibroker ./minibroker
+COPY pipelines ./pipelines
 COPY protocol ./protocol
 COPY storage ./storage
 # Every dependency ships manylinux wheels for x86-64 and arm64: the slim image has no compiler.

@@ -93,7 +93,7 @@ def cleaner_throughput(data_dir: str, args: tuple, megabytes: int) -> dict:
     port_file = os.path.join(data_dir, "port")
     os.unlink(port_file)
     with open(log_path, "wb") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "broker", "--port", "0", "--port-file",
+        proc = subprocess.Popen([sys.executable, "-m", "minibroker", "--port", "0", "--port-file",
                                  port_file, "--data-dir", data_dir, "--log-format", "json",
                                  "--set", "log.cleaner.backoff.ms=1000", *args],
                                 cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)

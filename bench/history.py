@@ -16,7 +16,7 @@ objects are driven the way the request handlers drive them:
 Why the data directory is the one a broker would have after that history: every byte on disk is
 written by the same coordinator and storage code (the same records, batches, segment rolls,
 indexes, producer snapshots and checkpoints), and the broker's own background duties run on the
-same event loop as in ``python -m broker``: the log cleaner (worker process, every
+same event loop as in ``python -m minibroker``: the log cleaner (worker process, every
 ``log.cleaner.backoff.ms``), retention and expiration. Two things differ and neither changes what
 ends up on disk: no sockets (the request bytes are not what is stored), and fsyncs are skipped
 while generating (a fsync changes when bytes are durable, not which bytes; the final clean stop
@@ -25,7 +25,7 @@ cleaner sees more dirty data per pass than at 200 transactions/s; the figures ar
 the cleaner has caught up (no log qualifies for a pass any more), and the size right
 after the last record is reported too.
 
-Then the real broker process (`python -m broker`) is started on that data directory and timed
+Then the real broker process (`python -m minibroker`) is started on that data directory and timed
 from launch to its first Metadata answer: after a clean stop, and after a SIGKILL (each the
 median of ``--runs`` starts), with the broker's own per-phase figures from its log.
 
@@ -91,11 +91,11 @@ def internal_sizes(data_dir: str) -> dict[str, float]:
 async def _generate(data_dir: str, transactions: int, commits: int, backoff_ms: int) -> dict:
     import structlog
 
-    from broker.cli import build_config, parse_args
-    from broker.logging import configure
-    from broker.state import Broker
-    from protocol.errors import ErrorCode
-    from protocol.record_batch import build_batch
+    from minibroker.broker.cli import build_config, parse_args
+    from minibroker.broker.logging import configure
+    from minibroker.broker.state import Broker
+    from minibroker.protocol.errors import ErrorCode
+    from minibroker.protocol.record_batch import build_batch
 
     configure("warning", "console")
     structlog.get_logger()  # logging configured before the broker's modules log
@@ -168,7 +168,7 @@ def _start(data_dir: str, log_path: str) -> tuple[subprocess.Popen, float, float
     with open(log_path, "ab") as log:
         launched = time.perf_counter()
         proc = subprocess.Popen(
-            [sys.executable, "-m", "broker", "--host", "127.0.0.1", "--port", str(port),
+            [sys.executable, "-m", "minibroker", "--host", "127.0.0.1", "--port", str(port),
              "--data-dir", data_dir, "--log-format", "json"],
             cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     seconds = wait_for_metadata(("127.0.0.1", port), proc, launched, 120)

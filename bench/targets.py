@@ -1,7 +1,7 @@
 """The brokers under test: one fresh process per run, timed from launch to the first Metadata
 answer that lists a broker, plus what /proc says about the process (CPU seconds, RSS, threads).
 
-minibroker runs as `python -m broker`; Apache Kafka through conformance/reference_kafka.py (the
+minibroker runs as `python -m minibroker`; Apache Kafka through conformance/reference_kafka.py (the
 same launcher the conformance suite uses). Both get the configuration in SHARED_CONFIG."""
 
 from __future__ import annotations
@@ -75,7 +75,7 @@ def start_broker(data_dir: str, extra_args: tuple = ()) -> tuple[subprocess.Pope
         os.unlink(port_file)
     t0 = time.perf_counter()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "broker", "--port", "0", "--port-file", port_file,
+        [sys.executable, "-m", "minibroker", "--port", "0", "--port-file", port_file,
          "--data-dir", data_dir, "--log-level", "warning", *extra_args],
         cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 60
@@ -139,7 +139,7 @@ class Minibroker:
         self._log = open(self.workdir / "minibroker.log", "ab")
         launched = time.perf_counter()
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "broker", "--host", "127.0.0.1", "--port", str(self.port),
+            [sys.executable, "-m", "minibroker", "--host", "127.0.0.1", "--port", str(self.port),
              "--data-dir", str(data), "--log-level", self.log_level, "--log-format", "json", *sets],
             cwd=ROOT, stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         self.startup_s = wait_for_metadata(("127.0.0.1", self.port), self.proc, launched, timeout)

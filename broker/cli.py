@@ -11,11 +11,11 @@ from collections.abc import Callable
 
 import structlog
 
-from broker import logging as broker_logging
-from broker.config import BrokerConfig, ConfigError, parse_listener_entry, read_properties_file
-from broker.profiles import PROFILES, profile_defaults
-from coordinator.producer_ids import ProducerIdStateError
-from storage.errors import KafkaStorageError
+from minibroker.broker import logging as broker_logging
+from minibroker.broker.config import BrokerConfig, ConfigError, parse_listener_entry, read_properties_file
+from minibroker.broker.profiles import PROFILES, profile_defaults
+from minibroker.coordinator.producer_ids import ProducerIdStateError
+from minibroker.storage.errors import KafkaStorageError
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -64,7 +64,7 @@ def write_port_file(path: str, port: int) -> None:
 
 
 async def serve(config: BrokerConfig, port_file: str | None) -> None:
-    from broker.state import Broker  # imported here so --help stays fast
+    from minibroker.broker.state import Broker  # imported here so --help stays fast
 
     broker = Broker(config)
     # Handlers first: a SIGTERM that arrives as soon as the port file exists (a test harness
@@ -84,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
 
     if argv[:1] == ["dump"]:  # `minibroker dump DIR`: offline inspection, no broker started
-        from broker.dump import main as dump_main
+        from minibroker.broker.dump import main as dump_main
 
         return dump_main(argv[1:])
     args = parse_args(argv)

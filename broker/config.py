@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.security.settings import Property, SECURITY_AND_LIMIT_PROPERTIES, listener_property
-from storage.config import TOPIC_CONFIGS, builtin_default, check_of
+from minibroker.broker.security.settings import Property, SECURITY_AND_LIMIT_PROPERTIES, listener_property
+from minibroker.storage.config import TOPIC_CONFIGS, builtin_default, check_of
 
 LONG_MAX = 2**63 - 1
 

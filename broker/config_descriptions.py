@@ -3,7 +3,7 @@ and its synonyms (the broker properties a topic config falls back to), as Kafka 
 
 from __future__ import annotations
 
-from storage.config import TOPIC_CONFIGS
+from minibroker.storage.config import TOPIC_CONFIGS
 
 # DescribeConfigsResponse ConfigType values.
 BOOLEAN, STRING, INT, SHORT, LONG, DOUBLE, LIST, CLASS, PASSWORD = range(1, 10)

@@ -21,17 +21,17 @@ from collections.abc import Iterator
 
 import structlog
 
-from broker.context import NO_RESPONSE, CloseConnection, RawResponse, RequestContext
-from broker.dispatch import HANDLERS, supports
-from broker.handlers import api_versions
-from broker.limits import RequestBudget
-from broker.security.sasl import Session
-from broker.security.scram import AuthenticationFailed
-from storage.file_slice import FileSlice, ShortSliceError
-from protocol.codec import DecodeError, decode_request, encode_response, request_class
-from protocol.frames import API_VERSIONS_KEY, RequestHeader, parse_request_header, response_header
+from minibroker.broker.context import NO_RESPONSE, CloseConnection, RawResponse, RequestContext
+from minibroker.broker.dispatch import HANDLERS, supports
+from minibroker.broker.handlers import api_versions
+from minibroker.broker.limits import RequestBudget
+from minibroker.broker.security.sasl import Session
+from minibroker.broker.security.scram import AuthenticationFailed
+from minibroker.storage.file_slice import FileSlice, ShortSliceError
+from minibroker.protocol.codec import DecodeError, decode_request, encode_response, request_class
+from minibroker.protocol.frames import API_VERSIONS_KEY, RequestHeader, parse_request_header, response_header
 
-log = structlog.get_logger("broker.server")
+log = structlog.get_logger("minibroker.broker.server")
 
 _INT32 = struct.Struct(">i")
 # A FileSlice read into memory goes in pieces of at most this many bytes (memory stays flat).

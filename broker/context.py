@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from protocol.codec import build, response_class
+from minibroker.protocol.codec import build, response_class
 
 if TYPE_CHECKING:
-    from broker.state import Broker
+    from minibroker.broker.state import Broker
 
 
 @dataclass(slots=True)

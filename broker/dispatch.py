@@ -3,7 +3,7 @@
 ApiVersions advertises exactly this table, so a key is advertised if and only if it is served.
 """
 
-from broker.handlers import (
+from minibroker.broker.handlers import (
     alter_configs,
     api_versions,
     create_partitions,
@@ -22,7 +22,7 @@ from broker.handlers import (
     offset_for_leader_epoch,
     produce,
 )
-from broker.handlers import (  # consumer groups (coordinator/groups.py)
+from minibroker.broker.handlers import (  # consumer groups (coordinator/groups.py)
     delete_groups,
     describe_groups,
     find_coordinator,
@@ -36,7 +36,7 @@ from broker.handlers import (  # consumer groups (coordinator/groups.py)
     sync_group,
 )
 
-from broker.handlers import (  # transactions (coordinator/transactions.py)
+from minibroker.broker.handlers import (  # transactions (coordinator/transactions.py)
     add_offsets_to_txn,
     add_partitions_to_txn,
     describe_producers,
@@ -48,7 +48,7 @@ from broker.handlers import (  # transactions (coordinator/transactions.py)
     write_txn_markers,
 )
 
-from broker.handlers import (  # security (broker/security/)
+from minibroker.broker.handlers import (  # security (broker/security/)
     alter_user_scram_credentials,
     create_acls,
     delete_acls,

@@ -21,8 +21,8 @@ import struct
 import sys
 from typing import Any
 
-from coordinator import group_records, txn_state
-from protocol.record_batch import (
+from minibroker.coordinator import group_records, txn_state
+from minibroker.protocol.record_batch import (
     CONTROL_ABORT,
     CONTROL_COMMIT,
     CorruptBatchError,
@@ -30,10 +30,10 @@ from protocol.record_batch import (
     iter_records,
     parse_control_record,
 )
-from storage.producer_state import ProducerStateManager
-from storage.segment import ScanStop, scan_batches
-from storage.time_index import _ENTRY as TIME_ENTRY
-from storage.transaction_index import _ENTRY as TXN_ENTRY
+from minibroker.storage.producer_state import ProducerStateManager
+from minibroker.storage.segment import ScanStop, scan_batches
+from minibroker.storage.time_index import _ENTRY as TIME_ENTRY
+from minibroker.storage.transaction_index import _ENTRY as TXN_ENTRY
 
 OFFSET_ENTRY = struct.Struct(">ii")  # relative offset, position (storage/offset_index.py)
 CODECS = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}

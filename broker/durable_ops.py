@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from typing import TypeVar
 
-from broker.group_commit import GroupCommit
-from coordinator.collaborators import DurableOp
+from minibroker.broker.group_commit import GroupCommit
+from minibroker.coordinator.collaborators import DurableOp
 
 __all__ = ["run_durably"]
 

@@ -21,11 +21,11 @@ import os
 
 import structlog
 
-from broker.config import DYNAMIC_BROKER, DYNAMIC_DEFAULT, PROPERTIES, BrokerConfig, ConfigError
-from protocol.errors import ErrorCode
-from storage.config import validate_topic_configs
-from storage.durable_files import atomic_write
-from storage.errors import KafkaStorageError
+from minibroker.broker.config import DYNAMIC_BROKER, DYNAMIC_DEFAULT, PROPERTIES, BrokerConfig, ConfigError
+from minibroker.protocol.errors import ErrorCode
+from minibroker.storage.config import validate_topic_configs
+from minibroker.storage.durable_files import atomic_write
+from minibroker.storage.errors import KafkaStorageError
 
 __all__ = ["DynamicConfigs", "TOPIC", "BROKER", "SET", "DELETE", "APPEND", "SUBTRACT",
            "DYNAMIC_BROKER_CONFIGS"]
@@ -191,8 +191,8 @@ def alter_configs_response(ctx, req, operations, *, incremental: bool):
     """The one path of AlterConfigs and IncrementalAlterConfigs: per resource, authorization
     (Kafka: ALTER_CONFIGS on the topic, or on the cluster for a broker), then validation and the
     change (``DynamicConfigs.alter``). ``operations(resource)`` gives its [(name, op, value)]."""
-    from broker.security.acls import Operation
-    from broker.security.checks import config_resource_denial, denied_config_result
+    from minibroker.broker.security.acls import Operation
+    from minibroker.broker.security.checks import config_resource_denial, denied_config_result
 
     dynamic = ctx.broker.dynamic_configs
     responses = []

@@ -20,7 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from storage.log import PartitionLog
+    from minibroker.storage.log import PartitionLog
 
 __all__ = ["GroupCommit"]
 

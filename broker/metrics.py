@@ -26,10 +26,10 @@ from prometheus_client import (
 )
 from prometheus_client.core import GaugeMetricFamily
 
-from broker.request_log import API_NAMES
-from protocol.errors import ErrorCode
+from minibroker.broker.request_log import API_NAMES
+from minibroker.protocol.errors import ErrorCode
 
-log = structlog.get_logger("broker.metrics")
+log = structlog.get_logger("minibroker.broker.metrics")
 
 PRODUCE_KEY = 0
 # Record batch header: batchLength at byte 8 (after baseOffset), recordCount at byte 57.
@@ -119,7 +119,7 @@ class BrokerMetrics:
 
     def on_txn_transition(self, old, new) -> None:
         """Called by the transaction coordinator after each state change it persisted."""
-        from coordinator.txn_state import TxnState
+        from minibroker.coordinator.txn_state import TxnState
 
         state = new.state
         if state == TxnState.ONGOING and (old is None or old.state != TxnState.ONGOING):
@@ -193,7 +193,7 @@ class _StateCollector:
 
     @staticmethod
     def _transactions(broker, now_ms: int):
-        from coordinator.txn_state import TxnState
+        from minibroker.coordinator.txn_state import TxnState
 
         ongoing = [m for m in broker.txns.txns.values() if m.state == TxnState.ONGOING]
         yield GaugeMetricFamily("minibroker_transactions_ongoing", "Transactions in state Ongoing.", value=len(ongoing))

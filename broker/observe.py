@@ -3,8 +3,8 @@ request metrics; None (nothing to call) when both are off."""
 
 from __future__ import annotations
 
-from broker.request_log import RequestLog
-from broker.response_errors import error_codes
+from minibroker.broker.request_log import RequestLog
+from minibroker.broker.response_errors import error_codes
 
 
 def build_request_observer(config, metrics):

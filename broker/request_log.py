@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import structlog
 
-from broker.dispatch import HANDLERS
-from protocol.errors import ErrorCode
+from minibroker.broker.dispatch import HANDLERS
+from minibroker.protocol.errors import ErrorCode
 
 log = structlog.get_logger("broker.requests")
 

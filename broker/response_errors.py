@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from broker.context import NO_RESPONSE, RawResponse
-from protocol.codec import _plan as field_plans  # the per-class schema plan codec already caches
+from minibroker.broker.context import NO_RESPONSE, RawResponse
+from minibroker.protocol.codec import _plan as field_plans  # the per-class schema plan codec already caches
 
 
 @lru_cache(maxsize=None)

@@ -11,7 +11,7 @@ import structlog
 
 __all__ = ["LoopScheduler"]
 
-log = structlog.get_logger("coordinator.groups")
+log = structlog.get_logger("minibroker.coordinator.groups")
 
 
 class LoopScheduler:

@@ -11,12 +11,12 @@ import time
 
 import structlog
 
-from broker.connection import Connection
-from broker.limits import ConnectionLimits, RequestBudget, idle_or_stalled
-from broker.security.listeners import finish_binding, tls_principal
-from broker.security.sasl import ANONYMOUS, Session
+from minibroker.broker.connection import Connection
+from minibroker.broker.limits import ConnectionLimits, RequestBudget, idle_or_stalled
+from minibroker.broker.security.listeners import finish_binding, tls_principal
+from minibroker.broker.security.sasl import ANONYMOUS, Session
 
-log = structlog.get_logger("broker.server")
+log = structlog.get_logger("minibroker.broker.server")
 
 
 class Server:

@@ -14,27 +14,27 @@ from typing import TypeVar
 
 import structlog
 
-from broker.config import BrokerConfig
-from broker.dispatch import HANDLERS
-from broker.durable_ops import run_durably
-from broker.dynamic_config import DynamicConfigs
-from broker.group_commit import GroupCommit
-from broker.limits import raise_open_file_limit
-from broker.observe import build_request_observer
-from broker.scheduler import LoopScheduler
-from broker.security.service import Security
-from broker.server import Server
-from broker.waiters import DataWaiters
-from coordinator.collaborators import DurableOp
-from coordinator.group_metadata_manager import GroupMetadataManager
-from coordinator.group_store import LogOffsetsStore
-from coordinator.groups import GroupCoordinator
-from coordinator.producer_ids import ProducerIdManager
-from coordinator.transactions import TransactionCoordinator
-from coordinator.txn_log import LogTxnStore
-from protocol.errors import ErrorCode
-from storage.errors import KafkaStorageError
-from storage.log_manager import LogManager
+from minibroker.broker.config import BrokerConfig
+from minibroker.broker.dispatch import HANDLERS
+from minibroker.broker.durable_ops import run_durably
+from minibroker.broker.dynamic_config import DynamicConfigs
+from minibroker.broker.group_commit import GroupCommit
+from minibroker.broker.limits import raise_open_file_limit
+from minibroker.broker.observe import build_request_observer
+from minibroker.broker.scheduler import LoopScheduler
+from minibroker.broker.security.service import Security
+from minibroker.broker.server import Server
+from minibroker.broker.waiters import DataWaiters
+from minibroker.coordinator.collaborators import DurableOp
+from minibroker.coordinator.group_metadata_manager import GroupMetadataManager
+from minibroker.coordinator.group_store import LogOffsetsStore
+from minibroker.coordinator.groups import GroupCoordinator
+from minibroker.coordinator.producer_ids import ProducerIdManager
+from minibroker.coordinator.transactions import TransactionCoordinator
+from minibroker.coordinator.txn_log import LogTxnStore
+from minibroker.protocol.errors import ErrorCode
+from minibroker.storage.errors import KafkaStorageError
+from minibroker.storage.log_manager import LogManager
 
 log = structlog.get_logger("broker")
 
@@ -63,7 +63,7 @@ class Broker:
         self.server = Server(self)
         self.metrics = None
         if config["minibroker.metrics.port"] is not None:
-            from broker.metrics import BrokerMetrics  # prometheus_client takes ~90 ms to import
+            from minibroker.broker.metrics import BrokerMetrics  # prometheus_client takes ~90 ms to import
 
             self.metrics = BrokerMetrics(self)
             self.txns.on_transition = self.metrics.on_txn_transition

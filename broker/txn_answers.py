@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from coordinator.collaborators import DurableOp
-from protocol.errors import ErrorCode
+from minibroker.coordinator.collaborators import DurableOp
+from minibroker.protocol.errors import ErrorCode
 
 __all__ = ["answer_when_durable", "client_error"]
 

@@ -141,7 +141,7 @@ def selected_cases(patterns: list[str]) -> list[tuple[str, object]]:
 def uncovered(covered: set[tuple[int, int]]) -> list[tuple[int, int]]:
     """(api key, version) pairs minibroker advertises that no case sent; Produce v0-2 are listed
     for old clients only and answered by closing the connection, like Kafka 4."""
-    from broker.dispatch import HANDLERS  # noqa: PLC0415
+    from minibroker.broker.dispatch import HANDLERS  # noqa: PLC0415
 
     return [(k, v) for k, m in sorted(HANDLERS.items()) for v in range(m.MIN_VERSION, m.MAX_VERSION + 1)
             if (k, v) not in covered and not (k == 0 and v < 3)]

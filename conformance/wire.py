@@ -19,8 +19,8 @@ from pathlib import Path
 
 from kio.serial import entity_reader, entity_writer
 
-from protocol.codec import build, request_class, response_class
-from protocol.varint import write_uvarint
+from minibroker.protocol.codec import build, request_class, response_class
+from minibroker.protocol.varint import write_uvarint
 
 _INT32 = struct.Struct(">i")
 

@@ -26,7 +26,7 @@ from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Se
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
-from coordinator.internal_topic import StoredBatch
+from minibroker.coordinator.internal_topic import StoredBatch
 
 T = TypeVar("T")
 

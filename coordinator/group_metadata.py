@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
 
-from coordinator.group_records import MemberIdentity
+from minibroker.coordinator.group_records import MemberIdentity
 
 __all__ = [
     "GroupState",

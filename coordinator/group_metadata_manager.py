@@ -19,16 +19,16 @@ from typing import TypeVar
 
 import structlog
 
-from coordinator import group_records
-from coordinator.collaborators import Config, OffsetsStore, TopicCatalog
-from coordinator.group_metadata import Group, GroupState, Member, OffsetAndMetadata
-from coordinator.partitioning import partition_for
-from protocol.errors import ErrorCode
-from storage.errors import KafkaStorageError
+from minibroker.coordinator import group_records
+from minibroker.coordinator.collaborators import Config, OffsetsStore, TopicCatalog
+from minibroker.coordinator.group_metadata import Group, GroupState, Member, OffsetAndMetadata
+from minibroker.coordinator.partitioning import partition_for
+from minibroker.protocol.errors import ErrorCode
+from minibroker.storage.errors import KafkaStorageError
 
 __all__ = ["GroupMetadataManager", "TopicPartition", "config_value", "storage_error_for_commit"]
 
-log = structlog.get_logger("coordinator.groups")
+log = structlog.get_logger("minibroker.coordinator.groups")
 
 E = ErrorCode
 OFFSET_METADATA_MAX_BYTES = 4096  # Kafka's offset.metadata.max.bytes default

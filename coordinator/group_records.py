@@ -23,7 +23,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from coordinator.record_reader import RecordReader
+from minibroker.coordinator.record_reader import RecordReader
 
 __all__ = [
     "OffsetKey",

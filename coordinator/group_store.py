@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from coordinator.internal_topic import InternalTopic, StoredBatch
+from minibroker.coordinator.internal_topic import InternalTopic, StoredBatch
 
 if TYPE_CHECKING:
-    from storage.log_manager import LogManager
+    from minibroker.storage.log_manager import LogManager
 
 __all__ = ["OFFSETS_TOPIC", "StoredBatch", "LogOffsetsStore"]
 

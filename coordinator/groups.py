@@ -31,8 +31,8 @@ from collections.abc import Callable, Iterable
 
 import structlog
 
-from coordinator.collaborators import Config, Scheduler
-from coordinator.group_metadata import (
+from minibroker.coordinator.collaborators import Config, Scheduler
+from minibroker.coordinator.group_metadata import (
     Group,
     GroupState,
     JoinCallback,
@@ -41,13 +41,13 @@ from coordinator.group_metadata import (
     SyncCallback,
     SyncResult,
 )
-from coordinator.group_metadata_manager import GroupMetadataManager, TopicPartition, config_value
-from coordinator.group_store import OFFSETS_TOPIC
-from protocol.errors import ErrorCode
+from minibroker.coordinator.group_metadata_manager import GroupMetadataManager, TopicPartition, config_value
+from minibroker.coordinator.group_store import OFFSETS_TOPIC
+from minibroker.protocol.errors import ErrorCode
 
 __all__ = ["GroupCoordinator", "OFFSETS_TOPIC"]
 
-log = structlog.get_logger("coordinator.groups")
+log = structlog.get_logger("minibroker.coordinator.groups")
 
 E = ErrorCode
 NEW_MEMBER_JOIN_TIMEOUT_MS = 5 * 60 * 1000  # Kafka's GroupCoordinator.NewMemberJoinTimeoutMs

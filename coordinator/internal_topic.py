@@ -17,13 +17,13 @@ from typing import TYPE_CHECKING
 
 import structlog
 
-from protocol.record_batch import CorruptBatchError, build_batch, crc_ok, iter_batches, iter_records
-from storage.config import INTERNAL_SEGMENT_BYTES, broker_value
-from storage.file_slice import slice_bytes
+from minibroker.protocol.record_batch import CorruptBatchError, build_batch, crc_ok, iter_batches, iter_records
+from minibroker.storage.config import INTERNAL_SEGMENT_BYTES, broker_value
+from minibroker.storage.file_slice import slice_bytes
 
 if TYPE_CHECKING:
-    from storage.log import PartitionLog
-    from storage.log_manager import LogManager
+    from minibroker.storage.log import PartitionLog
+    from minibroker.storage.log_manager import LogManager
 
 __all__ = ["InternalTopic", "StoredBatch"]
 

@@ -15,7 +15,7 @@ import json
 import os
 import zlib
 
-from storage.durable_files import atomic_write
+from minibroker.storage.durable_files import atomic_write
 
 __all__ = ["ProducerIdManager", "ProducerIdStateError", "DEFAULT_BLOCK_SIZE", "MAX_PRODUCER_ID"]
 

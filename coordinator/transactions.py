@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterable
 
 import structlog
 
-from coordinator.collaborators import (
+from minibroker.coordinator.collaborators import (
     Config,
     DurableOp,
     MakeDurable,
@@ -44,9 +44,9 @@ from coordinator.collaborators import (
     TxnOffsetsParticipant,
     TxnStore,
 )
-from coordinator.partitioning import partition_for
-from coordinator.txn_log import TXN_TOPIC, replay_states, state_record
-from coordinator.txn_state import (
+from minibroker.coordinator.partitioning import partition_for
+from minibroker.coordinator.txn_log import TXN_TOPIC, replay_states, state_record
+from minibroker.coordinator.txn_state import (
     NO_PRODUCER_EPOCH,
     NO_PRODUCER_ID,
     IllegalTransition,
@@ -55,12 +55,12 @@ from coordinator.txn_state import (
     plan_init_producer_id,
     state_from_name,
 )
-from protocol.errors import ErrorCode
-from storage.errors import KafkaStorageError
+from minibroker.protocol.errors import ErrorCode
+from minibroker.storage.errors import KafkaStorageError
 
 __all__ = ["TransactionCoordinator", "OFFSETS_TOPIC", "FAULT_POINTS"]
 
-log = structlog.get_logger("coordinator.transactions")
+log = structlog.get_logger("minibroker.coordinator.transactions")
 
 OFFSETS_TOPIC = "__consumer_offsets"
 

@@ -14,18 +14,18 @@ from typing import TYPE_CHECKING
 
 import structlog
 
-from coordinator.internal_topic import InternalTopic
-from coordinator.txn_state import TransactionMetadata, decode_key, decode_value, encode_key, encode_value
+from minibroker.coordinator.internal_topic import InternalTopic
+from minibroker.coordinator.txn_state import TransactionMetadata, decode_key, decode_value, encode_key, encode_value
 
 if TYPE_CHECKING:
-    from storage.log import PartitionLog
-    from storage.log_manager import LogManager
+    from minibroker.storage.log import PartitionLog
+    from minibroker.storage.log_manager import LogManager
 
 __all__ = ["TXN_TOPIC", "LogTxnStore", "replay_states", "state_record"]
 
 TXN_TOPIC = "__transaction_state"
 
-log = structlog.get_logger("coordinator.transactions")
+log = structlog.get_logger("minibroker.coordinator.transactions")
 
 _UNREADABLE = (ValueError, UnicodeDecodeError, struct.error)
 

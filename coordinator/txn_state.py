@@ -31,9 +31,9 @@ import struct
 from collections.abc import Iterable
 from enum import IntEnum
 
-from coordinator.record_reader import RecordReader
-from protocol.errors import ErrorCode
-from protocol.varint import write_uvarint as _uvarint
+from minibroker.coordinator.record_reader import RecordReader
+from minibroker.protocol.errors import ErrorCode
+from minibroker.protocol.varint import write_uvarint as _uvarint
 
 __all__ = [
     "TxnState",

@@ -10,7 +10,7 @@ def main() -> int:
     # skip it. Only the broker's own process gets here, never a test process.
     if "hypothesis" not in sys.modules:
         sys.modules["hypothesis"] = None  # type: ignore[assignment]
-    from broker.cli import main as cli_main  # noqa: PLC0415 - after the line above
+    from minibroker.broker.cli import main as cli_main  # noqa: PLC0415 - after the line above
 
     return cli_main()
 

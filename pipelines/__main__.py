@@ -1,4 +1,4 @@
-"""python -m pipelines {generate,job,verify,demo} ... (each with --help)."""
+"""python -m minibroker.pipelines {generate,job,verify,demo} ... (each with --help)."""
 
 from __future__ import annotations
 
@@ -18,10 +18,10 @@ def _kafka_options(items: list[str]) -> dict[str, str]:
 
 
 def generate(argv: list[str]) -> int:
-    from pipelines.generator import GeneratorConfig, OrderGenerator
+    from minibroker.pipelines.generator import GeneratorConfig, OrderGenerator
 
     d = GeneratorConfig()
-    p = argparse.ArgumentParser(prog="python -m pipelines generate",
+    p = argparse.ArgumentParser(prog="python -m minibroker.pipelines generate",
                                 description="Write order events with transactional producers.")
     p.add_argument("--bootstrap-servers", default=d.bootstrap)
     p.add_argument("--topic", default=d.topic)
@@ -50,10 +50,10 @@ def generate(argv: list[str]) -> int:
 
 
 def verify(argv: list[str]) -> int:
-    from pipelines.job import session
-    from pipelines.verifier import VerificationFailed, verify as run_verify
+    from minibroker.pipelines.job import session
+    from minibroker.pipelines.verifier import VerificationFailed, verify as run_verify
 
-    p = argparse.ArgumentParser(prog="python -m pipelines verify",
+    p = argparse.ArgumentParser(prog="python -m minibroker.pipelines verify",
                                 description="Compare the pipeline's outputs with its committed input.")
     p.add_argument("--bootstrap-servers", default="127.0.0.1:9092")
     p.add_argument("--input-topic", default="order-events")
@@ -77,13 +77,13 @@ def verify(argv: list[str]) -> int:
 
 
 def job(argv: list[str]) -> int:
-    from pipelines.job import main
+    from minibroker.pipelines.job import main
 
     return main(argv)
 
 
 def demo(argv: list[str]) -> int:
-    from pipelines.demo import main
+    from minibroker.pipelines.demo import main
 
     return main(argv)
 

@@ -21,8 +21,8 @@ import threading
 import time
 from pathlib import Path
 
-from pipelines.driver import DriverProcess
-from pipelines.generator import GeneratorConfig, OrderGenerator
+from minibroker.pipelines.driver import DriverProcess
+from minibroker.pipelines.generator import GeneratorConfig, OrderGenerator
 
 KILL_POINTS = (r"totals batch (\d+): transaction open", r"totals batch (\d+): committed")
 IDLE_SECONDS = 30
@@ -59,7 +59,7 @@ class Broker:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m pipelines demo", description=__doc__,
+    p = argparse.ArgumentParser(prog="python -m minibroker.pipelines demo", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--orders", type=int, default=100_000)
     p.add_argument("--rate", type=float, default=2000.0, help="generator events/s")
@@ -160,8 +160,8 @@ def main(argv: list[str] | None = None) -> int:
         driver = None
 
         say("verifying")
-        from pipelines.job import session
-        from pipelines.verifier import VerificationFailed, verify
+        from minibroker.pipelines.job import session
+        from minibroker.pipelines.verifier import VerificationFailed, verify
         spark = session(app_name="minibroker-demo-verifier")
         spark.sparkContext.setLogLevel("ERROR")
         r = generator.report

@@ -1,4 +1,4 @@
-"""The Spark job (`python -m pipelines job ...`) as a child process that can be crashed.
+"""The Spark job (`python -m minibroker.pipelines job ...`) as a child process that can be crashed.
 
 It runs in its own process group, so SIGKILL takes the python driver and its JVM at once, as a
 crashed machine would. Its stdout lines are appended to a log file and handed to `on_line`
@@ -20,7 +20,7 @@ class DriverProcess:
         self._log = open(log_path, "a")
         self._log.write(f"\n===== driver: {' '.join(args)}\n")
         self._log.flush()
-        self.proc = subprocess.Popen([sys.executable, "-m", "pipelines", "job", *args], cwd=cwd,
+        self.proc = subprocess.Popen([sys.executable, "-m", "minibroker.pipelines", "job", *args], cwd=cwd,
                                      stdout=subprocess.PIPE, stderr=self._log, text=True, start_new_session=True,
                                      env={**os.environ, "PYTHONUNBUFFERED": "1"})
         self._reader = threading.Thread(target=self._read, args=(on_line,), daemon=True)

@@ -18,8 +18,8 @@ from datetime import datetime, timezone
 
 from confluent_kafka import KafkaException, Producer
 
-from pipelines.kafka_admin import ensure_topic
-from pipelines.orders import Order
+from minibroker.pipelines.kafka_admin import ensure_topic
+from minibroker.pipelines.orders import Order
 
 DAY_MS = 86_400_000
 

@@ -2,7 +2,7 @@
 
     spark-submit [--jars <connector jars> | --packages org.apache.spark:spark-sql-kafka-0-10_2.13:4.2.0] \
         pipelines/job.py --bootstrap-servers HOST:PORT --output DIR --dead-letter DIR --checkpoint DIR
-    python -m pipelines job ...          # the same, local[2] with the jars `make jvm` fetched
+    python -m minibroker.pipelines job ...          # the same, local[2] with the jars `make jvm` fetched
 
 Three streaming queries read `order-events` with Spark's Kafka source (read_committed,
 failOnDataLoss=true), each with its own checkpoint under --checkpoint:
@@ -23,8 +23,8 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQueryListener
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
-from pipelines import orders as rules
-from pipelines.totals_sink import TransactionalTotalsSink
+from minibroker.pipelines import orders as rules
+from minibroker.pipelines.totals_sink import TransactionalTotalsSink
 
 EVENT_SCHEMA = StructType([
     StructField("order_id", StringType()),
@@ -39,7 +39,7 @@ QUERY_NAMES = ("orders", "rejects", "totals")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m pipelines job", description=__doc__,
+    p = argparse.ArgumentParser(prog="python -m minibroker.pipelines job", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--bootstrap-servers", default="127.0.0.1:9092")
     p.add_argument("--input-topic", default="order-events")
@@ -160,7 +160,7 @@ def session(opts=None, app_name: str = "minibroker-orders") -> SparkSession:
     builder = SparkSession.builder.appName(app_name)
     already = SparkSession.getActiveSession()
     if already is None and not _under_spark_submit():
-        from pipelines.jars import spark_kafka_jars
+        from minibroker.pipelines.jars import spark_kafka_jars
         builder = (builder.master((opts and opts.master) or "local[2]")
                    .config("spark.jars", ",".join(spark_kafka_jars()))
                    .config("spark.ui.enabled", "false")

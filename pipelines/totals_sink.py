@@ -24,7 +24,7 @@ import time
 
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
-from pipelines.kafka_admin import ensure_topic
+from minibroker.pipelines.kafka_admin import ensure_topic
 
 # the partition whose committed offset holds the next batch id (exists in every topic)
 BOOKKEEPING_PARTITION = 0

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
 
-from pipelines.orders import Order, classify
+from minibroker.pipelines.orders import Order, classify
 
 READ_TIMEOUT = 120.0
 

@@ -22,8 +22,8 @@ from kio.schema.errors import ErrorCode
 from kio.serial import entity_reader, entity_writer
 from kio.static.constants import EntityType
 
-from protocol.request_guard import MalformedRequest, check_body
-from protocol.schema_layout import Schema
+from minibroker.protocol.request_guard import MalformedRequest, check_body
+from minibroker.protocol.schema_layout import Schema
 
 __all__ = [
     "DecodeError",
@@ -42,7 +42,7 @@ class DecodeError(Exception):
 
 
 #: Schemas newer than the pinned kio, written in kio's form: (api key, version) -> module.
-_NEWER_SCHEMAS = {(18, 5): "protocol.api_versions_v5"}
+_NEWER_SCHEMAS = {(18, 5): "minibroker.protocol.api_versions_v5"}
 
 
 def _payload_class(api_key: int, version: int,
@@ -103,7 +103,7 @@ def decode_request(cls: Schema, buf: bytes | memoryview, offset: int):
         if not cls.__flexible__:
             raise DecodeError(f"KeyError: {exc}") from None
         # A tagged field this schema lacks: Kafka ignores those (KIP-482), so drop and retry.
-        from protocol.tagged_fields import strip_unknown_tags  # cold path; avoids an import cycle
+        from minibroker.protocol.tagged_fields import strip_unknown_tags  # cold path; avoids an import cycle
 
         try:
             return _reader(cls)(strip_unknown_tags(cls, buf, offset), 0)

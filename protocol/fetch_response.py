@@ -10,7 +10,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 
-from protocol.varint import write_uvarint as _uvarint
+from minibroker.protocol.varint import write_uvarint as _uvarint
 
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")

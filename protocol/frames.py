@@ -10,8 +10,8 @@ from __future__ import annotations
 import struct
 from typing import NamedTuple
 
-from protocol.codec import DecodeError, request_class, response_class
-from protocol.varint import VarintError, read_uvarint
+from minibroker.protocol.codec import DecodeError, request_class, response_class
+from minibroker.protocol.varint import VarintError, read_uvarint
 
 _HEAD = struct.Struct(">hhi")
 _INT16 = struct.Struct(">h")

@@ -35,7 +35,7 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
-from protocol.crc import crc32c as _crc32c
+from minibroker.protocol.crc import crc32c as _crc32c
 
 __all__ = [
     "HEADER_SIZE", "HEADER_STRUCT", "MAGIC", "BATCH_OVERHEAD_LENGTH",

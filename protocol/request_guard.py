@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import struct
 
-from protocol.schema_layout import FIXED_SIZES, Schema, layout
-from protocol.varint import VarintError, read_uvarint
+from minibroker.protocol.schema_layout import FIXED_SIZES, Schema, layout
+from minibroker.protocol.varint import VarintError, read_uvarint
 
 __all__ = ["MalformedRequest", "check_body"]
 

@@ -8,12 +8,12 @@ after kio has refused a body, so speed does not matter here.
 
 from __future__ import annotations
 
-from protocol.schema_layout import FIXED_SIZES as _FIXED
-from protocol.schema_layout import LENGTH_PREFIXED as _LENGTH_PREFIXED
-from protocol.schema_layout import Schema
-from protocol.schema_layout import layout as _layout
-from protocol.varint import read_uvarint
-from protocol.varint import write_uvarint as _uvarint
+from minibroker.protocol.schema_layout import FIXED_SIZES as _FIXED
+from minibroker.protocol.schema_layout import LENGTH_PREFIXED as _LENGTH_PREFIXED
+from minibroker.protocol.schema_layout import Schema
+from minibroker.protocol.schema_layout import layout as _layout
+from minibroker.protocol.varint import read_uvarint
+from minibroker.protocol.varint import write_uvarint as _uvarint
 
 
 def _skip_value(kind, buf, pos: int, out: bytearray) -> int:

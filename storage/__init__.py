@@ -7,15 +7,15 @@ stays cheap and free of import cycles with storage.producer_state.
 from __future__ import annotations
 
 _EXPORTS = {
-    "KafkaStorageError": "storage.errors",
-    "FileSlice": "storage.file_slice",
-    "LogConfig": "storage.config",
-    "PartitionLog": "storage.log",
-    "AppendInfo": "storage.log",
-    "ReadResult": "storage.log",
-    "LEADER_EPOCH": "storage.log",
-    "LogManager": "storage.log_manager",
-    "TopicInfo": "storage.log_manager",
+    "KafkaStorageError": "minibroker.storage.errors",
+    "FileSlice": "minibroker.storage.file_slice",
+    "LogConfig": "minibroker.storage.config",
+    "PartitionLog": "minibroker.storage.log",
+    "AppendInfo": "minibroker.storage.log",
+    "ReadResult": "minibroker.storage.log",
+    "LEADER_EPOCH": "minibroker.storage.log",
+    "LogManager": "minibroker.storage.log_manager",
+    "TopicInfo": "minibroker.storage.log_manager",
 }
 
 __all__ = list(_EXPORTS)

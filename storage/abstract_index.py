@@ -18,7 +18,7 @@ import os
 from array import array
 from typing import TypeVar
 
-from storage.durable_files import fsync_file
+from minibroker.storage.durable_files import fsync_file
 
 __all__ = ["AbstractIndex", "CorruptIndexError"]
 

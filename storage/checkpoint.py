@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import structlog
 
-from storage.durable_files import atomic_write
+from minibroker.storage.durable_files import atomic_write
 
 __all__ = ["read_offset_checkpoint", "write_offset_checkpoint"]
 

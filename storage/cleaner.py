@@ -39,7 +39,7 @@ import time
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 
-from protocol.record_batch import (
+from minibroker.protocol.record_batch import (
     CONTROL_ABORT,
     CONTROL_COMMIT,
     HEADER_SIZE,
@@ -54,8 +54,8 @@ from protocol.record_batch import (
     iter_record_keys,
     parse_control_record,
 )
-from storage.segment import LogSegment, ScanStop, scan_batches
-from storage.transaction_index import AbortedTxn
+from minibroker.storage.segment import LogSegment, ScanStop, scan_batches
+from minibroker.storage.transaction_index import AbortedTxn
 
 __all__ = ["CleanJob", "CleanResult", "SegmentToClean", "clean", "CLEANER_DIR"]
 

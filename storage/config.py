@@ -17,8 +17,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from protocol.errors import ErrorCode
-from storage.errors import KafkaStorageError
+from minibroker.protocol.errors import ErrorCode
+from minibroker.storage.errors import KafkaStorageError
 
 __all__ = ["LogConfig", "TOPIC_CONFIGS", "validate_topic_configs", "effective_topic_configs",
            "broker_value", "default_origin", "builtin_default", "check_of", "LONG_MAX",

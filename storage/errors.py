@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from protocol.errors import ErrorCode
+from minibroker.protocol.errors import ErrorCode
 
 __all__ = ["KafkaStorageError"]
 

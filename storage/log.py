@@ -35,8 +35,8 @@ from typing import NamedTuple
 
 import structlog
 
-from protocol.errors import ErrorCode
-from protocol.record_batch import (
+from minibroker.protocol.errors import ErrorCode
+from minibroker.protocol.record_batch import (
     ATTR_CONTROL,
     ATTR_LOG_APPEND_TIME,
     CONTROL_ABORT,
@@ -50,13 +50,13 @@ from protocol.record_batch import (
     parse_control_record,
     stamp_header,
 )
-from storage.config import LogConfig
-from storage.errors import KafkaStorageError
-from storage.file_slice import FileSlice
-from storage.log_loader import LoadedLog, LogLoader, apply_txn_marker
-from storage.log_validator import validate_batch_header, validate_records
-from storage.producer_state import ProducerStateManager
-from storage.segment import LogSegment
+from minibroker.storage.config import LogConfig
+from minibroker.storage.errors import KafkaStorageError
+from minibroker.storage.file_slice import FileSlice
+from minibroker.storage.log_loader import LoadedLog, LogLoader, apply_txn_marker
+from minibroker.storage.log_validator import validate_batch_header, validate_records
+from minibroker.storage.producer_state import ProducerStateManager
+from minibroker.storage.segment import LogSegment
 
 __all__ = ["PartitionLog", "FlushTicket", "AppendInfo", "ReadResult", "LEADER_EPOCH", "LATEST_TIMESTAMP",
            "EARLIEST_TIMESTAMP", "MAX_TIMESTAMP", "EARLIEST_LOCAL_TIMESTAMP"]

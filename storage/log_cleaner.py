@@ -39,10 +39,10 @@ from typing import Any
 
 import structlog
 
-from storage.checkpoint import read_offset_checkpoint, write_offset_checkpoint
-from storage.cleaner import CLEANER_DIR, CleanJob, CleanResult, SegmentToClean, clean
-from storage.durable_files import atomic_write, fsync_dir
-from storage.segment import (
+from minibroker.storage.checkpoint import read_offset_checkpoint, write_offset_checkpoint
+from minibroker.storage.cleaner import CLEANER_DIR, CleanJob, CleanResult, SegmentToClean, clean
+from minibroker.storage.durable_files import atomic_write, fsync_dir
+from minibroker.storage.segment import (
     INDEX_SUFFIX,
     LOG_SUFFIX,
     TIME_INDEX_SUFFIX,

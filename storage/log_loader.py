@@ -19,17 +19,17 @@ from typing import NamedTuple
 
 import structlog
 
-from protocol.record_batch import (
+from minibroker.protocol.record_batch import (
     ATTR_CONTROL,
     CONTROL_ABORT,
     BatchHeader,
     CorruptBatchError,
     parse_control_record,
 )
-from storage.config import LogConfig
-from storage.durable_files import fsync_dir
-from storage.producer_state import ProducerStateManager
-from storage.segment import (
+from minibroker.storage.config import LogConfig
+from minibroker.storage.durable_files import fsync_dir
+from minibroker.storage.producer_state import ProducerStateManager
+from minibroker.storage.segment import (
     LOG_SUFFIX,
     SEGMENT_SUFFIXES,
     LogSegment,
@@ -38,7 +38,7 @@ from storage.segment import (
     scan_batches,
     segment_file_name,
 )
-from storage.transaction_index import AbortedTxn
+from minibroker.storage.transaction_index import AbortedTxn
 
 __all__ = ["LogLoader", "LoadedLog", "apply_txn_marker"]
 

@@ -37,25 +37,25 @@ from typing import Any
 
 import structlog
 
-from protocol.errors import ErrorCode
-from storage.checkpoint import (
+from minibroker.protocol.errors import ErrorCode
+from minibroker.storage.checkpoint import (
     read_offset_checkpoint,
     write_offset_checkpoint,
 )
-from storage.cleaner import CLEANER_DIR
-from storage.config import (
+from minibroker.storage.cleaner import CLEANER_DIR
+from minibroker.storage.config import (
     INTERNAL_SEGMENT_BYTES,
     LogConfig,
     broker_value,
     effective_topic_configs,
     validate_topic_configs,
 )
-from storage.durable_files import TEMP_PREFIX, atomic_write, fsync_dir, remove_temp_files
-from storage.errors import KafkaStorageError
-from storage.log import LEADER_EPOCH, PartitionLog
-from storage.log_cleaner import LogCleaner, recover_interrupted_clean
-from storage.retention import segments_to_delete
-from storage.segment_files import (
+from minibroker.storage.durable_files import TEMP_PREFIX, atomic_write, fsync_dir, remove_temp_files
+from minibroker.storage.errors import KafkaStorageError
+from minibroker.storage.log import LEADER_EPOCH, PartitionLog
+from minibroker.storage.log_cleaner import LogCleaner, recover_interrupted_clean
+from minibroker.storage.retention import segments_to_delete
+from minibroker.storage.segment_files import (
     DEFAULT_MAX_OPEN_SEGMENT_FILES,
     SEGMENT_FILES,
     effective_max_open,

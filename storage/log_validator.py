@@ -34,9 +34,9 @@ from __future__ import annotations
 import struct
 from typing import NamedTuple
 
-from protocol.crc import crc32c
-from protocol.errors import ErrorCode
-from protocol.record_batch import (
+from minibroker.protocol.crc import crc32c
+from minibroker.protocol.errors import ErrorCode
+from minibroker.protocol.record_batch import (
     ATTR_COMPRESSION_MASK,
     ATTR_CONTROL,
     ATTR_LOG_APPEND_TIME,
@@ -50,7 +50,7 @@ from protocol.record_batch import (
     DecompressedTooLarge,
     decompress,
 )
-from storage.errors import KafkaStorageError
+from minibroker.storage.errors import KafkaStorageError
 
 __all__ = ["first_produced_batch", "validate_batch_header", "validate_records", "RecordsInfo"]
 

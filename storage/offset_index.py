@@ -18,7 +18,7 @@ import sys
 from array import array
 from bisect import bisect_right
 
-from storage.abstract_index import AbstractIndex, CorruptIndexError
+from minibroker.storage.abstract_index import AbstractIndex, CorruptIndexError
 
 __all__ = ["OffsetIndex", "CorruptIndexError"]
 

@@ -41,20 +41,20 @@ from typing import NamedTuple
 
 import structlog
 
-from protocol.errors import ErrorCode
-from protocol.record_batch import (
+from minibroker.protocol.errors import ErrorCode
+from minibroker.protocol.record_batch import (
     ATTR_CONTROL as _ATTR_CONTROL,
 )
-from protocol.record_batch import (
+from minibroker.protocol.record_batch import (
     ATTR_TRANSACTIONAL as _ATTR_TRANSACTIONAL,
 )
-from protocol.record_batch import (
+from minibroker.protocol.record_batch import (
     CONTROL_ABORT,
     CONTROL_COMMIT,
     parse_control_record,
 )
-from storage.durable_files import TEMP_PREFIX, atomic_write
-from storage.errors import KafkaStorageError
+from minibroker.storage.durable_files import TEMP_PREFIX, atomic_write
+from minibroker.storage.errors import KafkaStorageError
 
 __all__ = [
     "BATCH_WINDOW",

@@ -22,7 +22,7 @@ import os
 from collections.abc import Iterator
 from typing import NamedTuple
 
-from protocol.record_batch import (
+from minibroker.protocol.record_batch import (
     BATCH_OVERHEAD_LENGTH,
     HEADER_SIZE,
     HEADER_STRUCT,
@@ -30,12 +30,12 @@ from protocol.record_batch import (
     BatchHeader,
     crc_ok,
 )
-from storage.abstract_index import CorruptIndexError
-from storage.durable_files import fsync_file
-from storage.offset_index import OffsetIndex
-from storage.segment_files import SEGMENT_FILES, SegmentFilePool
-from storage.time_index import TimeIndex
-from storage.transaction_index import TransactionIndex
+from minibroker.storage.abstract_index import CorruptIndexError
+from minibroker.storage.durable_files import fsync_file
+from minibroker.storage.offset_index import OffsetIndex
+from minibroker.storage.segment_files import SEGMENT_FILES, SegmentFilePool
+from minibroker.storage.time_index import TimeIndex
+from minibroker.storage.transaction_index import TransactionIndex
 
 __all__ = ["LogSegment", "ScanStop", "RecoveryResult", "scan_batches", "segment_file_name",
            "delete_segment_files", "SEGMENT_SUFFIXES", "LOG_SUFFIX", "INDEX_SUFFIX",

@@ -19,7 +19,7 @@ import struct
 from array import array
 from bisect import bisect_right
 
-from storage.abstract_index import AbstractIndex, CorruptIndexError
+from minibroker.storage.abstract_index import AbstractIndex, CorruptIndexError
 
 __all__ = ["TimeIndex"]
 

@@ -19,8 +19,8 @@ from __future__ import annotations
 import struct
 from typing import NamedTuple
 
-from storage.abstract_index import CorruptIndexError
-from storage.durable_files import fsync_file
+from minibroker.storage.abstract_index import CorruptIndexError
+from minibroker.storage.durable_files import fsync_file
 
 __all__ = ["AbortedTxn", "TransactionIndex"]
 

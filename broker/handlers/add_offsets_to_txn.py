@@ -2,10 +2,10 @@
 transaction, so TxnOffsetCommit may stage offsets there and EndTxn writes a marker to it.
 PRODUCER_FENCED becomes INVALID_PRODUCER_EPOCH below v2."""
 
-from broker.security.acls import Operation as Op
-from broker.security.acls import ResourceType as Res
-from broker.txn_answers import answer_when_durable
-from protocol.errors import ErrorCode
+from minibroker.broker.security.acls import Operation as Op
+from minibroker.broker.security.acls import ResourceType as Res
+from minibroker.broker.txn_answers import answer_when_durable
+from minibroker.protocol.errors import ErrorCode
 
 API_KEY = 25
 MIN_VERSION, MAX_VERSION = 0, 4

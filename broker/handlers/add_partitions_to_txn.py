@@ -4,10 +4,10 @@ As Kafka: if any partition is unknown, nothing is added; unknown ones get
 UNKNOWN_TOPIC_OR_PARTITION and the others OPERATION_NOT_ATTEMPTED. Otherwise the coordinator's
 single answer goes to every partition (PRODUCER_FENCED becomes INVALID_PRODUCER_EPOCH below v2)."""
 
-from broker.security.acls import Operation as Op
-from broker.security.acls import ResourceType as Res
-from broker.txn_answers import client_error
-from protocol.errors import ErrorCode
+from minibroker.broker.security.acls import Operation as Op
+from minibroker.broker.security.acls import ResourceType as Res
+from minibroker.broker.txn_answers import client_error
+from minibroker.protocol.errors import ErrorCode
 
 API_KEY = 24
 MIN_VERSION, MAX_VERSION = 0, 3

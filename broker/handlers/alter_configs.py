@@ -1,7 +1,7 @@
 """AlterConfigs (33): replace the whole set of a topic's overrides or of the dynamic broker
 configs (the older Admin.alterConfigs); see broker/dynamic_config.py."""
 
-from broker.dynamic_config import SET, alter_configs_response
+from minibroker.broker.dynamic_config import SET, alter_configs_response
 
 API_KEY = 33
 MIN_VERSION, MAX_VERSION = 0, 2

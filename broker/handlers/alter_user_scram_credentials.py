@@ -3,11 +3,11 @@ cluster). The client sends a salted password; only StoredKey/ServerKey are kept 
 
 from collections import Counter
 
-from broker.security.acls import CLUSTER_NAME
-from broker.security.acls import Operation as Op
-from broker.security.acls import ResourceType as Res
-from broker.security.scram import MAX_ITERATIONS, MECHANISMS, MIN_ITERATIONS, from_salted_password
-from protocol.errors import ErrorCode
+from minibroker.broker.security.acls import CLUSTER_NAME
+from minibroker.broker.security.acls import Operation as Op
+from minibroker.broker.security.acls import ResourceType as Res
+from minibroker.broker.security.scram import MAX_ITERATIONS, MECHANISMS, MIN_ITERATIONS, from_salted_password
+from minibroker.protocol.errors import ErrorCode
 
 API_KEY = 51
 MIN_VERSION, MAX_VERSION = 0, 0

@@ -6,15 +6,15 @@ transaction flow; KIP-890 v2 is not offered.
 
 import re
 
-from protocol.codec import build, encode_response, response_class
-from protocol.errors import ErrorCode
+from minibroker.protocol.codec import build, encode_response, response_class
+from minibroker.protocol.errors import ErrorCode
 
 API_KEY = 18
 MIN_VERSION, MAX_VERSION = 0, 5
 
 
 def _api_keys() -> list[dict]:
-    from broker.dispatch import HANDLERS  # the table imports this module
+    from minibroker.broker.dispatch import HANDLERS  # the table imports this module
 
     return [
         dict(api_key=key, min_version=m.MIN_VERSION, max_version=m.MAX_VERSION)

@@ -1,11 +1,11 @@
 """CreateAcls (30): store ACL bindings (needs ALTER on the cluster; SECURITY_DISABLED without an
 authorizer, as Kafka answers)."""
 
-from broker.security.acls import AclBinding, InvalidAcl
-from broker.security.acls import Operation as Op
-from broker.security.acls import ResourceType as Res
-from broker.security.acls import CLUSTER_NAME
-from protocol.errors import ErrorCode
+from minibroker.broker.security.acls import AclBinding, InvalidAcl
+from minibroker.broker.security.acls import Operation as Op
+from minibroker.broker.security.acls import ResourceType as Res
+from minibroker.broker.security.acls import CLUSTER_NAME
+from minibroker.protocol.errors import ErrorCode
 
 API_KEY = 30
 MIN_VERSION, MAX_VERSION = 1, 3

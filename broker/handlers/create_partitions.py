@@ -2,10 +2,10 @@
 
 from collections import Counter
 
-from broker.limits import partition_limit_error
-from broker.security.acls import Operation as Op, ResourceType as Res
-from protocol.errors import ErrorCode
-from storage.errors import KafkaStorageError
+from minibroker.broker.limits import partition_limit_error
+from minibroker.broker.security.acls import Operation as Op, ResourceType as Res
+from minibroker.protocol.errors import ErrorCode
+from minibroker.storage.errors import KafkaStorageError
 
 API_KEY = 37
 MIN_VERSION, MAX_VERSION = 0, 3

@@ -8,12 +8,12 @@ import asyncio
 import uuid
 from collections import Counter
 
-from broker.limits import partition_limit_error
-from broker.security.acls import CLUSTER_NAME, Operation as Op, ResourceType as Res
-from protocol.errors import ErrorCode
-from storage.config import effective_topic_configs
-from storage.errors import KafkaStorageError
-from storage.log_manager import INTERNAL_TOPICS
+from minibroker.broker.limits import partition_limit_error
+from minibroker.broker.security.acls import CLUSTER_NAME, Operation as Op, ResourceType as Res
+from minibroker.protocol.errors import ErrorCode
+from minibroker.storage.config import effective_topic_configs
+from minibroker.storage.errors import KafkaStorageError
+from minibroker.storage.log_manager import INTERNAL_TOPICS
 
 API_KEY = 19
 MIN_VERSION, MAX_VERSION = 2, 7

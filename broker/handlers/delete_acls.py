@@ -1,9 +1,9 @@
 """DeleteAcls (31): remove the ACL bindings matching each filter (needs ALTER on the cluster)."""
 
-from broker.security.acls import CLUSTER_NAME, AclFilter, InvalidAcl
-from broker.security.acls import Operation as Op
-from broker.security.acls import ResourceType as Res
-from protocol.errors import ErrorCode
+from minibroker.broker.security.acls import CLUSTER_NAME, AclFilter, InvalidAcl
+from minibroker.broker.security.acls import Operation as Op
+from minibroker.broker.security.acls import ResourceType as Res
+from minibroker.protocol.errors import ErrorCode
 
 API_KEY = 31
 MIN_VERSION, MAX_VERSION = 1, 3

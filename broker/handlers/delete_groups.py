@@ -1,8 +1,8 @@
 """DeleteGroups (42): only Empty groups can be deleted (NON_EMPTY_GROUP otherwise); their
 offsets and metadata get tombstones in __consumer_offsets."""
 
-from broker.security.acls import Operation as Op, ResourceType as Res
-from protocol.errors import ErrorCode
+from minibroker.broker.security.acls import Operation as Op, ResourceType as Res
+from minibroker.protocol.errors import ErrorCode
 
 API_KEY = 42
 MIN_VERSION, MAX_VERSION = 0, 2

@@ -4,9 +4,9 @@ the next retention check. As in Kafka: internal topics refuse (INVALID_TOPIC_EXC
 topic whose cleanup.policy lacks delete refuses (POLICY_VIOLATION), an offset above the high
 watermark is OFFSET_OUT_OF_RANGE, -1 means the high watermark."""
 
-from broker.security.acls import Operation as Op, ResourceType as Res
-from protocol.errors import ErrorCode
-from storage.errors import KafkaStorageError
+from minibroker.broker.security.acls import Operation as Op, ResourceType as Res
+from minibroker.protocol.errors import ErrorCode
+from minibroker.storage.errors import KafkaStorageError
 
 API_KEY = 21
 MIN_VERSION, MAX_VERSION = 0, 2

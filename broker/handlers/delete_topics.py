@@ -1,8 +1,8 @@
 """DeleteTopics (20): by name, or by topic id from v6."""
 
-from broker.security.acls import Operation as Op, ResourceType as Res
-from protocol.errors import ErrorCode
-from storage.errors import KafkaStorageError
+from minibroker.broker.security.acls import Operation as Op, ResourceType as Res
+from minibroker.protocol.errors import ErrorCode
+from minibroker.storage.errors import KafkaStorageError
 
 API_KEY = 20
 MIN_VERSION, MAX_VERSION = 1, 6

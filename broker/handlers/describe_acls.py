@@ -2,10 +2,10 @@
 
 from itertools import groupby
 
-from broker.security.acls import CLUSTER_NAME, AclFilter, InvalidAcl
-from broker.security.acls import Operation as Op
-from broker.security.acls import ResourceType as Res
-from protocol.errors import ErrorCode
+from minibroker.broker.security.acls import CLUSTER_NAME, AclFilter, InvalidAcl
+from minibroker.broker.security.acls import Operation as Op
+from minibroker.broker.security.acls import ResourceType as Res
+from minibroker.protocol.errors import ErrorCode
 
 API_KEY = 29
 MIN_VERSION, MAX_VERSION = 1, 3

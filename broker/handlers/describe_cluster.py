@@ -1,8 +1,8 @@
 """DescribeCluster (60): one broker, which is also the controller."""
 
-from broker.security.acls import CLUSTER_NAME, ResourceType as Res
-from broker.security.authorizer import OPERATIONS_NOT_REQUESTED
-from protocol.errors import ErrorCode
+from minibroker.broker.security.acls import CLUSTER_NAME, ResourceType as Res
+from minibroker.broker.security.authorizer import OPERATIONS_NOT_REQUESTED
+from minibroker.protocol.errors import ErrorCode
 
 API_KEY = 60
 MIN_VERSION, MAX_VERSION = 0, 1

@@ -1,16 +1,16 @@
 """DescribeConfigs (32): topic configs (overrides and the defaults they fall back to) and this
 broker's properties."""
 
-from broker import config_descriptions as describe
-from broker.config import DYNAMIC_DEFAULT, PROPERTIES
-from broker.dynamic_config import DYNAMIC_BROKER_CONFIGS
-from broker.security.acls import Operation as Op
-from broker.security.checks import config_resource_denial, denied_config_result
-from broker.security.settings import is_sensitive, listener_property
-from protocol.errors import ErrorCode
-from storage.config import default_origin
-from storage.errors import KafkaStorageError
-from storage.log_manager import validate_topic_name
+from minibroker.broker import config_descriptions as describe
+from minibroker.broker.config import DYNAMIC_DEFAULT, PROPERTIES
+from minibroker.broker.dynamic_config import DYNAMIC_BROKER_CONFIGS
+from minibroker.broker.security.acls import Operation as Op
+from minibroker.broker.security.checks import config_resource_denial, denied_config_result
+from minibroker.broker.security.settings import is_sensitive, listener_property
+from minibroker.protocol.errors import ErrorCode
+from minibroker.storage.config import default_origin
+from minibroker.storage.errors import KafkaStorageError
+from minibroker.storage.log_manager import validate_topic_name
 
 API_KEY = 32
 MIN_VERSION, MAX_VERSION = 1, 4

@@ -2,9 +2,9 @@
 shown for Stable groups; assignments (the last one synced) always (as Kafka does). An unknown group is reported in
 state Dead (v0-5) or with GROUP_ID_NOT_FOUND (v6, KIP-1043)."""
 
-from broker.security.acls import Operation as Op, ResourceType as Res
-from broker.security.authorizer import OPERATIONS_NOT_REQUESTED
-from protocol.errors import ErrorCode
+from minibroker.broker.security.acls import Operation as Op, ResourceType as Res
+from minibroker.broker.security.authorizer import OPERATIONS_NOT_REQUESTED
+from minibroker.protocol.errors import ErrorCode
 
 API_KEY = 15
 MIN_VERSION, MAX_VERSION = 0, 6

@@ -3,8 +3,8 @@
 
 import shutil
 
-from broker.security.acls import CLUSTER_NAME, Operation as Op, ResourceType as Res
-from protocol.errors import ErrorCode
+from minibroker.broker.security.acls import CLUSTER_NAME, Operation as Op, ResourceType as Res
+from minibroker.protocol.errors import ErrorCode
 
 API_KEY = 35
 MIN_VERSION, MAX_VERSION = 1, 5  # v5 adds is_cordoned: never, one directory

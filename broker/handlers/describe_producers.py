@@ -2,8 +2,8 @@
 producers of each requested partition, from its producer state (epoch, last sequence, last
 timestamp, coordinator epoch, first offset of the open transaction or -1)."""
 
-from broker.security.acls import Operation as Op, ResourceType as Res
-from protocol.errors import ErrorCode
+from minibroker.broker.security.acls import Operation as Op, ResourceType as Res
+from minibroker.protocol.errors import ErrorCode
 
 API_KEY = 61
 MIN_VERSION, MAX_VERSION = 0, 0

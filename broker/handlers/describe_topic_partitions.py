@@ -8,10 +8,10 @@ An empty topic list means every topic. With one replica there is no eligible-lea
 
 import uuid
 
-from broker.security.acls import Operation as Op, ResourceType as Res
-from protocol.errors import ErrorCode
-from storage.errors import KafkaStorageError
-from storage.log_manager import LEADER_EPOCH, validate_topic_name
+from minibroker.broker.security.acls import Operation as Op, ResourceType as Res
+from minibroker.protocol.errors import ErrorCode
+from minibroker.storage.errors import KafkaStorageError
+from minibroker.storage.log_manager import LEADER_EPOCH, validate_topic_name
 
 API_KEY = 75
 MIN_VERSION, MAX_VERSION = 0, 0

@@ -4,9 +4,9 @@ TRANSACTIONAL_ID_NOT_FOUND for unknown (or expiring) ids."""
 
 import datetime
 
-from broker.security.acls import Operation as Op
-from broker.security.acls import ResourceType as Res
-from protocol.errors import ErrorCode
+from minibroker.broker.security.acls import Operation as Op
+from minibroker.broker.security.acls import ResourceType as Res
+from minibroker.protocol.errors import ErrorCode
 
 API_KEY = 65
 MIN_VERSION, MAX_VERSION = 0, 0

@@ -1,11 +1,11 @@
 """DescribeUserScramCredentials (50): mechanisms and iteration counts per user, never secrets
 (needs DESCRIBE on the cluster)."""
 
-from broker.security.acls import CLUSTER_NAME
-from broker.security.acls import Operation as Op
-from broker.security.acls import ResourceType as Res
-from broker.security.scram import BY_NAME
-from protocol.errors import ErrorCode
+from minibroker.broker.security.acls import CLUSTER_NAME
+from minibroker.broker.security.acls import Operation as Op
+from minibroker.broker.security.acls import ResourceType as Res
+from minibroker.broker.security.scram import BY_NAME
+from minibroker.protocol.errors import ErrorCode
 
 API_KEY = 50
 MIN_VERSION, MAX_VERSION = 0, 0

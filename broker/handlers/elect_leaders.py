@@ -3,7 +3,7 @@ is never a better leader: each named partition gets ELECTION_NOT_NEEDED (unknown
 UNKNOWN_TOPIC_OR_PARTITION), and "all partitions" (null) lists every topic with no election
 in it, as Kafka answers."""
 
-from protocol.errors import ErrorCode
+from minibroker.protocol.errors import ErrorCode
 
 API_KEY = 43
 MIN_VERSION, MAX_VERSION = 0, 2

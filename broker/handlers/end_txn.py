@@ -4,10 +4,10 @@ CompleteCommit/CompleteAbort state is durable. A retry after completion with the
 gets NONE, the opposite outcome INVALID_TXN_STATE; PRODUCER_FENCED becomes
 INVALID_PRODUCER_EPOCH below v2."""
 
-from broker.security.acls import Operation as Op
-from broker.security.acls import ResourceType as Res
-from broker.txn_answers import answer_when_durable
-from protocol.errors import ErrorCode
+from minibroker.broker.security.acls import Operation as Op
+from minibroker.broker.security.acls import ResourceType as Res
+from minibroker.broker.txn_answers import answer_when_durable
+from minibroker.protocol.errors import ErrorCode
 
 API_KEY = 26
 MIN_VERSION, MAX_VERSION = 0, 4

@@ -10,13 +10,13 @@ range spans. No fetch sessions: session id 0 tells clients to keep sending full 
 
 import time
 
-from broker.context import RawResponse
-from broker.security.acls import Operation as Op
-from broker.security.acls import ResourceType as Res
-from protocol.codec import millis
-from protocol.errors import ErrorCode
-from protocol.fetch_response import PartitionData, encode
-from storage.errors import KafkaStorageError
+from minibroker.broker.context import RawResponse
+from minibroker.broker.security.acls import Operation as Op
+from minibroker.broker.security.acls import ResourceType as Res
+from minibroker.protocol.codec import millis
+from minibroker.protocol.errors import ErrorCode
+from minibroker.protocol.fetch_response import PartitionData, encode
+from minibroker.storage.errors import KafkaStorageError
 
 API_KEY = 1
 MIN_VERSION, MAX_VERSION = 4, 12

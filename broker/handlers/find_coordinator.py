@@ -2,9 +2,9 @@
 transactional id (key type 1). Share groups (key type 2) and anything else: INVALID_REQUEST.
 v4+ batches the keys (coordinator_keys) and answers one entry per key."""
 
-from broker.security.acls import Operation as Op
-from broker.security.acls import ResourceType as Res
-from protocol.errors import ErrorCode
+from minibroker.broker.security.acls import Operation as Op
+from minibroker.broker.security.acls import ResourceType as Res
+from minibroker.protocol.errors import ErrorCode
 
 API_KEY = 10
 MIN_VERSION, MAX_VERSION = 0, 6

@@ -1,7 +1,7 @@
 """Heartbeat (12): keeps a member's session alive; REBALANCE_IN_PROGRESS tells it to rejoin."""
 
-from broker.security.acls import Operation as Op, ResourceType as Res
-from protocol.errors import ErrorCode
+from minibroker.broker.security.acls import Operation as Op, ResourceType as Res
+from minibroker.protocol.errors import ErrorCode
 
 API_KEY = 12
 MIN_VERSION, MAX_VERSION = 0, 4

@@ -2,7 +2,7 @@
 broker configs (kafka-configs.sh --alter, Admin.incrementalAlterConfigs); see
 broker/dynamic_config.py."""
 
-from broker.dynamic_config import alter_configs_response
+from minibroker.broker.dynamic_config import alter_configs_response
 
 API_KEY = 44
 MIN_VERSION, MAX_VERSION = 0, 1

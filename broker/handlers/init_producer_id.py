@@ -4,12 +4,12 @@ producer id/epoch fields from v3, INVALID_TRANSACTION_TIMEOUT, CONCURRENT_TRANSA
 previous instance's transaction is being aborted). PRODUCER_FENCED exists from v4; older versions
 get INVALID_PRODUCER_EPOCH, as Kafka answers them."""
 
-from broker.security.acls import CLUSTER_NAME
-from broker.security.acls import Operation as Op
-from broker.security.acls import ResourceType as Res
-from broker.txn_answers import client_error
-from protocol.codec import millis
-from protocol.errors import ErrorCode
+from minibroker.broker.security.acls import CLUSTER_NAME
+from minibroker.broker.security.acls import Operation as Op
+from minibroker.broker.security.acls import ResourceType as Res
+from minibroker.broker.txn_answers import client_error
+from minibroker.protocol.codec import millis
+from minibroker.protocol.errors import ErrorCode
 
 API_KEY = 22
 MIN_VERSION, MAX_VERSION = 0, 5

@@ -3,9 +3,9 @@ the state machine is coordinator.groups.GroupCoordinator."""
 
 import asyncio
 
-from broker.security.acls import Operation as Op, ResourceType as Res
-from protocol.codec import millis
-from protocol.errors import ErrorCode
+from minibroker.broker.security.acls import Operation as Op, ResourceType as Res
+from minibroker.protocol.codec import millis
+from minibroker.protocol.errors import ErrorCode
 
 API_KEY = 11
 MIN_VERSION, MAX_VERSION = 0, 9

@@ -1,7 +1,7 @@
 """LeaveGroup (13): one member (v0-2) or a batch of members by id or group instance id (v3+)."""
 
-from broker.security.acls import Operation as Op, ResourceType as Res
-from protocol.errors import ErrorCode
+from minibroker.broker.security.acls import Operation as Op, ResourceType as Res
+from minibroker.protocol.errors import ErrorCode
 
 API_KEY = 13
 MIN_VERSION, MAX_VERSION = 0, 5

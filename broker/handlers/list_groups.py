@@ -1,8 +1,8 @@
 """ListGroups (16): every live group; v4+ filters by state (case-insensitive), v5+ by type
 (all groups here are "classic")."""
 
-from broker.security.acls import CLUSTER_NAME, Operation as Op, ResourceType as Res
-from protocol.errors import ErrorCode
+from minibroker.broker.security.acls import CLUSTER_NAME, Operation as Op, ResourceType as Res
+from minibroker.protocol.errors import ErrorCode
 
 API_KEY = 16
 MIN_VERSION, MAX_VERSION = 0, 5

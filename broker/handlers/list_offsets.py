@@ -5,10 +5,10 @@ Kafka does not know, gets UNSUPPORTED_VERSION; a partition named twice gets INVA
 
 from collections import Counter
 
-from broker.security.acls import Operation as Op, ResourceType as Res
-from protocol.errors import ErrorCode
-from broker.handlers.fetch import leader_epoch_error
-from storage.errors import KafkaStorageError
+from minibroker.broker.security.acls import Operation as Op, ResourceType as Res
+from minibroker.protocol.errors import ErrorCode
+from minibroker.broker.handlers.fetch import leader_epoch_error
+from minibroker.storage.errors import KafkaStorageError
 
 API_KEY = 2
 MIN_VERSION, MAX_VERSION = 1, 10

@@ -2,9 +2,9 @@
 this coordinator knows (Dead ones excluded), filtered by state names, producer ids and (v1) by
 running longer than duration_filter ms. Unknown state names are echoed in unknown_state_filters."""
 
-from broker.security.acls import Operation as Op
-from broker.security.acls import ResourceType as Res
-from protocol.errors import ErrorCode
+from minibroker.broker.security.acls import Operation as Op
+from minibroker.broker.security.acls import ResourceType as Res
+from minibroker.protocol.errors import ErrorCode
 
 API_KEY = 66
 MIN_VERSION, MAX_VERSION = 0, 1

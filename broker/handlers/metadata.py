@@ -12,12 +12,12 @@ import uuid
 
 import structlog
 
-from broker.limits import partition_limit_error
-from broker.security.acls import CLUSTER_NAME, Operation as Op, ResourceType as Res
-from broker.security.authorizer import OPERATIONS_NOT_REQUESTED
-from protocol.errors import ErrorCode
-from storage.errors import KafkaStorageError
-from storage.log_manager import LEADER_EPOCH, validate_topic_name
+from minibroker.broker.limits import partition_limit_error
+from minibroker.broker.security.acls import CLUSTER_NAME, Operation as Op, ResourceType as Res
+from minibroker.broker.security.authorizer import OPERATIONS_NOT_REQUESTED
+from minibroker.protocol.errors import ErrorCode
+from minibroker.storage.errors import KafkaStorageError
+from minibroker.storage.log_manager import LEADER_EPOCH, validate_topic_name
 
 API_KEY = 3
 MIN_VERSION, MAX_VERSION = 0, 13

@@ -2,8 +2,8 @@
 also accepts "simple" commits (generation -1, empty member id). committed_leader_epoch (v6+)
 and metadata are stored and returned by OffsetFetch."""
 
-from broker.security.acls import Operation as Op, ResourceType as Res
-from protocol.errors import ErrorCode
+from minibroker.broker.security.acls import Operation as Op, ResourceType as Res
+from minibroker.protocol.errors import ErrorCode
 
 API_KEY = 8
 MIN_VERSION, MAX_VERSION = 2, 9

@@ -1,8 +1,8 @@
 """OffsetDelete (47): delete committed offsets of partitions the group is not consuming
 (GROUP_SUBSCRIBED_TO_TOPIC for topics a live consumer group subscribes to)."""
 
-from broker.security.acls import Operation as Op, ResourceType as Res
-from protocol.errors import ErrorCode
+from minibroker.broker.security.acls import Operation as Op, ResourceType as Res
+from minibroker.protocol.errors import ErrorCode
 
 API_KEY = 47
 MIN_VERSION, MAX_VERSION = 0, 0

@@ -2,8 +2,8 @@
 (v2+) means every partition the group has committed. With require_stable (v7+) a partition with
 transactional offsets still pending answers UNSTABLE_OFFSET_COMMIT; committed_leader_epoch v5+."""
 
-from broker.security.acls import Operation as Op, ResourceType as Res
-from protocol.errors import ErrorCode
+from minibroker.broker.security.acls import Operation as Op, ResourceType as Res
+from minibroker.protocol.errors import ErrorCode
 
 API_KEY = 9
 MIN_VERSION, MAX_VERSION = 1, 9

@@ -1,9 +1,9 @@
 """OffsetForLeaderEpoch (23): trivial with one constant leader epoch. Clients use it to validate
 their position after a metadata change; any epoch at or below ours ends at the log end offset."""
 
-from broker.handlers.fetch import leader_epoch_error
-from broker.security.acls import Operation as Op, ResourceType as Res
-from protocol.errors import ErrorCode
+from minibroker.broker.handlers.fetch import leader_epoch_error
+from minibroker.broker.security.acls import Operation as Op, ResourceType as Res
+from minibroker.protocol.errors import ErrorCode
 
 API_KEY = 23
 MIN_VERSION, MAX_VERSION = 2, 4

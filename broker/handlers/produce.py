@@ -8,12 +8,12 @@ The batch stays opaque bytes: storage checks and patches its 61-byte header and 
 
 import structlog
 
-from broker.context import NO_RESPONSE, CloseConnection
-from broker.security.acls import Operation as Op, ResourceType as Res
-from protocol.errors import ErrorCode
-from storage.errors import KafkaStorageError
-from storage.log_validator import first_produced_batch
-from storage.log_manager import INTERNAL_TOPICS
+from minibroker.broker.context import NO_RESPONSE, CloseConnection
+from minibroker.broker.security.acls import Operation as Op, ResourceType as Res
+from minibroker.protocol.errors import ErrorCode
+from minibroker.storage.errors import KafkaStorageError
+from minibroker.storage.log_validator import first_produced_batch
+from minibroker.storage.log_manager import INTERNAL_TOPICS
 
 #: Errors Kafka's ReplicaManager answers with the unknown log start offset (-1) rather than the
 #: partition's: the framing and size errors it catches before asking the log.

@@ -7,13 +7,13 @@ lifetime is set (KIP-368 re-authentication is not required).
 
 import structlog
 
-from broker.security.scram import AuthenticationFailed
-from protocol.errors import ErrorCode
+from minibroker.broker.security.scram import AuthenticationFailed
+from minibroker.protocol.errors import ErrorCode
 
 API_KEY = 36
 MIN_VERSION, MAX_VERSION = 0, 2
 
-log = structlog.get_logger("broker.security")
+log = structlog.get_logger("minibroker.broker.security")
 
 
 async def handle(ctx, req):

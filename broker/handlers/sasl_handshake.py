@@ -5,7 +5,7 @@ SaslAuthenticate requests (Kafka before 1.0; broker/server.py passes them to the
 closed; a handshake on a non-SASL listener or after authentication gets ILLEGAL_SASL_STATE.
 """
 
-from protocol.errors import ErrorCode
+from minibroker.protocol.errors import ErrorCode
 
 API_KEY = 17
 MIN_VERSION, MAX_VERSION = 0, 1

@@ -2,8 +2,8 @@
 
 import asyncio
 
-from broker.security.acls import Operation as Op, ResourceType as Res
-from protocol.errors import ErrorCode
+from minibroker.broker.security.acls import Operation as Op, ResourceType as Res
+from minibroker.protocol.errors import ErrorCode
 
 API_KEY = 14
 MIN_VERSION, MAX_VERSION = 0, 5

@@ -7,9 +7,9 @@ never added with AddOffsetsToTxn INVALID_TXN_STATE up to v3 / TRANSACTION_ABORTA
 then the group coordinator checks the KIP-447 generation/member fields (v3+) and appends the
 offsets, which stay pending until the transaction's marker."""
 
-from broker.security.acls import Operation as Op
-from broker.security.acls import ResourceType as Res
-from protocol.errors import ErrorCode
+from minibroker.broker.security.acls import Operation as Op
+from minibroker.broker.security.acls import ResourceType as Res
+from minibroker.protocol.errors import ErrorCode
 
 API_KEY = 28
 MIN_VERSION, MAX_VERSION = 0, 4

@@ -7,9 +7,9 @@ As in Kafka: a marker from an older producer epoch is refused (INVALID_PRODUCER_
 from an older coordinator epoch TRANSACTION_COORDINATOR_FENCED; markers written to
 __consumer_offsets also apply or drop the producer's pending transactional offsets."""
 
-from broker.security.acls import CLUSTER_NAME, Operation as Op, ResourceType as Res
-from protocol.errors import ErrorCode
-from storage.errors import KafkaStorageError
+from minibroker.broker.security.acls import CLUSTER_NAME, Operation as Op, ResourceType as Res
+from minibroker.protocol.errors import ErrorCode
+from minibroker.storage.errors import KafkaStorageError
 
 API_KEY = 27
 MIN_VERSION, MAX_VERSION = 1, 2

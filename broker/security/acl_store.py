@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 import os
 
-from broker.security.acls import AclBinding, AclFilter
-from storage.durable_files import atomic_write
+from minibroker.broker.security.acls import AclBinding, AclFilter
+from minibroker.storage.durable_files import atomic_write
 
 
 class AclStore:

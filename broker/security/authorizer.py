@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import structlog
 
-from broker.security.acl_store import AclStore
-from broker.security.acls import SUPPORTED_OPERATIONS, WILDCARD, Operation, PatternType, Permission
+from minibroker.broker.security.acl_store import AclStore
+from minibroker.broker.security.acls import SUPPORTED_OPERATIONS, WILDCARD, Operation, PatternType, Permission
 
-log = structlog.get_logger("broker.security")
+log = structlog.get_logger("minibroker.broker.security")
 
 _IMPLIED_BY = {
     Operation.DESCRIBE: (Operation.READ, Operation.WRITE, Operation.DELETE, Operation.ALTER),

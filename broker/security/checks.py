@@ -1,8 +1,8 @@
 """Authorization checks shared by several handlers (the config APIs address topics and brokers
 alike)."""
 
-from broker.security.acls import CLUSTER_NAME, ResourceType as Res
-from protocol.errors import ErrorCode
+from minibroker.broker.security.acls import CLUSTER_NAME, ResourceType as Res
+from minibroker.protocol.errors import ErrorCode
 
 _CONFIG_TOPIC, _CONFIG_BROKER = 2, 4  # ConfigResource.Type
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 import ssl
 from dataclasses import dataclass
 
-from broker.config import ConfigError, parse_listener_entry
-from broker.security.settings import SUPPORTED_MECHANISMS
+from minibroker.broker.config import ConfigError, parse_listener_entry
+from minibroker.broker.security.settings import SUPPORTED_MECHANISMS
 
 PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 

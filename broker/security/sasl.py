@@ -10,9 +10,9 @@ from __future__ import annotations
 import hmac
 import re
 
-from broker.config import ConfigError
-from broker.security.scram import BY_NAME as SCRAM_MECHANISMS
-from broker.security.scram import AuthenticationFailed, ScramServer, ScramStore
+from minibroker.broker.config import ConfigError
+from minibroker.broker.security.scram import BY_NAME as SCRAM_MECHANISMS
+from minibroker.broker.security.scram import AuthenticationFailed, ScramServer, ScramStore
 
 API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE = 18, 17, 36
 ANONYMOUS = "User:ANONYMOUS"

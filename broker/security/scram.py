@@ -15,7 +15,7 @@ import os
 import secrets
 from dataclasses import dataclass
 
-from storage.durable_files import atomic_write
+from minibroker.storage.durable_files import atomic_write
 
 # AlterUserScramCredentials mechanism codes -> (SASL name, hashlib name)
 MECHANISMS = {1: ("SCRAM-SHA-256", "sha256"), 2: ("SCRAM-SHA-512", "sha512")}

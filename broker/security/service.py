@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import structlog
 
-from broker.config import ConfigError
-from broker.security.acl_store import AclStore
-from broker.security.authorizer import Authorizer, all_operations
-from broker.security.listeners import parse_listeners
-from broker.security.sasl import ANONYMOUS, SaslMechanisms
-from broker.security.scram import BY_NAME, ScramStore, from_password, parse_add_scram
+from minibroker.broker.config import ConfigError
+from minibroker.broker.security.acl_store import AclStore
+from minibroker.broker.security.authorizer import Authorizer, all_operations
+from minibroker.broker.security.listeners import parse_listeners
+from minibroker.broker.security.sasl import ANONYMOUS, SaslMechanisms
+from minibroker.broker.security.scram import BY_NAME, ScramStore, from_password, parse_add_scram
 
-log = structlog.get_logger("broker.security")
+log = structlog.get_logger("minibroker.broker.security")
 
 
 class Security:

@@ -18,7 +18,7 @@ def case(name: str):
 
 def versions(api_key: int) -> range:
     """The versions minibroker advertises for `api_key` (what every case must cover)."""
-    from broker.dispatch import HANDLERS  # noqa: PLC0415
+    from minibroker.broker.dispatch import HANDLERS  # noqa: PLC0415
 
     m = HANDLERS[api_key]
     return range(m.MIN_VERSION, m.MAX_VERSION + 1)

@@ -4,7 +4,7 @@ Record-batch content validation and sequence rules: j_bad_batches.py.
 """
 
 from conformance.cases import case, versions
-from protocol.record_batch import build_batch
+from minibroker.protocol.record_batch import build_batch
 
 PRODUCE, FETCH, LIST_OFFSETS, OFFSET_FOR_LEADER_EPOCH = 0, 1, 2, 23
 TS = 1_700_000_000_000  # fixed record timestamps so both logs hold identical bytes

@@ -3,7 +3,7 @@
 from conformance.cases import case, versions
 from conformance.cases.c_data import FETCH, LIST_OFFSETS, PRODUCE, fetch_req, list_offsets_req, produce_req
 from conformance.cases.d_groups import FIND_COORDINATOR, fetch_offsets
-from protocol.record_batch import build_batch
+from minibroker.protocol.record_batch import build_batch
 
 INIT_PID, ADD_PARTITIONS, ADD_OFFSETS, END_TXN, TXN_OFFSET_COMMIT = 22, 24, 25, 26, 28
 DESCRIBE_PRODUCERS, DESCRIBE_TXNS, LIST_TXNS = 61, 65, 66

@@ -9,7 +9,7 @@ from conformance.cases.d_groups import (
 from conformance.cases.e_txn import (
     ADD_PARTITIONS, DESCRIBE_PRODUCERS, INIT_PID, LIST_TXNS, TXN_OFFSET_COMMIT, add_partitions, end_txn,
 )
-from protocol.record_batch import build_batch
+from minibroker.protocol.record_batch import build_batch
 
 METADATA, CREATE = 3, 19
 

@@ -10,7 +10,7 @@ from crc32c import crc32c
 
 from conformance.cases import case
 from conformance.cases.c_data import LIST_OFFSETS, PRODUCE, list_offsets_req, produce_req
-from protocol.record_batch import build_batch
+from minibroker.protocol.record_batch import build_batch
 from tests.support.crafted import raw_batch, record, varint
 
 INIT_PID = 22

@@ -381,7 +381,7 @@ def test_fetch_unknown_topic(bad_broker):
 # ----------------------------------------------------------------------------------- CLI
 def run_cli(tmp_path, *args, timeout=15):
     return subprocess.run(
-        [sys.executable, "-m", "broker", "--port", "0", "--data-dir", str(tmp_path / "data"),
+        [sys.executable, "-m", "minibroker", "--port", "0", "--data-dir", str(tmp_path / "data"),
          "--port-file", str(tmp_path / "port"), *args],
         cwd=str(REPO_ROOT), capture_output=True, text=True, timeout=timeout)
 

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from pipelines.jars import KAFKA_CLIENT_VERSIONS, kafka_clients_classpath
+from minibroker.pipelines.jars import KAFKA_CLIENT_VERSIONS, kafka_clients_classpath
 from tests.support.clients import kp_consume
 from tests.support.helpers import unique_name
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from pipelines.jars import KAFKA_CLIENT_VERSIONS, kafka_clients_classpath
+from minibroker.pipelines.jars import KAFKA_CLIENT_VERSIONS, kafka_clients_classpath
 from tests.support.broker import BrokerFactory
 from tests.support.helpers import unique_name
 from tests.support.security import KEY_PASSWORD, listener_ports, make_certs, plain_jaas

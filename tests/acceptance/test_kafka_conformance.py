@@ -11,7 +11,7 @@ import uuid
 import pytest
 
 from conformance.wire import CLOSED, NO_ANSWER, Connection
-from protocol.record_batch import build_batch
+from minibroker.protocol.record_batch import build_batch
 from tests.support.broker import BrokerFactory
 
 INVALID_REQUEST, UNSUPPORTED_VERSION, INVALID_TOPIC_EXCEPTION, UNKNOWN_SERVER_ERROR = 42, 35, 17, -1

@@ -13,9 +13,9 @@ import struct
 
 import pytest
 
-from broker.dispatch import HANDLERS
-from protocol.codec import request_class
-from protocol.schema_layout import FIXED_SIZES, layout
+from minibroker.broker.dispatch import HANDLERS
+from minibroker.protocol.codec import request_class
+from minibroker.protocol.schema_layout import FIXED_SIZES, layout
 from tests.support.broker import BrokerFactory
 from tests.support.wire import WireClient, encode_uvarint, request_header
 

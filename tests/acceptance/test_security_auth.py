@@ -283,7 +283,7 @@ def test_tls_client_certificate_is_the_principal_for_acls(broker_factory, certs)
         "per-listener-value"])
 def test_bad_security_settings_stop_startup(tmp_path, settings, named):
     args = [a for s in settings for a in ("--set", s)]
-    res = subprocess.run([sys.executable, "-m", "broker", "--data-dir", str(tmp_path / "data"),
+    res = subprocess.run([sys.executable, "-m", "minibroker", "--data-dir", str(tmp_path / "data"),
                           "--port-file", str(tmp_path / "port"), *args],
                          cwd=str(REPO_ROOT), capture_output=True, text=True, timeout=30)
     assert res.returncode == 2, res.stdout + res.stderr

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from pipelines.generator import GeneratorConfig, OrderGenerator
-from pipelines.job import parse_args, run
-from pipelines.verifier import verify
+from minibroker.pipelines.generator import GeneratorConfig, OrderGenerator
+from minibroker.pipelines.job import parse_args, run
+from minibroker.pipelines.verifier import verify
 from tests.support.spark import Driver, pipeline_args, spark_session
 
 pytestmark = pytest.mark.timeout(300)
@@ -88,7 +88,7 @@ def test_driver_sigkill_mid_batch_then_restart(broker, tmp_path):
 
 def test_spark_sql_rules_agree_with_the_python_rules(spark):
     """The job's Spark SQL validation gives the same outcome as pipelines.orders.classify."""
-    from pipelines.job import classified
+    from minibroker.pipelines.job import classified
     from tests.unit.test_pipeline_rules import CASES
 
     rows = [(None, event, 0, i, None) for i, (event, _) in enumerate(CASES)]

@@ -527,7 +527,7 @@ def test_list_describe_transactions_and_producers(tx_broker):
 
 def test_transaction_state_topic_is_readable(tx_broker):
     """__transaction_state holds Kafka's TransactionLogKey/Value records (for debugging)."""
-    from coordinator.txn_state import decode_key, decode_value
+    from minibroker.coordinator.txn_state import decode_key, decode_value
 
     txn_id = uid("readable")
     p = kp_producer(tx_broker, txn_id)

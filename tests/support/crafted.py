@@ -6,7 +6,7 @@ import struct
 
 from crc32c import crc32c
 
-from protocol.record_batch import COMPRESSION_NONE, _compress
+from minibroker.protocol.record_batch import COMPRESSION_NONE, _compress
 
 NOW = 1_700_000_000_000
 

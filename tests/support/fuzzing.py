@@ -23,10 +23,10 @@ import uuid
 from crc32c import crc32c
 from kafka.record.memory_records import MemoryRecords
 
-from broker.dispatch import HANDLERS
-from protocol.codec import build, encode_response, request_class
-from protocol.record_batch import build_batch
-from protocol.schema_layout import layout
+from minibroker.broker.dispatch import HANDLERS
+from minibroker.protocol.codec import build, encode_response, request_class
+from minibroker.protocol.record_batch import build_batch
+from minibroker.protocol.schema_layout import layout
 from tests.support.wire import WireClient, encode_uvarint, request_header
 
 FUZZ_TOPIC = "fuzz"  # named in the seed requests (which may delete it)

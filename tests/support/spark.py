@@ -8,12 +8,12 @@ import re
 import time
 from pathlib import Path
 
-from pipelines.driver import DriverProcess
+from minibroker.pipelines.driver import DriverProcess
 from tests.support.broker import REPO_ROOT
 
 
 def spark_session():
-    from pipelines.job import parse_args, session
+    from minibroker.pipelines.job import parse_args, session
 
     opts = parse_args(["--output", "-", "--dead-letter", "-", "--checkpoint", "-", "--shuffle-partitions", "2"])
     spark = session(opts, app_name="minibroker-tests")

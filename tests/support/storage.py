@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from storage.log_manager import LogManager
+from minibroker.storage.log_manager import LogManager
 
 
 class Clock:

@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from types import SimpleNamespace
 
-from coordinator.group_metadata_manager import GroupMetadataManager
-from coordinator.groups import GroupCoordinator
-from coordinator.internal_topic import StoredBatch
+from minibroker.coordinator.group_metadata_manager import GroupMetadataManager
+from minibroker.coordinator.groups import GroupCoordinator
+from minibroker.coordinator.internal_topic import StoredBatch
 
 
 class MemoryOffsetsStore:

@@ -11,7 +11,7 @@ import pytest
 
 from kio.serial import entity_reader
 
-from broker.handlers import (
+from minibroker.broker.handlers import (
     add_offsets_to_txn,
     add_partitions_to_txn,
     alter_configs,
@@ -46,8 +46,8 @@ from broker.handlers import (
     txn_offset_commit,
     write_txn_markers,
 )
-from protocol.codec import build, request_class, response_class
-from protocol.errors import ErrorCode as E
+from minibroker.protocol.codec import build, request_class, response_class
+from minibroker.protocol.errors import ErrorCode as E
 from tests.unit.test_groups_handlers import PROTOCOLS, call, ctx_for, make_broker, ms
 
 

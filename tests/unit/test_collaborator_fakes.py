@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from broker.scheduler import LoopScheduler
-from coordinator import collaborators as c
-from coordinator.group_store import LogOffsetsStore
-from coordinator.producer_ids import ProducerIdManager
-from coordinator.txn_log import LogTxnStore
-from storage.log_manager import LogManager
+from minibroker.broker.scheduler import LoopScheduler
+from minibroker.coordinator import collaborators as c
+from minibroker.coordinator.group_store import LogOffsetsStore
+from minibroker.coordinator.producer_ids import ProducerIdManager
+from minibroker.coordinator.txn_log import LogTxnStore
+from minibroker.storage.log_manager import LogManager
 from tests.unit.coordinator_fakes import EveryTopicCatalog, MemoryOffsetsStore, MemoryTxnStore
 from tests.unit.test_group_commit import NoGroups, open_logs
 from tests.unit.test_groups import CONFIG, FakeScheduler, group_coordinator

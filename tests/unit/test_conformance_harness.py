@@ -8,7 +8,7 @@ import pytest
 from conformance.compare import MISSING, diff
 from conformance.normalise import Normaliser
 from conformance.runner import Deviation, Mismatch, classify, glob, load_deviations
-from protocol.record_batch import build_batch
+from minibroker.protocol.record_batch import build_batch
 
 
 def test_list_entries_pair_by_their_identifying_field():

@@ -5,11 +5,11 @@ import json
 
 import pytest
 
-from broker.config import BrokerConfig
-from broker.dynamic_config import APPEND, BROKER, DELETE, SET, SUBTRACT, TOPIC, DynamicConfigs
-from protocol.errors import ErrorCode
-from storage.errors import KafkaStorageError
-from storage.log_manager import LogManager
+from minibroker.broker.config import BrokerConfig
+from minibroker.broker.dynamic_config import APPEND, BROKER, DELETE, SET, SUBTRACT, TOPIC, DynamicConfigs
+from minibroker.protocol.errors import ErrorCode
+from minibroker.storage.errors import KafkaStorageError
+from minibroker.storage.log_manager import LogManager
 
 pytestmark = pytest.mark.timeout(10)
 

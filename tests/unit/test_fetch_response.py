@@ -2,8 +2,8 @@
 
 import pytest
 
-from protocol.codec import build, encode_response, response_class
-from protocol.fetch_response import PartitionData, encode
+from minibroker.protocol.codec import build, encode_response, response_class
+from minibroker.protocol.fetch_response import PartitionData, encode
 
 RECORDS = b"\x00" * 70 + b"batch-bytes"
 

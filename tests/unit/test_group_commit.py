@@ -11,14 +11,14 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from broker.durable_ops import run_durably
-from broker.group_commit import GroupCommit
-from coordinator.transactions import TransactionCoordinator
-from coordinator.txn_log import LogTxnStore
-from coordinator.txn_state import TxnState
-from protocol.record_batch import CONTROL_COMMIT, build_batch, iter_batches, parse_control_record
-from storage.log_manager import LogManager
-from storage.segment import LogSegment
+from minibroker.broker.durable_ops import run_durably
+from minibroker.broker.group_commit import GroupCommit
+from minibroker.coordinator.transactions import TransactionCoordinator
+from minibroker.coordinator.txn_log import LogTxnStore
+from minibroker.coordinator.txn_state import TxnState
+from minibroker.protocol.record_batch import CONTROL_COMMIT, build_batch, iter_batches, parse_control_record
+from minibroker.storage.log_manager import LogManager
+from minibroker.storage.segment import LogSegment
 from tests.support.storage import crash
 
 pytestmark = pytest.mark.timeout(20)

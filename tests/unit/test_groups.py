@@ -9,8 +9,8 @@ import struct
 
 import pytest
 
-from coordinator.group_metadata import GroupState, parse_subscription_topics
-from coordinator.group_records import (
+from minibroker.coordinator.group_metadata import GroupState, parse_subscription_topics
+from minibroker.coordinator.group_records import (
     GroupValue,
     MemberValue,
     OffsetValue,
@@ -21,10 +21,10 @@ from coordinator.group_records import (
     encode_offset_key,
     encode_offset_value,
 )
-from coordinator.group_store import LogOffsetsStore
-from coordinator.partitioning import java_string_hash, partition_for
-from protocol.errors import ErrorCode as E
-from storage.errors import KafkaStorageError
+from minibroker.coordinator.group_store import LogOffsetsStore
+from minibroker.coordinator.partitioning import java_string_hash, partition_for
+from minibroker.protocol.errors import ErrorCode as E
+from minibroker.storage.errors import KafkaStorageError
 from tests.unit.coordinator_fakes import MemoryOffsetsStore, group_coordinator
 
 
@@ -712,7 +712,7 @@ def test_remove_topic_offsets_on_topic_deletion(gc, store):
 
 # --- the real storage engine underneath ---------------------------------------------------------
 def _logs(path):
-    from storage.log_manager import LogManager
+    from minibroker.storage.log_manager import LogManager
 
     m = LogManager(str(path), {})
     m.open()

@@ -9,8 +9,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from broker.context import RequestContext
-from broker.handlers import (
+from minibroker.broker.context import RequestContext
+from minibroker.broker.handlers import (
     delete_groups,
     describe_groups,
     find_coordinator,
@@ -23,10 +23,10 @@ from broker.handlers import (
     offset_fetch,
     sync_group,
 )
-from broker.scheduler import LoopScheduler
-from broker.security.authorizer import all_operations
-from protocol.codec import build, encode_response, request_class
-from protocol.errors import ErrorCode as E
+from minibroker.broker.scheduler import LoopScheduler
+from minibroker.broker.security.authorizer import all_operations
+from minibroker.protocol.codec import build, encode_response, request_class
+from minibroker.protocol.errors import ErrorCode as E
 from tests.unit.coordinator_fakes import MemoryOffsetsStore, group_coordinator
 
 CONFIG = {"group.initial.rebalance.delay.ms": 0, "group.min.session.timeout.ms": 10}

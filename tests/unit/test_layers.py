@@ -31,20 +31,25 @@ def modules(package: str) -> list[Path]:
     return sorted((ROOT / package).rglob("*.py"))
 
 
-def imported(path: Path) -> set[str]:
-    """Top-level names of everything the module imports (relative imports resolved to its own
-    package)."""
+def imported_modules(path: Path) -> set[str]:
+    """Absolute names of everything the module imports (relative imports resolved to its own
+    package, `minibroker.storage.log` as written)."""
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     names: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            names.update(alias.name.split(".")[0] for alias in node.names)
+            names.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
             if node.level:
-                names.add(path.relative_to(ROOT).parts[0])
+                names.add("minibroker." + path.relative_to(ROOT).parts[0])
             elif node.module:
-                names.add(node.module.split(".")[0])
+                names.add(node.module)
     return names
+
+
+def imported(path: Path) -> set[str]:
+    """The project packages (broker, storage, ...) and other top-level names a module imports."""
+    return {name.removeprefix("minibroker.").split(".")[0] for name in imported_modules(path)}
 
 
 @pytest.mark.parametrize("package", sorted(FORBIDDEN))
@@ -70,3 +75,13 @@ def test_every_package_has_modules():
 def test_the_checker_sees_imports(tmp_path):
     probe = ROOT / "coordinator" / "transactions.py"
     assert {"storage", "protocol", "coordinator"} <= imported(probe)
+
+
+@pytest.mark.parametrize("package", PACKAGES + ("pipelines", "minibroker", "tests", "bench", "conformance"))
+def test_project_packages_are_imported_under_minibroker(package):
+    # installed, they exist only as minibroker.broker, minibroker.storage, ...: an import of the
+    # bare name works in a checkout only, and would load a second copy of the module
+    bare = set(PACKAGES) | {"pipelines"}
+    offences = {str(p.relative_to(ROOT)): sorted(n for n in imported_modules(p) if n.split(".")[0] in bare)
+                for p in modules(package)}
+    assert {k: v for k, v in offences.items() if v} == {}

@@ -6,10 +6,10 @@ import os
 
 import pytest
 
-from protocol.record_batch import ATTR_CONTROL, build_batch, crc_ok, iter_batches, iter_records
-from storage.cleaner import CLEANER_DIR
-from storage.log_cleaner import SWAP_FILE
-from storage.log_manager import LogManager
+from minibroker.protocol.record_batch import ATTR_CONTROL, build_batch, crc_ok, iter_batches, iter_records
+from minibroker.storage.cleaner import CLEANER_DIR
+from minibroker.storage.log_cleaner import SWAP_FILE
+from minibroker.storage.log_manager import LogManager
 from tests.support import storage as storage_support
 from tests.support.storage import Clock, open_manager
 

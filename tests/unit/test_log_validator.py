@@ -9,8 +9,8 @@ import time
 import pytest
 from crc32c import crc32c
 
-from protocol.errors import ErrorCode
-from protocol.record_batch import (
+from minibroker.protocol.errors import ErrorCode
+from minibroker.protocol.record_batch import (
     COMPRESSION_GZIP,
     COMPRESSION_LZ4,
     COMPRESSION_NONE,
@@ -19,8 +19,8 @@ from protocol.record_batch import (
     build_batch,
     iter_records,
 )
-from storage.errors import KafkaStorageError
-from storage.log_validator import first_produced_batch, validate_batch_header, validate_records
+from minibroker.storage.errors import KafkaStorageError
+from minibroker.storage.log_validator import first_produced_batch, validate_batch_header, validate_records
 from tests.support.crafted import NOW, raw_batch, record, varint
 
 HOUR = 3_600_000
@@ -193,9 +193,9 @@ def test_now_is_real_time_in_the_broker():
 def test_log_stores_the_recomputed_max_timestamp(tmp_path):
     """A CreateTime header that lies about maxTimestamp (or claims LogAppendTime) is restamped
     with the records' real maximum and a new CRC, as Kafka's setMaxTimestamp does."""
-    from protocol.record_batch import crc_ok, parse_header
-    from storage.config import LogConfig
-    from storage.log import PartitionLog
+    from minibroker.protocol.record_batch import crc_ok, parse_header
+    from minibroker.storage.config import LogConfig
+    from minibroker.storage.log import PartitionLog
 
     plog = PartitionLog.open(str(tmp_path / "p"), "t", 0, LogConfig(), time_ms=lambda: NOW)
     recs = [record(0, ts_delta=7), record(1, ts_delta=3)]
@@ -215,7 +215,7 @@ def test_log_stores_the_recomputed_max_timestamp(tmp_path):
                                    COMPRESSION_ZSTD])
 def test_decompression_bomb_is_refused_without_allocating_it(codec, monkeypatch):
     """A small payload that expands past the limit: MESSAGE_TOO_LARGE, never a huge buffer."""
-    import storage.log_validator as lv
+    import minibroker.storage.log_validator as lv
 
     monkeypatch.setattr(lv, "MAX_DECOMPRESSED_BYTES", 1 << 20)
     bomb = raw_batch([record(0, value=b"\x00" * (3 << 20))], codec=codec)

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-from broker.cli import build_config, parse_args
-from broker.context import NO_RESPONSE, RawResponse
-from broker.metrics import _record_count
-from broker.request_log import API_NAMES, error_counts
-from broker.response_errors import error_codes
-from protocol.codec import build, response_class
-from protocol.fetch_response import PartitionData
-from protocol.record_batch import build_batch
+from minibroker.broker.cli import build_config, parse_args
+from minibroker.broker.context import NO_RESPONSE, RawResponse
+from minibroker.broker.metrics import _record_count
+from minibroker.broker.request_log import API_NAMES, error_counts
+from minibroker.broker.response_errors import error_codes
+from minibroker.protocol.codec import build, response_class
+from minibroker.protocol.fetch_response import PartitionData
+from minibroker.protocol.record_batch import build_batch
 
 
 def test_error_codes_walk_nested_response_entities():

@@ -4,8 +4,8 @@ members keep theirs; an Empty group left without offsets is removed."""
 
 import pytest
 
-from coordinator.group_records import decode_key
-from protocol.errors import ErrorCode as E
+from minibroker.coordinator.group_records import decode_key
+from minibroker.protocol.errors import ErrorCode as E
 from tests.unit.coordinator_fakes import MemoryOffsetsStore, group_coordinator
 from tests.unit.test_groups import CONFIG, FakeScheduler, form_group
 

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from pipelines import orders as rules
-from pipelines.orders import Order, classify
-from pipelines.verifier import VerificationFailed, check_totals, expected_from
+from minibroker.pipelines import orders as rules
+from minibroker.pipelines.orders import Order, classify
+from minibroker.pipelines.verifier import VerificationFailed, check_totals, expected_from
 
 VALID = {"order_id": "o-1", "customer_id": "c1", "amount_cents": 250, "currency": "EUR", "ts": 1767225600000}
 

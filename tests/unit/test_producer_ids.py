@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from coordinator.producer_ids import ProducerIdManager, ProducerIdStateError
+from minibroker.coordinator.producer_ids import ProducerIdManager, ProducerIdStateError
 
 ROOT = Path(__file__).resolve().parents[2]
 

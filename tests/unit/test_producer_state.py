@@ -8,10 +8,10 @@ import time
 
 import pytest
 
-from protocol.errors import ErrorCode
-from protocol.record_batch import build_control_batch, parse_header
-from storage.errors import KafkaStorageError
-from storage.producer_state import (
+from minibroker.protocol.errors import ErrorCode
+from minibroker.protocol.record_batch import build_control_batch, parse_header
+from minibroker.storage.errors import KafkaStorageError
+from minibroker.storage.producer_state import (
     BatchMetadata,
     CompletedTxn,
     ProducerStateManager,
@@ -653,7 +653,7 @@ def test_entry_known_only_from_a_marker_needs_sequence_zero(log, psm):
 
 
 def test_every_rule_lives_in_sequence_error(log, psm):
-    from storage.producer_state import in_sequence, sequence_error
+    from minibroker.storage.producer_state import in_sequence, sequence_error
 
     assert in_sequence(INT32_MAX, 0) and in_sequence(4, 5)
     assert not in_sequence(4, 4) and not in_sequence(4, 6)

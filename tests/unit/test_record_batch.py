@@ -5,7 +5,7 @@ import struct
 import pytest
 from crc32c import crc32c
 
-from protocol.record_batch import (
+from minibroker.protocol.record_batch import (
     ATTR_CONTROL,
     ATTR_LOG_APPEND_TIME,
     ATTR_TRANSACTIONAL,
@@ -237,7 +237,7 @@ def test_interoperates_with_kafka_python():
 
 @pytest.mark.parametrize("compression", [0, 1, 3])
 def test_iter_record_keys_matches_iter_records(compression):
-    from protocol.record_batch import iter_record_keys
+    from minibroker.protocol.record_batch import iter_record_keys
 
     records = [(b"k" * (i % 200), None if i % 3 == 0 else b"v" * (i * 7 % 300),
                 [("h", b"x" * i)] if i % 2 else [], 1000 + i * 99999) for i in range(150)]
@@ -249,7 +249,7 @@ def test_iter_record_keys_matches_iter_records(compression):
 
 @pytest.mark.parametrize("compression", [0, 1, 3])
 def test_filter_batch_keeps_chosen_records_offsets_and_header(compression):
-    from protocol.record_batch import filter_batch
+    from minibroker.protocol.record_batch import filter_batch
 
     records = [(b"k%d" % i, None if i % 5 == 0 else b"v" * (i * 7 % 300), [("h", b"x")] if i % 2 else [],
                 1000 + i * 99999) for i in range(150)]

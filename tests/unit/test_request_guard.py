@@ -6,9 +6,9 @@ import struct
 
 import pytest
 
-from protocol.codec import DecodeError, build, decode_request, encode_response, request_class
-from protocol.request_guard import MalformedRequest, check_body
-from protocol.varint import write_uvarint
+from minibroker.protocol.codec import DecodeError, build, decode_request, encode_response, request_class
+from minibroker.protocol.request_guard import MalformedRequest, check_body
+from minibroker.protocol.varint import write_uvarint
 
 
 def encoded(key: int, version: int, values: dict) -> bytes:

@@ -10,14 +10,14 @@ import hashlib
 
 import pytest
 
-from broker.limits import ConnectionLimits, RequestBudget, idle_or_stalled, partition_limit_error
-from broker.security.acl_store import AclStore
-from broker.security.acls import AclBinding, AclFilter, InvalidAcl, Operation as Op, PatternType as Pat
-from broker.security.acls import Permission as Perm, ResourceType as Res
-from broker.security.authorizer import Authorizer
-from broker.security.listeners import tls_principal
-from broker.security.sasl import PlainServer, jaas_users
-from broker.security.scram import AuthenticationFailed, ScramServer, ScramStore, from_salted_password, parse_add_scram
+from minibroker.broker.limits import ConnectionLimits, RequestBudget, idle_or_stalled, partition_limit_error
+from minibroker.broker.security.acl_store import AclStore
+from minibroker.broker.security.acls import AclBinding, AclFilter, InvalidAcl, Operation as Op, PatternType as Pat
+from minibroker.broker.security.acls import Permission as Perm, ResourceType as Res
+from minibroker.broker.security.authorizer import Authorizer
+from minibroker.broker.security.listeners import tls_principal
+from minibroker.broker.security.sasl import PlainServer, jaas_users
+from minibroker.broker.security.scram import AuthenticationFailed, ScramServer, ScramStore, from_salted_password, parse_add_scram
 
 
 def rfc7677_store(tmp_path) -> ScramStore:

@@ -6,10 +6,10 @@ import os
 
 import pytest
 
-from protocol.record_batch import build_batch, iter_batches
-from storage.config import LogConfig
-from storage.log import PartitionLog
-from storage.segment_files import SEGMENT_FILES, SegmentFilePool, effective_max_open
+from minibroker.protocol.record_batch import build_batch, iter_batches
+from minibroker.storage.config import LogConfig
+from minibroker.storage.log import PartitionLog
+from minibroker.storage.segment_files import SEGMENT_FILES, SegmentFilePool, effective_max_open
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -4,9 +4,9 @@ import struct
 
 import pytest
 
-from storage.offset_index import CorruptIndexError, OffsetIndex
-from storage.time_index import TimeIndex
-from storage.transaction_index import AbortedTxn, TransactionIndex
+from minibroker.storage.offset_index import CorruptIndexError, OffsetIndex
+from minibroker.storage.time_index import TimeIndex
+from minibroker.storage.transaction_index import AbortedTxn, TransactionIndex
 
 pytestmark = pytest.mark.timeout(10)
 

@@ -6,8 +6,8 @@ import struct
 import pytest
 from crc32c import crc32c
 
-from protocol.errors import ErrorCode
-from protocol.record_batch import (
+from minibroker.protocol.errors import ErrorCode
+from minibroker.protocol.record_batch import (
     ATTR_LOG_APPEND_TIME,
     build_batch,
     build_control_batch,
@@ -16,11 +16,11 @@ from protocol.record_batch import (
     iter_records,
     parse_header,
 )
-from storage.config import LogConfig
-from storage.errors import KafkaStorageError
-from storage.file_slice import FileSlice
-from storage.log import LEADER_EPOCH, PartitionLog
-from storage.log_validator import first_produced_batch
+from minibroker.storage.config import LogConfig
+from minibroker.storage.errors import KafkaStorageError
+from minibroker.storage.file_slice import FileSlice
+from minibroker.storage.log import LEADER_EPOCH, PartitionLog
+from minibroker.storage.log_validator import first_produced_batch
 from tests.support.storage import Clock
 
 pytestmark = pytest.mark.timeout(10)

@@ -8,10 +8,10 @@ import uuid
 import pytest
 import structlog
 
-from protocol.errors import ErrorCode
-from protocol.record_batch import build_batch
-from storage.errors import KafkaStorageError
-from storage.log_manager import (
+from minibroker.protocol.errors import ErrorCode
+from minibroker.protocol.record_batch import build_batch
+from minibroker.storage.errors import KafkaStorageError
+from minibroker.storage.log_manager import (
     CLEAN_SHUTDOWN_FILE,
     RECOVERY_POINT_FILE,
     LogManager,

@@ -6,10 +6,10 @@ import os
 import pytest
 import structlog
 
-from protocol.record_batch import build_batch, iter_batches
-from storage import segment as segment_module
-from storage.config import LogConfig
-from storage.log import PartitionLog
+from minibroker.protocol.record_batch import build_batch, iter_batches
+from minibroker.storage import segment as segment_module
+from minibroker.storage.config import LogConfig
+from minibroker.storage.log import PartitionLog
 from tests.support.storage import Clock
 
 pytestmark = pytest.mark.timeout(10)

@@ -6,10 +6,10 @@ import os
 
 import pytest
 
-from protocol.errors import ErrorCode
-from protocol.record_batch import build_batch
-from storage.errors import KafkaStorageError
-from storage.log_manager import LOG_START_OFFSET_FILE, LogManager
+from minibroker.protocol.errors import ErrorCode
+from minibroker.protocol.record_batch import build_batch
+from minibroker.storage.errors import KafkaStorageError
+from minibroker.storage.log_manager import LOG_START_OFFSET_FILE, LogManager
 from tests.support import storage as storage_support
 from tests.support.storage import open_manager
 

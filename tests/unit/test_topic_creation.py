@@ -8,10 +8,10 @@ import os
 
 import pytest
 
-from protocol.errors import ErrorCode
-from storage import log as log_module
-from storage.errors import KafkaStorageError
-from storage.log_manager import validate_topic_name
+from minibroker.protocol.errors import ErrorCode
+from minibroker.storage import log as log_module
+from minibroker.storage.errors import KafkaStorageError
+from minibroker.storage.log_manager import validate_topic_name
 from tests.unit.test_storage_log_manager import manager
 
 

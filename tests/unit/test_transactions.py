@@ -11,9 +11,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from coordinator.partitioning import java_string_hash, partition_for
-from coordinator.transactions import OFFSETS_TOPIC, TransactionCoordinator
-from coordinator.txn_state import (
+from minibroker.coordinator.partitioning import java_string_hash, partition_for
+from minibroker.coordinator.transactions import OFFSETS_TOPIC, TransactionCoordinator
+from minibroker.coordinator.txn_state import (
     IllegalTransition,
     TransactionMetadata,
     TxnState,
@@ -22,8 +22,8 @@ from coordinator.txn_state import (
     encode_key,
     encode_value,
 )
-from protocol.errors import ErrorCode as E
-from storage.errors import KafkaStorageError
+from minibroker.protocol.errors import ErrorCode as E
+from minibroker.storage.errors import KafkaStorageError
 from tests.unit.coordinator_fakes import MemoryTxnStore
 
 # --------------------------------------------------------------------------- fakes
