@@ -55,19 +55,22 @@ def one_run(target_cls, scale: float, workdir: Path) -> dict[str, float]:
         nt100, nt1k = int(200_000 * scale) // 1000 * 1000, int(50_000 * scale) // 1000 * 1000
         for topic in ("idem-100", "idem-1k", "txn-100", "txn-1k", "one-txn", "latency"):
             w.create_topic(boot, topic, 3)
-        secs = measured("produce_100", lambda: w.produce_idempotent(boot, "idem-100", n100, 100),
-                        records=n100)
+        secs = measured(
+            "produce_100", lambda: w.produce_idempotent(boot, "idem-100", n100, 100), records=n100
+        )
         out["produce_100_per_s"] = n100 / secs
-        secs = measured("produce_1k", lambda: w.produce_idempotent(boot, "idem-1k", n1k, 1024),
-                        records=n1k)
+        secs = measured("produce_1k", lambda: w.produce_idempotent(boot, "idem-1k", n1k, 1024), records=n1k)
         out["produce_1k_per_s"] = n1k / secs
-        secs = measured("txn_100", lambda: w.produce_transactional(boot, "txn-100", nt100, 100,
-                                                                    1000),
-                        records=nt100, transactions=nt100 // 1000)
+        secs = measured(
+            "txn_100",
+            lambda: w.produce_transactional(boot, "txn-100", nt100, 100, 1000),
+            records=nt100,
+            transactions=nt100 // 1000,
+        )
         out["txn_100_per_s"] = nt100 / secs
-        secs = measured("txn_1k", lambda: w.produce_transactional(boot, "txn-1k", nt1k, 1024,
-                                                                   1000),
-                        records=nt1k)
+        secs = measured(
+            "txn_1k", lambda: w.produce_transactional(boot, "txn-1k", nt1k, 1024, 1000), records=nt1k
+        )
         out["txn_1k_per_s"] = nt1k / secs
         cpu0 = cpu_seconds(pid)
         txns, secs = w.one_record_transactions(boot, "one-txn", max(2.0, 5.0 * scale))
@@ -76,11 +79,13 @@ def one_run(target_cls, scale: float, workdir: Path) -> dict[str, float]:
         lat = sorted(w.produce_latency(boot, "latency", 1000, max(2.0, 5.0 * scale)))
         out["latency_p50_ms"] = lat[len(lat) // 2]
         out["latency_p99_ms"] = lat[int(len(lat) * 0.99)]
-        secs = measured("consume_100", lambda: w.consume(boot, "idem-100", 3, n100,
-                                                         "read_uncommitted"), records=n100)
+        secs = measured(
+            "consume_100", lambda: w.consume(boot, "idem-100", 3, n100, "read_uncommitted"), records=n100
+        )
         out["consume_100_per_s"] = n100 / secs
-        secs = measured("consume_txn", lambda: w.consume(boot, "txn-100", 3, nt100,
-                                                         "read_committed"), records=nt100)
+        secs = measured(
+            "consume_txn", lambda: w.consume(boot, "txn-100", 3, nt100, "read_committed"), records=nt100
+        )
         out["consume_txn_per_s"] = nt100 / secs
         out["rss_after_load_mb"] = status(pid)["VmRSS"]
     finally:
@@ -95,12 +100,16 @@ def main(argv: list[str] | None = None) -> int:
 
         return history_main(argv[1:])
     ap = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--brokers", default="minibroker,kafka",
-                    help="comma-separated: minibroker, kafka (default both)")
+    ap.add_argument(
+        "--brokers", default="minibroker,kafka", help="comma-separated: minibroker, kafka (default both)"
+    )
     ap.add_argument("--runs", type=int, default=3, help="fresh brokers per broker kind (median)")
     ap.add_argument("--scale", type=float, default=1.0, help="multiply record counts")
-    ap.add_argument("--curves", default="",
-                    help="comma-separated scale curves: partitions, connections, producers, data, groups")
+    ap.add_argument(
+        "--curves",
+        default="",
+        help="comma-separated scale curves: partitions, connections, producers, data, groups",
+    )
     ap.add_argument("--out", default=str(HERE), help="directory for results.json/.md and plots")
     args = ap.parse_args(argv)
     brokers = [b.strip() for b in args.brokers.split(",") if b.strip()]
@@ -121,15 +130,21 @@ def main(argv: list[str] | None = None) -> int:
                 workdir.mkdir()
                 for key, value in one_run(TARGETS[b], args.scale, workdir).items():
                     values[b].setdefault(key, []).append(value)
-        medians = {b: {k: statistics.median(v) for k, v in figs.items()}
-                   for b, figs in values.items()}
+        medians = {b: {k: statistics.median(v) for k, v in figs.items()} for b, figs in values.items()}
         results = {
             "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(started)),
-            "machine": {"platform": platform.platform(), "python": platform.python_version(),
-                        "cpus": os.cpu_count(), "loadavg_before": load_before,
-                        "loadavg_after": os.getloadavg()},
-            "runs": args.runs, "scale": args.scale,
-            "median": medians, "values": values, "curves": {},
+            "machine": {
+                "platform": platform.platform(),
+                "python": platform.python_version(),
+                "cpus": os.cpu_count(),
+                "loadavg_before": load_before,
+                "loadavg_after": os.getloadavg(),
+            },
+            "runs": args.runs,
+            "scale": args.scale,
+            "median": medians,
+            "values": values,
+            "curves": {},
             "figures": {key: label for key, label, _ in FIGURES},
         }
         write(out_dir, results)  # the table is kept even if a curve fails

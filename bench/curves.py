@@ -76,8 +76,13 @@ def partitions_curve(workdir: Path, out_dir: Path, points=(10, 1000, 10000)) -> 
             rows.append([n, latency * 1000, rss, clean * 1000, killed * 1000])
         finally:
             broker.stop()
-    columns = ["partitions", "Metadata for those topics (ms)", "RSS (MB)",
-               "start after clean stop (ms)", "start after SIGKILL (ms)"]
+    columns = [
+        "partitions",
+        "Metadata for those topics (ms)",
+        "RSS (MB)",
+        "start after clean stop (ms)",
+        "start after SIGKILL (ms)",
+    ]
     plot = _plot(out_dir / "curve-partitions.png", "partitions", columns, rows)
     return {"broker": "minibroker", "columns": columns, "rows": rows, "plot": plot}
 
@@ -116,8 +121,9 @@ def connections_curve(workdir: Path, out_dir: Path, points=(10, 1000, 5000)) -> 
 
 
 def producers_curve(workdir: Path, out_dir: Path, points=(1, 100, 1000)) -> dict:
-    from conformance.wire import Connection  # noqa: PLC0415 - kio encodes the requests
     from minibroker.protocol.record_batch import build_batch  # noqa: PLC0415
+
+    from conformance.wire import Connection  # noqa: PLC0415 - kio encodes the requests
 
     rows = []
     for n in points:
@@ -128,13 +134,34 @@ def producers_curve(workdir: Path, out_dir: Path, points=(1, 100, 1000)) -> dict
             conn = Connection(("127.0.0.1", broker.port), timeout=60)
             cpu0 = cpu_seconds(broker.pid)
             for i in range(n):
-                init = conn.call(22, 4, {"transactional_id": None, "transaction_timeout_ms": 60000,
-                                         "producer_id": -1, "producer_epoch": -1})
-                batch = build_batch([(b"k", b"v" * 100)], producer_id=init["producer_id"],
-                                    producer_epoch=init["producer_epoch"], base_sequence=0)
-                answer = conn.call(0, 9, {"transactional_id": None, "acks": -1, "timeout_ms": 30000,
-                                          "topic_data": [{"name": "producers", "partition_data": [
-                                              {"index": i % 10, "records": batch}]}]})
+                init = conn.call(
+                    22,
+                    4,
+                    {
+                        "transactional_id": None,
+                        "transaction_timeout_ms": 60000,
+                        "producer_id": -1,
+                        "producer_epoch": -1,
+                    },
+                )
+                batch = build_batch(
+                    [(b"k", b"v" * 100)],
+                    producer_id=init["producer_id"],
+                    producer_epoch=init["producer_epoch"],
+                    base_sequence=0,
+                )
+                answer = conn.call(
+                    0,
+                    9,
+                    {
+                        "transactional_id": None,
+                        "acks": -1,
+                        "timeout_ms": 30000,
+                        "topic_data": [
+                            {"name": "producers", "partition_data": [{"index": i % 10, "records": batch}]}
+                        ],
+                    },
+                )
                 error = answer["responses"][0]["partition_responses"][0]["error_code"]
                 if error:
                     raise RuntimeError(f"producer {i}: Produce error {error}")
@@ -146,8 +173,12 @@ def producers_curve(workdir: Path, out_dir: Path, points=(1, 100, 1000)) -> dict
             rows.append([n, rss, cpu_ms, restart * 1000])
         finally:
             broker.stop()
-    columns = ["idempotent producers", "RSS (MB)", "broker CPU per producer (ms)",
-               "start after clean stop (ms)"]
+    columns = [
+        "idempotent producers",
+        "RSS (MB)",
+        "broker CPU per producer (ms)",
+        "start after clean stop (ms)",
+    ]
     plot = _plot(out_dir / "curve-producers.png", "producers", columns, rows)
     return {"broker": "minibroker", "columns": columns, "rows": rows, "plot": plot}
 
@@ -170,14 +201,22 @@ def data_curve(workdir: Path, out_dir: Path, points=DATA_POINTS_MB) -> dict:
             rss = status(broker.pid)["VmRSS"]
             end = _log_end_offset(broker.bootstrap, "data", 0)
             address = ("127.0.0.1", broker.port)
-            fetch_ms = [statistics.median(fetch_seconds(address, "data", 0, offset) for _ in range(5)) * 1000
-                        for offset in (0, end // 2, max(0, end - 100))]
+            fetch_ms = [
+                statistics.median(fetch_seconds(address, "data", 0, offset) for _ in range(5)) * 1000
+                for offset in (0, end // 2, max(0, end - 100))
+            ]
             rows.append([mb, killed * 1000, clean * 1000, rss, *fetch_ms])
         finally:
             broker.stop()
-    columns = ["data on disk (MB)", "start after SIGKILL (ms)", "start after clean stop (ms)",
-               "RSS after start (MB)", "Fetch 1 MB at the start (ms)", "Fetch at the middle (ms)",
-               "Fetch at the end (ms)"]
+    columns = [
+        "data on disk (MB)",
+        "start after SIGKILL (ms)",
+        "start after clean stop (ms)",
+        "RSS after start (MB)",
+        "Fetch 1 MB at the start (ms)",
+        "Fetch at the middle (ms)",
+        "Fetch at the end (ms)",
+    ]
     plot = _plot(out_dir / "curve-data.png", "data on disk", columns, rows)
     return {"broker": "minibroker", "columns": columns, "rows": rows, "plot": plot}
 
@@ -195,9 +234,14 @@ def _log_end_offset(bootstrap: str, topic: str, partition: int) -> int:
 def fetch_seconds(address: tuple[str, int], topic: str, partition: int, offset: int) -> float:
     """One Fetch v4 (up to 1 MB from `offset`) on a fresh connection, answer read completely."""
     name = topic.encode()
-    body = (struct.pack(">hhih", 1, 4, 9, 5) + b"bench"
-            + struct.pack(">iiiibi", -1, 0, 1, 1 << 20, 0, 1) + struct.pack(">h", len(name)) + name
-            + struct.pack(">iiqi", 1, partition, offset, 1 << 20))
+    body = (
+        struct.pack(">hhih", 1, 4, 9, 5)
+        + b"bench"
+        + struct.pack(">iiiibi", -1, 0, 1, 1 << 20, 0, 1)
+        + struct.pack(">h", len(name))
+        + name
+        + struct.pack(">iiqi", 1, partition, offset, 1 << 20)
+    )
     with socket.create_connection(address, timeout=60) as s:
         t0 = time.perf_counter()
         s.sendall(struct.pack(">i", len(body)) + body)
@@ -225,9 +269,21 @@ def groups_curve(workdir: Path, out_dir: Path, points=(1, 10, 100)) -> dict:
             w.create_topic(broker.bootstrap, "members", partitions)
             cpu0 = cpu_seconds(broker.pid)
             members = subprocess.Popen(
-                [sys.executable, "-m", "bench.group_members", broker.bootstrap, str(n), str(partitions),
-                 str(GROUP_DEADLINE_S)], cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                stderr=subprocess.DEVNULL, text=True)
+                [
+                    sys.executable,
+                    "-m",
+                    "bench.group_members",
+                    broker.bootstrap,
+                    str(n),
+                    str(partitions),
+                    str(GROUP_DEADLINE_S),
+                ],
+                cwd=ROOT,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                text=True,
+            )
             answer = json.loads(members.stdout.readline() or "{}")
             cpu_ms = (cpu_seconds(broker.pid) - cpu0) * 1000
             stable = answer.get("stable_ms")
@@ -275,5 +331,10 @@ def _plot(path: Path, name: str, columns: list[str], rows: list[list]) -> str | 
     return path.name
 
 
-CURVES = {"partitions": partitions_curve, "connections": connections_curve,
-          "producers": producers_curve, "data": data_curve, "groups": groups_curve}
+CURVES = {
+    "partitions": partitions_curve,
+    "connections": connections_curve,
+    "producers": producers_curve,
+    "data": data_curve,
+    "groups": groups_curve,
+}

@@ -17,8 +17,13 @@ from confluent_kafka import Consumer
 def main(bootstrap: str, members: int, partitions: int, deadline_s: float) -> None:
     # a short heartbeat so the figure shows the broker's work, not the client's timer (members
     # learn of a rebalance from their next heartbeat: 3 s by default)
-    conf = {"bootstrap.servers": bootstrap, "group.id": "bench-group", "heartbeat.interval.ms": 100,
-            "session.timeout.ms": 30000, "log_level": 0}
+    conf = {
+        "bootstrap.servers": bootstrap,
+        "group.id": "bench-group",
+        "heartbeat.interval.ms": 100,
+        "session.timeout.ms": 30000,
+        "log_level": 0,
+    }
     consumers = [Consumer(conf) for _ in range(members)]
     t0 = time.perf_counter()
     for c in consumers:

@@ -57,8 +57,7 @@ def history(bootstrap: str, count: int) -> dict:
         p.produce("growth", b"x", partition=0)
         p.commit_transaction(10)
     txn_s = time.perf_counter() - t0
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "growth-group",
-                  "enable.auto.commit": False})
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "growth-group", "enable.auto.commit": False})
     t0 = time.perf_counter()
     for i in range(count):
         c.commit(offsets=[TopicPartition("growth", 0, i + 1)], asynchronous=False)
@@ -72,8 +71,13 @@ def cleaner_throughput(data_dir: str, args: tuple, megabytes: int) -> dict:
     bootstrap = f"127.0.0.1:{port}"
     try:
         admin = AdminClient({"bootstrap.servers": bootstrap})
-        admin.create_topics([NewTopic("cleaner-bench", 1, 1, config={
-            "cleanup.policy": "compact", "segment.bytes": str(8 << 20)})])["cleaner-bench"].result(10)
+        admin.create_topics(
+            [
+                NewTopic(
+                    "cleaner-bench", 1, 1, config={"cleanup.policy": "compact", "segment.bytes": str(8 << 20)}
+                )
+            ]
+        )["cleaner-bench"].result(10)
         p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "batch.size": 1 << 20})
         value = b"v" * 200
         for i in range(megabytes * (1 << 20) // 230):
@@ -93,10 +97,27 @@ def cleaner_throughput(data_dir: str, args: tuple, megabytes: int) -> dict:
     port_file = os.path.join(data_dir, "port")
     os.unlink(port_file)
     with open(log_path, "wb") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "minibroker", "--port", "0", "--port-file",
-                                 port_file, "--data-dir", data_dir, "--log-format", "json",
-                                 "--set", "log.cleaner.backoff.ms=1000", *args],
-                                cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "minibroker",
+                "--port",
+                "0",
+                "--port-file",
+                port_file,
+                "--data-dir",
+                data_dir,
+                "--log-format",
+                "json",
+                "--set",
+                "log.cleaner.backoff.ms=1000",
+                *args,
+            ],
+            cwd=ROOT,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
         try:
             deadline = time.monotonic() + 30
             while not os.path.exists(port_file) and time.monotonic() < deadline:
@@ -124,15 +145,19 @@ def cleaner_throughput(data_dir: str, args: tuple, megabytes: int) -> dict:
             mb = event["bytes_read"] / (1 << 20)
             # pass_s includes starting the worker process on the first pass; mb_per_s is the
             # clean itself (the worker's own time), as Kafka's cleaner reports its throughput
-            return {"log_mb": round(mb, 1), "pass_s": round(event["ms"] / 1000, 2),
-                    "worker_s": round(event["worker_ms"] / 1000, 2),
-                    "mb_per_s": round(mb / (event["worker_ms"] / 1000), 1),
-                    # per CPU second of the worker: what the cleaner costs, whatever else the
-                    # (shared, 2-core) machine runs; the worker is niced, so wall time is not
-                    "worker_cpu_s": round(event["worker_cpu_ms"] / 1000, 2),
-                    "mb_per_cpu_s": round(mb / (event["worker_cpu_ms"] / 1000), 1),
-                    "produce_p99_ms_during_pass": _p99(during),
-                    "produce_p99_ms_without": _p99(without), "samples_during": len(during)}
+            return {
+                "log_mb": round(mb, 1),
+                "pass_s": round(event["ms"] / 1000, 2),
+                "worker_s": round(event["worker_ms"] / 1000, 2),
+                "mb_per_s": round(mb / (event["worker_ms"] / 1000), 1),
+                # per CPU second of the worker: what the cleaner costs, whatever else the
+                # (shared, 2-core) machine runs; the worker is niced, so wall time is not
+                "worker_cpu_s": round(event["worker_cpu_ms"] / 1000, 2),
+                "mb_per_cpu_s": round(mb / (event["worker_cpu_ms"] / 1000), 1),
+                "produce_p99_ms_during_pass": _p99(during),
+                "produce_p99_ms_without": _p99(without),
+                "samples_during": len(during),
+            }
         finally:
             proc.send_signal(signal.SIGTERM)
             proc.wait(60)
@@ -163,8 +188,9 @@ def main() -> int:
     ap.add_argument("--no-cleaner", action="store_true")
     ap.add_argument("--cleaner-mb", type=int, default=50)
     opts = ap.parse_args()
-    args = ("--set", "log.cleaner.enable=false") if opts.no_cleaner else (
-        "--set", "log.cleaner.backoff.ms=1000")
+    args = (
+        ("--set", "log.cleaner.enable=false") if opts.no_cleaner else ("--set", "log.cleaner.backoff.ms=1000")
+    )
     results: dict[str, object] = {"count": opts.count, "cleaner": not opts.no_cleaner}
     with tempfile.TemporaryDirectory(prefix="minibroker-growth-") as data_dir:
         proc, port, startup = start_broker(data_dir, args)

@@ -90,7 +90,6 @@ def internal_sizes(data_dir: str) -> dict[str, float]:
 
 async def _generate(data_dir: str, transactions: int, commits: int, backoff_ms: int) -> dict:
     import structlog
-
     from minibroker.broker.cli import build_config, parse_args
     from minibroker.broker.logging import configure
     from minibroker.broker.state import Broker
@@ -99,8 +98,9 @@ async def _generate(data_dir: str, transactions: int, commits: int, backoff_ms: 
 
     configure("warning", "console")
     structlog.get_logger()  # logging configured before the broker's modules log
-    config = build_config(parse_args(["--port", "0", "--data-dir", data_dir, "--set",
-                                      f"log.cleaner.backoff.ms={backoff_ms}"]))
+    config = build_config(
+        parse_args(["--port", "0", "--data-dir", data_dir, "--set", f"log.cleaner.backoff.ms={backoff_ms}"])
+    )
     broker = Broker(config)
     broker.durability = broker.txns.durability = _NoFsync()  # type: ignore[assignment]
     await broker.start()
@@ -115,8 +115,13 @@ async def _generate(data_dir: str, transactions: int, commits: int, backoff_ms: 
         for seq in range(transactions):
             err = await txns.add_partitions(TXN_ID, pid, epoch, [(TOPIC, 0)])
             assert err == ErrorCode.none, err
-            batch = build_batch([(None, b"x")], producer_id=pid, producer_epoch=epoch,
-                                base_sequence=seq % (1 << 31), transactional=True)
+            batch = build_batch(
+                [(None, b"x")],
+                producer_id=pid,
+                producer_epoch=epoch,
+                base_sequence=seq % (1 << 31),
+                transactional=True,
+            )
             txns.verify_produce(TXN_ID, TOPIC, 0, batch, 11)
             plog.append(batch)
             err = await txns.end_txn(TXN_ID, pid, epoch, True)
@@ -168,9 +173,24 @@ def _start(data_dir: str, log_path: str) -> tuple[subprocess.Popen, float, float
     with open(log_path, "ab") as log:
         launched = time.perf_counter()
         proc = subprocess.Popen(
-            [sys.executable, "-m", "minibroker", "--host", "127.0.0.1", "--port", str(port),
-             "--data-dir", data_dir, "--log-format", "json"],
-            cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+            [
+                sys.executable,
+                "-m",
+                "minibroker",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--data-dir",
+                data_dir,
+                "--log-format",
+                "json",
+            ],
+            cwd=ROOT,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+        )
     seconds = wait_for_metadata(("127.0.0.1", port), proc, launched, 120)
     return proc, seconds, cpu_seconds(proc.pid)
 
@@ -231,15 +251,23 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default=str(ROOT / "bench" / "history-results.json"))
     args = ap.parse_args(argv)
     compile_sources()
-    results: dict = {"transactions": args.transactions, "commits": args.commits, "runs": args.runs,
-                     "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-                     "loadavg_before": os.getloadavg()}
+    results: dict = {
+        "transactions": args.transactions,
+        "commits": args.commits,
+        "runs": args.runs,
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "loadavg_before": os.getloadavg(),
+    }
     with tempfile.TemporaryDirectory(prefix="minibroker-history-") as tmp:
         data_dir = args.data_dir or os.path.join(tmp, "data")
         if not os.path.exists(os.path.join(data_dir, "meta.properties")):
             started = time.monotonic()
-            print(f"generating {args.transactions} transactions and {args.commits} offset "
-                  f"commits in {data_dir} ...", file=sys.stderr, flush=True)
+            print(
+                f"generating {args.transactions} transactions and {args.commits} offset "
+                f"commits in {data_dir} ...",
+                file=sys.stderr,
+                flush=True,
+            )
             results["generation"] = generate(data_dir, args.transactions, args.commits)
             results["generation"]["seconds"] = round(time.monotonic() - started)
         results.update(measure_startups(data_dir, args.runs, tmp))

@@ -32,11 +32,15 @@ def markdown(results: dict) -> str:
     brokers = list(medians)
     both = "minibroker" in medians and "kafka" in medians
     head = ["figure", *brokers] + (["minibroker / Kafka"] if both else [])
-    lines = [f"Benchmark {results['date']}, {results['machine']['cpus']} CPUs, "
-             f"load average {results['machine']['loadavg_before'][0]:.1f} before / "
-             f"{results['machine']['loadavg_after'][0]:.1f} after; median of "
-             f"{results['runs']} fresh brokers per column.", "",
-             "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines = [
+        f"Benchmark {results['date']}, {results['machine']['cpus']} CPUs, "
+        f"load average {results['machine']['loadavg_before'][0]:.1f} before / "
+        f"{results['machine']['loadavg_after'][0]:.1f} after; median of "
+        f"{results['runs']} fresh brokers per column.",
+        "",
+        "| " + " | ".join(head) + " |",
+        "|" + "---|" * len(head),
+    ]
     for key, label, fmt in FIGURES:
         if not any(key in medians[b] for b in brokers):
             continue
@@ -47,13 +51,23 @@ def markdown(results: dict) -> str:
         lines.append("| " + " | ".join(row) + " |")
     mb = medians.get("minibroker", {})
     if "txn_100_per_s" in mb and "produce_100_per_s" in mb:
-        lines += ["", f"minibroker transactional / idempotent throughput (100 B): "
-                      f"{mb['txn_100_per_s'] / mb['produce_100_per_s']:.2f}"]
+        lines += [
+            "",
+            f"minibroker transactional / idempotent throughput (100 B): "
+            f"{mb['txn_100_per_s'] / mb['produce_100_per_s']:.2f}",
+        ]
     for name, curve in results.get("curves", {}).items():
-        lines += ["", f"Scale curve: {name} ({curve.get('broker', 'minibroker')})", "",
-                  "| " + " | ".join(curve["columns"]) + " |", "|" + "---|" * len(curve["columns"])]
-        lines += ["| " + " | ".join(f"{v:,.1f}" if isinstance(v, float) else f"{v:,}" for v in row)
-                  + " |" for row in curve["rows"]]
+        lines += [
+            "",
+            f"Scale curve: {name} ({curve.get('broker', 'minibroker')})",
+            "",
+            "| " + " | ".join(curve["columns"]) + " |",
+            "|" + "---|" * len(curve["columns"]),
+        ]
+        lines += [
+            "| " + " | ".join(f"{v:,.1f}" if isinstance(v, float) else f"{v:,}" for v in row) + " |"
+            for row in curve["rows"]
+        ]
         if curve.get("plot"):
             lines += ["", f"![{name}]({curve['plot']})"]
     return "\n".join(lines) + "\n"

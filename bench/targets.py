@@ -75,9 +75,24 @@ def start_broker(data_dir: str, extra_args: tuple = ()) -> tuple[subprocess.Pope
         os.unlink(port_file)
     t0 = time.perf_counter()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "minibroker", "--port", "0", "--port-file", port_file,
-         "--data-dir", data_dir, "--log-level", "warning", *extra_args],
-        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        [
+            sys.executable,
+            "-m",
+            "minibroker",
+            "--port",
+            "0",
+            "--port-file",
+            port_file,
+            "--data-dir",
+            data_dir,
+            "--log-level",
+            "warning",
+            *extra_args,
+        ],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.monotonic() + 60
     while not os.path.exists(port_file):
         if proc.poll() is not None or time.monotonic() > deadline:
@@ -139,9 +154,27 @@ class Minibroker:
         self._log = open(self.workdir / "minibroker.log", "ab")
         launched = time.perf_counter()
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "minibroker", "--host", "127.0.0.1", "--port", str(self.port),
-             "--data-dir", str(data), "--log-level", self.log_level, "--log-format", "json", *sets],
-            cwd=ROOT, stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+            [
+                sys.executable,
+                "-m",
+                "minibroker",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(self.port),
+                "--data-dir",
+                str(data),
+                "--log-level",
+                self.log_level,
+                "--log-format",
+                "json",
+                *sets,
+            ],
+            cwd=ROOT,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+        )
         self.startup_s = wait_for_metadata(("127.0.0.1", self.port), self.proc, launched, timeout)
         return self.startup_s
 
@@ -176,8 +209,7 @@ class Kafka:
 
     def start(self, timeout: float = 300.0) -> float:
         self.ref.start(wait=False)
-        self.startup_s = wait_for_metadata(self.ref.address, self.ref.proc, self.ref.launched_at,
-                                           timeout)
+        self.startup_s = wait_for_metadata(self.ref.address, self.ref.proc, self.ref.launched_at, timeout)
         return self.startup_s
 
     def stop(self, *, kill: bool = False) -> None:

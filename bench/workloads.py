@@ -18,16 +18,28 @@ def create_topic(bootstrap: str, name: str, partitions: int) -> None:
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:  # Kafka creates asynchronously: wait for the leaders
         meta = admin.list_topics(name, timeout=10).topics.get(name)
-        if meta is not None and meta.error is None and len(meta.partitions) == partitions and \
-                all(p.leader >= 0 for p in meta.partitions.values()):
+        if (
+            meta is not None
+            and meta.error is None
+            and len(meta.partitions) == partitions
+            and all(p.leader >= 0 for p in meta.partitions.values())
+        ):
             return
         time.sleep(0.05)
     raise RuntimeError(f"topic {name} not ready")
 
 
 def _producer(bootstrap: str, **extra) -> Producer:
-    return Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True,
-                     "linger.ms": 5, "batch.size": 1 << 20, **extra})
+    return Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "acks": "all",
+            "enable.idempotence": True,
+            "linger.ms": 5,
+            "batch.size": 1 << 20,
+            **extra,
+        }
+    )
 
 
 def _produce(p: Producer, topic: str, value: bytes, i: int, on_delivery=None) -> None:
@@ -51,8 +63,7 @@ def produce_idempotent(bootstrap: str, topic: str, count: int, size: int) -> flo
     return time.perf_counter() - t0
 
 
-def produce_transactional(bootstrap: str, topic: str, count: int, size: int,
-                          per_txn: int) -> float:
+def produce_transactional(bootstrap: str, topic: str, count: int, size: int, per_txn: int) -> float:
     """Seconds to produce `count` records in transactions of `per_txn`, each committed."""
     p = _producer(bootstrap, **{"transactional.id": f"bench-{uuid.uuid4().hex[:8]}"})
     p.init_transactions(60)
@@ -68,8 +79,7 @@ def produce_transactional(bootstrap: str, topic: str, count: int, size: int,
 
 def one_record_transactions(bootstrap: str, topic: str, seconds: float) -> tuple[int, float]:
     """(transactions, elapsed) of begin/produce one record/commit in a loop for `seconds`."""
-    p = _producer(bootstrap, **{"transactional.id": f"bench-1-{uuid.uuid4().hex[:8]}",
-                                "linger.ms": 0})
+    p = _producer(bootstrap, **{"transactional.id": f"bench-1-{uuid.uuid4().hex[:8]}", "linger.ms": 0})
     p.init_transactions(60)
     done = 0
     t0 = time.perf_counter()
@@ -110,9 +120,15 @@ def produce_latency(bootstrap: str, topic: str, rate: int, seconds: float) -> li
 
 def consume(bootstrap: str, topic: str, partitions: int, count: int, isolation: str) -> float:
     """Seconds to read `count` records from the start of every partition."""
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-{uuid.uuid4().hex[:8]}",
-                  "enable.auto.commit": False, "fetch.max.bytes": 52428800,
-                  "isolation.level": isolation})
+    c = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"bench-{uuid.uuid4().hex[:8]}",
+            "enable.auto.commit": False,
+            "fetch.max.bytes": 52428800,
+            "isolation.level": isolation,
+        }
+    )
     c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
     seen = 0
     t0 = time.perf_counter()

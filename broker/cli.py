@@ -10,7 +10,6 @@ import sys
 from collections.abc import Callable
 
 import structlog
-
 from minibroker.broker import logging as broker_logging
 from minibroker.broker.config import BrokerConfig, ConfigError, parse_listener_entry, read_properties_file
 from minibroker.broker.profiles import PROFILES, profile_defaults
@@ -28,8 +27,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--port-file", help="write the bound port here once ready")
     p.add_argument("--log-level", default="info", choices=sorted(broker_logging.LEVELS))
     p.add_argument("--log-format", default="console", choices=["console", "json"])
-    p.add_argument("--profile", default="default", choices=sorted(PROFILES),
-                   help="property defaults for a use: 'test' for test suites (see README)")
+    p.add_argument(
+        "--profile",
+        default="default",
+        choices=sorted(PROFILES),
+        help="property defaults for a use: 'test' for test suites (see README)",
+    )
     return p.parse_args(argv)
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from minibroker.broker.security.settings import Property, SECURITY_AND_LIMIT_PROPERTIES, listener_property
+from minibroker.broker.security.settings import SECURITY_AND_LIMIT_PROPERTIES, Property, listener_property
 from minibroker.storage.config import TOPIC_CONFIGS, builtin_default, check_of
 
 LONG_MAX = 2**63 - 1
@@ -40,68 +40,331 @@ PROPERTIES: dict[str, Property] = {
     p.name: p
     for p in [
         # listeners and identity
-        Property("listeners", "str", "PLAINTEXT://127.0.0.1:9092", "Comma-separated NAME://host:port listeners to bind (see Security)."),
-        Property("advertised.listeners", "str", None, "NAME://host:port per listener given to clients in Metadata; defaults to the bound address."),
+        Property(
+            "listeners",
+            "str",
+            "PLAINTEXT://127.0.0.1:9092",
+            "Comma-separated NAME://host:port listeners to bind (see Security).",
+        ),
+        Property(
+            "advertised.listeners",
+            "str",
+            None,
+            "NAME://host:port per listener given to clients in Metadata; defaults to the bound address.",
+        ),
         Property("node.id", "int", 1, "This broker's id.", _non_negative, ">= 0"),
         Property("log.dirs", "str", "./data", "Data directory (one directory)."),
         # topics
         Property("num.partitions", "int", 1, "Partitions of auto-created topics.", _positive, "> 0"),
-        Property("default.replication.factor", "int", 1, "Accepted for compatibility; there is one replica.", lambda v: v in (1, -1), "1"),
-        Property("auto.create.topics.enable", "bool", True, "Create a topic on first Metadata/Produce that names it."),
+        Property(
+            "default.replication.factor",
+            "int",
+            1,
+            "Accepted for compatibility; there is one replica.",
+            lambda v: v in (1, -1),
+            "1",
+        ),
+        Property(
+            "auto.create.topics.enable",
+            "bool",
+            True,
+            "Create a topic on first Metadata/Produce that names it.",
+        ),
         Property("delete.topic.enable", "bool", True, "Allow DeleteTopics."),
         # log
         _topic_default("log.segment.bytes", "segment.bytes", "int", "Roll a segment at this size."),
-        Property("log.roll.ms", "int", None, "Roll a segment after this age (overrides log.roll.hours).", _positive, "> 0"),
+        Property(
+            "log.roll.ms",
+            "int",
+            None,
+            "Roll a segment after this age (overrides log.roll.hours).",
+            _positive,
+            "> 0",
+        ),
         Property("log.roll.hours", "int", 168, "Roll a segment after this age.", _positive, "> 0"),
-        _topic_default("log.index.interval.bytes", "index.interval.bytes", "int", "Bytes between offset-index entries."),
-        _topic_default("log.message.timestamp.type", "message.timestamp.type", "str", "CreateTime or LogAppendTime."),
-        _topic_default("log.message.timestamp.before.max.ms", "message.timestamp.before.max.ms", "int", "Refuse CreateTime timestamps older than this (INVALID_TIMESTAMP)."),
-        _topic_default("log.message.timestamp.after.max.ms", "message.timestamp.after.max.ms", "int", "Refuse CreateTime timestamps further ahead than this (INVALID_TIMESTAMP)."),
+        _topic_default(
+            "log.index.interval.bytes", "index.interval.bytes", "int", "Bytes between offset-index entries."
+        ),
+        _topic_default(
+            "log.message.timestamp.type", "message.timestamp.type", "str", "CreateTime or LogAppendTime."
+        ),
+        _topic_default(
+            "log.message.timestamp.before.max.ms",
+            "message.timestamp.before.max.ms",
+            "int",
+            "Refuse CreateTime timestamps older than this (INVALID_TIMESTAMP).",
+        ),
+        _topic_default(
+            "log.message.timestamp.after.max.ms",
+            "message.timestamp.after.max.ms",
+            "int",
+            "Refuse CreateTime timestamps further ahead than this (INVALID_TIMESTAMP).",
+        ),
         _topic_default("message.max.bytes", "max.message.bytes", "int", "Largest record batch accepted."),
-        _topic_default("log.flush.interval.messages", "flush.messages", "int", "fsync a partition after this many appended messages."),
-        Property("log.flush.interval.ms", "int", None, "fsync a partition whose oldest unflushed data is this old.", _non_negative, ">= 0"),
-        Property("log.flush.scheduler.interval.ms", "int", LONG_MAX, "How often the flusher checks log.flush.interval.ms.", _positive, "> 0"),
-        Property("log.retention.ms", "int", None, "Delete segments whose newest record is older than this (overrides log.retention.minutes/hours; -1: never).", lambda v: v >= -1, ">= -1"),
-        Property("log.retention.minutes", "int", None, "Delete segments older than this (overrides log.retention.hours).", lambda v: v >= -1, ">= -1"),
-        Property("log.retention.hours", "int", 168, "Delete segments older than this.", lambda v: v >= -1, ">= -1"),
-        _topic_default("log.retention.bytes", "retention.bytes", "int", "Delete the oldest segments while a partition is larger than this (-1: no limit)."),
-        Property("log.retention.check.interval.ms", "int", 300000, "How often retention is checked.", _positive, "> 0"),
-        _topic_default("log.segment.delete.delay.ms", "file.delete.delay.ms", "int", "Keep a deleted segment's file open this long for reads in flight."),
-        Property("log.cleaner.enable", "bool", True, "Run the log cleaner (compaction of topics with cleanup.policy=compact, internal topics included)."),
-        Property("log.cleaner.backoff.ms", "int", 15000, "How often the log cleaner looks for a log to clean.", _positive, "> 0"),
-        _topic_default("log.cleaner.delete.retention.ms", "delete.retention.ms", "int", "Default delete.retention.ms: how long tombstones and transaction markers outlive cleaning."),
-        _topic_default("log.cleaner.min.compaction.lag.ms", "min.compaction.lag.ms", "int", "Default min.compaction.lag.ms."),
-        _topic_default("log.cleaner.max.compaction.lag.ms", "max.compaction.lag.ms", "int", "Default max.compaction.lag.ms."),
-        _topic_default("log.cleaner.min.cleanable.ratio", "min.cleanable.dirty.ratio", "str", "Default min.cleanable.dirty.ratio."),
-        Property("offsets.topic.segment.bytes", "int", 1048576, "segment.bytes of __consumer_offsets (Kafka: 104857600; smaller here so compaction keeps it small).", lambda v: v >= 14, ">= 14"),
-        Property("transaction.state.log.segment.bytes", "int", 1048576, "segment.bytes of __transaction_state (Kafka: 104857600; smaller here so compaction keeps it small).", lambda v: v >= 14, ">= 14"),
+        _topic_default(
+            "log.flush.interval.messages",
+            "flush.messages",
+            "int",
+            "fsync a partition after this many appended messages.",
+        ),
+        Property(
+            "log.flush.interval.ms",
+            "int",
+            None,
+            "fsync a partition whose oldest unflushed data is this old.",
+            _non_negative,
+            ">= 0",
+        ),
+        Property(
+            "log.flush.scheduler.interval.ms",
+            "int",
+            LONG_MAX,
+            "How often the flusher checks log.flush.interval.ms.",
+            _positive,
+            "> 0",
+        ),
+        Property(
+            "log.retention.ms",
+            "int",
+            None,
+            "Delete segments whose newest record is older than this (overrides log.retention.minutes/hours; -1: never).",
+            lambda v: v >= -1,
+            ">= -1",
+        ),
+        Property(
+            "log.retention.minutes",
+            "int",
+            None,
+            "Delete segments older than this (overrides log.retention.hours).",
+            lambda v: v >= -1,
+            ">= -1",
+        ),
+        Property(
+            "log.retention.hours", "int", 168, "Delete segments older than this.", lambda v: v >= -1, ">= -1"
+        ),
+        _topic_default(
+            "log.retention.bytes",
+            "retention.bytes",
+            "int",
+            "Delete the oldest segments while a partition is larger than this (-1: no limit).",
+        ),
+        Property(
+            "log.retention.check.interval.ms",
+            "int",
+            300000,
+            "How often retention is checked.",
+            _positive,
+            "> 0",
+        ),
+        _topic_default(
+            "log.segment.delete.delay.ms",
+            "file.delete.delay.ms",
+            "int",
+            "Keep a deleted segment's file open this long for reads in flight.",
+        ),
+        Property(
+            "log.cleaner.enable",
+            "bool",
+            True,
+            "Run the log cleaner (compaction of topics with cleanup.policy=compact, internal topics included).",
+        ),
+        Property(
+            "log.cleaner.backoff.ms",
+            "int",
+            15000,
+            "How often the log cleaner looks for a log to clean.",
+            _positive,
+            "> 0",
+        ),
+        _topic_default(
+            "log.cleaner.delete.retention.ms",
+            "delete.retention.ms",
+            "int",
+            "Default delete.retention.ms: how long tombstones and transaction markers outlive cleaning.",
+        ),
+        _topic_default(
+            "log.cleaner.min.compaction.lag.ms",
+            "min.compaction.lag.ms",
+            "int",
+            "Default min.compaction.lag.ms.",
+        ),
+        _topic_default(
+            "log.cleaner.max.compaction.lag.ms",
+            "max.compaction.lag.ms",
+            "int",
+            "Default max.compaction.lag.ms.",
+        ),
+        _topic_default(
+            "log.cleaner.min.cleanable.ratio",
+            "min.cleanable.dirty.ratio",
+            "str",
+            "Default min.cleanable.dirty.ratio.",
+        ),
+        Property(
+            "offsets.topic.segment.bytes",
+            "int",
+            1048576,
+            "segment.bytes of __consumer_offsets (Kafka: 104857600; smaller here so compaction keeps it small).",
+            lambda v: v >= 14,
+            ">= 14",
+        ),
+        Property(
+            "transaction.state.log.segment.bytes",
+            "int",
+            1048576,
+            "segment.bytes of __transaction_state (Kafka: 104857600; smaller here so compaction keeps it small).",
+            lambda v: v >= 14,
+            ">= 14",
+        ),
         _topic_default("log.cleanup.policy", "cleanup.policy", "str", "Default cleanup.policy of topics."),
         # network
-        Property("socket.request.max.bytes", "int", 104857600, "Largest request frame; larger ones close the connection.", _positive, "> 0"),
-        Property("connections.max.idle.ms", "int", 600000, "Close a connection with no request for this long.", _positive, "> 0"),
+        Property(
+            "socket.request.max.bytes",
+            "int",
+            104857600,
+            "Largest request frame; larger ones close the connection.",
+            _positive,
+            "> 0",
+        ),
+        Property(
+            "connections.max.idle.ms",
+            "int",
+            600000,
+            "Close a connection with no request for this long.",
+            _positive,
+            "> 0",
+        ),
         *SECURITY_AND_LIMIT_PROPERTIES,  # broker/security/settings.py
         # idempotence and transactions
-        Property("producer.id.expiration.ms", "int", 86400000, "Forget an idle producer's sequence state after this long.", _positive, "> 0"),
-        Property("producer.id.expiration.check.interval.ms", "int", 600000, "How often idle producer state is expired.", _positive, "> 0"),
-        Property("transaction.max.timeout.ms", "int", 900000, "Largest transaction.timeout.ms a producer may ask for.", _positive, "> 0"),
-        Property("transactional.id.expiration.ms", "int", 604800000, "Expire a transactional id idle this long.", _positive, "> 0"),
-        Property("transaction.abort.timed.out.transaction.cleanup.interval.ms", "int", 10000, "How often timed-out transactions are aborted.", _positive, "> 0"),
-        Property("transaction.remove.expired.transaction.cleanup.interval.ms", "int", 3600000, "How often expired transactional ids are removed.", _positive, "> 0"),
-        Property("transaction.state.log.num.partitions", "int", 1, "Partitions of __transaction_state (Kafka: 50).", _positive, "> 0"),
+        Property(
+            "producer.id.expiration.ms",
+            "int",
+            86400000,
+            "Forget an idle producer's sequence state after this long.",
+            _positive,
+            "> 0",
+        ),
+        Property(
+            "producer.id.expiration.check.interval.ms",
+            "int",
+            600000,
+            "How often idle producer state is expired.",
+            _positive,
+            "> 0",
+        ),
+        Property(
+            "transaction.max.timeout.ms",
+            "int",
+            900000,
+            "Largest transaction.timeout.ms a producer may ask for.",
+            _positive,
+            "> 0",
+        ),
+        Property(
+            "transactional.id.expiration.ms",
+            "int",
+            604800000,
+            "Expire a transactional id idle this long.",
+            _positive,
+            "> 0",
+        ),
+        Property(
+            "transaction.abort.timed.out.transaction.cleanup.interval.ms",
+            "int",
+            10000,
+            "How often timed-out transactions are aborted.",
+            _positive,
+            "> 0",
+        ),
+        Property(
+            "transaction.remove.expired.transaction.cleanup.interval.ms",
+            "int",
+            3600000,
+            "How often expired transactional ids are removed.",
+            _positive,
+            "> 0",
+        ),
+        Property(
+            "transaction.state.log.num.partitions",
+            "int",
+            1,
+            "Partitions of __transaction_state (Kafka: 50).",
+            _positive,
+            "> 0",
+        ),
         # groups
-        Property("offsets.topic.num.partitions", "int", 1, "Partitions of __consumer_offsets (Kafka: 50).", _positive, "> 0"),
-        Property("offsets.retention.minutes", "int", 10080, "Committed offsets of a group empty this long (or standalone commits this old) expire.", _positive, "> 0"),
-        Property("offsets.retention.check.interval.ms", "int", 600000, "How often expired offsets are removed.", _positive, "> 0"),
-        Property("group.initial.rebalance.delay.ms", "int", 3000, "Wait this long for more members before the first rebalance of an empty group.", _non_negative, ">= 0"),
-        Property("group.min.session.timeout.ms", "int", 6000, "Smallest session.timeout.ms a member may ask for.", _positive, "> 0"),
-        Property("group.max.session.timeout.ms", "int", 1800000, "Largest session.timeout.ms a member may ask for.", _positive, "> 0"),
+        Property(
+            "offsets.topic.num.partitions",
+            "int",
+            1,
+            "Partitions of __consumer_offsets (Kafka: 50).",
+            _positive,
+            "> 0",
+        ),
+        Property(
+            "offsets.retention.minutes",
+            "int",
+            10080,
+            "Committed offsets of a group empty this long (or standalone commits this old) expire.",
+            _positive,
+            "> 0",
+        ),
+        Property(
+            "offsets.retention.check.interval.ms",
+            "int",
+            600000,
+            "How often expired offsets are removed.",
+            _positive,
+            "> 0",
+        ),
+        Property(
+            "group.initial.rebalance.delay.ms",
+            "int",
+            3000,
+            "Wait this long for more members before the first rebalance of an empty group.",
+            _non_negative,
+            ">= 0",
+        ),
+        Property(
+            "group.min.session.timeout.ms",
+            "int",
+            6000,
+            "Smallest session.timeout.ms a member may ask for.",
+            _positive,
+            "> 0",
+        ),
+        Property(
+            "group.max.session.timeout.ms",
+            "int",
+            1800000,
+            "Largest session.timeout.ms a member may ask for.",
+            _positive,
+            "> 0",
+        ),
         Property("group.max.size", "int", 2147483647, "Most members in one group.", _positive, "> 0"),
         # observability (minibroker's own; Kafka has no equivalent property)
-        Property("minibroker.request.log.enable", "bool", False, "Log one line per request at info level (always on at debug level)."),
-        Property("minibroker.metrics.port", "int", None, "Serve Prometheus metrics over HTTP on this port (0 picks a free one); off when unset.", lambda v: 0 <= v <= 65535, "0..65535"),
+        Property(
+            "minibroker.request.log.enable",
+            "bool",
+            False,
+            "Log one line per request at info level (always on at debug level).",
+        ),
+        Property(
+            "minibroker.metrics.port",
+            "int",
+            None,
+            "Serve Prometheus metrics over HTTP on this port (0 picks a free one); off when unset.",
+            lambda v: 0 <= v <= 65535,
+            "0..65535",
+        ),
         Property("minibroker.metrics.host", "str", "127.0.0.1", "Address the metrics endpoint binds."),
         # testing only
-        Property("minibroker.test.fault", "str", "", "Test-only fault hook (e.g. crash-after-prepare-commit); leave empty."),
+        Property(
+            "minibroker.test.fault",
+            "str",
+            "",
+            "Test-only fault hook (e.g. crash-after-prepare-commit); leave empty.",
+        ),
     ]
 }
 
@@ -175,7 +438,7 @@ class BrokerConfig:
         return self.source(name) == "default"
 
     def source(self, name: str) -> str:
-        """"broker" / "cluster" (dynamic), "static" (file or flags) or "default"."""
+        """ "broker" / "cluster" (dynamic), "static" (file or flags) or "default"."""
         for level in (DYNAMIC_BROKER, DYNAMIC_DEFAULT):
             if name in self._dynamic[level]:
                 return level

@@ -12,13 +12,22 @@ TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 4, 5
 
 #: Topic configs: (type, documentation).
 TOPIC = {
-    "cleanup.policy": (LIST, "Retention policy for old segments: delete, compact or both (not enforced here)."),
+    "cleanup.policy": (
+        LIST,
+        "Retention policy for old segments: delete, compact or both (not enforced here).",
+    ),
     "compression.gzip.level": (INT, "Compression level when compression.type is gzip."),
     "compression.lz4.level": (INT, "Compression level when compression.type is lz4."),
-    "compression.type": (STRING, "Final compression of the topic's data; producer keeps what the producer sent."),
+    "compression.type": (
+        STRING,
+        "Final compression of the topic's data; producer keeps what the producer sent.",
+    ),
     "compression.zstd.level": (INT, "Compression level when compression.type is zstd."),
     "delete.retention.ms": (LONG, "How long delete tombstones are kept in a compacted topic."),
-    "errors.deadletterqueue.group.enable": (BOOLEAN, "Whether share groups may use this topic as a dead-letter queue."),
+    "errors.deadletterqueue.group.enable": (
+        BOOLEAN,
+        "Whether share groups may use this topic as a dead-letter queue.",
+    ),
     "file.delete.delay.ms": (LONG, "Wait before deleting a file from the filesystem."),
     "flush.messages": (LONG, "fsync the log after this many messages."),
     "flush.ms": (LONG, "fsync the log when its oldest unflushed message is this old."),
@@ -96,6 +105,7 @@ def topic_synonyms(name: str, override: str | None, broker_config) -> list[dict]
         if value is None or (is_default and i > 0):
             continue
         text = str(value).lower() if isinstance(value, bool) else str(value)
-        out.append(dict(name=broker_name, value=text,
-                        source=DEFAULT_CONFIG if is_default else STATIC_BROKER_CONFIG))
+        out.append(
+            dict(name=broker_name, value=text, source=DEFAULT_CONFIG if is_default else STATIC_BROKER_CONFIG)
+        )
     return out

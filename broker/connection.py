@@ -20,16 +20,15 @@ import time
 from collections.abc import Iterator
 
 import structlog
-
 from minibroker.broker.context import NO_RESPONSE, CloseConnection, RawResponse, RequestContext
 from minibroker.broker.dispatch import HANDLERS, supports
 from minibroker.broker.handlers import api_versions
 from minibroker.broker.limits import RequestBudget
 from minibroker.broker.security.sasl import Session
 from minibroker.broker.security.scram import AuthenticationFailed
-from minibroker.storage.file_slice import FileSlice, ShortSliceError
 from minibroker.protocol.codec import DecodeError, decode_request, encode_response, request_class
 from minibroker.protocol.frames import API_VERSIONS_KEY, RequestHeader, parse_request_header, response_header
+from minibroker.storage.file_slice import FileSlice, ShortSliceError
 
 log = structlog.get_logger("minibroker.broker.server")
 
@@ -47,8 +46,14 @@ class ClosingConnection(Exception):
 
 
 class Connection:
-    def __init__(self, broker, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
-                 session: Session, budget: RequestBudget) -> None:
+    def __init__(
+        self,
+        broker,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        session: Session,
+        budget: RequestBudget,
+    ) -> None:
         self.broker = broker
         self.reader = reader
         self.writer = writer
@@ -86,7 +91,8 @@ class Connection:
                 if size < 0 or size > self.max_frame:
                     raise ClosingConnection(
                         f"request of {size} bytes exceeds socket.request.max.bytes={self.max_frame}"
-                        if size > 0 else f"invalid frame size {size}"
+                        if size > 0
+                        else f"invalid frame size {size}"
                     )
                 if not self.budget.try_acquire(size):
                     await self.budget.acquire(size)  # queued.max.request(s/.bytes): wait unread
@@ -125,15 +131,17 @@ class Connection:
             raise ClosingConnection(refusal)
         schema = self._request_schema(header)
         if schema is None:  # ApiVersions of an unknown version: answered with v0, never closed
-            await self._send(response_header(key, 0, header.correlation_id),
-                             api_versions.unsupported_version_body())
+            await self._send(
+                response_header(key, 0, header.correlation_id), api_versions.unsupported_version_body()
+            )
             return
         try:
             request, _consumed = decode_request(schema, frame, header.body_offset)
         except DecodeError as exc:
             raise ClosingConnection(f"malformed api key {key} v{version} request body: {exc}") from None
-        ctx = RequestContext(self.broker, key, version, header.correlation_id, header.client_id,
-                             self.peer, self.session)
+        ctx = RequestContext(
+            self.broker, key, version, header.correlation_id, header.client_id, self.peer, self.session
+        )
         observe = self.broker.request_observer  # request log / metrics; None when both are off
         started = time.perf_counter() if observe is not None else 0.0
         result = await self._handle(ctx, request)

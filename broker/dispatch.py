@@ -3,59 +3,51 @@
 ApiVersions advertises exactly this table, so a key is advertised if and only if it is served.
 """
 
-from minibroker.broker.handlers import (
+from minibroker.broker.handlers import (  # consumer groups (coordinator/groups.py)  # transactions (coordinator/transactions.py)  # security (broker/security/)
+    add_offsets_to_txn,
+    add_partitions_to_txn,
     alter_configs,
+    alter_user_scram_credentials,
     api_versions,
+    create_acls,
     create_partitions,
     create_topics,
+    delete_acls,
+    delete_groups,
     delete_records,
     delete_topics,
+    describe_acls,
     describe_cluster,
     describe_configs,
-    describe_log_dirs,
-    describe_topic_partitions,
-    elect_leaders,
-    fetch,
-    incremental_alter_configs,
-    list_offsets,
-    metadata,
-    offset_for_leader_epoch,
-    produce,
-)
-from minibroker.broker.handlers import (  # consumer groups (coordinator/groups.py)
-    delete_groups,
     describe_groups,
+    describe_log_dirs,
+    describe_producers,
+    describe_topic_partitions,
+    describe_transactions,
+    describe_user_scram_credentials,
+    elect_leaders,
+    end_txn,
+    fetch,
     find_coordinator,
     heartbeat,
+    incremental_alter_configs,
+    init_producer_id,
     join_group,
     leave_group,
     list_groups,
+    list_offsets,
+    list_transactions,
+    metadata,
     offset_commit,
     offset_delete,
     offset_fetch,
-    sync_group,
-)
-
-from minibroker.broker.handlers import (  # transactions (coordinator/transactions.py)
-    add_offsets_to_txn,
-    add_partitions_to_txn,
-    describe_producers,
-    describe_transactions,
-    end_txn,
-    init_producer_id,
-    list_transactions,
-    txn_offset_commit,
-    write_txn_markers,
-)
-
-from minibroker.broker.handlers import (  # security (broker/security/)
-    alter_user_scram_credentials,
-    create_acls,
-    delete_acls,
-    describe_acls,
-    describe_user_scram_credentials,
+    offset_for_leader_epoch,
+    produce,
     sasl_authenticate,
     sasl_handshake,
+    sync_group,
+    txn_offset_commit,
+    write_txn_markers,
 )
 
 HANDLERS = {

@@ -99,7 +99,13 @@ def _record_entries(topic: str, batch: bytes, header, print_data: bool) -> list[
     if header.is_control:
         marker = parse_control_record(batch)
         kind = {CONTROL_COMMIT: "COMMIT", CONTROL_ABORT: "ABORT"}.get(marker.type, f"type {marker.type}")
-        return [{"offset": header.base_offset, "end_txn_marker": kind, "coordinator_epoch": marker.coordinator_epoch}]
+        return [
+            {
+                "offset": header.base_offset,
+                "end_txn_marker": kind,
+                "coordinator_epoch": marker.coordinator_epoch,
+            }
+        ]
     decoder = {TXN_TOPIC: _decode_txn_record, OFFSETS_TOPIC: _decode_offsets_record}.get(topic)
     if decoder is None and not print_data:
         return []
@@ -129,12 +135,21 @@ def dump_segment(path: str, topic: str, print_data: bool) -> dict:
             assert data is not None  # with_bytes=True
             batch = bytes(data)
             entry: dict[str, Any] = {
-                "base_offset": h.base_offset, "last_offset": h.last_offset, "count": h.records_count,
-                "position": position, "size": h.size, "base_sequence": h.base_sequence,
-                "last_sequence": h.last_sequence, "producer_id": h.producer_id, "producer_epoch": h.producer_epoch,
-                "partition_leader_epoch": h.partition_leader_epoch, "is_transactional": h.is_transactional,
-                "is_control": h.is_control, "timestamp_type": "LogAppendTime" if h.timestamp_type else "CreateTime",
-                "max_timestamp": h.max_timestamp, "compression": CODECS.get(h.compression, str(h.compression)),
+                "base_offset": h.base_offset,
+                "last_offset": h.last_offset,
+                "count": h.records_count,
+                "position": position,
+                "size": h.size,
+                "base_sequence": h.base_sequence,
+                "last_sequence": h.last_sequence,
+                "producer_id": h.producer_id,
+                "producer_epoch": h.producer_epoch,
+                "partition_leader_epoch": h.partition_leader_epoch,
+                "is_transactional": h.is_transactional,
+                "is_control": h.is_control,
+                "timestamp_type": "LogAppendTime" if h.timestamp_type else "CreateTime",
+                "max_timestamp": h.max_timestamp,
+                "compression": CODECS.get(h.compression, str(h.compression)),
                 "crc_valid": crc_ok(batch),
             }
             if entry["crc_valid"]:
@@ -168,8 +183,16 @@ def dump_index(path: str, base_offset: int) -> dict:
         entries = [{"timestamp": ts, "offset": base_offset + rel} for ts, rel in rows]
     else:  # .txnindex
         rows, partial = _read_entries(path, TXN_ENTRY)
-        entries = [{"version": v, "producer_id": pid, "first_offset": first, "last_offset": last,
-                    "last_stable_offset": lso} for v, pid, first, last, lso in rows]
+        entries = [
+            {
+                "version": v,
+                "producer_id": pid,
+                "first_offset": first,
+                "last_offset": last,
+                "last_stable_offset": lso,
+            }
+            for v, pid, first, last, lso in rows
+        ]
     out: dict[str, Any] = {"file": path, "entries": entries}
     if partial:
         out["partial_entry_bytes"] = partial
@@ -183,12 +206,29 @@ def dump_snapshot(path: str) -> dict:
         next_offset, producers = ProducerStateManager._decode(data)
     except (ValueError, struct.error) as exc:
         return {"file": path, "error": str(exc)}
-    return {"file": path, "next_offset": next_offset, "producers": [
-        {"producer_id": e.producer_id, "epoch": e.epoch, "coordinator_epoch": e.coordinator_epoch,
-         "last_timestamp": e.last_timestamp, "current_txn_first_offset": e.current_txn_first_offset_raw,
-         "batches": [{"first_seq": b.first_seq, "last_seq": b.last_seq, "first_offset": b.first_offset,
-                      "last_offset": b.last_offset} for b in e.batches]}
-        for e in producers.values()]}
+    return {
+        "file": path,
+        "next_offset": next_offset,
+        "producers": [
+            {
+                "producer_id": e.producer_id,
+                "epoch": e.epoch,
+                "coordinator_epoch": e.coordinator_epoch,
+                "last_timestamp": e.last_timestamp,
+                "current_txn_first_offset": e.current_txn_first_offset_raw,
+                "batches": [
+                    {
+                        "first_seq": b.first_seq,
+                        "last_seq": b.last_seq,
+                        "first_offset": b.first_offset,
+                        "last_offset": b.last_offset,
+                    }
+                    for b in e.batches
+                ],
+            }
+            for e in producers.values()
+        ],
+    }
 
 
 def dump_partition(path: str, topic: str, partition: int, print_data: bool) -> dict:
@@ -205,8 +245,14 @@ def dump_partition(path: str, topic: str, partition: int, print_data: bool) -> d
             indexes.append(dump_index(full, int(stem)))
         elif suffix == ".snapshot":
             snapshots.append(dump_snapshot(full))
-    return {"topic": topic, "partition": partition, "dir": path, "segments": segments,
-            "indexes": indexes, "producer_snapshots": snapshots}
+    return {
+        "topic": topic,
+        "partition": partition,
+        "dir": path,
+        "segments": segments,
+        "indexes": indexes,
+        "producer_snapshots": snapshots,
+    }
 
 
 def _read_small(path: str) -> str | None:
@@ -218,12 +264,16 @@ def _read_small(path: str) -> str | None:
 
 
 def dump_data_dir(path: str, print_data: bool = False, topics: set[str] | None = None) -> dict:
-    if os.path.isfile(os.path.join(path, "meta.properties")) or not PARTITION_DIR.match(os.path.basename(path.rstrip("/"))):
+    if os.path.isfile(os.path.join(path, "meta.properties")) or not PARTITION_DIR.match(
+        os.path.basename(path.rstrip("/"))
+    ):
         partition_dirs = [os.path.join(path, n) for n in sorted(os.listdir(path))]
-        meta = {"meta.properties": _read_small(os.path.join(path, "meta.properties")),
-                "clean_shutdown_marker": os.path.exists(os.path.join(path, ".kafka_cleanshutdown")),
-                "recovery_point_checkpoint": _read_small(os.path.join(path, "recovery-point-offset-checkpoint")),
-                "producer_ids": _read_small(os.path.join(path, "producer_ids"))}
+        meta = {
+            "meta.properties": _read_small(os.path.join(path, "meta.properties")),
+            "clean_shutdown_marker": os.path.exists(os.path.join(path, ".kafka_cleanshutdown")),
+            "recovery_point_checkpoint": _read_small(os.path.join(path, "recovery-point-offset-checkpoint")),
+            "producer_ids": _read_small(os.path.join(path, "producer_ids")),
+        }
     else:  # one partition directory
         partition_dirs, meta = [path.rstrip("/")], {}
     partitions = []
@@ -237,7 +287,9 @@ def dump_data_dir(path: str, print_data: bool = False, topics: set[str] | None =
 
 # ------------------------------------------------------------------------------ text output
 def _kv(d: dict, skip: tuple = ()) -> str:
-    return " ".join(f"{k}: {json.dumps(v) if isinstance(v, (dict, list)) else v}" for k, v in d.items() if k not in skip)
+    return " ".join(
+        f"{k}: {json.dumps(v) if isinstance(v, (dict, list)) else v}" for k, v in d.items() if k not in skip
+    )
 
 
 def render_text(dump: dict, out) -> None:
@@ -247,7 +299,9 @@ def render_text(dump: dict, out) -> None:
         if dump.get(key):
             w(f"{key}:\n" + "".join(f"  {line}\n" for line in dump[key].splitlines()))
     if "clean_shutdown_marker" in dump:
-        w(f"clean shutdown marker: {'present' if dump['clean_shutdown_marker'] else 'absent (last stop was not clean, or the broker is running)'}\n")
+        w(
+            f"clean shutdown marker: {'present' if dump['clean_shutdown_marker'] else 'absent (last stop was not clean, or the broker is running)'}\n"
+        )
     for part in dump["partitions"]:
         w(f"\n=== {part['topic']}-{part['partition']} ({part['dir']})\n")
         for seg in part["segments"]:
@@ -278,9 +332,11 @@ def render_text(dump: dict, out) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="minibroker dump",
-                                description="Print a data directory's segments, indexes, producer snapshots "
-                                            "and internal-topic records (read-only; works after a crash).")
+    p = argparse.ArgumentParser(
+        prog="minibroker dump",
+        description="Print a data directory's segments, indexes, producer snapshots "
+        "and internal-topic records (read-only; works after a crash).",
+    )
     p.add_argument("path", help="data directory (log.dirs) or one <topic>-<partition> directory")
     p.add_argument("--json", action="store_true", help="one JSON document instead of text")
     p.add_argument("--print-data", action="store_true", help="print keys, values and headers of user records")

@@ -20,15 +20,22 @@ import json
 import os
 
 import structlog
-
 from minibroker.broker.config import DYNAMIC_BROKER, DYNAMIC_DEFAULT, PROPERTIES, BrokerConfig, ConfigError
 from minibroker.protocol.errors import ErrorCode
 from minibroker.storage.config import validate_topic_configs
 from minibroker.storage.durable_files import atomic_write
 from minibroker.storage.errors import KafkaStorageError
 
-__all__ = ["DynamicConfigs", "TOPIC", "BROKER", "SET", "DELETE", "APPEND", "SUBTRACT",
-           "DYNAMIC_BROKER_CONFIGS"]
+__all__ = [
+    "DynamicConfigs",
+    "TOPIC",
+    "BROKER",
+    "SET",
+    "DELETE",
+    "APPEND",
+    "SUBTRACT",
+    "DYNAMIC_BROKER_CONFIGS",
+]
 
 log = structlog.get_logger(__name__)
 
@@ -39,16 +46,26 @@ FILE_NAME = "dynamic-broker-configs.json"
 # Broker properties Kafka lets AlterConfigs change at runtime (DynamicLogConfig and friends)
 # that this broker knows. Only a topic config's primary synonym is dynamic in Kafka:
 # log.retention.ms and log.roll.ms, not their .hours/.minutes forms (read-only in Kafka 4.4).
-DYNAMIC_BROKER_CONFIGS = frozenset({
-    "log.segment.bytes", "log.roll.ms", "log.index.interval.bytes",
-    "log.message.timestamp.type", "message.max.bytes", "log.flush.interval.messages",
-    "log.flush.interval.ms", "log.retention.ms",
-    "log.retention.bytes", "log.cleanup.policy", "log.segment.delete.delay.ms",
-    "producer.id.expiration.ms",
-})
+DYNAMIC_BROKER_CONFIGS = frozenset(
+    {
+        "log.segment.bytes",
+        "log.roll.ms",
+        "log.index.interval.bytes",
+        "log.message.timestamp.type",
+        "message.max.bytes",
+        "log.flush.interval.messages",
+        "log.flush.interval.ms",
+        "log.retention.ms",
+        "log.retention.bytes",
+        "log.cleanup.policy",
+        "log.segment.delete.delay.ms",
+        "producer.id.expiration.ms",
+    }
+)
 # Topic configs that are lists (APPEND / SUBTRACT apply to them only).
-_LIST_CONFIGS = frozenset({"cleanup.policy", "leader.replication.throttled.replicas",
-                           "follower.replication.throttled.replicas"})
+_LIST_CONFIGS = frozenset(
+    {"cleanup.policy", "leader.replication.throttled.replicas", "follower.replication.throttled.replicas"}
+)
 
 
 def _error(code: ErrorCode, message: str) -> KafkaStorageError:
@@ -66,8 +83,9 @@ def _apply_ops(current: dict[str, str], ops, list_configs, effective) -> dict[st
             out.pop(name, None)
         elif op in (APPEND, SUBTRACT):
             if name not in list_configs:
-                raise _error(ErrorCode.invalid_config,
-                             f"config {name} is not a list; APPEND and SUBTRACT do not apply")
+                raise _error(
+                    ErrorCode.invalid_config, f"config {name} is not a list; APPEND and SUBTRACT do not apply"
+                )
             base = out[name] if name in out else effective(name)
             items = [v for v in (base or "").split(",") if v]
             given = [v.strip() for v in (value or "").split(",") if v.strip()]
@@ -99,37 +117,50 @@ class DynamicConfigs:
         except FileNotFoundError:
             return
         except (ValueError, UnicodeDecodeError, AttributeError, ConfigError) as exc:
-            log.warning("dynamic broker config file is damaged; using the static configuration "
-                        "(set the values again with kafka-configs.sh)", path=self.path,
-                        error=str(exc))
+            log.warning(
+                "dynamic broker config file is damaged; using the static configuration "
+                "(set the values again with kafka-configs.sh)",
+                path=self.path,
+                error=str(exc),
+            )
 
     # ------------------------------------------------------------------ one resource
     def alter_result(self, resource, ops, *, incremental: bool, validate_only: bool) -> dict:
         """The per-resource answer of (Incremental)AlterConfigs."""
-        out = dict(error_code=ErrorCode.none, error_message=None,
-                   resource_type=resource.resource_type, resource_name=resource.resource_name)
+        out = dict(
+            error_code=ErrorCode.none,
+            error_message=None,
+            resource_type=resource.resource_type,
+            resource_name=resource.resource_name,
+        )
         try:
-            self.alter(resource.resource_type, resource.resource_name, ops,
-                       incremental=incremental, validate_only=validate_only)
+            self.alter(
+                resource.resource_type,
+                resource.resource_name,
+                ops,
+                incremental=incremental,
+                validate_only=validate_only,
+            )
         except KafkaStorageError as exc:
             out.update(error_code=exc.error_code, error_message=exc.message)
         return out
 
-    def alter(self, resource_type: int, resource_name: str, ops, *, incremental: bool,
-              validate_only: bool) -> None:
+    def alter(
+        self, resource_type: int, resource_name: str, ops, *, incremental: bool, validate_only: bool
+    ) -> None:
         """``ops``: [(name, op, value)]; for AlterConfigs (not incremental) every op is SET and
         the result replaces the whole set. Raises KafkaStorageError."""
         names = [name for name, _, _ in ops]
         if len(set(names)) != len(names):
-            raise _error(ErrorCode.invalid_request,
-                         f"duplicate config names in the request for {resource_name!r}")
+            raise _error(
+                ErrorCode.invalid_request, f"duplicate config names in the request for {resource_name!r}"
+            )
         if resource_type == TOPIC:
             self._alter_topic(resource_name, ops, incremental, validate_only)
         elif resource_type == BROKER:
             self._alter_broker(resource_name, ops, incremental, validate_only)
         else:
-            raise _error(ErrorCode.invalid_request,
-                         f"resource type {resource_type} is not supported")
+            raise _error(ErrorCode.invalid_request, f"resource type {resource_type} is not supported")
 
     def _alter_topic(self, name: str, ops, incremental: bool, validate_only: bool) -> None:
         info = self.logs.topics.get(name)
@@ -137,12 +168,12 @@ class DynamicConfigs:
             raise _error(ErrorCode.unknown_topic_or_partition, f"topic {name!r} does not exist")
         for cname, op, value in ops:
             if op != DELETE and value is None:
-                raise _error(ErrorCode.invalid_config,
-                             f"null value not supported for topic config {cname}")
+                raise _error(ErrorCode.invalid_config, f"null value not supported for topic config {cname}")
         base = info.configs if incremental else {}
         in_force = self.logs.describe_topic_configs(name)
-        new = validate_topic_configs(_apply_ops(base, ops, _LIST_CONFIGS,
-                                                lambda n: in_force.get(n, ("",))[0]))
+        new = validate_topic_configs(
+            _apply_ops(base, ops, _LIST_CONFIGS, lambda n: in_force.get(n, ("",))[0])
+        )
         if validate_only:
             return
         self.logs.set_topic_configs(name, new)
@@ -154,18 +185,21 @@ class DynamicConfigs:
         elif name == str(self.logs.node_id):
             level = DYNAMIC_BROKER
         else:
-            raise _error(ErrorCode.invalid_request,
-                         f"unknown broker {name}; this is node {self.logs.node_id}")
+            raise _error(
+                ErrorCode.invalid_request, f"unknown broker {name}; this is node {self.logs.node_id}"
+            )
         fixed = sorted(n for n, _, _ in ops if n in PROPERTIES and n not in DYNAMIC_BROKER_CONFIGS)
         if fixed:
-            raise _error(ErrorCode.invalid_request,
-                         f"cannot update these configs dynamically: {', '.join(fixed)}")
+            raise _error(
+                ErrorCode.invalid_request, f"cannot update these configs dynamically: {', '.join(fixed)}"
+            )
         unknown = sorted(n for n, _, _ in ops if n not in PROPERTIES)
         if unknown:
             raise _error(ErrorCode.invalid_config, f"unknown broker configs: {', '.join(unknown)}")
         current = {k: _text(v) for k, v in self.config.dynamic(level).items()}
-        raw = _apply_ops(current if incremental else {}, ops, {"log.cleanup.policy"},
-                         lambda n: _text(self.config[n]))
+        raw = _apply_ops(
+            current if incremental else {}, ops, {"log.cleanup.policy"}, lambda n: _text(self.config[n])
+        )
         try:
             parsed = {k: BrokerConfig.parse(k, v) for k, v in raw.items()}
         except ConfigError as exc:
@@ -178,8 +212,10 @@ class DynamicConfigs:
         log.info("dynamic broker configs changed", level=level, configs=raw)
 
     def _save(self) -> None:
-        data = {level: {k: _text(v) for k, v in self.config.dynamic(level).items()}
-                for level in (DYNAMIC_BROKER, DYNAMIC_DEFAULT)}
+        data = {
+            level: {k: _text(v) for k, v in self.config.dynamic(level).items()}
+            for level in (DYNAMIC_BROKER, DYNAMIC_DEFAULT)
+        }
         atomic_write(self.path, json.dumps(data, indent=1, sort_keys=True).encode())
 
 
@@ -198,8 +234,12 @@ def alter_configs_response(ctx, req, operations, *, incremental: bool):
     responses = []
     for r in req.resources:
         # authorization
-        denial = config_resource_denial(ctx, r.resource_type, r.resource_name,
-                                        Operation.ALTER_CONFIGS)
-        responses.append(denied_config_result(r, denial) if denial else dynamic.alter_result(
-            r, operations(r), incremental=incremental, validate_only=req.validate_only))
+        denial = config_resource_denial(ctx, r.resource_type, r.resource_name, Operation.ALTER_CONFIGS)
+        responses.append(
+            denied_config_result(r, denial)
+            if denial
+            else dynamic.alter_result(
+                r, operations(r), incremental=incremental, validate_only=req.validate_only
+            )
+        )
     return ctx.response(throttle_time_ms=0, responses=responses)

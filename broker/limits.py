@@ -106,8 +106,15 @@ class RequestBudget:
             fut.set_result(None)
 
 
-def idle_or_stalled(now: float, last_activity: float, frame_started: float | None, writing_since: float | None,
-                    busy: bool, idle_s: float, receive_timeout_s: float) -> str | None:
+def idle_or_stalled(
+    now: float,
+    last_activity: float,
+    frame_started: float | None,
+    writing_since: float | None,
+    busy: bool,
+    idle_s: float,
+    receive_timeout_s: float,
+) -> str | None:
     """Why a connection should be closed now, or None. A request being served (a long-polling
     Fetch, a parked JoinGroup) is not idleness; a response the client has not taken for
     connections.max.idle.ms is."""
@@ -128,16 +135,22 @@ def partition_limit_error(config, existing_partitions: int, requested: int) -> s
     """Why creating `requested` more partitions in one request is refused, or None."""
     per_request = config["minibroker.max.partitions.per.request"]
     if requested > per_request:
-        return (f"Unable to perform excessively large batch operation: {requested} partitions in one request "
-                f"(minibroker.max.partitions.per.request={per_request})")
+        return (
+            f"Unable to perform excessively large batch operation: {requested} partitions in one request "
+            f"(minibroker.max.partitions.per.request={per_request})"
+        )
     total = config["minibroker.max.partitions"]
     if existing_partitions + requested > total:
-        return (f"the broker would have {existing_partitions + requested} partitions, more than "
-                f"minibroker.max.partitions={total}")
+        return (
+            f"the broker would have {existing_partitions + requested} partitions, more than "
+            f"minibroker.max.partitions={total}"
+        )
     free = free_file_descriptors()
     if free is not None and requested > free - FD_RESERVE:
-        return (f"{requested} new partitions would leave fewer than {FD_RESERVE} of the {free} free file "
-                "descriptors; raise the open-files limit (ulimit -n)")
+        return (
+            f"{requested} new partitions would leave fewer than {FD_RESERVE} of the {free} free file "
+            "descriptors; raise the open-files limit (ulimit -n)"
+        )
     return None
 
 

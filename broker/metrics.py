@@ -16,6 +16,8 @@ import struct
 import time
 
 import structlog
+from minibroker.broker.request_log import API_NAMES
+from minibroker.protocol.errors import ErrorCode
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
     CollectorRegistry,
@@ -26,9 +28,6 @@ from prometheus_client import (
 )
 from prometheus_client.core import GaugeMetricFamily
 
-from minibroker.broker.request_log import API_NAMES
-from minibroker.protocol.errors import ErrorCode
-
 log = structlog.get_logger("minibroker.broker.metrics")
 
 PRODUCE_KEY = 0
@@ -38,8 +37,24 @@ _RECORD_COUNT_AT = 57
 _BATCH_OVERHEAD = 12  # baseOffset + batchLength precede the length-counted part
 
 # Latency buckets from 100 us to 10 s: covers a loopback Produce and a 5 s long-poll Fetch.
-_LATENCY_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
-                    0.5, 1.0, 2.5, 5.0, 10.0)
+_LATENCY_BUCKETS = (
+    0.0001,
+    0.00025,
+    0.0005,
+    0.001,
+    0.0025,
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1.0,
+    2.5,
+    5.0,
+    10.0,
+)
 
 
 def _record_count(records: bytes | None) -> int:
@@ -72,18 +87,59 @@ class BrokerMetrics:
         disable_created_metrics()  # *_created samples only add noise to a single process's scrape
         self.registry = CollectorRegistry(auto_describe=True)
         reg = self.registry
-        self.txn_started = Counter("minibroker_transactions_started", "Transactions begun (state Ongoing entered).", registry=reg)
-        self.txn_committed = Counter("minibroker_transactions_committed", "Transactions completed with a commit.", registry=reg)
-        self.txn_aborted = Counter("minibroker_transactions_aborted", "Transactions completed with an abort (by the client, a timeout or fencing).", registry=reg)
-        self.fenced = Counter("minibroker_producers_fenced", "InitProducerId calls that bumped the epoch of a transactional id in use, fencing its previous instance.", registry=reg)
-        self.records_in = _PerLabel(Counter("minibroker_topic_produced_records", "Records accepted by Produce.", ["topic"], registry=reg))
-        self.bytes_in = _PerLabel(Counter("minibroker_topic_produced_bytes", "Record batch bytes accepted by Produce.", ["topic"], registry=reg))
-        self.bytes_out = _PerLabel(Counter("minibroker_topic_fetched_bytes", "Record batch bytes returned by Fetch (Kafka counts no records out either).", ["topic"], registry=reg))
-        self._latency = Histogram("minibroker_request_duration_seconds",
-                                  "Time from a decoded request to its response written, per API.",
-                                  ["api"], buckets=_LATENCY_BUCKETS, registry=reg)
+        self.txn_started = Counter(
+            "minibroker_transactions_started", "Transactions begun (state Ongoing entered).", registry=reg
+        )
+        self.txn_committed = Counter(
+            "minibroker_transactions_committed", "Transactions completed with a commit.", registry=reg
+        )
+        self.txn_aborted = Counter(
+            "minibroker_transactions_aborted",
+            "Transactions completed with an abort (by the client, a timeout or fencing).",
+            registry=reg,
+        )
+        self.fenced = Counter(
+            "minibroker_producers_fenced",
+            "InitProducerId calls that bumped the epoch of a transactional id in use, fencing its previous instance.",
+            registry=reg,
+        )
+        self.records_in = _PerLabel(
+            Counter(
+                "minibroker_topic_produced_records", "Records accepted by Produce.", ["topic"], registry=reg
+            )
+        )
+        self.bytes_in = _PerLabel(
+            Counter(
+                "minibroker_topic_produced_bytes",
+                "Record batch bytes accepted by Produce.",
+                ["topic"],
+                registry=reg,
+            )
+        )
+        self.bytes_out = _PerLabel(
+            Counter(
+                "minibroker_topic_fetched_bytes",
+                "Record batch bytes returned by Fetch (Kafka counts no records out either).",
+                ["topic"],
+                registry=reg,
+            )
+        )
+        self._latency = Histogram(
+            "minibroker_request_duration_seconds",
+            "Time from a decoded request to its response written, per API.",
+            ["api"],
+            buckets=_LATENCY_BUCKETS,
+            registry=reg,
+        )
         self._latency_children: dict[int, Histogram] = {}
-        self.request_errors = _PerLabel(Counter("minibroker_request_errors", "Error codes returned, per API and error.", ["api", "error"], registry=reg))
+        self.request_errors = _PerLabel(
+            Counter(
+                "minibroker_request_errors",
+                "Error codes returned, per API and error.",
+                ["api", "error"],
+                registry=reg,
+            )
+        )
         reg.register(_StateCollector(broker))
         self._server: asyncio.base_events.Server | None = None
 
@@ -128,8 +184,12 @@ class BrokerMetrics:
             self.txn_committed.inc()
         elif state == TxnState.COMPLETE_ABORT:
             self.txn_aborted.inc()
-        elif (state == TxnState.EMPTY and old is not None and old.producer_epoch >= 0
-              and (old.producer_id, old.producer_epoch) != (new.producer_id, new.producer_epoch)):
+        elif (
+            state == TxnState.EMPTY
+            and old is not None
+            and old.producer_epoch >= 0
+            and (old.producer_id, old.producer_epoch) != (new.producer_id, new.producer_epoch)
+        ):
             self.fenced.inc()
 
     # ------------------------------------------------------------------ HTTP endpoint
@@ -153,10 +213,18 @@ class BrokerMetrics:
                 status, ctype, body = b"404 Not Found", b"text/plain", b"try /metrics\n"
             else:
                 status, ctype, body = b"200 OK", CONTENT_TYPE_LATEST.encode(), generate_latest(self.registry)
-            writer.write(b"HTTP/1.1 " + status + b"\r\nContent-Type: " + ctype + b"\r\nContent-Length: "
-                         + str(len(body)).encode() + b"\r\nConnection: close\r\n\r\n" + body)
+            writer.write(
+                b"HTTP/1.1 "
+                + status
+                + b"\r\nContent-Type: "
+                + ctype
+                + b"\r\nContent-Length: "
+                + str(len(body)).encode()
+                + b"\r\nConnection: close\r\n\r\n"
+                + body
+            )
             await writer.drain()
-        except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, asyncio.TimeoutError, ConnectionError):
+        except (TimeoutError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError):
             pass
         finally:
             writer.close()
@@ -184,9 +252,11 @@ class _StateCollector:
         yield from self._transactions(broker, now_ms)
         yield from self._logs(broker, now_ms)
         yield from self._groups(broker)
-        startup = GaugeMetricFamily("minibroker_startup_duration_seconds",
-                                    "Time the last start spent per phase (log recovery, coordinator loading) and in total.",
-                                    labels=["phase"])
+        startup = GaugeMetricFamily(
+            "minibroker_startup_duration_seconds",
+            "Time the last start spent per phase (log recovery, coordinator loading) and in total.",
+            labels=["phase"],
+        )
         for phase, seconds in broker.startup_seconds.items():
             startup.add_metric([phase], seconds)
         yield startup
@@ -196,18 +266,31 @@ class _StateCollector:
         from minibroker.coordinator.txn_state import TxnState
 
         ongoing = [m for m in broker.txns.txns.values() if m.state == TxnState.ONGOING]
-        yield GaugeMetricFamily("minibroker_transactions_ongoing", "Transactions in state Ongoing.", value=len(ongoing))
+        yield GaugeMetricFamily(
+            "minibroker_transactions_ongoing", "Transactions in state Ongoing.", value=len(ongoing)
+        )
         oldest = max((now_ms - m.txn_start_ms for m in ongoing if m.txn_start_ms >= 0), default=0)
-        yield GaugeMetricFamily("minibroker_transaction_oldest_age_seconds",
-                                "Age of the oldest Ongoing transaction (0 when none).", value=max(oldest, 0) / 1000)
+        yield GaugeMetricFamily(
+            "minibroker_transaction_oldest_age_seconds",
+            "Age of the oldest Ongoing transaction (0 when none).",
+            value=max(oldest, 0) / 1000,
+        )
 
     @staticmethod
     def _logs(broker, now_ms: int):
-        lso_lag = GaugeMetricFamily("minibroker_partition_lso_lag_messages",
-                                    "High watermark minus last stable offset: what read_committed consumers cannot see yet.",
-                                    labels=["topic", "partition"])
-        size = GaugeMetricFamily("minibroker_log_size_bytes", "Bytes in a partition's segment files.", labels=["topic", "partition"])
-        segments = GaugeMetricFamily("minibroker_log_segments", "Segments of a partition log.", labels=["topic", "partition"])
+        lso_lag = GaugeMetricFamily(
+            "minibroker_partition_lso_lag_messages",
+            "High watermark minus last stable offset: what read_committed consumers cannot see yet.",
+            labels=["topic", "partition"],
+        )
+        size = GaugeMetricFamily(
+            "minibroker_log_size_bytes",
+            "Bytes in a partition's segment files.",
+            labels=["topic", "partition"],
+        )
+        segments = GaugeMetricFamily(
+            "minibroker_log_segments", "Segments of a partition log.", labels=["topic", "partition"]
+        )
         producer_ids: dict[int, int] = {}
         for plog in broker.logs.all_logs():
             labels = [plog.topic, str(plog.partition)]
@@ -215,27 +298,41 @@ class _StateCollector:
             size.add_metric(labels, sum(s.size for s in plog.segments))
             segments.add_metric(labels, len(plog.segments))
             for entry in plog.producer_state.producers():
-                producer_ids[entry.producer_id] = max(producer_ids.get(entry.producer_id, -1), entry.last_timestamp)
+                producer_ids[entry.producer_id] = max(
+                    producer_ids.get(entry.producer_id, -1), entry.last_timestamp
+                )
         yield lso_lag
         yield size
         yield segments
-        yield GaugeMetricFamily("minibroker_producer_ids_active",
-                                "Producer ids with idempotence/transaction state on some partition.", value=len(producer_ids))
+        yield GaugeMetricFamily(
+            "minibroker_producer_ids_active",
+            "Producer ids with idempotence/transaction state on some partition.",
+            value=len(producer_ids),
+        )
         idle = max((now_ms - ts for ts in producer_ids.values() if ts >= 0), default=0)
-        yield GaugeMetricFamily("minibroker_producer_id_max_idle_seconds",
-                                "Longest time since an active producer id last wrote (state expires at producer.id.expiration.ms).",
-                                value=max(idle, 0) / 1000)
+        yield GaugeMetricFamily(
+            "minibroker_producer_id_max_idle_seconds",
+            "Longest time since an active producer id last wrote (state expires at producer.id.expiration.ms).",
+            value=max(idle, 0) / 1000,
+        )
 
     @staticmethod
     def _groups(broker):
-        members = GaugeMetricFamily("minibroker_group_members", "Members of a consumer group.", labels=["group"])
-        lag = GaugeMetricFamily("minibroker_group_offset_lag_messages",
-                                "High watermark minus the group's committed offset.", labels=["group", "topic", "partition"])
+        members = GaugeMetricFamily(
+            "minibroker_group_members", "Members of a consumer group.", labels=["group"]
+        )
+        lag = GaugeMetricFamily(
+            "minibroker_group_offset_lag_messages",
+            "High watermark minus the group's committed offset.",
+            labels=["group", "topic", "partition"],
+        )
         for group_id, group in broker.groups.groups.items():
             members.add_metric([group_id], len(group.members))
             for (topic, partition), committed in group.offsets.items():
                 plog = broker.logs.get_log(topic, partition)
                 if plog is not None:
-                    lag.add_metric([group_id, topic, str(partition)], max(plog.high_watermark - committed.offset, 0))
+                    lag.add_metric(
+                        [group_id, topic, str(partition)], max(plog.high_watermark - committed.offset, 0)
+                    )
         yield members
         yield lag

@@ -8,7 +8,6 @@ server one `is None` check per request: no observer is installed at all.
 from __future__ import annotations
 
 import structlog
-
 from minibroker.broker.dispatch import HANDLERS
 from minibroker.protocol.errors import ErrorCode
 
@@ -40,7 +39,7 @@ class RequestLog:
         self._emit = log.info if at_info else log.debug
 
     @classmethod
-    def from_config(cls, config) -> "RequestLog | None":
+    def from_config(cls, config) -> RequestLog | None:
         if config["minibroker.request.log.enable"]:
             return cls(at_info=True)
         if log.is_enabled_for(10):  # logging.DEBUG
@@ -48,9 +47,14 @@ class RequestLog:
         return None
 
     def record(self, ctx, seconds: float, errors: list[int]) -> None:
-        fields = dict(api=API_NAMES.get(ctx.api_key, str(ctx.api_key)), api_version=ctx.api_version,
-                      client_id=ctx.client_id, correlation_id=ctx.correlation_id, connection=ctx.peer,
-                      latency_ms=round(seconds * 1000, 3))
+        fields = dict(
+            api=API_NAMES.get(ctx.api_key, str(ctx.api_key)),
+            api_version=ctx.api_version,
+            client_id=ctx.client_id,
+            correlation_id=ctx.correlation_id,
+            connection=ctx.peer,
+            latency_ms=round(seconds * 1000, 3),
+        )
         if errors:
             fields["errors"] = error_counts(errors)
         self._emit("request", **fields)

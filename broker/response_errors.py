@@ -8,13 +8,13 @@ partitions they answered instead.
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 
 from minibroker.broker.context import NO_RESPONSE, RawResponse
 from minibroker.protocol.codec import _plan as field_plans  # the per-class schema plan codec already caches
 
 
-@lru_cache(maxsize=None)
+@cache
 def _walker(cls: type):
     plans = field_plans(cls)
     direct = [p.name for p in plans if p.kafka_type == "error_code"]

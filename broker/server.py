@@ -10,7 +10,6 @@ import functools
 import time
 
 import structlog
-
 from minibroker.broker.connection import Connection
 from minibroker.broker.limits import ConnectionLimits, RequestBudget, idle_or_stalled
 from minibroker.broker.security.listeners import finish_binding, tls_principal
@@ -36,12 +35,15 @@ class Server:
         """Bind every listener (broker/security/listeners.py), TLS ones with their context."""
         for listener in listeners:
             server = await asyncio.start_server(
-                functools.partial(self._on_connect, listener), listener.host, listener.port,
-                reuse_address=True, ssl=listener.ssl_context)
+                functools.partial(self._on_connect, listener),
+                listener.host,
+                listener.port,
+                reuse_address=True,
+                ssl=listener.ssl_context,
+            )
             finish_binding(listener, server.sockets[0].getsockname()[1])
             self._servers.append(server)
-        self._watchdog = asyncio.create_task(self._close_idle_and_stalled(),
-                                             name="connection-watchdog")
+        self._watchdog = asyncio.create_task(self._close_idle_and_stalled(), name="connection-watchdog")
 
     async def _on_connect(self, listener, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         peer = writer.get_extra_info("peername")
@@ -77,8 +79,15 @@ class Server:
             for conn in list(self._connections):
                 if conn.aborted:  # e.g. still waiting for the request budget: goes when woken
                     continue
-                reason = idle_or_stalled(now, conn.last_activity, conn.frame_started, conn.writing_since,
-                                         conn._busy, self._idle_s, self._receive_timeout_s)
+                reason = idle_or_stalled(
+                    now,
+                    conn.last_activity,
+                    conn.frame_started,
+                    conn.writing_since,
+                    conn._busy,
+                    self._idle_s,
+                    self._receive_timeout_s,
+                )
                 if reason is not None:
                     log.info("closing connection", peer=conn.peer, reason=reason)
                     conn.abort()

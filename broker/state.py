@@ -13,9 +13,7 @@ import time
 from typing import TypeVar
 
 import structlog
-
 from minibroker.broker.config import BrokerConfig
-from minibroker.broker.dispatch import HANDLERS
 from minibroker.broker.durable_ops import run_durably
 from minibroker.broker.dynamic_config import DynamicConfigs
 from minibroker.broker.group_commit import GroupCommit
@@ -53,12 +51,19 @@ class Broker:
         self.durability = GroupCommit()  # fsyncs of the transaction path, off the event loop
         scheduler = LoopScheduler()
         group_metadata = GroupMetadataManager(
-            config, store=LogOffsetsStore(self.logs, config["offsets.topic.num.partitions"]),
-            topics=self.logs, clock=scheduler.now_ms)
+            config,
+            store=LogOffsetsStore(self.logs, config["offsets.topic.num.partitions"]),
+            topics=self.logs,
+            clock=scheduler.now_ms,
+        )
         self.groups = GroupCoordinator(config, manager=group_metadata, scheduler=scheduler)
         self.txns = TransactionCoordinator(
-            config, store=LogTxnStore(self.logs, config["transaction.state.log.num.partitions"]),
-            logs=self.logs, groups=self.groups, producer_ids=self.producer_ids)
+            config,
+            store=LogTxnStore(self.logs, config["transaction.state.log.num.partitions"]),
+            logs=self.logs,
+            groups=self.groups,
+            producer_ids=self.producer_ids,
+        )
         self.security = Security(config, self.data_dir)  # listeners, SASL, SCRAM, ACLs
         self.server = Server(self)
         self.metrics = None
@@ -108,14 +113,19 @@ class Broker:
         # cost 19 MB of idle RSS and 0.6 s of CPU, to save each API version's first request its
         # schema import (3-20 ms depending on load; README "Limits").
         if self.metrics is not None:
-            await self.metrics.start(self.config["minibroker.metrics.host"],
-                                     self.config["minibroker.metrics.port"])
+            await self.metrics.start(
+                self.config["minibroker.metrics.host"], self.config["minibroker.metrics.port"]
+            )
         self.startup_seconds["total"] = time.monotonic() - started
         log.info(
-            "broker ready", host=self.host, port=self.bound_port, advertised_port=self.port,
+            "broker ready",
+            host=self.host,
+            port=self.bound_port,
+            advertised_port=self.port,
             data_dir=self.data_dir,
             listeners={lst.name: lst.bound_port for lst in listeners},
-            cluster_id=self.logs.cluster_id, node_id=self.node_id,
+            cluster_id=self.logs.cluster_id,
+            node_id=self.node_id,
             startup_ms=round((time.monotonic() - started) * 1000, 1),
         )
 
@@ -141,13 +151,16 @@ class Broker:
             for entry in plog.producer_state.producers():
                 highest = max(highest, entry.producer_id)
         for meta in self.txns.txns.values():
-            highest = max(highest, meta.producer_id, meta.last_producer_id,
-                          meta.next_producer_id)
+            highest = max(highest, meta.producer_id, meta.last_producer_id, meta.next_producer_id)
         before = self.producer_ids.next_id
         if self.producer_ids.ensure_above(highest):
-            log.warning("producer id counter was behind the ids in the logs (producer_ids file "
-                        "missing or old); moved it past them", counter_was=before,
-                        highest_id_in_logs=highest, next_id=self.producer_ids.next_id)
+            log.warning(
+                "producer id counter was behind the ids in the logs (producer_ids file "
+                "missing or old); moved it past them",
+                counter_was=before,
+                highest_id_in_logs=highest,
+                next_id=self.producer_ids.next_id,
+            )
 
     async def run_durably(self, op: DurableOp[T]) -> T:
         """Run a transaction coordinator operation, waiting for the disk where it asks to."""
@@ -172,16 +185,24 @@ class Broker:
         flush_ms = self.config["log.flush.interval.ms"]
         if flush_ms is not None:
             self.every(max(flush_ms, 10), self.logs.flush, "log-flush")
-        self.every(self.config["log.retention.check.interval.ms"], self.logs.delete_old_segments,
-                   "log-retention")
-        self.every(self.config["offsets.retention.check.interval.ms"], self.groups.expire_offsets,
-                   "offsets-expiration")
-        self.every(self.txns.abort_interval_ms,
-                   lambda: self.run_durably(self.txns.abort_timed_out_transactions()),
-                   "txn-abort-timed-out")
-        self.every(self.txns.remove_interval_ms,
-                   lambda: self.run_durably(self.txns.remove_expired_transactional_ids()),
-                   "txn-remove-expired")
+        self.every(
+            self.config["log.retention.check.interval.ms"], self.logs.delete_old_segments, "log-retention"
+        )
+        self.every(
+            self.config["offsets.retention.check.interval.ms"],
+            self.groups.expire_offsets,
+            "offsets-expiration",
+        )
+        self.every(
+            self.txns.abort_interval_ms,
+            lambda: self.run_durably(self.txns.abort_timed_out_transactions()),
+            "txn-abort-timed-out",
+        )
+        self.every(
+            self.txns.remove_interval_ms,
+            lambda: self.run_durably(self.txns.remove_expired_transactional_ids()),
+            "txn-remove-expired",
+        )
         if self.config["log.cleaner.enable"]:
             loop = asyncio.get_running_loop()
             cleaner = self.logs.cleaner
@@ -191,9 +212,11 @@ class Broker:
 
             cleaner.on_pass_done = clean_again
             self.every(self.config["log.cleaner.backoff.ms"], cleaner.maybe_clean, "log-cleaner")
-        self.every(self.config["producer.id.expiration.check.interval.ms"],
-                   lambda: self.logs.remove_expired_producers(int(time.time() * 1000)),
-                   "producer-expiration")
+        self.every(
+            self.config["producer.id.expiration.check.interval.ms"],
+            lambda: self.logs.remove_expired_producers(int(time.time() * 1000)),
+            "producer-expiration",
+        )
 
     # --- shared helpers for handlers ------------------------------------------------------------
     def get_log(self, topic: str, partition: int):

@@ -22,5 +22,4 @@ async def answer_when_durable(ctx: Any, op: DurableOp[ErrorCode], *, fenced_sinc
     """Run the coordinator's operation (its state changes durable before it returns) and answer
     with its error code."""
     error = await ctx.broker.run_durably(op)
-    return ctx.response(throttle_time_ms=0,
-                        error_code=client_error(error, ctx.api_version, fenced_since))
+    return ctx.response(throttle_time_ms=0, error_code=client_error(error, ctx.api_version, fenced_since))

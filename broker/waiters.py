@@ -41,7 +41,7 @@ class DataWaiters:
         try:
             await asyncio.wait_for(fut, timeout_s)
             return True
-        except asyncio.TimeoutError:
+        except TimeoutError:
             return False
         finally:
             for key in keys:

@@ -61,11 +61,16 @@ def main(argv: list[str] | None = None) -> int:
                 for f in [pool.submit(kafka.start), pool.submit(mini.start)]:
                     f.result()
         except Exception as exc:  # noqa: BLE001
-            print(f"conformance: could not start the brokers: {exc}\n{kafka.log_tail()}\n{mini.log_tail()}",
-                  file=sys.stderr)
+            print(
+                f"conformance: could not start the brokers: {exc}\n{kafka.log_tail()}\n{mini.log_tail()}",
+                file=sys.stderr,
+            )
             return 2
-        print(f"conformance: minibroker {mini.address}, Apache Kafka {kafka.address} "
-              f"(both up after {time.monotonic() - started:.1f}s); {len(cases)} cases", flush=True)
+        print(
+            f"conformance: minibroker {mini.address}, Apache Kafka {kafka.address} "
+            f"(both up after {time.monotonic() - started:.1f}s); {len(cases)} cases",
+            flush=True,
+        )
         addresses = {"minibroker": mini.address, "kafka": kafka.address}
         for side, session in run_case("warm-up", lambda s: s.wait_coordinators(), addresses).items():
             if session.error:
@@ -98,9 +103,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"note: deviation no longer seen: case={d.case!r} path={d.path!r}")
     if args.report:
         args.report.write_text(json.dumps([m.__dict__ for m in mismatches], indent=1, default=str))
-    print(f"\nconformance: {len(cases)} cases, {compared} answers compared; "
-          f"{len(intended)} intended differences; {len(unexpected)} unexpected differences "
-          f"in {len(failing_cases)} answers ({time.monotonic() - started:.0f}s)")
+    print(
+        f"\nconformance: {len(cases)} cases, {compared} answers compared; "
+        f"{len(intended)} intended differences; {len(unexpected)} unexpected differences "
+        f"in {len(failing_cases)} answers ({time.monotonic() - started:.0f}s)"
+    )
     print(f"{compared - len(failing_cases)} passed, {len(failing_cases)} failed")
     if unexpected or missing:
         print(f"broker logs kept in {workdir}")

@@ -8,9 +8,27 @@ later entry; lists of plain values are compared as sets where order carries no m
 from __future__ import annotations
 
 MISSING = "<absent>"
-_ENTRY_KEYS = ("name", "topic", "topic_name", "partition_index", "partition", "partition_id", "index",
-               "api_key", "group_id", "transactional_id", "resource_name", "key", "broker_id",
-               "node_id", "log_dir", "config_name", "member_id", "producer_id", "coordinator_key")
+_ENTRY_KEYS = (
+    "name",
+    "topic",
+    "topic_name",
+    "partition_index",
+    "partition",
+    "partition_id",
+    "index",
+    "api_key",
+    "group_id",
+    "transactional_id",
+    "resource_name",
+    "key",
+    "broker_id",
+    "node_id",
+    "log_dir",
+    "config_name",
+    "member_id",
+    "producer_id",
+    "coordinator_key",
+)
 _ORDERED_LISTS = {"records"}
 
 
@@ -48,6 +66,7 @@ def diff(a, b, path: str = "") -> list[tuple[str, object, object]]:
             return [] if sorted(map(repr, a)) == sorted(map(repr, b)) else [(path, a, b)]
         if len(a) != len(b):
             return [(f"{path}.length", len(a), len(b))] + [
-                d for i, (x, y) in enumerate(zip(a, b)) for d in diff(x, y, f"{path}[{i}]")]
+                d for i, (x, y) in enumerate(zip(a, b)) for d in diff(x, y, f"{path}[{i}]")
+            ]
         return [d for i, (x, y) in enumerate(zip(a, b)) for d in diff(x, y, f"{path}[{i}]")]
     return [] if a == b else [(path, a, b)]

@@ -14,8 +14,15 @@ import struct
 
 DROPPED = {"throttle_time_ms", "throttle_time", "error_message", "session_id"}
 #: Broker-chosen ids: only "set or not" is comparable.
-OPAQUE_IDS = {"cluster_id", "topic_id", "producer_id", "port",
-              "log_dir", "total_bytes", "usable_bytes"}  # each broker's own directory and disk
+OPAQUE_IDS = {
+    "cluster_id",
+    "topic_id",
+    "producer_id",
+    "port",
+    "log_dir",
+    "total_bytes",
+    "usable_bytes",
+}  # each broker's own directory and disk
 #: Generated member ids: replaced by their order of first appearance in the case.
 MEMBER_IDS = {"member_id", "leader", "group_leader"}
 ZERO_UUID = "00000000-0000-0000-0000-000000000000"
@@ -55,21 +62,43 @@ def record_batches(data: bytes) -> list:
     """Magic-2 batch headers and record bytes; producer id and CRC (which covers it) dropped."""
     out, pos = [], 0
     while pos + 61 <= len(data):
-        (base, length, leader_epoch, magic, _crc, attrs, last_delta, first_ts, max_ts, pid,
-         epoch, base_seq, count) = _BATCH_HEAD.unpack_from(data, pos)
+        (
+            base,
+            length,
+            leader_epoch,
+            magic,
+            _crc,
+            attrs,
+            last_delta,
+            first_ts,
+            max_ts,
+            pid,
+            epoch,
+            base_seq,
+            count,
+        ) = _BATCH_HEAD.unpack_from(data, pos)
         end = pos + 12 + length
         if end > len(data):
             out.append({"partial_batch_bytes": len(data) - pos})
             break
-        out.append({
-            "base_offset": base, "length": length, "leader_epoch": leader_epoch, "magic": magic,
-            "attributes": attrs, "last_offset_delta": last_delta,
-            # LogAppendTime batches and control batches (markers) carry the broker's clock
-            "first_timestamp": "<wall-clock>" if attrs & 0x28 else first_ts,
-            "max_timestamp": "<wall-clock>" if attrs & 0x28 else max_ts,
-            "producer_id": "<producer_id>" if pid >= 0 else pid, "producer_epoch": epoch,
-            "base_sequence": base_seq, "record_count": count, "records": data[pos + 61:end].hex(),
-        })
+        out.append(
+            {
+                "base_offset": base,
+                "length": length,
+                "leader_epoch": leader_epoch,
+                "magic": magic,
+                "attributes": attrs,
+                "last_offset_delta": last_delta,
+                # LogAppendTime batches and control batches (markers) carry the broker's clock
+                "first_timestamp": "<wall-clock>" if attrs & 0x28 else first_ts,
+                "max_timestamp": "<wall-clock>" if attrs & 0x28 else max_ts,
+                "producer_id": "<producer_id>" if pid >= 0 else pid,
+                "producer_epoch": epoch,
+                "base_sequence": base_seq,
+                "record_count": count,
+                "records": data[pos + 61 : end].hex(),
+            }
+        )
         pos = end
     if pos < len(data) and not (out and "partial_batch_bytes" in out[-1]):
         out.append({"partial_batch_bytes": len(data) - pos})

@@ -28,8 +28,12 @@ TOOLS_VERSION = "4.3.1"  # kafka-tools 4.4.0 is not on Maven Central
 CLUSTER_ID = "bWluaWJyb2tlci1jb25mb3Jt"  # any 22-char base64 uuid; ids are normalised anyway
 
 JVM_FLAGS = [
-    "-Xmx1g", "-Xms1g", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
-    "-XX:InitiatingHeapOccupancyPercent=35", "-XX:+ExplicitGCInvokesConcurrent",
+    "-Xmx1g",
+    "-Xms1g",
+    "-XX:+UseG1GC",
+    "-XX:MaxGCPauseMillis=20",
+    "-XX:InitiatingHeapOccupancyPercent=35",
+    "-XX:+ExplicitGCInvokesConcurrent",
     "-Djava.awt.headless=true",
 ]
 
@@ -65,11 +69,14 @@ def _fetch(pom: Path, libs: Path, expected_jar: str, *properties: str) -> Path:
     """The runtime dependencies of `pom` in `libs`, fetched by jvm/fetch.sh unless cached."""
     if (libs / ".complete").exists():
         return libs
-    done = subprocess.run(["bash", str(FETCH_SCRIPT), "artifacts", str(pom), str(libs),
-                           expected_jar, *properties], timeout=900)
+    done = subprocess.run(
+        ["bash", str(FETCH_SCRIPT), "artifacts", str(pom), str(libs), expected_jar, *properties], timeout=900
+    )
     if done.returncode != 0:  # jvm/fetch.sh said why on stderr (no java/mvn, no such jar)
-        raise RuntimeError(f"jvm/fetch.sh could not fetch {expected_jar} into {libs} "
-                           f"(exit {done.returncode}; see its message above)")
+        raise RuntimeError(
+            f"jvm/fetch.sh could not fetch {expected_jar} into {libs} "
+            f"(exit {done.returncode}; see its message above)"
+        )
     return libs
 
 
@@ -114,8 +121,16 @@ class ReferenceKafka:
         return "127.0.0.1", self.port
 
     def _java(self, libs: Path, main: str, *args: str, logs_dir: Path) -> list[str]:
-        return ["java", *JVM_FLAGS, f"-Dlog4j2.configurationFile={LOG4J}",
-                f"-Dkafka.logs.dir={logs_dir}", "-cp", f"{libs}/*", main, *args]
+        return [
+            "java",
+            *JVM_FLAGS,
+            f"-Dlog4j2.configurationFile={LOG4J}",
+            f"-Dkafka.logs.dir={logs_dir}",
+            "-cp",
+            f"{libs}/*",
+            main,
+            *args,
+        ]
 
     def _formatted_template(self, libs: Path) -> Path:
         """A storage directory formatted once (StorageTool is a slow JVM start), then reused."""
@@ -129,9 +144,21 @@ class ReferenceKafka:
         # Formatting records the controller's identity only; ports here do not matter later.
         props.write_text(server_properties(9, 10, tmp / "data", {}))
         subprocess.run(
-            self._java(libs, "kafka.tools.StorageTool", "format", "--standalone", "-t", CLUSTER_ID,
-                       "-c", str(props), logs_dir=tmp),
-            check=True, timeout=300, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT,
+            self._java(
+                libs,
+                "kafka.tools.StorageTool",
+                "format",
+                "--standalone",
+                "-t",
+                CLUSTER_ID,
+                "-c",
+                str(props),
+                logs_dir=tmp,
+            ),
+            check=True,
+            timeout=300,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.STDOUT,
         )
         shutil.rmtree(template, ignore_errors=True)
         os.replace(tmp / "data", template)
@@ -152,7 +179,10 @@ class ReferenceKafka:
         self.launched_at = time.perf_counter()
         self.proc = subprocess.Popen(
             self._java(libs, "kafka.Kafka", str(props), logs_dir=self.workdir),
-            stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
         )
         out.close()
         if not wait:

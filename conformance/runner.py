@@ -8,8 +8,8 @@ any other difference fails the run.
 
 from __future__ import annotations
 
-import re
 import json
+import re
 import tomllib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -92,10 +92,15 @@ def compare_case(name: str, sessions: dict[str, Session]) -> tuple[int, list[Mis
     for label in labels:
         rm, rk = by_label["m"].get(label), by_label["k"].get(label)
         if rm is None or rk is None:
-            out.append(Mismatch(label, "<answer>", "recorded" if rm else MISSING, "recorded" if rk else MISSING))
+            out.append(
+                Mismatch(label, "<answer>", "recorded" if rm else MISSING, "recorded" if rk else MISSING)
+            )
             continue
         if rm.api_key == OBSERVATION:
-            out += [Mismatch(label, path or "<value>", a, b) for path, a, b in diff(norm_m(rm.body), norm_k(rk.body))]
+            out += [
+                Mismatch(label, path or "<value>", a, b)
+                for path, a, b in diff(norm_m(rm.body), norm_k(rk.body))
+            ]
             continue
         if isinstance(rm.body, str) or isinstance(rk.body, str):
             vm = rm.body if isinstance(rm.body, str) else "ANSWERED"
@@ -130,7 +135,9 @@ def _short(value, width: int = 46) -> str:
 def table(rows: list[Mismatch]) -> str:
     lines = [f"{'case':<58} {'field':<44} {'minibroker':<46} kafka"]
     for m in rows:
-        lines.append(f"{_short(m.case, 58):<58} {_short(m.path, 44):<44} {_short(m.minibroker):<46} {_short(m.kafka)}")
+        lines.append(
+            f"{_short(m.case, 58):<58} {_short(m.path, 44):<44} {_short(m.minibroker):<46} {_short(m.kafka)}"
+        )
     return "\n".join(lines)
 
 
@@ -143,5 +150,9 @@ def uncovered(covered: set[tuple[int, int]]) -> list[tuple[int, int]]:
     for old clients only and answered by closing the connection, like Kafka 4."""
     from minibroker.broker.dispatch import HANDLERS  # noqa: PLC0415
 
-    return [(k, v) for k, m in sorted(HANDLERS.items()) for v in range(m.MIN_VERSION, m.MAX_VERSION + 1)
-            if (k, v) not in covered and not (k == 0 and v < 3)]
+    return [
+        (k, v)
+        for k, m in sorted(HANDLERS.items())
+        for v in range(m.MIN_VERSION, m.MAX_VERSION + 1)
+        if (k, v) not in covered and not (k == 0 and v < 3)
+    ]

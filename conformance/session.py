@@ -48,11 +48,21 @@ class Session:
             c.close()
 
     def _send(self, api_key, version, fields, conn, expect_response, client_id):
-        return self.conn(conn).call_raw(api_key, version, fields, expect_response=expect_response,
-                                        client_id=client_id)
+        return self.conn(conn).call_raw(
+            api_key, version, fields, expect_response=expect_response, client_id=client_id
+        )
 
-    def check(self, label: str, api_key: int, version: int, fields: dict, *, conn: str = "main",
-              expect_response: bool = True, client_id: str | None = "conformance"):
+    def check(
+        self,
+        label: str,
+        api_key: int,
+        version: int,
+        fields: dict,
+        *,
+        conn: str = "main",
+        expect_response: bool = True,
+        client_id: str | None = "conformance",
+    ):
         body = self._send(api_key, version, fields, conn, expect_response, client_id)
         self.records.append(Recorded(f"{self.case}/{label}", api_key, version, body))
         return _decoded(api_key, version, body)
@@ -74,14 +84,29 @@ class Session:
     def connection_state(self, label: str, conn: str = "main") -> None:
         """Record whether `conn` is still open: an ApiVersions v0 either answers or finds it closed."""
         body = self.conn(conn).call_raw(18, 0, {}) if not self.conn(conn).closed else CLOSED
-        self.records.append(Recorded(f"{self.case}/{label}", -1, 0, "OPEN" if isinstance(body, bytes) else body))
+        self.records.append(
+            Recorded(f"{self.case}/{label}", -1, 0, "OPEN" if isinstance(body, bytes) else body)
+        )
 
     # --- set-up helpers (uncompared) --------------------------------------------------------
     def create_topic(self, name: str, partitions: int = 1, configs: dict | None = None) -> None:
-        answer = self.call(19, 7, {"topics": [{
-            "name": name, "num_partitions": partitions, "replication_factor": 1, "assignments": [],
-            "configs": [{"name": k, "value": str(v)} for k, v in (configs or {}).items()],
-        }], "timeout_ms": 30000, "validate_only": False})
+        answer = self.call(
+            19,
+            7,
+            {
+                "topics": [
+                    {
+                        "name": name,
+                        "num_partitions": partitions,
+                        "replication_factor": 1,
+                        "assignments": [],
+                        "configs": [{"name": k, "value": str(v)} for k, v in (configs or {}).items()],
+                    }
+                ],
+                "timeout_ms": 30000,
+                "validate_only": False,
+            },
+        )
         code = answer["topics"][0]["error_code"]
         if code not in (0, 36):  # 36: already exists
             raise AssertionError(f"creating {name}: error {code}")
@@ -92,9 +117,13 @@ class Session:
         while True:
             md = self.call(3, 12, {"topics": [{"name": name}], "allow_auto_topic_creation": False})
             topic = md["topics"][0] if isinstance(md, dict) and md["topics"] else None
-            if topic and topic["error_code"] == 0 and len(topic["partitions"]) >= partitions and all(
-                p["leader_id"] >= 0 for p in topic["partitions"]
-            ) and self._serving(name, partitions):
+            if (
+                topic
+                and topic["error_code"] == 0
+                and len(topic["partitions"]) >= partitions
+                and all(p["leader_id"] >= 0 for p in topic["partitions"])
+                and self._serving(name, partitions)
+            ):
                 return
             if time.monotonic() > deadline:
                 raise AssertionError(f"topic {name} not ready within {TOPIC_READY_TIMEOUT}s: {md}")
@@ -103,30 +132,74 @@ class Session:
     def wait_coordinators(self) -> None:
         """Kafka creates its internal topics on first use and answers COORDINATOR_NOT_AVAILABLE
         / COORDINATOR_LOAD_IN_PROGRESS meanwhile; run before the cases, on both brokers."""
+
         def ready(api, version, fields, path):
             answer = self.call(api, version, fields)
             return isinstance(answer, dict) and path(answer) == 0
+
         for key_type in (0, 1):
-            self.wait_until(lambda: ready(10, 4, {"key_type": key_type, "coordinator_keys": ["warm-up"]},
-                                          lambda a: a["coordinators"][0]["error_code"]), "coordinator", 120)
+            self.wait_until(
+                lambda: ready(
+                    10,
+                    4,
+                    {"key_type": key_type, "coordinator_keys": ["warm-up"]},
+                    lambda a: a["coordinators"][0]["error_code"],
+                ),
+                "coordinator",
+                120,
+            )
         for tid in (None, "warm-up"):
-            self.wait_until(lambda: ready(22, 4, {"transactional_id": tid, "transaction_timeout_ms": 60000,
-                                                  "producer_id": -1, "producer_epoch": -1},
-                                          lambda a: a["error_code"]), "producer ids", 120)
+            self.wait_until(
+                lambda: ready(
+                    22,
+                    4,
+                    {
+                        "transactional_id": tid,
+                        "transaction_timeout_ms": 60000,
+                        "producer_id": -1,
+                        "producer_epoch": -1,
+                    },
+                    lambda a: a["error_code"],
+                ),
+                "producer ids",
+                120,
+            )
 
     def wait_txn_complete(self, tid: str) -> None:
         """EndTxn answers before the markers are written on Kafka; wait for Complete*."""
+
         def done():
             answer = self.call(65, 0, {"transactional_ids": [tid]})
             return isinstance(answer, dict) and answer["transaction_states"][0]["transaction_state"] in (
-                "CompleteCommit", "CompleteAbort", "Empty")
+                "CompleteCommit",
+                "CompleteAbort",
+                "Empty",
+            )
+
         self.wait_until(done, f"transaction {tid} complete", 30)
 
     def _serving(self, name: str, partitions: int) -> bool:
-        answer = self.call(2, 7, {"replica_id": -1, "isolation_level": 0, "timeout_ms": 1000, "topics": [
-            {"name": name, "partitions": [{"partition_index": p, "timestamp": -1, "current_leader_epoch": -1}
-                                          for p in range(partitions)]}]})
-        return isinstance(answer, dict) and all(p["error_code"] == 0 for p in answer["topics"][0]["partitions"])
+        answer = self.call(
+            2,
+            7,
+            {
+                "replica_id": -1,
+                "isolation_level": 0,
+                "timeout_ms": 1000,
+                "topics": [
+                    {
+                        "name": name,
+                        "partitions": [
+                            {"partition_index": p, "timestamp": -1, "current_leader_epoch": -1}
+                            for p in range(partitions)
+                        ],
+                    }
+                ],
+            },
+        )
+        return isinstance(answer, dict) and all(
+            p["error_code"] == 0 for p in answer["topics"][0]["partitions"]
+        )
 
     def wait_until(self, predicate, what: str, timeout: float = 30.0, interval: float = 0.1):
         deadline = time.monotonic() + timeout

@@ -18,7 +18,6 @@ import uuid
 from pathlib import Path
 
 from kio.serial import entity_reader, entity_writer
-
 from minibroker.protocol.codec import build, request_class, response_class
 from minibroker.protocol.varint import write_uvarint
 
@@ -33,8 +32,9 @@ class Unanswered(Exception):
     pass
 
 
-def encode_request(api_key: int, version: int, correlation_id: int, fields: dict,
-                   client_id: str | None = "conformance") -> bytes:
+def encode_request(
+    api_key: int, version: int, correlation_id: int, fields: dict, client_id: str | None = "conformance"
+) -> bytes:
     cls = request_class(api_key, version)
     if cls is None:
         raise ValueError(f"kio has no request class for api {api_key} v{version}")
@@ -154,8 +154,16 @@ class Connection:
         (size,) = _INT32.unpack(self._recv_exact(4, deadline))
         return self._recv_exact(size, deadline)
 
-    def call_raw(self, api_key: int, version: int, fields: dict, *, expect_response: bool = True,
-                 client_id: str | None = "conformance", timeout: float | None = None) -> bytes | str:
+    def call_raw(
+        self,
+        api_key: int,
+        version: int,
+        fields: dict,
+        *,
+        expect_response: bool = True,
+        client_id: str | None = "conformance",
+        timeout: float | None = None,
+    ) -> bytes | str:
         """Send one request; the response body, or CLOSED / NO_ANSWER."""
         if self.closed:
             return CLOSED

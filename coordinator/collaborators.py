@@ -88,8 +88,9 @@ class MarkerLog(Protocol):
     @property
     def producer_state(self) -> OngoingTransactions: ...
 
-    def append_marker(self, producer_id: int, producer_epoch: int, commit: bool,
-                      coordinator_epoch: int) -> int: ...
+    def append_marker(
+        self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int
+    ) -> int: ...
 
 
 @runtime_checkable
@@ -108,9 +109,15 @@ class OffsetsStore(Protocol):
 
     def num_partitions(self) -> int: ...
 
-    def append(self, partition: int, records: Sequence[tuple[bytes, bytes | None]], *,
-               producer_id: int = -1, producer_epoch: int = -1,
-               transactional: bool = False) -> int:
+    def append(
+        self,
+        partition: int,
+        records: Sequence[tuple[bytes, bytes | None]],
+        *,
+        producer_id: int = -1,
+        producer_epoch: int = -1,
+        transactional: bool = False,
+    ) -> int:
         """Append one batch; the offset of its first record. A producer's batch continues its
         sequence on the partition (0 in a new epoch), as a client's would: storage checks the
         sequences of internal appends too. Raises KafkaStorageError."""

@@ -35,12 +35,16 @@ class GroupState(str, Enum):  # noqa: UP042 - StrEnum would change how states pr
 
 # Kafka's GroupMetadata.validPreviousStates
 _VALID_PREVIOUS = {
-    GroupState.DEAD: {GroupState.STABLE, GroupState.PREPARING_REBALANCE,
-                      GroupState.COMPLETING_REBALANCE, GroupState.EMPTY, GroupState.DEAD},
+    GroupState.DEAD: {
+        GroupState.STABLE,
+        GroupState.PREPARING_REBALANCE,
+        GroupState.COMPLETING_REBALANCE,
+        GroupState.EMPTY,
+        GroupState.DEAD,
+    },
     GroupState.COMPLETING_REBALANCE: {GroupState.PREPARING_REBALANCE},
     GroupState.STABLE: {GroupState.COMPLETING_REBALANCE},
-    GroupState.PREPARING_REBALANCE: {GroupState.STABLE, GroupState.COMPLETING_REBALANCE,
-                                     GroupState.EMPTY},
+    GroupState.PREPARING_REBALANCE: {GroupState.STABLE, GroupState.COMPLETING_REBALANCE, GroupState.EMPTY},
     GroupState.EMPTY: {GroupState.PREPARING_REBALANCE},
 }
 
@@ -117,8 +121,10 @@ class Member(MemberIdentity):
     def matches(self, protocols: list[tuple[str, bytes]]) -> bool:
         if len(protocols) != len(self.protocols):
             return False
-        return all(a[0] == b[0] and bytes(a[1]) == bytes(b[1])
-                   for a, b in zip(self.protocols, protocols, strict=True))
+        return all(
+            a[0] == b[0] and bytes(a[1]) == bytes(b[1])
+            for a, b in zip(self.protocols, protocols, strict=True)
+        )
 
     def vote(self, candidates: set[str]) -> str:
         for name, _ in self.protocols:
@@ -168,7 +174,8 @@ class Group:
     def transition_to(self, state: GroupState, now_ms: int = -1) -> None:
         if self.state not in _VALID_PREVIOUS[state]:
             raise AssertionError(
-                f"group {self.group_id}: invalid transition {self.state.value} -> {state.value}")
+                f"group {self.group_id}: invalid transition {self.state.value} -> {state.value}"
+            )
         self.state = state
         self.state_timestamp = now_ms
 
@@ -229,9 +236,14 @@ class Group:
             self.leader_id = next(iter(self.members), None)
         return member
 
-    def update_member(self, member: Member, protocols: list[tuple[str, bytes]],
-                      rebalance_timeout_ms: int, session_timeout_ms: int,
-                      callback: JoinCallback | None) -> None:
+    def update_member(
+        self,
+        member: Member,
+        protocols: list[tuple[str, bytes]],
+        rebalance_timeout_ms: int,
+        session_timeout_ms: int,
+        callback: JoinCallback | None,
+    ) -> None:
         self._uncount_protocols(member)
         member.protocols = list(protocols)
         for name in member.protocol_names():
@@ -258,8 +270,7 @@ class Group:
         current = self.static_member_id(group_instance_id)
         return current is not None and current != member_id
 
-    def replace_static_member(self, group_instance_id: str, old_member_id: str,
-                              new_member_id: str) -> Member:
+    def replace_static_member(self, group_instance_id: str, old_member_id: str, new_member_id: str) -> Member:
         member = self.members.pop(old_member_id)
         member.member_id = new_member_id
         self.members[new_member_id] = member
@@ -293,8 +304,9 @@ class Group:
     def supports_protocols(self, protocol_type: str, protocol_names: list[str]) -> bool:
         if not self.members:
             return bool(protocol_type) and bool(protocol_names)
-        return (self.protocol_type == protocol_type
-                and any(self.supported_protocols.get(n, 0) == self.size for n in protocol_names))
+        return self.protocol_type == protocol_type and any(
+            self.supported_protocols.get(n, 0) == self.size for n in protocol_names
+        )
 
     def select_protocol(self) -> str:
         candidates = self.candidate_protocols()
@@ -337,8 +349,9 @@ class Group:
 
     def current_member_metadata(self) -> list[tuple[str, str | None, bytes]]:
         assert self.protocol_name is not None
-        return [(m.member_id, m.group_instance_id, m.metadata(self.protocol_name))
-                for m in self.members.values()]
+        return [
+            (m.member_id, m.group_instance_id, m.metadata(self.protocol_name)) for m in self.members.values()
+        ]
 
     # --- offsets ---------------------------------------------------------------------------
     def has_pending_offsets(self, tp: tuple[str, int]) -> bool:
@@ -367,6 +380,6 @@ def parse_subscription_topics(data: bytes) -> set[str]:
         pos += 2
         if length < 0 or pos + length > len(buf):
             raise ValueError("bad topic length")
-        topics.add(bytes(buf[pos:pos + length]).decode("utf-8"))
+        topics.add(bytes(buf[pos : pos + length]).decode("utf-8"))
         pos += length
     return topics

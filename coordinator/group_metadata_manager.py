@@ -18,7 +18,6 @@ from collections.abc import Callable, Iterable
 from typing import TypeVar
 
 import structlog
-
 from minibroker.coordinator import group_records
 from minibroker.coordinator.collaborators import Config, OffsetsStore, TopicCatalog
 from minibroker.coordinator.group_metadata import Group, GroupState, Member, OffsetAndMetadata
@@ -49,8 +48,9 @@ def config_value(config: Config, name: str, default):
 
 
 class GroupMetadataManager:
-    def __init__(self, config: Config, *, store: OffsetsStore, topics: TopicCatalog,
-                 clock: Callable[[], int]) -> None:
+    def __init__(
+        self, config: Config, *, store: OffsetsStore, topics: TopicCatalog, clock: Callable[[], int]
+    ) -> None:
         self.config = config
         self.store = store  # __consumer_offsets
         self.topics = topics  # which topics exist (offsets for others are refused)
@@ -73,8 +73,9 @@ class GroupMetadataManager:
         return group
 
     # --- offsets ----------------------------------------------------------------------------------
-    def check_offsets(self, offsets: Iterable[tuple[str, int, int, int, str | None]],
-                      results: dict[TopicPartition, int]) -> list[OffsetEntry]:
+    def check_offsets(
+        self, offsets: Iterable[tuple[str, int, int, int, str | None]], results: dict[TopicPartition, int]
+    ) -> list[OffsetEntry]:
         """The offsets that may be stored; the others get their error in `results`
         (UNKNOWN_TOPIC_OR_PARTITION, OFFSET_METADATA_TOO_LARGE)."""
         valid = []
@@ -92,21 +93,33 @@ class GroupMetadataManager:
         info = self.topics.topics.get(topic)
         return info is not None and 0 <= partition < info.num_partitions
 
-    def _offset_records(self, group_id: str, valid: list[OffsetEntry]
-                        ) -> tuple[list[tuple[TopicPartition, OffsetAndMetadata]],
-                                   list[tuple[bytes, bytes | None]]]:
+    def _offset_records(
+        self, group_id: str, valid: list[OffsetEntry]
+    ) -> tuple[list[tuple[TopicPartition, OffsetAndMetadata]], list[tuple[bytes, bytes | None]]]:
         now = self._now()
-        values = [(tp, OffsetAndMetadata(offset, leader_epoch if leader_epoch is not None else -1,
-                                         metadata or "", now))
-                  for tp, offset, leader_epoch, metadata in valid]
+        values = [
+            (
+                tp,
+                OffsetAndMetadata(
+                    offset, leader_epoch if leader_epoch is not None else -1, metadata or "", now
+                ),
+            )
+            for tp, offset, leader_epoch, metadata in valid
+        ]
         records: list[tuple[bytes, bytes | None]] = [
-            (group_records.encode_offset_key(group_id, tp[0], tp[1]), group_records.encode_offset_value(
-                group_records.OffsetValue(om.offset, om.leader_epoch, om.metadata, om.commit_timestamp)))
-            for tp, om in values]
+            (
+                group_records.encode_offset_key(group_id, tp[0], tp[1]),
+                group_records.encode_offset_value(
+                    group_records.OffsetValue(om.offset, om.leader_epoch, om.metadata, om.commit_timestamp)
+                ),
+            )
+            for tp, om in values
+        ]
         return values, records
 
-    def store_offsets(self, group: Group, valid: list[OffsetEntry],
-                      results: dict[TopicPartition, int]) -> None:
+    def store_offsets(
+        self, group: Group, valid: list[OffsetEntry], results: dict[TopicPartition, int]
+    ) -> None:
         """Append the committed offsets, then make them the group's (Kafka's storeOffsets)."""
         values, records = self._offset_records(group.group_id, valid)
         try:
@@ -122,9 +135,9 @@ class GroupMetadataManager:
             group.offsets[tp] = om
             results[tp] = E.none
 
-    def fetch_offsets(self, group_id: str, partitions: Iterable[TopicPartition] | None,
-                      require_stable: bool = False
-                      ) -> tuple[int, list[tuple[str, int, int, int, str, int]]]:
+    def fetch_offsets(
+        self, group_id: str, partitions: Iterable[TopicPartition] | None, require_stable: bool = False
+    ) -> tuple[int, list[tuple[str, int, int, int, str, int]]]:
         """OffsetFetch: (group error, [(topic, partition, offset, leader_epoch, metadata, error)]).
         `partitions=None` means every partition the group has an offset for."""
         group = self.groups.get(group_id)
@@ -146,8 +159,9 @@ class GroupMetadataManager:
                 out.append((tp[0], tp[1], om.offset, om.leader_epoch, om.metadata, E.none))
         return E.none, out
 
-    def delete_offsets(self, group: Group, partitions: list[TopicPartition]
-                       ) -> tuple[int, dict[TopicPartition, int]]:
+    def delete_offsets(
+        self, group: Group, partitions: list[TopicPartition]
+    ) -> tuple[int, dict[TopicPartition, int]]:
         """Tombstones for the group's offsets of existing partitions: (group error,
         per-partition errors)."""
         results: dict[TopicPartition, int] = {}
@@ -160,7 +174,8 @@ class GroupMetadataManager:
         present = [tp for tp in checked if tp in group.offsets]
         if present:
             records: list[tuple[bytes, bytes | None]] = [
-                (group_records.encode_offset_key(group.group_id, t, p), None) for t, p in present]
+                (group_records.encode_offset_key(group.group_id, t, p), None) for t, p in present
+            ]
             try:
                 self.store.append(self.partition_for(group.group_id), records)
             except Exception as exc:  # noqa: BLE001
@@ -173,16 +188,26 @@ class GroupMetadataManager:
         return E.none, results
 
     # --- transactional offsets (KIP-447) ------------------------------------------------------------
-    def store_txn_offsets(self, group: Group, producer_id: int, producer_epoch: int,
-                          valid: list[OffsetEntry], results: dict[TopicPartition, int]) -> None:
+    def store_txn_offsets(
+        self,
+        group: Group,
+        producer_id: int,
+        producer_epoch: int,
+        valid: list[OffsetEntry],
+        results: dict[TopicPartition, int],
+    ) -> None:
         """Append offsets inside the producer's transaction; they stay pending (invisible to
         OffsetFetch, UNSTABLE_OFFSET_COMMIT with require_stable) until `complete_txn`."""
         group_id = group.group_id
         values, records = self._offset_records(group_id, valid)
         try:
-            base = self.store.append(self.partition_for(group_id), records,
-                                     producer_id=producer_id, producer_epoch=producer_epoch,
-                                     transactional=True)
+            base = self.store.append(
+                self.partition_for(group_id),
+                records,
+                producer_id=producer_id,
+                producer_epoch=producer_epoch,
+                transactional=True,
+            )
         except Exception as exc:  # noqa: BLE001
             error = storage_error_for_commit(exc)
             log.warning("transactional offset append failed", group=group_id, error=str(exc))
@@ -224,15 +249,27 @@ class GroupMetadataManager:
         members = []
         if group.protocol_name is not None:
             for m in group.members.values():
-                members.append(group_records.MemberValue(
-                    m.member_id, m.group_instance_id, m.client_id, m.client_host,
-                    m.rebalance_timeout_ms, m.session_timeout_ms,
-                    m.metadata(group.protocol_name), assignment.get(m.member_id, b"")))
-        value = group_records.GroupValue(group.protocol_type or "", group.generation_id,
-                                         group.protocol_name, group.leader_id, self._now(),
-                                         tuple(members))
-        record = (group_records.encode_group_key(group.group_id),
-                  group_records.encode_group_value(value))
+                members.append(
+                    group_records.MemberValue(
+                        m.member_id,
+                        m.group_instance_id,
+                        m.client_id,
+                        m.client_host,
+                        m.rebalance_timeout_ms,
+                        m.session_timeout_ms,
+                        m.metadata(group.protocol_name),
+                        assignment.get(m.member_id, b""),
+                    )
+                )
+        value = group_records.GroupValue(
+            group.protocol_type or "",
+            group.generation_id,
+            group.protocol_name,
+            group.leader_id,
+            self._now(),
+            tuple(members),
+        )
+        record = (group_records.encode_group_key(group.group_id), group_records.encode_group_value(value))
         try:
             self.store.append(self.partition_for(group.group_id), [record])
         except Exception as exc:  # noqa: BLE001
@@ -244,7 +281,8 @@ class GroupMetadataManager:
         """Tombstones for an Empty group's offsets and metadata, then it is gone (Dead)."""
         group_id = group.group_id
         records: list[tuple[bytes, bytes | None]] = [
-            (group_records.encode_offset_key(group_id, t, p), None) for t, p in group.offsets]
+            (group_records.encode_offset_key(group_id, t, p), None) for t, p in group.offsets
+        ]
         records.append((group_records.encode_group_key(group_id), None))
         try:
             self.store.append(self.partition_for(group_id), records)
@@ -273,12 +311,22 @@ class GroupMetadataManager:
                 continue
             if group.protocol_type is not None:
                 base = group.state_timestamp
-                doomed = [tp for tp, om in group.offsets.items()
-                          if max(base, om.commit_timestamp) + retention_ms <= now]
+                doomed = [
+                    tp
+                    for tp, om in group.offsets.items()
+                    if max(base, om.commit_timestamp) + retention_ms <= now
+                ]
             else:
-                doomed = [tp for tp, om in group.offsets.items()
-                          if (om.expire_timestamp if om.expire_timestamp is not None
-                              else om.commit_timestamp + retention_ms) <= now]
+                doomed = [
+                    tp
+                    for tp, om in group.offsets.items()
+                    if (
+                        om.expire_timestamp
+                        if om.expire_timestamp is not None
+                        else om.commit_timestamp + retention_ms
+                    )
+                    <= now
+                ]
             doomed = [tp for tp in doomed if not group.has_pending_offsets(tp)]
             remove_group = len(doomed) == len(group.offsets) and not group.pending_txn_offsets
             if not doomed and not remove_group:
@@ -289,8 +337,7 @@ class GroupMetadataManager:
             try:
                 self.store.append(self.partition_for(group.group_id), records)
             except Exception as exc:  # noqa: BLE001 - retried at the next check
-                log.warning("offset expiration append failed", group=group.group_id,
-                            error=str(exc))
+                log.warning("offset expiration append failed", group=group.group_id, error=str(exc))
                 continue
             for tp in doomed:
                 del group.offsets[tp]
@@ -298,8 +345,12 @@ class GroupMetadataManager:
             if remove_group:
                 group.transition_to(GroupState.DEAD, now)
                 del self.groups[group.group_id]
-            log.info("expired committed offsets", group=group.group_id, offsets=len(doomed),
-                     group_removed=remove_group)
+            log.info(
+                "expired committed offsets",
+                group=group.group_id,
+                offsets=len(doomed),
+                group_removed=remove_group,
+            )
         return expired_total
 
     def remove_topic_offsets(self, topic: str) -> int:
@@ -313,8 +364,10 @@ class GroupMetadataManager:
             if not doomed:
                 continue
             try:
-                self.store.append(self.partition_for(group.group_id), [
-                    (group_records.encode_offset_key(group.group_id, t, p), None) for t, p in doomed])
+                self.store.append(
+                    self.partition_for(group.group_id),
+                    [(group_records.encode_offset_key(group.group_id, t, p), None) for t, p in doomed],
+                )
             except Exception as exc:  # noqa: BLE001 - retried on the next deletion/restart
                 log.warning("offset cleanup append failed", group=group.group_id, error=str(exc))
                 continue
@@ -333,9 +386,13 @@ class GroupMetadataManager:
         for partition in range(self.store.num_partitions()):
             records += self._load_partition(partition)
         self.loaded = True
-        log.info("group coordinator loaded", groups=len(self.groups), records=records,
-                 pending_txns=len(self._txn_groups),
-                 ms=round((time.monotonic() - started) * 1000, 1))
+        log.info(
+            "group coordinator loaded",
+            groups=len(self.groups),
+            records=records,
+            pending_txns=len(self._txn_groups),
+            ms=round((time.monotonic() - started) * 1000, 1),
+        )
 
     def _load_partition(self, partition: int) -> int:
         replay = _PartitionReplay()
@@ -383,10 +440,17 @@ class GroupMetadataManager:
         group.protocol_name = value.protocol
         group.leader_id = value.leader
         for mv in value.members:
-            member = Member(mv.member_id, mv.group_instance_id, mv.client_id, mv.client_host,
-                            mv.rebalance_timeout_ms, mv.session_timeout_ms,
-                            value.protocol_type, [(value.protocol or "", mv.subscription)],
-                            assignment=mv.assignment)
+            member = Member(
+                mv.member_id,
+                mv.group_instance_id,
+                mv.client_id,
+                mv.client_host,
+                mv.rebalance_timeout_ms,
+                mv.session_timeout_ms,
+                value.protocol_type,
+                [(value.protocol or "", mv.subscription)],
+                assignment=mv.assignment,
+            )
             group.add(member)
         if group.members:
             group.state = GroupState.STABLE
@@ -430,23 +494,35 @@ class _PartitionReplay:
             for group_id, txn_offsets in by_group.items():
                 _apply_newer(self.offsets.setdefault(group_id, {}), txn_offsets)
 
-    def record(self, producer_id: int, transactional: bool, record_offset: int,
-               key: bytes | None, value: bytes | None) -> None:
+    def record(
+        self,
+        producer_id: int,
+        transactional: bool,
+        record_offset: int,
+        key: bytes | None,
+        value: bytes | None,
+    ) -> None:
         if key is None:
             return
         parsed = _decoded(group_records.decode_key, key, "__consumer_offsets key", record_offset)
         if isinstance(parsed, group_records.OffsetKey):
             tp = (parsed.topic, parsed.partition)
-            target = (self.pending.setdefault(producer_id, {}) if transactional
-                      else self.offsets).setdefault(parsed.group, {})
+            target = (self.pending.setdefault(producer_id, {}) if transactional else self.offsets).setdefault(
+                parsed.group, {}
+            )
             if value is None:
                 target.pop(tp, None)
                 return
             ov = _decoded(group_records.decode_offset_value, value, "offset value", record_offset)
             if ov is not None:
-                target[tp] = OffsetAndMetadata(ov.offset, ov.leader_epoch, ov.metadata,
-                                               ov.commit_timestamp, ov.expire_timestamp,
-                                               record_offset)
+                target[tp] = OffsetAndMetadata(
+                    ov.offset,
+                    ov.leader_epoch,
+                    ov.metadata,
+                    ov.commit_timestamp,
+                    ov.expire_timestamp,
+                    record_offset,
+                )
         elif isinstance(parsed, group_records.GroupKey):
             if value is None:
                 self.group_values[parsed.group] = None
@@ -469,8 +545,7 @@ def storage_error_for_commit(exc: Exception) -> ErrorCode:
     if not isinstance(exc, KafkaStorageError):
         return E.coordinator_not_available
     code = exc.error_code
-    if code in (E.unknown_topic_or_partition, E.not_enough_replicas,
-                E.not_enough_replicas_after_append):
+    if code in (E.unknown_topic_or_partition, E.not_enough_replicas, E.not_enough_replicas_after_append):
         return E.coordinator_not_available
     if code in (E.not_leader_or_follower, E.kafka_storage_error):
         return E.not_coordinator

@@ -204,6 +204,16 @@ def decode_group_value(raw: bytes) -> GroupValue:
         subscription = r.bytes_() or b""
         assignment = r.bytes_() or b""
         r.tagged_fields()
-        members.append(MemberValue(member_id, instance_id, client_id, client_host,
-                                   rebalance_timeout, session_timeout, subscription, assignment))
+        members.append(
+            MemberValue(
+                member_id,
+                instance_id,
+                client_id,
+                client_host,
+                rebalance_timeout,
+                session_timeout,
+                subscription,
+                assignment,
+            )
+        )
     return GroupValue(protocol_type, generation, protocol, leader, state_ts, tuple(members))

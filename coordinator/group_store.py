@@ -26,11 +26,21 @@ class LogOffsetsStore(InternalTopic):
     def __init__(self, logs: LogManager, configured_partitions: int) -> None:
         super().__init__(logs, OFFSETS_TOPIC, configured_partitions, "offsets.topic.segment.bytes")
 
-    def append(self, partition: int, records: Sequence[tuple[bytes, bytes | None]], *,
-               producer_id: int = -1, producer_epoch: int = -1,
-               transactional: bool = False) -> int:
+    def append(
+        self,
+        partition: int,
+        records: Sequence[tuple[bytes, bytes | None]],
+        *,
+        producer_id: int = -1,
+        producer_epoch: int = -1,
+        transactional: bool = False,
+    ) -> int:
         """Append one batch; the offset of its first record."""
-        _, base_offset = self.append_batch(partition, records, producer_id=producer_id,
-                                           producer_epoch=producer_epoch,
-                                           transactional=transactional)
+        _, base_offset = self.append_batch(
+            partition,
+            records,
+            producer_id=producer_id,
+            producer_epoch=producer_epoch,
+            transactional=transactional,
+        )
         return base_offset

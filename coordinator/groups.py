@@ -30,7 +30,6 @@ import uuid
 from collections.abc import Callable, Iterable
 
 import structlog
-
 from minibroker.coordinator.collaborators import Config, Scheduler
 from minibroker.coordinator.group_metadata import (
     Group,
@@ -54,8 +53,7 @@ NEW_MEMBER_JOIN_TIMEOUT_MS = 5 * 60 * 1000  # Kafka's GroupCoordinator.NewMember
 
 
 class GroupCoordinator:
-    def __init__(self, config: Config, *, manager: GroupMetadataManager,
-                 scheduler: Scheduler) -> None:
+    def __init__(self, config: Config, *, manager: GroupMetadataManager, scheduler: Scheduler) -> None:
         self.config = config
         self.scheduler = scheduler
         self.manager = manager  # the groups, their offsets and __consumer_offsets
@@ -127,13 +125,34 @@ class GroupCoordinator:
                 self._remove_member_and_update_group(group, existing, "group max size reached")
             callback(JoinResult(E.group_max_size_reached, ""))
         elif is_unknown:
-            self._new_member_join(group, group_instance_id, require_known, client_id, client_host,
-                                  rebalance_timeout_ms, session_timeout_ms, protocol_type,
-                                  protocols, callback, supports_skip_assignment, reason)
+            self._new_member_join(
+                group,
+                group_instance_id,
+                require_known,
+                client_id,
+                client_host,
+                rebalance_timeout_ms,
+                session_timeout_ms,
+                protocol_type,
+                protocols,
+                callback,
+                supports_skip_assignment,
+                reason,
+            )
         else:
-            self._current_member_join(group, member_id, group_instance_id, client_id, client_host,
-                                      rebalance_timeout_ms, session_timeout_ms, protocol_type,
-                                      protocols, callback, reason)
+            self._current_member_join(
+                group,
+                member_id,
+                group_instance_id,
+                client_id,
+                client_host,
+                rebalance_timeout_ms,
+                session_timeout_ms,
+                protocol_type,
+                protocols,
+                callback,
+                reason,
+            )
         if group.is_state(GroupState.PREPARING_REBALANCE):
             self._try_complete_join(group)
 
@@ -143,13 +162,26 @@ class GroupCoordinator:
             return True
         if state is GroupState.PREPARING_REBALANCE:
             member = group.members.get(member_id)
-            return (member is not None and member.awaiting_join) or \
-                group.num_awaiting_join < self.max_group_size
+            return (
+                member is not None and member.awaiting_join
+            ) or group.num_awaiting_join < self.max_group_size
         return group.has(member_id) or group.size < self.max_group_size
 
-    def _new_member_join(self, group, group_instance_id, require_known, client_id, client_host,
-                         rebalance_timeout_ms, session_timeout_ms, protocol_type, protocols,
-                         callback, supports_skip_assignment, reason) -> None:
+    def _new_member_join(
+        self,
+        group,
+        group_instance_id,
+        require_known,
+        client_id,
+        client_host,
+        rebalance_timeout_ms,
+        session_timeout_ms,
+        protocol_type,
+        protocols,
+        callback,
+        supports_skip_assignment,
+        reason,
+    ) -> None:
         if group.is_state(GroupState.DEAD):
             callback(JoinResult(E.coordinator_not_available, ""))
             return
@@ -161,27 +193,71 @@ class GroupCoordinator:
         if group_instance_id is not None:
             old_member_id = group.static_member_id(group_instance_id)
             if old_member_id is not None:
-                log.info("static member rejoined with a new member id", group=group.group_id,
-                         instance=group_instance_id, old=old_member_id, new=new_member_id)
+                log.info(
+                    "static member rejoined with a new member id",
+                    group=group.group_id,
+                    instance=group_instance_id,
+                    old=old_member_id,
+                    new=new_member_id,
+                )
                 self._update_static_member_and_rebalance(
-                    group, old_member_id, new_member_id, group_instance_id, protocols,
-                    rebalance_timeout_ms, session_timeout_ms, callback, supports_skip_assignment)
+                    group,
+                    old_member_id,
+                    new_member_id,
+                    group_instance_id,
+                    protocols,
+                    rebalance_timeout_ms,
+                    session_timeout_ms,
+                    callback,
+                    supports_skip_assignment,
+                )
             else:
-                self._add_member_and_rebalance(group, new_member_id, group_instance_id, client_id,
-                                               client_host, rebalance_timeout_ms, session_timeout_ms,
-                                               protocol_type, protocols, callback, reason)
+                self._add_member_and_rebalance(
+                    group,
+                    new_member_id,
+                    group_instance_id,
+                    client_id,
+                    client_host,
+                    rebalance_timeout_ms,
+                    session_timeout_ms,
+                    protocol_type,
+                    protocols,
+                    callback,
+                    reason,
+                )
         elif require_known:
             # KIP-394: hand out the id, expect the member to come back with it
             self._add_pending_member(group, new_member_id, session_timeout_ms)
             callback(JoinResult(E.member_id_required, new_member_id))
         else:
-            self._add_member_and_rebalance(group, new_member_id, None, client_id, client_host,
-                                           rebalance_timeout_ms, session_timeout_ms, protocol_type,
-                                           protocols, callback, reason)
+            self._add_member_and_rebalance(
+                group,
+                new_member_id,
+                None,
+                client_id,
+                client_host,
+                rebalance_timeout_ms,
+                session_timeout_ms,
+                protocol_type,
+                protocols,
+                callback,
+                reason,
+            )
 
-    def _current_member_join(self, group, member_id, group_instance_id, client_id, client_host,
-                             rebalance_timeout_ms, session_timeout_ms, protocol_type, protocols,
-                             callback, reason) -> None:
+    def _current_member_join(
+        self,
+        group,
+        member_id,
+        group_instance_id,
+        client_id,
+        client_host,
+        rebalance_timeout_ms,
+        session_timeout_ms,
+        protocol_type,
+        protocols,
+        callback,
+        reason,
+    ) -> None:
         if group.is_state(GroupState.DEAD):
             callback(JoinResult(E.coordinator_not_available, member_id))
             return
@@ -193,48 +269,95 @@ class GroupCoordinator:
                 # a pending member is always dynamic; a static join with its id is a mismatch
                 callback(JoinResult(E.unknown_member_id, member_id))
                 return
-            self._add_member_and_rebalance(group, member_id, None, client_id, client_host,
-                                           rebalance_timeout_ms, session_timeout_ms, protocol_type,
-                                           protocols, callback, reason)
+            self._add_member_and_rebalance(
+                group,
+                member_id,
+                None,
+                client_id,
+                client_host,
+                rebalance_timeout_ms,
+                session_timeout_ms,
+                protocol_type,
+                protocols,
+                callback,
+                reason,
+            )
             return
-        instance_not_found = group_instance_id is not None and \
-            group.static_member_id(group_instance_id) is None
+        instance_not_found = (
+            group_instance_id is not None and group.static_member_id(group_instance_id) is None
+        )
         if group.is_static_member_fenced(group_instance_id, member_id):
             callback(JoinResult(E.fenced_instance_id, member_id))
             return
         if not group.has(member_id) or instance_not_found:
             callback(JoinResult(E.unknown_member_id, member_id))
             return
-        self._known_member_rejoin(group, group.members[member_id], rebalance_timeout_ms,
-                                  session_timeout_ms, protocols, callback)
+        self._known_member_rejoin(
+            group, group.members[member_id], rebalance_timeout_ms, session_timeout_ms, protocols, callback
+        )
 
-    def _known_member_rejoin(self, group: Group, member: Member, rebalance_timeout_ms: int,
-                             session_timeout_ms: int, protocols: list[tuple[str, bytes]],
-                             callback: JoinCallback) -> None:
+    def _known_member_rejoin(
+        self,
+        group: Group,
+        member: Member,
+        rebalance_timeout_ms: int,
+        session_timeout_ms: int,
+        protocols: list[tuple[str, bytes]],
+        callback: JoinCallback,
+    ) -> None:
         """JoinGroup of a current member: what it means depends on the group's state."""
         member_id = member.member_id
         state = group.state
         if state is GroupState.PREPARING_REBALANCE:
-            self._update_member_and_rebalance(group, member, protocols, rebalance_timeout_ms,
-                                              session_timeout_ms, callback,
-                                              "member joining during rebalance")
+            self._update_member_and_rebalance(
+                group,
+                member,
+                protocols,
+                rebalance_timeout_ms,
+                session_timeout_ms,
+                callback,
+                "member joining during rebalance",
+            )
         elif state is GroupState.COMPLETING_REBALANCE:
             if member.matches(protocols):
                 # it missed the join response: send the current generation again
                 callback(self._join_result_for(group, member))
             else:
-                self._update_member_and_rebalance(group, member, protocols, rebalance_timeout_ms,
-                                                  session_timeout_ms, callback, "metadata changed")
+                self._update_member_and_rebalance(
+                    group,
+                    member,
+                    protocols,
+                    rebalance_timeout_ms,
+                    session_timeout_ms,
+                    callback,
+                    "metadata changed",
+                )
         elif state is GroupState.STABLE:
             if group.is_leader(member_id) or not member.matches(protocols):
                 # the leader's rejoin forces a rebalance (topic metadata changes, KIP-?),
                 # as does a follower whose metadata changed
                 self._update_member_and_rebalance(
-                    group, member, protocols, rebalance_timeout_ms, session_timeout_ms, callback,
-                    "leader rejoined" if group.is_leader(member_id) else "metadata changed")
+                    group,
+                    member,
+                    protocols,
+                    rebalance_timeout_ms,
+                    session_timeout_ms,
+                    callback,
+                    "leader rejoined" if group.is_leader(member_id) else "metadata changed",
+                )
             else:
-                callback(JoinResult(E.none, member_id, group.generation_id, group.protocol_type,
-                                    group.protocol_name, group.leader_id or "", False, []))
+                callback(
+                    JoinResult(
+                        E.none,
+                        member_id,
+                        group.generation_id,
+                        group.protocol_type,
+                        group.protocol_name,
+                        group.leader_id or "",
+                        False,
+                        [],
+                    )
+                )
         else:  # Empty/Dead: the member must reset and rejoin
             callback(JoinResult(E.unknown_member_id, member_id))
 
@@ -265,11 +388,30 @@ class GroupCoordinator:
         if group.is_state(GroupState.PREPARING_REBALANCE):
             self._try_complete_join(group)
 
-    def _add_member_and_rebalance(self, group, member_id, group_instance_id, client_id, client_host,
-                                  rebalance_timeout_ms, session_timeout_ms, protocol_type, protocols,
-                                  callback, reason) -> None:
-        member = Member(member_id, group_instance_id, client_id, client_host, rebalance_timeout_ms,
-                        session_timeout_ms, protocol_type, list(protocols))
+    def _add_member_and_rebalance(
+        self,
+        group,
+        member_id,
+        group_instance_id,
+        client_id,
+        client_host,
+        rebalance_timeout_ms,
+        session_timeout_ms,
+        protocol_type,
+        protocols,
+        callback,
+        reason,
+    ) -> None:
+        member = Member(
+            member_id,
+            group_instance_id,
+            client_id,
+            client_host,
+            rebalance_timeout_ms,
+            session_timeout_ms,
+            protocol_type,
+            list(protocols),
+        )
         member.is_new = True
         member.join_callback = callback
         if group.is_state(GroupState.PREPARING_REBALANCE) and group.generation_id == 0:
@@ -279,12 +421,14 @@ class GroupCoordinator:
         group.add(member)
         # A new member cannot heartbeat while its JoinGroup waits; expire abandoned joins.
         self._schedule_heartbeat(group, member, NEW_MEMBER_JOIN_TIMEOUT_MS)
-        log.info("member added", group=group.group_id, member=member_id,
-                 instance=group_instance_id, reason=reason)
+        log.info(
+            "member added", group=group.group_id, member=member_id, instance=group_instance_id, reason=reason
+        )
         self._maybe_prepare_rebalance(group, f"adding new member {member_id}")
 
-    def _update_member_and_rebalance(self, group, member, protocols, rebalance_timeout_ms,
-                                     session_timeout_ms, callback, reason) -> None:
+    def _update_member_and_rebalance(
+        self, group, member, protocols, rebalance_timeout_ms, session_timeout_ms, callback, reason
+    ) -> None:
         self._replace_join_callback(member)
         group.update_member(member, protocols, rebalance_timeout_ms, session_timeout_ms, callback)
         self._maybe_prepare_rebalance(group, reason)
@@ -298,10 +442,18 @@ class GroupCoordinator:
             member.join_callback = None
             old(JoinResult(E.rebalance_in_progress, member.member_id))
 
-    def _update_static_member_and_rebalance(self, group, old_member_id, new_member_id,
-                                            group_instance_id, protocols, rebalance_timeout_ms,
-                                            session_timeout_ms, callback,
-                                            supports_skip_assignment) -> None:
+    def _update_static_member_and_rebalance(
+        self,
+        group,
+        old_member_id,
+        new_member_id,
+        group_instance_id,
+        protocols,
+        rebalance_timeout_ms,
+        session_timeout_ms,
+        callback,
+        supports_skip_assignment,
+    ) -> None:
         current_leader = group.leader_id
         old = group.members[old_member_id]
         # the previous incarnation is fenced: answer its outstanding requests
@@ -336,9 +488,18 @@ class GroupCoordinator:
                     callback(self._join_result_for(group, member, skip_assignment=is_leader))
                 else:
                     # the old leader id: the member must not think it leads and re-assign
-                    callback(JoinResult(E.none, new_member_id, group.generation_id,
-                                        group.protocol_type, group.protocol_name,
-                                        current_leader or "", False, []))
+                    callback(
+                        JoinResult(
+                            E.none,
+                            new_member_id,
+                            group.generation_id,
+                            group.protocol_type,
+                            group.protocol_name,
+                            current_leader or "",
+                            False,
+                            [],
+                        )
+                    )
             else:
                 self._maybe_prepare_rebalance(group, "static member changed protocols")
         elif state is GroupState.COMPLETING_REBALANCE:
@@ -357,8 +518,9 @@ class GroupCoordinator:
         self._cancel_sync_timer(group)
         was_empty = group.is_state(GroupState.EMPTY)
         group.transition_to(GroupState.PREPARING_REBALANCE, self._now())
-        log.info("preparing to rebalance", group=group.group_id, generation=group.generation_id,
-                 reason=reason)
+        log.info(
+            "preparing to rebalance", group=group.group_id, generation=group.generation_id, reason=reason
+        )
         if was_empty:
             delay = self.initial_rebalance_delay_ms
             remaining = max(group.rebalance_timeout_ms() - delay, 0)
@@ -372,8 +534,7 @@ class GroupCoordinator:
         group.initial_join = False
         self._set_join_timer(group, timeout_ms, lambda: self._complete_join(group))
 
-    def _schedule_initial_join(self, group: Group, configured_delay: int, delay: int,
-                               remaining: int) -> None:
+    def _schedule_initial_join(self, group: Group, configured_delay: int, delay: int, remaining: int) -> None:
         """group.initial.rebalance.delay.ms, extended while members keep arriving, up to the
         rebalance timeout (`remaining`)."""
         group.initial_join = True
@@ -382,8 +543,7 @@ class GroupCoordinator:
             if group.new_member_added and remaining != 0:
                 group.new_member_added = False
                 next_delay = min(configured_delay, remaining)
-                self._schedule_initial_join(group, configured_delay, next_delay,
-                                            max(remaining - delay, 0))
+                self._schedule_initial_join(group, configured_delay, next_delay, max(remaining - delay, 0))
             else:
                 self._complete_join(group)
 
@@ -418,8 +578,11 @@ class GroupCoordinator:
         group.initial_join = False
         for member in group.not_yet_rejoined_members():
             if not member.is_static:
-                log.info("member did not rejoin in time, removing it", group=group.group_id,
-                         member=member.member_id)
+                log.info(
+                    "member did not rejoin in time, removing it",
+                    group=group.group_id,
+                    member=member.member_id,
+                )
                 self._drop_member(group, member)
         if group.is_state(GroupState.DEAD):
             return
@@ -436,9 +599,14 @@ class GroupCoordinator:
             if error != E.none:
                 log.warning("failed to store empty group", group=group.group_id, error=error.name)
             return
-        log.info("group stabilized, awaiting sync", group=group.group_id,
-                 generation=group.generation_id, protocol=group.protocol_name,
-                 members=len(group.members), leader=group.leader_id)
+        log.info(
+            "group stabilized, awaiting sync",
+            group=group.group_id,
+            generation=group.generation_id,
+            protocol=group.protocol_name,
+            members=len(group.members),
+            leader=group.leader_id,
+        )
         for member in list(group.members.values()):
             callback, member.join_callback = member.join_callback, None
             if callback is not None:
@@ -456,13 +624,14 @@ class GroupCoordinator:
                 return
             group.sync_timer = None
             if generation != group.generation_id or group.state not in (
-                    GroupState.COMPLETING_REBALANCE, GroupState.STABLE):
+                GroupState.COMPLETING_REBALANCE,
+                GroupState.STABLE,
+            ):
                 return
             if not group.pending_sync_members:
                 return
             missing = sorted(group.pending_sync_members)
-            log.info("members did not sync in time, removing them", group=group.group_id,
-                     members=missing)
+            log.info("members did not sync in time, removing them", group=group.group_id, members=missing)
             for member_id in missing:
                 member = group.members.get(member_id)
                 if member is not None:
@@ -491,8 +660,14 @@ class GroupCoordinator:
         for member in list(group.members.values()):
             callback, member.sync_callback = member.sync_callback, None
             if callback is not None:
-                callback(SyncResult(error, group.protocol_type if ok else None,
-                                    group.protocol_name if ok else None, member.assignment))
+                callback(
+                    SyncResult(
+                        error,
+                        group.protocol_type if ok else None,
+                        group.protocol_name if ok else None,
+                        member.assignment,
+                    )
+                )
                 self._schedule_heartbeat(group, member)
 
     # --- members leaving ------------------------------------------------------------------------
@@ -531,19 +706,26 @@ class GroupCoordinator:
             if member.heartbeat_timer is not handle:
                 return
             member.heartbeat_timer = None
-            if self.groups.get(group.group_id) is not group or \
-                    group.members.get(member.member_id) is not member:
+            if (
+                self.groups.get(group.group_id) is not group
+                or group.members.get(member.member_id) is not member
+            ):
                 return
             if not member.has_satisfied_heartbeat():
-                log.info("member session expired, removing it", group=group.group_id,
-                         member=member.member_id, session_timeout_ms=member.session_timeout_ms)
+                log.info(
+                    "member session expired, removing it",
+                    group=group.group_id,
+                    member=member.member_id,
+                    session_timeout_ms=member.session_timeout_ms,
+                )
                 self._remove_member_and_update_group(group, member, "session timeout")
 
         handle = self.scheduler.call_later(timeout, expire)
         member.heartbeat_timer = handle
 
-    def _validate_current_member(self, group: Group, member_id: str,
-                                 group_instance_id: str | None) -> int | None:
+    def _validate_current_member(
+        self, group: Group, member_id: str, group_instance_id: str | None
+    ) -> int | None:
         if group.is_static_member_fenced(group_instance_id, member_id):
             return E.fenced_instance_id
         if not group.has(member_id):
@@ -565,8 +747,9 @@ class GroupCoordinator:
         callback: SyncCallback,
     ) -> None:
         group = self.groups.get(group_id) if group_id else None
-        error = self._sync_error(group_id, group, generation_id, member_id, group_instance_id,
-                                 protocol_type, protocol_name)
+        error = self._sync_error(
+            group_id, group, generation_id, member_id, group_instance_id, protocol_type, protocol_name
+        )
         if error is not None:
             callback(SyncResult(error))
             return
@@ -586,21 +769,35 @@ class GroupCoordinator:
         else:  # pragma: no cover - Dead handled above
             callback(SyncResult(E.coordinator_not_available))
 
-    def _sync_error(self, group_id: str, group: Group | None, generation_id: int, member_id: str,
-                    group_instance_id: str | None, protocol_type: str | None,
-                    protocol_name: str | None) -> int | None:
+    def _sync_error(
+        self,
+        group_id: str,
+        group: Group | None,
+        generation_id: int,
+        member_id: str,
+        group_instance_id: str | None,
+        protocol_type: str | None,
+        protocol_name: str | None,
+    ) -> int | None:
         """What SyncGroup answers before looking at the group's state (Kafka's order)."""
         error = self._member_error(group_id, group, generation_id, member_id, group_instance_id)
         if error is not None:
             return error
         assert group is not None  # _member_error answers for a missing group
-        if (protocol_type is not None and protocol_type != group.protocol_type) or \
-                (protocol_name is not None and protocol_name != group.protocol_name):
+        if (protocol_type is not None and protocol_type != group.protocol_type) or (
+            protocol_name is not None and protocol_name != group.protocol_name
+        ):
             return E.inconsistent_group_protocol
         return None
 
-    def _member_error(self, group_id: str, group: Group | None, generation_id: int, member_id: str,
-                      group_instance_id: str | None) -> int | None:
+    def _member_error(
+        self,
+        group_id: str,
+        group: Group | None,
+        generation_id: int,
+        member_id: str,
+        group_instance_id: str | None,
+    ) -> int | None:
         """SyncGroup's and Heartbeat's checks of the group, the member and its generation."""
         if not group_id:
             return E.invalid_group_id
@@ -615,8 +812,14 @@ class GroupCoordinator:
             return E.illegal_generation
         return None
 
-    def _await_assignment(self, group: Group, member_id: str, generation_id: int,
-                          assignments: dict[str, bytes], callback: SyncCallback) -> None:
+    def _await_assignment(
+        self,
+        group: Group,
+        member_id: str,
+        generation_id: int,
+        assignments: dict[str, bytes],
+        callback: SyncCallback,
+    ) -> None:
         """SyncGroup in CompletingRebalance: members wait for the leader's assignment, which is
         stored before anyone gets it."""
         member = group.members[member_id]
@@ -627,8 +830,12 @@ class GroupCoordinator:
         self._remove_pending_sync_member(group, member_id)
         if not group.is_leader(member_id):
             return
-        log.info("assignment received from leader", group=group.group_id,
-                 generation=group.generation_id, members=len(group.members))
+        log.info(
+            "assignment received from leader",
+            group=group.group_id,
+            generation=group.generation_id,
+            members=len(group.members),
+        )
         assignment = {mid: bytes(assignments.get(mid, b"")) for mid in group.members}
         store_error = self.manager.store_group(group, assignment)
         if not group.is_state(GroupState.COMPLETING_REBALANCE) or generation_id != group.generation_id:
@@ -645,8 +852,9 @@ class GroupCoordinator:
     # ===========================================================================================
     # Heartbeat / LeaveGroup
     # ===========================================================================================
-    def heartbeat(self, group_id: str, member_id: str, group_instance_id: str | None,
-                  generation_id: int) -> int:
+    def heartbeat(
+        self, group_id: str, member_id: str, group_instance_id: str | None, generation_id: int
+    ) -> int:
         group = self.groups.get(group_id) if group_id else None
         error = self._member_error(group_id, group, generation_id, member_id, group_instance_id)
         if error is not None:
@@ -661,8 +869,9 @@ class GroupCoordinator:
             return E.rebalance_in_progress
         return E.none
 
-    def leave_group(self, group_id: str, members: Iterable[tuple[str, str | None]]
-                    ) -> tuple[int, list[tuple[str, str | None, int]]]:
+    def leave_group(
+        self, group_id: str, members: Iterable[tuple[str, str | None]]
+    ) -> tuple[int, list[tuple[str, str | None, int]]]:
         """Remove members (member_id, group_instance_id); an empty member id with an instance id
         removes that static member (admin removal). Returns (top-level error, per member)."""
         members = list(members)
@@ -678,8 +887,9 @@ class GroupCoordinator:
             if member_id == "":
                 current = group.static_member_id(instance_id)
                 if current is not None:
-                    self._remove_member_and_update_group(group, group.members[current],
-                                                         "static member removed by LeaveGroup")
+                    self._remove_member_and_update_group(
+                        group, group.members[current], "static member removed by LeaveGroup"
+                    )
                     results.append((member_id, instance_id, E.none))
                 else:
                     results.append((member_id, instance_id, E.unknown_member_id))
@@ -689,8 +899,9 @@ class GroupCoordinator:
             else:
                 error = self._validate_current_member(group, member_id, instance_id)
                 if error is None:
-                    self._remove_member_and_update_group(group, group.members[member_id],
-                                                         "member left the group")
+                    self._remove_member_and_update_group(
+                        group, group.members[member_id], "member left the group"
+                    )
                     error = E.none
                 results.append((member_id, instance_id, error))
         return E.none, results
@@ -719,11 +930,13 @@ class GroupCoordinator:
                 # and calls it a stale generation before.
                 error = E.group_id_not_found if api_version >= 9 else E.illegal_generation
             else:
-                error = self._validate_offset_commit(Group(group_id), generation_id, member_id,
-                                                     group_instance_id, transactional=False)
+                error = self._validate_offset_commit(
+                    Group(group_id), generation_id, member_id, group_instance_id, transactional=False
+                )
         else:
-            error = self._validate_offset_commit(group, generation_id, member_id,
-                                                 group_instance_id, transactional=False)
+            error = self._validate_offset_commit(
+                group, generation_id, member_id, group_instance_id, transactional=False
+            )
             if error is None and group.is_state(GroupState.COMPLETING_REBALANCE):
                 error = E.rebalance_in_progress
         if error is not None:
@@ -738,8 +951,14 @@ class GroupCoordinator:
         self.manager.store_offsets(group, valid, results)
         return results
 
-    def _validate_offset_commit(self, group: Group, generation_id: int, member_id: str,
-                                group_instance_id: str | None, transactional: bool) -> int | None:
+    def _validate_offset_commit(
+        self,
+        group: Group,
+        generation_id: int,
+        member_id: str,
+        group_instance_id: str | None,
+        transactional: bool,
+    ) -> int | None:
         """Kafka's validateOffsetCommit."""
         if group.is_state(GroupState.DEAD):
             return E.coordinator_not_available
@@ -755,15 +974,16 @@ class GroupCoordinator:
             return E.unknown_member_id
         return None
 
-    def fetch_offsets(self, group_id: str, partitions: Iterable[TopicPartition] | None,
-                      require_stable: bool = False
-                      ) -> tuple[int, list[tuple[str, int, int, int, str, int]]]:
+    def fetch_offsets(
+        self, group_id: str, partitions: Iterable[TopicPartition] | None, require_stable: bool = False
+    ) -> tuple[int, list[tuple[str, int, int, int, str, int]]]:
         """OffsetFetch: (group error, [(topic, partition, offset, leader_epoch, metadata, error)]).
         `partitions=None` means every partition the group has an offset for."""
         return self.manager.fetch_offsets(group_id, partitions, require_stable)
 
-    def delete_offsets(self, group_id: str, partitions: Iterable[TopicPartition]
-                       ) -> tuple[int, dict[TopicPartition, int]]:
+    def delete_offsets(
+        self, group_id: str, partitions: Iterable[TopicPartition]
+    ) -> tuple[int, dict[TopicPartition, int]]:
         """OffsetDelete: (group error, per-partition errors)."""
         partitions = list(partitions)
         if not group_id:
@@ -812,8 +1032,9 @@ class GroupCoordinator:
             return {(t, p): E.invalid_group_id for t, p, *_ in offsets}
         group = self.groups.get(group_id)
         # an unknown group is validated as an empty one (Kafka creates it first)
-        error = self._validate_offset_commit(group or Group(group_id), generation_id, member_id,
-                                             group_instance_id, transactional=True)
+        error = self._validate_offset_commit(
+            group or Group(group_id), generation_id, member_id, group_instance_id, transactional=True
+        )
         if error is not None:
             return {(t, p): error for t, p, *_ in offsets}
         results: dict[TopicPartition, int] = {}
@@ -835,8 +1056,7 @@ class GroupCoordinator:
     # ===========================================================================================
     # Group administration
     # ===========================================================================================
-    def list_groups(self, states: Iterable[str] = (), types: Iterable[str] = ()
-                    ) -> list[dict]:
+    def list_groups(self, states: Iterable[str] = (), types: Iterable[str] = ()) -> list[dict]:
         wanted_states = {s.lower() for s in states}
         wanted_types = {t.lower() for t in types}
         if wanted_types and "classic" not in wanted_types:
@@ -847,28 +1067,39 @@ class GroupCoordinator:
                 continue
             if wanted_states and group.state.value.lower() not in wanted_states:
                 continue
-            out.append(dict(group_id=group.group_id, protocol_type=group.protocol_type or "",
-                            group_state=group.state.value, group_type="classic"))
+            out.append(
+                dict(
+                    group_id=group.group_id,
+                    protocol_type=group.protocol_type or "",
+                    group_state=group.state.value,
+                    group_type="classic",
+                )
+            )
         return out
 
     def describe_group(self, group_id: str) -> tuple[int, dict]:
         """(error, summary) as Kafka's handleDescribeGroup; an unknown group is Dead."""
         group = self.groups.get(group_id)
         if group is None:
-            return E.none, dict(group_state=GroupState.DEAD.value, protocol_type="",
-                                protocol_data="", members=[])
+            return E.none, dict(
+                group_state=GroupState.DEAD.value, protocol_type="", protocol_data="", members=[]
+            )
         stable = group.is_state(GroupState.STABLE)
         members = []
         for m in group.members.values():
-            members.append(dict(
-                member_id=m.member_id,
-                group_instance_id=m.group_instance_id,
-                client_id=m.client_id,
-                client_host=m.client_host,
-                member_metadata=m.metadata(group.protocol_name) if stable and group.protocol_name else b"",
-                # Kafka shows the last assignment in every state (describeNoMetadata)
-                member_assignment=m.assignment,
-            ))
+            members.append(
+                dict(
+                    member_id=m.member_id,
+                    group_instance_id=m.group_instance_id,
+                    client_id=m.client_id,
+                    client_host=m.client_host,
+                    member_metadata=m.metadata(group.protocol_name)
+                    if stable and group.protocol_name
+                    else b"",
+                    # Kafka shows the last assignment in every state (describeNoMetadata)
+                    member_assignment=m.assignment,
+                )
+            )
         return E.none, dict(
             group_state=group.state.value,
             protocol_type=group.protocol_type or "",

@@ -16,8 +16,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import structlog
-
-from minibroker.protocol.record_batch import CorruptBatchError, build_batch, crc_ok, iter_batches, iter_records
+from minibroker.protocol.record_batch import (
+    CorruptBatchError,
+    build_batch,
+    crc_ok,
+    iter_batches,
+    iter_records,
+)
 from minibroker.storage.config import INTERNAL_SEGMENT_BYTES, broker_value
 from minibroker.storage.file_slice import slice_bytes
 
@@ -50,8 +55,9 @@ class StoredBatch:
 
 
 class InternalTopic:
-    def __init__(self, logs: LogManager, name: str, configured_partitions: int,
-                 segment_bytes_property: str) -> None:
+    def __init__(
+        self, logs: LogManager, name: str, configured_partitions: int, segment_bytes_property: str
+    ) -> None:
         self.logs = logs
         self.name = name
         self.configured_partitions = configured_partitions
@@ -67,14 +73,22 @@ class InternalTopic:
             if not create:
                 return None
             segment_bytes = broker_value(self.logs.config, self.segment_bytes_property)
-            self.logs.create_topic(self.name, self.configured_partitions, {
-                "cleanup.policy": "compact",
-                "segment.bytes": str(segment_bytes or INTERNAL_SEGMENT_BYTES)})
+            self.logs.create_topic(
+                self.name,
+                self.configured_partitions,
+                {"cleanup.policy": "compact", "segment.bytes": str(segment_bytes or INTERNAL_SEGMENT_BYTES)},
+            )
         return self.logs.get_log(self.name, partition)
 
-    def append_batch(self, partition: int, records: Sequence[tuple[bytes, bytes | None]], *,
-               producer_id: int = -1, producer_epoch: int = -1,
-               transactional: bool = False) -> tuple[PartitionLog, int]:
+    def append_batch(
+        self,
+        partition: int,
+        records: Sequence[tuple[bytes, bytes | None]],
+        *,
+        producer_id: int = -1,
+        producer_epoch: int = -1,
+        transactional: bool = False,
+    ) -> tuple[PartitionLog, int]:
         """Append one batch; (the log written, offset of its first record). A producer's
         batch continues the sequence the partition's producer state holds for it (0 in a new
         epoch). Raises KafkaStorageError (or RuntimeError if the partition does not exist)."""
@@ -87,9 +101,14 @@ class InternalTopic:
             entry = plog.producer_state.get(producer_id)
             if entry is not None and entry.epoch == producer_epoch:
                 base_sequence = (entry.last_sequence + 1) & _INT32_MAX
-        batch = build_batch(list(records), timestamp=int(time.time() * 1000),
-                            producer_id=producer_id, producer_epoch=producer_epoch,
-                            base_sequence=base_sequence, transactional=transactional)
+        batch = build_batch(
+            list(records),
+            timestamp=int(time.time() * 1000),
+            producer_id=producer_id,
+            producer_epoch=producer_epoch,
+            base_sequence=base_sequence,
+            transactional=transactional,
+        )
         return plog, plog.append(batch, internal=True).base_offset
 
     def batches(self, partition: int) -> Iterator[StoredBatch]:
@@ -112,31 +131,49 @@ class InternalTopic:
                     continue
                 advanced = True
                 offset = last + 1
-                records = self._records(mv[pos:pos + header.size], header, partition)
+                records = self._records(mv[pos : pos + header.size], header, partition)
                 if records is None:
                     continue
                 if header.is_control:
                     kind = _control_type(records[0][1]) if records else None
-                    yield StoredBatch(header.base_offset, header.producer_id, True, True,
-                                      None if kind is None else kind == 1, [],
-                                      header.producer_epoch)
+                    yield StoredBatch(
+                        header.base_offset,
+                        header.producer_id,
+                        True,
+                        True,
+                        None if kind is None else kind == 1,
+                        [],
+                        header.producer_epoch,
+                    )
                     continue
-                yield StoredBatch(header.base_offset, header.producer_id,
-                                  header.is_transactional, False, None, records,
-                                  header.producer_epoch, header.base_sequence)
+                yield StoredBatch(
+                    header.base_offset,
+                    header.producer_id,
+                    header.is_transactional,
+                    False,
+                    None,
+                    records,
+                    header.producer_epoch,
+                    header.base_sequence,
+                )
             if not advanced:
                 break
 
-    def _records(self, batch: memoryview, header, partition: int
-                 ) -> list[tuple[int, bytes | None, bytes | None]] | None:
+    def _records(
+        self, batch: memoryview, header, partition: int
+    ) -> list[tuple[int, bytes | None, bytes | None]] | None:
         try:
             if not crc_ok(batch):
                 raise CorruptBatchError("CRC mismatch")
             return [(r.offset, r.key, r.value) for r in iter_records(batch)]
         except CorruptBatchError as exc:
-            log.warning("skipped a damaged batch of an internal topic; the state changes it "
-                        "held are lost", topic=self.name, partition=partition,
-                        offsets=f"{header.base_offset}-{header.last_offset}", error=str(exc))
+            log.warning(
+                "skipped a damaged batch of an internal topic; the state changes it held are lost",
+                topic=self.name,
+                partition=partition,
+                offsets=f"{header.base_offset}-{header.last_offset}",
+                error=str(exc),
+            )
             return None
 
 

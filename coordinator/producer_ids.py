@@ -69,16 +69,20 @@ class ProducerIdManager:
             raise ProducerIdStateError(f"{self.path}: unreadable: {exc}") from None
         if version != _VERSION:
             raise ProducerIdStateError(f"{self.path}: unsupported version {version!r}")
-        if (not isinstance(block_end, int) or isinstance(block_end, bool)
-                or not 0 <= block_end <= MAX_PRODUCER_ID + 1):
+        if (
+            not isinstance(block_end, int)
+            or isinstance(block_end, bool)
+            or not 0 <= block_end <= MAX_PRODUCER_ID + 1
+        ):
             raise ProducerIdStateError(f"{self.path}: bad block_end {block_end!r}")
         if crc != _crc(block_end):
             raise ProducerIdStateError(f"{self.path}: CRC mismatch")
         return block_end
 
     def _write(self, block_end: int) -> None:
-        data = json.dumps({"version": _VERSION, "block_end": block_end,
-                           "crc": _crc(block_end)}).encode() + b"\n"
+        data = (
+            json.dumps({"version": _VERSION, "block_end": block_end, "crc": _crc(block_end)}).encode() + b"\n"
+        )
         atomic_write(self.path, data)
 
     def allocate(self) -> int:

@@ -26,7 +26,7 @@ class RecordReader:
     def take(self, n: int) -> memoryview:
         if n < 0 or self.pos + n > len(self.buf):
             raise ValueError("record field runs past the end")
-        view = self.buf[self.pos:self.pos + n]
+        view = self.buf[self.pos : self.pos + n]
         self.pos += n
         return view
 

@@ -34,7 +34,6 @@ import time
 from collections.abc import Callable, Iterable
 
 import structlog
-
 from minibroker.coordinator.collaborators import (
     Config,
     DurableOp,
@@ -68,11 +67,11 @@ OFFSETS_TOPIC = "__consumer_offsets"
 #: process exit with code 137 (as if SIGKILLed) at that point of a transaction's completion;
 #: `point@transactional-id` limits it to one transactional id.
 FAULT_POINTS = (
-    "crash-after-prepare-commit",   # PrepareCommit durable, no marker written
-    "crash-after-prepare-abort",    # PrepareAbort durable, no marker written
-    "crash-after-first-marker",     # the first of the transaction's markers written
-    "crash-before-complete",        # all markers written and offsets applied, CompleteX not
-    "crash-mid-clean-swap",         # storage/log_cleaner.py: one cleaned segment installed
+    "crash-after-prepare-commit",  # PrepareCommit durable, no marker written
+    "crash-after-prepare-abort",  # PrepareAbort durable, no marker written
+    "crash-after-first-marker",  # the first of the transaction's markers written
+    "crash-before-complete",  # all markers written and offsets applied, CompleteX not
+    "crash-mid-clean-swap",  # storage/log_cleaner.py: one cleaned segment installed
 )
 
 _ATTR_TRANSACTIONAL = 0x10
@@ -81,19 +80,24 @@ _PID = struct.Struct(">qh")  # producer id, producer epoch at offset 43
 
 
 class TransactionCoordinator:
-    def __init__(self, config: Config, *, store: TxnStore, logs: TransactionPartitions,
-                 groups: TxnOffsetsParticipant, producer_ids: ProducerIdSource,
-                 clock: Callable[[], int] | None = None) -> None:
+    def __init__(
+        self,
+        config: Config,
+        *,
+        store: TxnStore,
+        logs: TransactionPartitions,
+        groups: TxnOffsetsParticipant,
+        producer_ids: ProducerIdSource,
+        clock: Callable[[], int] | None = None,
+    ) -> None:
         self.store = store  # __transaction_state
         self.logs = logs  # where the markers go
         self.groups = groups  # owns the transactional offsets staged in __consumer_offsets
         self.producer_ids = producer_ids
         self.max_timeout_ms = config["transaction.max.timeout.ms"]
         self.expiration_ms = config["transactional.id.expiration.ms"]
-        self.abort_interval_ms = config[
-            "transaction.abort.timed.out.transaction.cleanup.interval.ms"]
-        self.remove_interval_ms = config[
-            "transaction.remove.expired.transaction.cleanup.interval.ms"]
+        self.abort_interval_ms = config["transaction.abort.timed.out.transaction.cleanup.interval.ms"]
+        self.remove_interval_ms = config["transaction.remove.expired.transaction.cleanup.interval.ms"]
         faults = config["minibroker.test.fault"] or ""
         self.faults = {f.strip() for f in faults.split(",") if f.strip()}
         unknown = {f for f in self.faults if f.partition("@")[0] not in FAULT_POINTS}
@@ -131,8 +135,9 @@ class TransactionCoordinator:
         if meta is not None and self._by_pid.get(meta.producer_id) == transactional_id:
             del self._by_pid[meta.producer_id]
 
-    def _persist(self, meta: TransactionMetadata, *, tombstone: bool = False,
-                 wait_fsync: bool = True) -> DurableOp[ErrorCode]:
+    def _persist(
+        self, meta: TransactionMetadata, *, tombstone: bool = False, wait_fsync: bool = True
+    ) -> DurableOp[ErrorCode]:
         """Append the transition to __transaction_state and wait until it is fsynced
         (`wait_fsync=False`: in the page cache is enough, see `_complete`)."""
         txn_id = meta.transactional_id
@@ -141,8 +146,12 @@ class TransactionCoordinator:
             if plog is not None and wait_fsync:
                 yield MakeDurable((plog,))
         except Exception as exc:  # noqa: BLE001 - storage failure: state unchanged, retriable
-            log.error("could not write transaction state", transactional_id=txn_id,
-                      state=meta.state.display, error=repr(exc))
+            log.error(
+                "could not write transaction state",
+                transactional_id=txn_id,
+                state=meta.state.display,
+                error=repr(exc),
+            )
             return ErrorCode.coordinator_not_available
         if self.on_transition is not None:
             self.on_transition(self.txns.get(txn_id), meta)
@@ -162,8 +171,7 @@ class TransactionCoordinator:
 
     def _fault(self, point: str, transactional_id: str) -> None:
         if point in self.faults or f"{point}@{transactional_id}" in self.faults:
-            log.warning("test fault hook: exiting now", fault=point,
-                        transactional_id=transactional_id)
+            log.warning("test fault hook: exiting now", fault=point, transactional_id=transactional_id)
             sys.stdout.flush()
             sys.stderr.flush()
             os._exit(137)
@@ -185,9 +193,12 @@ class TransactionCoordinator:
         completed = aborted = 0
         for txn_id, meta in list(self.txns.items()):
             if meta.state.is_prepare:
-                log.info("completing transaction interrupted by a restart",
-                         transactional_id=txn_id, state=meta.state.display,
-                         partitions=len(meta.partitions))
+                log.info(
+                    "completing transaction interrupted by a restart",
+                    transactional_id=txn_id,
+                    state=meta.state.display,
+                    partitions=len(meta.partitions),
+                )
                 yield from self._complete(txn_id)
                 completed += 1
             elif meta.timed_out(now):
@@ -195,10 +206,15 @@ class TransactionCoordinator:
                 aborted += 1
         self._report_hanging_transactions()
         self.loaded = True
-        log.info("transaction coordinator loaded", transactional_ids=len(self.txns),
-                 records=records, completed=completed, timed_out_aborted=aborted,
-                 ongoing=sum(1 for m in self.txns.values() if m.state == TxnState.ONGOING),
-                 load_ms=round((time.monotonic() - started) * 1000, 1))
+        log.info(
+            "transaction coordinator loaded",
+            transactional_ids=len(self.txns),
+            records=records,
+            completed=completed,
+            timed_out_aborted=aborted,
+            ongoing=sum(1 for m in self.txns.values() if m.state == TxnState.ONGOING),
+            load_ms=round((time.monotonic() - started) * 1000, 1),
+        )
 
     def _report_hanging_transactions(self) -> None:
         """Log partitions holding an open transaction no coordinator state accounts for (it
@@ -209,20 +225,31 @@ class TransactionCoordinator:
             for pid, first in plog.producer_state.ongoing_transactions().items():
                 txn_id = self._by_pid.get(pid)
                 meta = self.txns.get(txn_id) if txn_id is not None else None
-                if meta is not None and (meta.state == TxnState.ONGOING or meta.state.is_prepare) \
-                        and (plog.topic, plog.partition) in meta.partitions:
+                if (
+                    meta is not None
+                    and (meta.state == TxnState.ONGOING or meta.state.is_prepare)
+                    and (plog.topic, plog.partition) in meta.partitions
+                ):
                     continue
-                log.warning("hanging transaction: open on a partition without coordinator "
-                            "state; its LSO stays at the first offset until it is aborted",
-                            topic=plog.topic, partition=plog.partition, producer_id=pid,
-                            first_offset=first, transactional_id=txn_id,
-                            state=None if meta is None else meta.state.display)
+                log.warning(
+                    "hanging transaction: open on a partition without coordinator "
+                    "state; its LSO stays at the first offset until it is aborted",
+                    topic=plog.topic,
+                    partition=plog.partition,
+                    producer_id=pid,
+                    first_offset=first,
+                    transactional_id=txn_id,
+                    state=None if meta is None else meta.state.display,
+                )
 
     # ------------------------------------------------------------------ InitProducerId
-    def init_producer_id(self, transactional_id: str | None, timeout_ms: int,
-                         producer_id: int = NO_PRODUCER_ID,
-                         producer_epoch: int = NO_PRODUCER_EPOCH
-                         ) -> DurableOp[tuple[ErrorCode, int, int]]:
+    def init_producer_id(
+        self,
+        transactional_id: str | None,
+        timeout_ms: int,
+        producer_id: int = NO_PRODUCER_ID,
+        producer_epoch: int = NO_PRODUCER_EPOCH,
+    ) -> DurableOp[tuple[ErrorCode, int, int]]:
         fail = (NO_PRODUCER_ID, NO_PRODUCER_EPOCH)
         expected = _claimed_producer(producer_id, producer_epoch)
         if isinstance(expected, ErrorCode):
@@ -237,9 +264,14 @@ class TransactionCoordinator:
         now = self._now()
         meta = self.txns.get(transactional_id)
         if meta is None:
-            meta = TransactionMetadata(transactional_id, producer_id=self._allocate(),
-                                       producer_epoch=NO_PRODUCER_EPOCH, timeout_ms=timeout_ms,
-                                       state=TxnState.EMPTY, last_update_ms=now)
+            meta = TransactionMetadata(
+                transactional_id,
+                producer_id=self._allocate(),
+                producer_epoch=NO_PRODUCER_EPOCH,
+                timeout_ms=timeout_ms,
+                state=TxnState.EMPTY,
+                last_update_ms=now,
+            )
             self._install(meta)
         if transactional_id in self._pending or meta.state == TxnState.DEAD:
             return (ErrorCode.concurrent_transactions, *fail)
@@ -249,23 +281,41 @@ class TransactionCoordinator:
         if plan.state == TxnState.PREPARE_EPOCH_FENCE:
             # Abort the transaction the previous instance left open (markers at the bumped
             # epoch fence it), then let the client retry, which bumps the epoch once more.
-            log.info("fencing producer with an open transaction", transactional_id=transactional_id,
-                     producer_id=meta.producer_id, epoch=meta.producer_epoch,
-                     fence_epoch=plan.producer_epoch)
-            err = yield from self._end_transaction(transactional_id, plan.producer_id,
-                                                   plan.producer_epoch, commit=False,
-                                                   from_client=False, fence=True)
+            log.info(
+                "fencing producer with an open transaction",
+                transactional_id=transactional_id,
+                producer_id=meta.producer_id,
+                epoch=meta.producer_epoch,
+                fence_epoch=plan.producer_epoch,
+            )
+            err = yield from self._end_transaction(
+                transactional_id,
+                plan.producer_id,
+                plan.producer_epoch,
+                commit=False,
+                from_client=False,
+                fence=True,
+            )
             return (ErrorCode.concurrent_transactions if err == ErrorCode.none else err, *fail)
         err = yield from self._persist_and_install(plan)
         if err != ErrorCode.none:
             return (err, *fail)
-        log.info("initialized transactional id", transactional_id=transactional_id,
-                 producer_id=plan.producer_id, epoch=plan.producer_epoch)
+        log.info(
+            "initialized transactional id",
+            transactional_id=transactional_id,
+            producer_id=plan.producer_id,
+            epoch=plan.producer_epoch,
+        )
         return ErrorCode.none, plan.producer_id, plan.producer_epoch
 
     # ------------------------------------------------------------------ AddPartitions/Offsets
-    def add_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
-                       partitions: Iterable[tuple[str, int]]) -> DurableOp[ErrorCode]:
+    def add_partitions(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        partitions: Iterable[tuple[str, int]],
+    ) -> DurableOp[ErrorCode]:
         if not transactional_id:
             return ErrorCode.invalid_request
         parts = frozenset(partitions)
@@ -284,15 +334,15 @@ class TransactionCoordinator:
         new = meta.prepare_add_partitions(parts, self._now())
         return (yield from self._persist_and_install(new))
 
-    def add_offsets(self, transactional_id: str, producer_id: int, producer_epoch: int,
-                    group_id: str) -> DurableOp[ErrorCode]:
+    def add_offsets(
+        self, transactional_id: str, producer_id: int, producer_epoch: int, group_id: str
+    ) -> DurableOp[ErrorCode]:
         partition = (OFFSETS_TOPIC, self.offsets_partition(group_id))
-        return (yield from self.add_partitions(transactional_id, producer_id, producer_epoch,
-                                               [partition]))
+        return (yield from self.add_partitions(transactional_id, producer_id, producer_epoch, [partition]))
 
-    def check_txn_offset_commit(self, transactional_id: str, producer_id: int,
-                                producer_epoch: int, group_id: str,
-                                api_version: int) -> ErrorCode:
+    def check_txn_offset_commit(
+        self, transactional_id: str, producer_id: int, producer_epoch: int, group_id: str, api_version: int
+    ) -> ErrorCode:
         """What Kafka's transaction verification answers for the group's __consumer_offsets
         partition before TxnOffsetCommit stages anything: the group must have been added with
         AddOffsetsToTxn (INVALID_TXN_STATE up to v3, TRANSACTION_ABORTABLE from v4), a stale
@@ -302,21 +352,33 @@ class TransactionCoordinator:
         meta = self.txns.get(transactional_id)
         if meta is None or meta.state == TxnState.DEAD:
             return ErrorCode.invalid_producer_id_mapping
-        err = meta.verify_check(producer_id, producer_epoch,
-                                (OFFSETS_TOPIC, self.offsets_partition(group_id)))
+        err = meta.verify_check(
+            producer_id, producer_epoch, (OFFSETS_TOPIC, self.offsets_partition(group_id))
+        )
         if err == ErrorCode.transaction_abortable and api_version < 4:
             err = ErrorCode.invalid_txn_state
         return err
 
     # ------------------------------------------------------------------ EndTxn
-    def end_txn(self, transactional_id: str, producer_id: int, producer_epoch: int,
-                commit: bool) -> DurableOp[ErrorCode]:
-        return (yield from self._end_transaction(transactional_id, producer_id, producer_epoch,
-                                                 commit, from_client=True))
+    def end_txn(
+        self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool
+    ) -> DurableOp[ErrorCode]:
+        return (
+            yield from self._end_transaction(
+                transactional_id, producer_id, producer_epoch, commit, from_client=True
+            )
+        )
 
-    def _end_transaction(self, transactional_id: str, producer_id: int,
-                         producer_epoch: int, commit: bool, *, from_client: bool,
-                         fence: bool = False) -> DurableOp[ErrorCode]:
+    def _end_transaction(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        commit: bool,
+        *,
+        from_client: bool,
+        fence: bool = False,
+    ) -> DurableOp[ErrorCode]:
         if not transactional_id:
             return ErrorCode.invalid_request
         meta = self.txns.get(transactional_id)
@@ -327,8 +389,13 @@ class TransactionCoordinator:
         err = meta.end_txn_check(producer_id, producer_epoch, commit, from_client)
         if err is not None:
             if err != ErrorCode.none:
-                log.info("EndTxn refused", transactional_id=transactional_id,
-                         state=meta.state.display, commit=commit, error=err.name)
+                log.info(
+                    "EndTxn refused",
+                    transactional_id=transactional_id,
+                    state=meta.state.display,
+                    commit=commit,
+                    error=err.name,
+                )
             return err
         if fence:
             # Kafka bumps the epoch in memory before the write: even if the write fails the
@@ -346,8 +413,7 @@ class TransactionCoordinator:
             self._install(prepared)
         finally:
             self._pending.pop(transactional_id, None)
-        self._fault("crash-after-prepare-commit" if commit else "crash-after-prepare-abort",
-                    transactional_id)
+        self._fault("crash-after-prepare-commit" if commit else "crash-after-prepare-abort", transactional_id)
         # The outcome is decided and durable from here on: if completing fails now, the
         # background duty (and the next startup) finishes it; the client is told NONE, as Kafka
         # tells it once PrepareX is written.
@@ -360,15 +426,18 @@ class TransactionCoordinator:
         if meta is None or not meta.state.is_prepare or transactional_id in self._pending:
             return ErrorCode.concurrent_transactions
         commit = meta.state == TxnState.PREPARE_COMMIT
-        self._pending[transactional_id] = (TxnState.COMPLETE_COMMIT if commit
-                                           else TxnState.COMPLETE_ABORT)
+        self._pending[transactional_id] = TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT
         try:
             try:
                 yield from self._write_markers(meta, commit)
                 self.groups.complete_txn(meta.producer_id, commit)
             except Exception as exc:  # noqa: BLE001 - retried by the duty and at startup
-                log.error("could not complete transaction; will retry",
-                          transactional_id=transactional_id, commit=commit, error=repr(exc))
+                log.error(
+                    "could not complete transaction; will retry",
+                    transactional_id=transactional_id,
+                    commit=commit,
+                    error=repr(exc),
+                )
                 return ErrorCode.coordinator_not_available
             self._fault("crash-before-complete", transactional_id)
             meta = self.txns[transactional_id]
@@ -380,10 +449,14 @@ class TransactionCoordinator:
             err = yield from self._persist(completed, wait_fsync=False)
             if err == ErrorCode.none:
                 self._install(completed)
-                log.info("transaction completed", transactional_id=transactional_id,
-                         producer_id=meta.producer_id, epoch=meta.producer_epoch,
-                         result="commit" if commit else "abort",
-                         partitions=len(meta.partitions))
+                log.info(
+                    "transaction completed",
+                    transactional_id=transactional_id,
+                    producer_id=meta.producer_id,
+                    epoch=meta.producer_epoch,
+                    result="commit" if commit else "abort",
+                    partitions=len(meta.partitions),
+                )
             return err
         finally:
             self._pending.pop(transactional_id, None)
@@ -397,19 +470,28 @@ class TransactionCoordinator:
         for topic, partition in sorted(meta.partitions):
             plog = self.logs.get_log(topic, partition)
             if plog is None:
-                log.warning("transaction marker skipped: partition does not exist",
-                            transactional_id=meta.transactional_id, topic=topic,
-                            partition=partition)
+                log.warning(
+                    "transaction marker skipped: partition does not exist",
+                    transactional_id=meta.transactional_id,
+                    topic=topic,
+                    partition=partition,
+                )
                 continue
             try:
-                plog.append_marker(meta.producer_id, meta.producer_epoch, commit,
-                                   coordinator_epoch)
+                plog.append_marker(meta.producer_id, meta.producer_epoch, commit, coordinator_epoch)
             except KafkaStorageError as exc:
-                if exc.error_code in (ErrorCode.invalid_producer_epoch,
-                                      ErrorCode.transaction_coordinator_fenced):
+                if exc.error_code in (
+                    ErrorCode.invalid_producer_epoch,
+                    ErrorCode.transaction_coordinator_fenced,
+                ):
                     # the partition has seen a newer producer epoch: nothing of ours is open
-                    log.error("transaction marker refused", transactional_id=meta.transactional_id,
-                              topic=topic, partition=partition, error=exc.error_code.name)
+                    log.error(
+                        "transaction marker refused",
+                        transactional_id=meta.transactional_id,
+                        topic=topic,
+                        partition=partition,
+                        error=exc.error_code.name,
+                    )
                     continue
                 raise
             written.append(plog)
@@ -426,17 +508,23 @@ class TransactionCoordinator:
         try:
             fence_epoch = meta.fence_epoch()
         except IllegalTransition as exc:
-            log.error("cannot abort timed-out transaction", transactional_id=transactional_id,
-                      error=str(exc))
+            log.error("cannot abort timed-out transaction", transactional_id=transactional_id, error=str(exc))
             return
-        log.info("aborting timed-out transaction", transactional_id=transactional_id,
-                 producer_id=meta.producer_id, epoch=meta.producer_epoch,
-                 fence_epoch=fence_epoch, timeout_ms=meta.timeout_ms)
-        err = yield from self._end_transaction(transactional_id, meta.producer_id, fence_epoch,
-                                               commit=False, from_client=False, fence=True)
+        log.info(
+            "aborting timed-out transaction",
+            transactional_id=transactional_id,
+            producer_id=meta.producer_id,
+            epoch=meta.producer_epoch,
+            fence_epoch=fence_epoch,
+            timeout_ms=meta.timeout_ms,
+        )
+        err = yield from self._end_transaction(
+            transactional_id, meta.producer_id, fence_epoch, commit=False, from_client=False, fence=True
+        )
         if err != ErrorCode.none:
-            log.warning("timed-out transaction not aborted", transactional_id=transactional_id,
-                        error=err.name)
+            log.warning(
+                "timed-out transaction not aborted", transactional_id=transactional_id, error=err.name
+            )
 
     def abort_timed_out_transactions(self) -> DurableOp[None]:
         """Abort (with an epoch bump) transactions Ongoing longer than their timeout, and finish
@@ -461,14 +549,21 @@ class TransactionCoordinator:
             try:
                 if (yield from self._persist(dead, tombstone=True)) == ErrorCode.none:
                     self._remove(txn_id)
-                    log.info("transactional id expired", transactional_id=txn_id,
-                             producer_id=meta.producer_id)
+                    log.info(
+                        "transactional id expired", transactional_id=txn_id, producer_id=meta.producer_id
+                    )
             finally:
                 self._pending.pop(txn_id, None)
 
     # ------------------------------------------------------------------ produce path
-    def verify_produce(self, transactional_id: str | None, topic: str, partition: int,
-                       records, api_version: int | None = None) -> None:
+    def verify_produce(
+        self,
+        transactional_id: str | None,
+        topic: str,
+        partition: int,
+        records,
+        api_version: int | None = None,
+    ) -> None:
         """Called by Produce before appending. A no-op for non-transactional batches (one byte
         of the header is read). A transactional batch must come from the transactional id's
         current producer id and epoch and go to a partition added to its Ongoing transaction;
@@ -479,25 +574,31 @@ class TransactionCoordinator:
             return
         pid, epoch = _PID.unpack_from(records, 43)
         if transactional_id is None:
-            raise KafkaStorageError(ErrorCode.transactional_id_authorization_failed,
-                                    "transactional records without a transactional id")
+            raise KafkaStorageError(
+                ErrorCode.transactional_id_authorization_failed,
+                "transactional records without a transactional id",
+            )
         meta = self.txns.get(transactional_id)
         if meta is None or meta.state == TxnState.DEAD:
-            raise KafkaStorageError(ErrorCode.invalid_producer_id_mapping,
-                                    f"unknown transactional id {transactional_id!r}")
+            raise KafkaStorageError(
+                ErrorCode.invalid_producer_id_mapping, f"unknown transactional id {transactional_id!r}"
+            )
         err = meta.verify_check(pid, epoch, (topic, partition))
         if err == ErrorCode.none:
             return
         if err == ErrorCode.transaction_abortable and (api_version is None or api_version <= 10):
             err = ErrorCode.invalid_txn_state
         raise KafkaStorageError(
-            err, f"transactional batch of producer {pid} epoch {epoch} for {topic}-{partition}: "
-                 f"transaction {transactional_id!r} is {meta.state.display} with producer "
-                 f"{meta.producer_id} epoch {meta.producer_epoch}")
+            err,
+            f"transactional batch of producer {pid} epoch {epoch} for {topic}-{partition}: "
+            f"transaction {transactional_id!r} is {meta.state.display} with producer "
+            f"{meta.producer_id} epoch {meta.producer_epoch}",
+        )
 
     # ------------------------------------------------------------------ inspection
-    def list_transactions(self, state_filters: Iterable[str], producer_id_filters: Iterable[int],
-                          duration_filter_ms: int = -1) -> tuple[list[str], list[dict]]:
+    def list_transactions(
+        self, state_filters: Iterable[str], producer_id_filters: Iterable[int], duration_filter_ms: int = -1
+    ) -> tuple[list[str], list[dict]]:
         """(unknown state filters, [{transactional_id, producer_id, transaction_state}])."""
         names = list(state_filters)
         pids = set(producer_id_filters)
@@ -520,15 +621,26 @@ class TransactionCoordinator:
                 continue
             if duration_filter_ms >= 0 and now - meta.txn_start_ms <= duration_filter_ms:
                 continue
-            out.append(dict(transactional_id=txn_id, producer_id=meta.producer_id,
-                            transaction_state=meta.state.display))
+            out.append(
+                dict(
+                    transactional_id=txn_id,
+                    producer_id=meta.producer_id,
+                    transaction_state=meta.state.display,
+                )
+            )
         return unknown, out
 
     def describe_transaction(self, transactional_id: str) -> dict:
         # An error entry keeps the schema defaults (zeros), as Kafka's does.
-        entry = dict(transactional_id=transactional_id, transaction_state="",
-                     transaction_timeout_ms=0, transaction_start_time_ms=0, producer_id=0,
-                     producer_epoch=0, topics=[])
+        entry = dict(
+            transactional_id=transactional_id,
+            transaction_state="",
+            transaction_timeout_ms=0,
+            transaction_start_time_ms=0,
+            producer_id=0,
+            producer_epoch=0,
+            topics=[],
+        )
         if transactional_id is None or transactional_id == "":
             entry["error_code"] = ErrorCode.invalid_request
             return entry
@@ -537,10 +649,14 @@ class TransactionCoordinator:
             entry["error_code"] = ErrorCode.transactional_id_not_found
             return entry
         entry.update(
-            error_code=ErrorCode.none, transaction_state=meta.state.display,
-            transaction_timeout_ms=meta.timeout_ms, transaction_start_time_ms=meta.txn_start_ms,
-            producer_id=meta.producer_id, producer_epoch=meta.producer_epoch,
-            topics=[dict(topic=t, partitions=ps) for t, ps in meta.topics().items()])
+            error_code=ErrorCode.none,
+            transaction_state=meta.state.display,
+            transaction_timeout_ms=meta.timeout_ms,
+            transaction_start_time_ms=meta.txn_start_ms,
+            producer_id=meta.producer_id,
+            producer_epoch=meta.producer_epoch,
+            topics=[dict(topic=t, partitions=ps) for t, ps in meta.topics().items()],
+        )
         return entry
 
     def state_of(self, transactional_id: str) -> TransactionMetadata | None:
@@ -557,14 +673,14 @@ def _claimed_producer(producer_id: int, producer_epoch: int) -> tuple[int, int] 
     return producer_id, producer_epoch
 
 
-def _end_txn_while_pending(meta: TransactionMetadata, producer_id: int, producer_epoch: int,
-                           from_client: bool) -> ErrorCode:
+def _end_txn_while_pending(
+    meta: TransactionMetadata, producer_id: int, producer_epoch: int, from_client: bool
+) -> ErrorCode:
     """EndTxn for an id with an operation in progress: fenced or another producer's answer
     first, else CONCURRENT_TRANSACTIONS (retriable)."""
     if meta.producer_id != producer_id:
         return ErrorCode.invalid_producer_id_mapping
-    if producer_epoch < meta.producer_epoch or (
-            from_client and producer_epoch != meta.producer_epoch):
+    if producer_epoch < meta.producer_epoch or (from_client and producer_epoch != meta.producer_epoch):
         return ErrorCode.producer_fenced
     return ErrorCode.concurrent_transactions
 

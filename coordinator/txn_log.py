@@ -13,9 +13,14 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
 import structlog
-
 from minibroker.coordinator.internal_topic import InternalTopic
-from minibroker.coordinator.txn_state import TransactionMetadata, decode_key, decode_value, encode_key, encode_value
+from minibroker.coordinator.txn_state import (
+    TransactionMetadata,
+    decode_key,
+    decode_value,
+    encode_key,
+    encode_value,
+)
 
 if TYPE_CHECKING:
     from minibroker.storage.log import PartitionLog
@@ -35,8 +40,7 @@ def state_record(meta: TransactionMetadata, tombstone: bool = False) -> tuple[by
     return encode_key(meta.transactional_id), None if tombstone else encode_value(meta)
 
 
-def replay_states(records: Iterable[tuple[bytes, bytes | None]]
-                  ) -> tuple[list[TransactionMetadata], int]:
+def replay_states(records: Iterable[tuple[bytes, bytes | None]]) -> tuple[list[TransactionMetadata], int]:
     """The latest state of every transactional id in replayed records (ids whose latest record
     is a tombstone are gone), and how many records there were. Unreadable records are skipped
     with a log line."""
@@ -55,8 +59,7 @@ def replay_states(records: Iterable[tuple[bytes, bytes | None]]
         try:
             states.append(decode_value(txn_id, value))
         except _UNREADABLE as exc:
-            log.error("skipping unreadable transaction state", transactional_id=txn_id,
-                      error=str(exc))
+            log.error("skipping unreadable transaction state", transactional_id=txn_id, error=str(exc))
     return states, count
 
 
@@ -64,8 +67,7 @@ class LogTxnStore(InternalTopic):
     """__transaction_state in the broker's own storage engine."""
 
     def __init__(self, logs: LogManager, configured_partitions: int) -> None:
-        super().__init__(logs, TXN_TOPIC, configured_partitions,
-                         "transaction.state.log.segment.bytes")
+        super().__init__(logs, TXN_TOPIC, configured_partitions, "transaction.state.log.segment.bytes")
 
     def coordinator_epoch(self, partition: int) -> int:
         plog = self.partition_log(partition, create=False)

@@ -99,8 +99,9 @@ _BY_NAME = {v: k for k, v in STATE_NAMES.items()}
 # Kafka's TransactionState.validPreviousStates
 VALID_PREVIOUS: dict[TxnState, frozenset[TxnState]] = {
     TxnState.EMPTY: frozenset({TxnState.EMPTY, TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT}),
-    TxnState.ONGOING: frozenset({TxnState.ONGOING, TxnState.EMPTY, TxnState.COMPLETE_COMMIT,
-                                 TxnState.COMPLETE_ABORT}),
+    TxnState.ONGOING: frozenset(
+        {TxnState.ONGOING, TxnState.EMPTY, TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT}
+    ),
     TxnState.PREPARE_COMMIT: frozenset({TxnState.ONGOING}),
     TxnState.PREPARE_ABORT: frozenset({TxnState.ONGOING, TxnState.PREPARE_EPOCH_FENCE}),
     TxnState.COMPLETE_COMMIT: frozenset({TxnState.PREPARE_COMMIT}),
@@ -156,12 +157,14 @@ class TransactionMetadata:
         if self.state not in VALID_PREVIOUS[state]:
             raise IllegalTransition(
                 f"transactional id {self.transactional_id}: illegal transition "
-                f"{self.state.display} -> {state.display}")
+                f"{self.state.display} -> {state.display}"
+            )
         changes.setdefault("has_failed_epoch_fence", False)
         return dataclasses.replace(self, state=state, **changes)
 
-    def prepare_increment_epoch(self, timeout_ms: int, expected_epoch: int | None,
-                                now_ms: int) -> TransactionMetadata | ErrorCode:
+    def prepare_increment_epoch(
+        self, timeout_ms: int, expected_epoch: int | None, now_ms: int
+    ) -> TransactionMetadata | ErrorCode:
         """InitProducerId on Empty/CompleteX: bump the epoch (or recognise a retry)."""
         if self.epoch_exhausted:
             raise IllegalTransition(f"cannot bump exhausted epoch of producer {self.producer_id}")
@@ -175,33 +178,53 @@ class TransactionMetadata:
             next_epoch, last_epoch = self.producer_epoch, self.last_producer_epoch
         else:
             return ErrorCode.producer_fenced
-        return self._to(TxnState.EMPTY, producer_epoch=next_epoch, last_producer_epoch=last_epoch,
-                        last_producer_id=self.producer_id, timeout_ms=timeout_ms,
-                        partitions=frozenset(), txn_start_ms=-1, last_update_ms=now_ms)
+        return self._to(
+            TxnState.EMPTY,
+            producer_epoch=next_epoch,
+            last_producer_epoch=last_epoch,
+            last_producer_id=self.producer_id,
+            timeout_ms=timeout_ms,
+            partitions=frozenset(),
+            txn_start_ms=-1,
+            last_update_ms=now_ms,
+        )
 
-    def prepare_producer_id_rotation(self, new_producer_id: int, timeout_ms: int, now_ms: int,
-                                     record_last_epoch: bool) -> TransactionMetadata:
+    def prepare_producer_id_rotation(
+        self, new_producer_id: int, timeout_ms: int, now_ms: int, record_last_epoch: bool
+    ) -> TransactionMetadata:
         """InitProducerId with an exhausted epoch: a new producer id at epoch 0."""
-        return self._to(TxnState.EMPTY, producer_id=new_producer_id, producer_epoch=0,
-                        last_producer_id=self.producer_id,
-                        last_producer_epoch=self.producer_epoch if record_last_epoch
-                        else NO_PRODUCER_EPOCH,
-                        timeout_ms=timeout_ms, partitions=frozenset(), txn_start_ms=-1,
-                        last_update_ms=now_ms)
+        return self._to(
+            TxnState.EMPTY,
+            producer_id=new_producer_id,
+            producer_epoch=0,
+            last_producer_id=self.producer_id,
+            last_producer_epoch=self.producer_epoch if record_last_epoch else NO_PRODUCER_EPOCH,
+            timeout_ms=timeout_ms,
+            partitions=frozenset(),
+            txn_start_ms=-1,
+            last_update_ms=now_ms,
+        )
 
     def fence_epoch(self) -> int:
         """The epoch an epoch fence (InitProducerId over Ongoing, timeout) moves to."""
         if self.producer_epoch >= SHORT_MAX:
-            raise IllegalTransition(f"cannot fence producer {self.producer_id} at epoch "
-                                    f"{self.producer_epoch}")
+            raise IllegalTransition(
+                f"cannot fence producer {self.producer_id} at epoch {self.producer_epoch}"
+            )
         return self.producer_epoch if self.has_failed_epoch_fence else self.producer_epoch + 1
 
-    def prepare_add_partitions(self, added: Iterable[tuple[str, int]],
-                               now_ms: int) -> TransactionMetadata:
-        start = now_ms if self.state in (TxnState.EMPTY, TxnState.COMPLETE_COMMIT,
-                                         TxnState.COMPLETE_ABORT) else self.txn_start_ms
-        return self._to(TxnState.ONGOING, partitions=self.partitions | frozenset(added),
-                        txn_start_ms=start, last_update_ms=now_ms)
+    def prepare_add_partitions(self, added: Iterable[tuple[str, int]], now_ms: int) -> TransactionMetadata:
+        start = (
+            now_ms
+            if self.state in (TxnState.EMPTY, TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT)
+            else self.txn_start_ms
+        )
+        return self._to(
+            TxnState.ONGOING,
+            partitions=self.partitions | frozenset(added),
+            txn_start_ms=start,
+            last_update_ms=now_ms,
+        )
 
     def prepare_abort_or_commit(self, commit: bool, now_ms: int) -> TransactionMetadata:
         state = TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT
@@ -220,14 +243,14 @@ class TransactionMetadata:
         return self._to(TxnState.DEAD, partitions=frozenset())
 
     # ------------------------------------------------------------------ decisions (Kafka rules)
-    def end_txn_check(self, producer_id: int, producer_epoch: int, commit: bool,
-                      from_client: bool) -> ErrorCode | None:
+    def end_txn_check(
+        self, producer_id: int, producer_epoch: int, commit: bool, from_client: bool
+    ) -> ErrorCode | None:
         """Errors EndTxn answers before any state change; None when Ongoing may be ended.
         ErrorCode.none means 'already done' (a retry of a completed EndTxn)."""
         if self.producer_id != producer_id:
             return ErrorCode.invalid_producer_id_mapping
-        if (from_client and producer_epoch != self.producer_epoch) or \
-                producer_epoch < self.producer_epoch:
+        if (from_client and producer_epoch != self.producer_epoch) or producer_epoch < self.producer_epoch:
             return ErrorCode.producer_fenced
         st = self.state
         if st == TxnState.ONGOING:
@@ -244,8 +267,9 @@ class TransactionMetadata:
             return ErrorCode.invalid_txn_state
         raise IllegalTransition(f"{self.transactional_id}: EndTxn in state {st.display}")
 
-    def _producer_error(self, producer_id: int, producer_epoch: int,
-                        stale_epoch: ErrorCode) -> ErrorCode | None:
+    def _producer_error(
+        self, producer_id: int, producer_epoch: int, stale_epoch: ErrorCode
+    ) -> ErrorCode | None:
         """Another producer id, another epoch (`stale_epoch`), or a completion in progress."""
         if self.producer_id != producer_id:
             return ErrorCode.invalid_producer_id_mapping
@@ -255,8 +279,9 @@ class TransactionMetadata:
             return ErrorCode.concurrent_transactions
         return None
 
-    def add_partitions_check(self, producer_id: int, producer_epoch: int,
-                             partitions: Iterable[tuple[str, int]]) -> ErrorCode | None:
+    def add_partitions_check(
+        self, producer_id: int, producer_epoch: int, partitions: Iterable[tuple[str, int]]
+    ) -> ErrorCode | None:
         """Errors AddPartitionsToTxn answers without a state change (NONE: already added);
         None when the partitions must be added."""
         error = self._producer_error(producer_id, producer_epoch, ErrorCode.producer_fenced)
@@ -268,8 +293,7 @@ class TransactionMetadata:
             return ErrorCode.none
         return None
 
-    def verify_check(self, producer_id: int, producer_epoch: int,
-                     partition: tuple[str, int]) -> ErrorCode:
+    def verify_check(self, producer_id: int, producer_epoch: int, partition: tuple[str, int]) -> ErrorCode:
         """Kafka's handleVerifyPartitionsInTransaction for one partition, with the translation
         the partition leader applies (PRODUCER_FENCED -> INVALID_PRODUCER_EPOCH); a partition not
         in the transaction gives TRANSACTION_ABORTABLE, which callers map by request version."""
@@ -285,18 +309,24 @@ def is_epoch_exhausted(epoch: int) -> bool:
     return epoch >= SHORT_MAX - 1
 
 
-def plan_init_producer_id(meta: TransactionMetadata, timeout_ms: int,
-                          expected: tuple[int, int] | None, now_ms: int,
-                          allocate_producer_id) -> TransactionMetadata | ErrorCode:
+def plan_init_producer_id(
+    meta: TransactionMetadata,
+    timeout_ms: int,
+    expected: tuple[int, int] | None,
+    now_ms: int,
+    allocate_producer_id,
+) -> TransactionMetadata | ErrorCode:
     """Kafka's prepareInitProducerIdTransit for an existing (or just created) metadata.
 
     Returns the metadata to persist (state Empty), the marker `TxnState.PREPARE_EPOCH_FENCE`
     wrapped as metadata when an Ongoing transaction must first be aborted, or an error."""
 
     def valid_producer_id(pid: int, epoch: int) -> bool:
-        return (meta.producer_epoch == NO_PRODUCER_EPOCH
-                or pid == meta.producer_id
-                or (pid == meta.last_producer_id and is_epoch_exhausted(epoch)))
+        return (
+            meta.producer_epoch == NO_PRODUCER_EPOCH
+            or pid == meta.producer_id
+            or (pid == meta.last_producer_id and is_epoch_exhausted(epoch))
+        )
 
     if expected is not None and not valid_producer_id(*expected):
         return ErrorCode.producer_fenced
@@ -305,14 +335,17 @@ def plan_init_producer_id(meta: TransactionMetadata, timeout_ms: int,
         return ErrorCode.concurrent_transactions
     if st in (TxnState.EMPTY, TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT):
         if meta.epoch_exhausted and (expected is None or expected[1] == meta.producer_epoch):
-            return meta.prepare_producer_id_rotation(allocate_producer_id(), timeout_ms, now_ms,
-                                                     expected is not None)
-        return meta.prepare_increment_epoch(timeout_ms, None if expected is None else expected[1],
-                                            now_ms)
+            return meta.prepare_producer_id_rotation(
+                allocate_producer_id(), timeout_ms, now_ms, expected is not None
+            )
+        return meta.prepare_increment_epoch(timeout_ms, None if expected is None else expected[1], now_ms)
     if st == TxnState.ONGOING:
-        return dataclasses.replace(meta, state=TxnState.PREPARE_EPOCH_FENCE,
-                                   producer_epoch=meta.fence_epoch(),
-                                   last_producer_epoch=NO_PRODUCER_EPOCH)
+        return dataclasses.replace(
+            meta,
+            state=TxnState.PREPARE_EPOCH_FENCE,
+            producer_epoch=meta.fence_epoch(),
+            last_producer_epoch=NO_PRODUCER_EPOCH,
+        )
     raise IllegalTransition(f"{meta.transactional_id}: InitProducerId in state {st.display}")
 
 
@@ -328,14 +361,13 @@ def encode_key(transactional_id: str) -> bytes:
 
 
 def decode_key(data: bytes) -> str:
-    version, = _I16.unpack_from(data, 0)
+    (version,) = _I16.unpack_from(data, 0)
     if version != 0:
         raise ValueError(f"unknown TransactionLogKey version {version}")
-    n, = _I16.unpack_from(data, 2)
+    (n,) = _I16.unpack_from(data, 2)
     if n < 0 or 4 + n > len(data):
         raise ValueError("bad TransactionLogKey string length")
-    return bytes(data[4:4 + n]).decode()
-
+    return bytes(data[4 : 4 + n]).decode()
 
 
 def encode_value(meta: TransactionMetadata) -> bytes:
@@ -411,11 +443,21 @@ def decode_value(transactional_id: str, data: bytes) -> TransactionMetadata:
     tags = r.tagged_fields()
     last_pid = _I64.unpack(tags[0])[0] if 0 in tags else NO_PRODUCER_ID
     next_pid = _I64.unpack(tags[1])[0] if 1 in tags else NO_PRODUCER_ID
-    last_epoch = (_I16.unpack(tags[LAST_PRODUCER_EPOCH_TAG])[0]
-                  if LAST_PRODUCER_EPOCH_TAG in tags else NO_PRODUCER_EPOCH)
+    last_epoch = (
+        _I16.unpack(tags[LAST_PRODUCER_EPOCH_TAG])[0]
+        if LAST_PRODUCER_EPOCH_TAG in tags
+        else NO_PRODUCER_EPOCH
+    )
     return TransactionMetadata(
-        transactional_id=transactional_id, producer_id=producer_id, producer_epoch=epoch,
-        timeout_ms=timeout_ms, state=state, partitions=frozenset(partitions),
-        txn_start_ms=start, last_update_ms=last_update,
+        transactional_id=transactional_id,
+        producer_id=producer_id,
+        producer_epoch=epoch,
+        timeout_ms=timeout_ms,
+        state=state,
+        partitions=frozenset(partitions),
+        txn_start_ms=start,
+        last_update_ms=last_update,
         last_producer_id=producer_id if last_pid == NO_PRODUCER_ID else last_pid,
-        last_producer_epoch=last_epoch, next_producer_id=next_pid)
+        last_producer_epoch=last_epoch,
+        next_producer_id=next_pid,
+    )

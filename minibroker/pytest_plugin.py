@@ -48,10 +48,17 @@ class ExternalBroker:
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("minibroker", "Kafka-compatible broker for tests")
-    group.addoption("--minibroker-config", metavar="FILE",
-                    help="Kafka .properties file for the session's broker (on top of the test profile)")
-    group.addoption("--minibroker-log-level", default="info", choices=["debug", "info", "warning", "error"],
-                    help="the broker's log level (its log is attached to failing tests)")
+    group.addoption(
+        "--minibroker-config",
+        metavar="FILE",
+        help="Kafka .properties file for the session's broker (on top of the test profile)",
+    )
+    group.addoption(
+        "--minibroker-log-level",
+        default="info",
+        choices=["debug", "info", "warning", "error"],
+        help="the broker's log level (its log is attached to failing tests)",
+    )
 
 
 @pytest.fixture(scope="session")
@@ -65,8 +72,13 @@ def minibroker(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPath
         return
     config_file = request.config.getoption("--minibroker-config")
     extra = ["--config", os.path.abspath(config_file)] if config_file else []
-    proc = BrokerProcess(tmp_path_factory.mktemp("minibroker"), profile="test", log_format="console",
-                         log_level=request.config.getoption("--minibroker-log-level"), extra_args=extra)
+    proc = BrokerProcess(
+        tmp_path_factory.mktemp("minibroker"),
+        profile="test",
+        log_format="console",
+        log_level=request.config.getoption("--minibroker-log-level"),
+        extra_args=extra,
+    )
     proc.start()
     request.config.stash[_BROKER_KEY] = proc
     try:
@@ -87,8 +99,11 @@ def kafka_bootstrap_servers(minibroker) -> str:
 def kafka_admin(kafka_bootstrap_servers):
     from kafka.admin import KafkaAdminClient
 
-    admin = KafkaAdminClient(bootstrap_servers=kafka_bootstrap_servers, client_id="minibroker-pytest-admin",
-                             request_timeout_ms=int(_TOPIC_TIMEOUT_S * 1000))
+    admin = KafkaAdminClient(
+        bootstrap_servers=kafka_bootstrap_servers,
+        client_id="minibroker-pytest-admin",
+        request_timeout_ms=int(_TOPIC_TIMEOUT_S * 1000),
+    )
     yield admin
     admin.close()
 
@@ -106,7 +121,9 @@ def kafka_topic(request: pytest.FixtureRequest, kafka_admin):
 
     created: list[str] = []
 
-    def create(partitions: int = 1, configs: dict[str, object] | None = None, prefix: str | None = None) -> str:
+    def create(
+        partitions: int = 1, configs: dict[str, object] | None = None, prefix: str | None = None
+    ) -> str:
         name = f"{_topic_stem(prefix or request.node.name)}-{uuid.uuid4().hex[:10]}"
         topic_configs = {key: str(value) for key, value in (configs or {}).items()}
         kafka_admin.create_topics([NewTopic(name, partitions, 1, topic_configs=topic_configs)])
@@ -126,10 +143,16 @@ def _wait_for_topic(admin, name: str, partitions: int) -> None:
     deadline = time.monotonic() + _TOPIC_TIMEOUT_S
     while True:
         described = admin.describe_topics([name])
-        if described and described[0].get("error_code") == 0 and len(described[0].get("partitions", [])) == partitions:
+        if (
+            described
+            and described[0].get("error_code") == 0
+            and len(described[0].get("partitions", [])) == partitions
+        ):
             return
         if time.monotonic() > deadline:
-            raise TimeoutError(f"topic {name} not visible with {partitions} partitions after {_TOPIC_TIMEOUT_S}s: {described}")
+            raise TimeoutError(
+                f"topic {name} not visible with {partitions} partitions after {_TOPIC_TIMEOUT_S}s: {described}"
+            )
         time.sleep(0.02)
 
 

@@ -25,8 +25,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from typing import IO, AsyncIterator, Iterator
+from typing import IO
 
 START_TIMEOUT = 30.0  # generous: a loaded CI runner may take seconds to import Python packages
 STOP_TIMEOUT = 15.0
@@ -99,14 +100,23 @@ class BrokerProcess:
 
     def command(self) -> list[str]:
         cmd = [
-            sys.executable, "-m", "minibroker",
-            "--host", self.host,
-            "--port", "0",
-            "--data-dir", str(self.data_dir),
-            "--port-file", str(self.port_file),
-            "--profile", self.profile,
-            "--log-level", self.log_level,
-            "--log-format", self.log_format,
+            sys.executable,
+            "-m",
+            "minibroker",
+            "--host",
+            self.host,
+            "--port",
+            "0",
+            "--data-dir",
+            str(self.data_dir),
+            "--port-file",
+            str(self.port_file),
+            "--profile",
+            self.profile,
+            "--log-level",
+            self.log_level,
+            "--log-format",
+            self.log_format,
         ]
         for key, value in self.overrides.items():
             if isinstance(value, bool):
@@ -115,7 +125,7 @@ class BrokerProcess:
         return cmd + self.extra_args
 
     # ------------------------------------------------------------------ lifecycle
-    def start(self, timeout: float = START_TIMEOUT) -> "BrokerProcess":
+    def start(self, timeout: float = START_TIMEOUT) -> BrokerProcess:
         """Start and wait until the broker is ready (its port file exists)."""
         if self.running:
             raise RuntimeError("broker already running")
@@ -123,11 +133,17 @@ class BrokerProcess:
             self.port_file.unlink()
         self._close_log()
         log_handle = self._log_handle = open(self.log_path, "ab")
-        log_handle.write(f"\n===== minibroker.testing: start #{self.starts + 1}: {' '.join(self.command())}\n".encode())
+        log_handle.write(
+            f"\n===== minibroker.testing: start #{self.starts + 1}: {' '.join(self.command())}\n".encode()
+        )
         log_handle.flush()
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         self.proc = subprocess.Popen(
-            self.command(), stdout=self._log_handle, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
+            self.command(),
+            stdout=self._log_handle,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=env,
         )
         self.starts += 1
         deadline = time.monotonic() + timeout
@@ -167,7 +183,9 @@ class BrokerProcess:
         rc = self.proc.returncode
         self._close_log()
         if rc != 0:
-            raise AssertionError(f"broker exit code {rc} after {signal.Signals(sig).name} (expected 0)\n{self.log_tail()}")
+            raise AssertionError(
+                f"broker exit code {rc} after {signal.Signals(sig).name} (expected 0)\n{self.log_tail()}"
+            )
         return rc
 
     def kill(self) -> None:
@@ -179,7 +197,7 @@ class BrokerProcess:
             self.proc.wait(STOP_TIMEOUT)
         self._close_log()
 
-    def restart(self, *, kill: bool = False, overrides: dict[str, object] | None = None) -> "BrokerProcess":
+    def restart(self, *, kill: bool = False, overrides: dict[str, object] | None = None) -> BrokerProcess:
         """Stop (or kill) and start again on the same data directory; the port may change."""
         if kill:
             self.kill()
@@ -248,7 +266,9 @@ class BrokerProcess:
                 if rx.search(line):
                     return line
             if time.monotonic() > deadline:
-                raise AssertionError(f"no broker log line matching {pattern!r} within {timeout}s\n{self.log_tail()}")
+                raise AssertionError(
+                    f"no broker log line matching {pattern!r} within {timeout}s\n{self.log_tail()}"
+                )
             time.sleep(0.05)
 
     def __repr__(self) -> str:

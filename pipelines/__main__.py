@@ -21,8 +21,10 @@ def generate(argv: list[str]) -> int:
     from minibroker.pipelines.generator import GeneratorConfig, OrderGenerator
 
     d = GeneratorConfig()
-    p = argparse.ArgumentParser(prog="python -m minibroker.pipelines generate",
-                                description="Write order events with transactional producers.")
+    p = argparse.ArgumentParser(
+        prog="python -m minibroker.pipelines generate",
+        description="Write order events with transactional producers.",
+    )
     p.add_argument("--bootstrap-servers", default=d.bootstrap)
     p.add_argument("--topic", default=d.topic)
     p.add_argument("--partitions", type=int, default=d.partitions, help="when the topic is created")
@@ -39,11 +41,23 @@ def generate(argv: list[str]) -> int:
     p.add_argument("--no-fence", action="store_true", help="skip the second-instance fencing episode")
     p.add_argument("--kafka-option", action="append", default=[], metavar="KEY=VALUE")
     a = p.parse_args(argv)
-    config = GeneratorConfig(bootstrap=a.bootstrap_servers, topic=a.topic, partitions=a.partitions,
-                             orders=a.orders, producers=a.producers, txn_size=a.txn_size,
-                             abort_ratio=a.abort_ratio, malformed_ratio=a.malformed_ratio,
-                             customers=a.customers, days=a.days, start_date=a.start_date, rate=a.rate,
-                             seed=a.seed, fence=not a.no_fence, kafka_options=_kafka_options(a.kafka_option))
+    config = GeneratorConfig(
+        bootstrap=a.bootstrap_servers,
+        topic=a.topic,
+        partitions=a.partitions,
+        orders=a.orders,
+        producers=a.producers,
+        txn_size=a.txn_size,
+        abort_ratio=a.abort_ratio,
+        malformed_ratio=a.malformed_ratio,
+        customers=a.customers,
+        days=a.days,
+        start_date=a.start_date,
+        rate=a.rate,
+        seed=a.seed,
+        fence=not a.no_fence,
+        kafka_options=_kafka_options(a.kafka_option),
+    )
     report = OrderGenerator(config).run()
     print(json.dumps(report.as_dict()))
     return 0
@@ -51,24 +65,36 @@ def generate(argv: list[str]) -> int:
 
 def verify(argv: list[str]) -> int:
     from minibroker.pipelines.job import session
-    from minibroker.pipelines.verifier import VerificationFailed, verify as run_verify
+    from minibroker.pipelines.verifier import VerificationFailed
+    from minibroker.pipelines.verifier import verify as run_verify
 
-    p = argparse.ArgumentParser(prog="python -m minibroker.pipelines verify",
-                                description="Compare the pipeline's outputs with its committed input.")
+    p = argparse.ArgumentParser(
+        prog="python -m minibroker.pipelines verify",
+        description="Compare the pipeline's outputs with its committed input.",
+    )
     p.add_argument("--bootstrap-servers", default="127.0.0.1:9092")
     p.add_argument("--input-topic", default="order-events")
     p.add_argument("--totals-topic", default="customer-totals")
     p.add_argument("--output", required=True)
     p.add_argument("--dead-letter", required=True)
-    p.add_argument("--expect-committed", type=int, default=None,
-                   help="committed event count the generator reported")
+    p.add_argument(
+        "--expect-committed", type=int, default=None, help="committed event count the generator reported"
+    )
     p.add_argument("--kafka-option", action="append", default=[], metavar="KEY=VALUE")
     a = p.parse_args(argv)
     spark = session(app_name="minibroker-orders-verifier")
     spark.sparkContext.setLogLevel("WARN")
     try:
-        summary = run_verify(spark, a.bootstrap_servers, a.output, a.dead_letter, a.input_topic, a.totals_topic,
-                             a.expect_committed, _kafka_options(a.kafka_option))
+        summary = run_verify(
+            spark,
+            a.bootstrap_servers,
+            a.output,
+            a.dead_letter,
+            a.input_topic,
+            a.totals_topic,
+            a.expect_committed,
+            _kafka_options(a.kafka_option),
+        )
     except VerificationFailed as exc:
         print(f"MISMATCH: {exc}", file=sys.stderr)
         return 1

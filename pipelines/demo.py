@@ -37,9 +37,23 @@ class Broker:
         self.data_dir = workdir / "broker-data"
         port_file = workdir / "broker.port"
         self.log = open(workdir / "broker.log", "wb")
-        self.proc = subprocess.Popen([sys.executable, "-m", "minibroker", "--port", "0", "--data-dir", str(self.data_dir),
-                                      "--port-file", str(port_file), "--log-level", "warning"],
-                                     stdout=self.log, stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "minibroker",
+                "--port",
+                "0",
+                "--data-dir",
+                str(self.data_dir),
+                "--port-file",
+                str(port_file),
+                "--log-level",
+                "warning",
+            ],
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+        )
         deadline = time.monotonic() + 30
         while not port_file.exists():
             if self.proc.poll() is not None or time.monotonic() > deadline:
@@ -59,8 +73,11 @@ class Broker:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m minibroker.pipelines demo", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="python -m minibroker.pipelines demo",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("--orders", type=int, default=100_000)
     p.add_argument("--rate", type=float, default=2000.0, help="generator events/s")
     p.add_argument("--keep", action="store_true", help="keep the temporary directory")
@@ -74,13 +91,35 @@ def main(argv: list[str] | None = None) -> int:
     try:
         broker = Broker(workdir)
         say(f"broker ready at {broker.bootstrap}")
-        job_args = ["--bootstrap-servers", broker.bootstrap, "--output", str(workdir / "orders"),
-                    "--dead-letter", str(workdir / "dead-letter"), "--checkpoint", str(workdir / "checkpoint")]
-        streaming = job_args + ["--max-offsets-per-trigger", "6000", "--trigger-seconds", "1",
-                                "--pause-in-batch", "1"]
+        job_args = [
+            "--bootstrap-servers",
+            broker.bootstrap,
+            "--output",
+            str(workdir / "orders"),
+            "--dead-letter",
+            str(workdir / "dead-letter"),
+            "--checkpoint",
+            str(workdir / "checkpoint"),
+        ]
+        streaming = job_args + [
+            "--max-offsets-per-trigger",
+            "6000",
+            "--trigger-seconds",
+            "1",
+            "--pause-in-batch",
+            "1",
+        ]
 
-        generator = OrderGenerator(GeneratorConfig(bootstrap=broker.bootstrap, orders=a.orders, rate=a.rate,
-                                                   txn_size=50, abort_ratio=0.1, malformed_ratio=0.02))
+        generator = OrderGenerator(
+            GeneratorConfig(
+                bootstrap=broker.bootstrap,
+                orders=a.orders,
+                rate=a.rate,
+                txn_size=50,
+                abort_ratio=0.1,
+                malformed_ratio=0.02,
+            )
+        )
         gen_done = threading.Event()
         gen_error: list[BaseException] = []
 
@@ -98,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
 
         lines: queue.Queue[str] = queue.Queue()
         last_batch = [-1]
-        orders_rows = [0]     # rows the orders query has processed (replays after a kill count again)
+        orders_rows = [0]  # rows the orders query has processed (replays after a kill count again)
 
         def on_line(line: str) -> None:
             m = re.match(r"totals batch (\d+)", line)
@@ -117,13 +156,20 @@ def main(argv: list[str] | None = None) -> int:
         last_line_at = time.monotonic()
         # run until the generator is done and both kills happened; after the generator is done,
         # a driver that stays quiet for IDLE_SECONDS has nothing left to do
-        done_since_restart = 0    # batches the current driver finished
-        while not (gen_done.is_set() and ((kills == len(KILL_POINTS) and done_since_restart > 0)
-                                          or time.monotonic() - last_line_at > IDLE_SECONDS)):
+        done_since_restart = 0  # batches the current driver finished
+        while not (
+            gen_done.is_set()
+            and (
+                (kills == len(KILL_POINTS) and done_since_restart > 0)
+                or time.monotonic() - last_line_at > IDLE_SECONDS
+            )
+        ):
             if gen_error:
                 raise gen_error[0]
             if driver.proc.poll() is not None:
-                raise RuntimeError(f"the spark driver exited with {driver.proc.returncode}; see {workdir / 'driver.log'}")
+                raise RuntimeError(
+                    f"the spark driver exited with {driver.proc.returncode}; see {workdir / 'driver.log'}"
+                )
             try:
                 line = lines.get(timeout=0.5)
                 last_line_at = time.monotonic()
@@ -134,7 +180,11 @@ def main(argv: list[str] | None = None) -> int:
             m = re.match(KILL_POINTS[kills], line) if kills < len(KILL_POINTS) else None
             if m and int(m.group(1)) >= 1 and int(m.group(1)) > killed_batch:
                 killed_batch = int(m.group(1))
-                what = "with its totals transaction open" if kills == 0 else "after its Kafka commit, before Spark's"
+                what = (
+                    "with its totals transaction open"
+                    if kills == 0
+                    else "after its Kafka commit, before Spark's"
+                )
                 say(f"SIGKILL spark driver in micro-batch {killed_batch} ({what})")
                 driver.close()
                 kills += 1
@@ -143,9 +193,11 @@ def main(argv: list[str] | None = None) -> int:
                 say(f"spark driver restarted from the checkpoint (kill {kills})")
             if time.monotonic() >= next_report:
                 r = generator.report
-                say(f"generator: {r.committed_events:,} committed, {r.aborted_events:,} aborted events | "
+                say(
+                    f"generator: {r.committed_events:,} committed, {r.aborted_events:,} aborted events | "
                     f"spark: {orders_rows[0]:,} rows through the orders query, totals batch {last_batch[0]} | "
-                    f"kills survived: {kills}")
+                    f"kills survived: {kills}"
+                )
                 next_report = time.monotonic() + 5
         if gen_error:
             raise gen_error[0]
@@ -162,12 +214,18 @@ def main(argv: list[str] | None = None) -> int:
         say("verifying")
         from minibroker.pipelines.job import session
         from minibroker.pipelines.verifier import VerificationFailed, verify
+
         spark = session(app_name="minibroker-demo-verifier")
         spark.sparkContext.setLogLevel("ERROR")
         r = generator.report
         try:
-            summary = verify(spark, broker.bootstrap, str(workdir / "orders"), str(workdir / "dead-letter"),
-                             expect_committed=r.committed_events)
+            summary = verify(
+                spark,
+                broker.bootstrap,
+                str(workdir / "orders"),
+                str(workdir / "dead-letter"),
+                expect_committed=r.committed_events,
+            )
         except VerificationFailed as exc:
             say(f"MISMATCH: {exc}")
             return 1
@@ -177,10 +235,18 @@ def main(argv: list[str] | None = None) -> int:
         print("\n==== minibroker demo summary ====")
         print(f"orders committed        {r.committed_events:>9,}  ({r.committed_txns} transactions)")
         print(f"orders aborted          {r.aborted_events:>9,}  ({r.aborted_txns} transactions)")
-        print(f"zombie fenced           {'yes' if r.zombie_fenced else 'NO':>9}  ({r.fenced_events} events refused, {r.fenced_error})")
-        print(f"rejected (dead letter)  {summary['dead_letter_rows']:>9,}  (expected {summary['rejected_events']:,})")
-        print(f"rows in Parquet         {summary['parquet_rows']:>9,}  (expected {summary['valid_orders']:,})")
-        print(f"customer totals matched {summary['customers_matched']:>9,}  ({summary['totals_records']:,} records, no batch twice)")
+        print(
+            f"zombie fenced           {'yes' if r.zombie_fenced else 'NO':>9}  ({r.fenced_events} events refused, {r.fenced_error})"
+        )
+        print(
+            f"rejected (dead letter)  {summary['dead_letter_rows']:>9,}  (expected {summary['rejected_events']:,})"
+        )
+        print(
+            f"rows in Parquet         {summary['parquet_rows']:>9,}  (expected {summary['valid_orders']:,})"
+        )
+        print(
+            f"customer totals matched {summary['customers_matched']:>9,}  ({summary['totals_records']:,} records, no batch twice)"
+        )
         print(f"driver kills survived   {kills:>9}")
         print(f"wall time               {wall:>8.0f}s")
         ok = True

@@ -20,9 +20,15 @@ class DriverProcess:
         self._log = open(log_path, "a")
         self._log.write(f"\n===== driver: {' '.join(args)}\n")
         self._log.flush()
-        self.proc = subprocess.Popen([sys.executable, "-m", "minibroker.pipelines", "job", *args], cwd=cwd,
-                                     stdout=subprocess.PIPE, stderr=self._log, text=True, start_new_session=True,
-                                     env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "minibroker.pipelines", "job", *args],
+            cwd=cwd,
+            stdout=subprocess.PIPE,
+            stderr=self._log,
+            text=True,
+            start_new_session=True,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
         self._reader = threading.Thread(target=self._read, args=(on_line,), daemon=True)
         self._reader.start()
 

@@ -14,10 +14,9 @@ import random
 import threading
 import time
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from confluent_kafka import KafkaException, Producer
-
 from minibroker.pipelines.kafka_admin import ensure_topic
 from minibroker.pipelines.orders import Order
 
@@ -37,7 +36,7 @@ class GeneratorConfig:
     customers: int = 50
     days: int = 3
     start_date: str = "2026-01-01"
-    rate: float = 0.0            # events per second over all producers; 0 = as fast as possible
+    rate: float = 0.0  # events per second over all producers; 0 = as fast as possible
     seed: int = 1
     fence: bool = True
     kafka_options: dict = field(default_factory=dict)
@@ -45,11 +44,11 @@ class GeneratorConfig:
 
 @dataclass
 class GeneratorReport:
-    committed_events: int = 0     # visible to read_committed consumers
+    committed_events: int = 0  # visible to read_committed consumers
     committed_valid: int = 0
     committed_malformed: int = 0
-    aborted_events: int = 0       # aborted by the producer
-    fenced_events: int = 0        # the zombie's, aborted by the coordinator or refused
+    aborted_events: int = 0  # aborted by the producer
+    fenced_events: int = 0  # the zombie's, aborted by the coordinator or refused
     committed_txns: int = 0
     aborted_txns: int = 0
     zombie_fenced: bool = False
@@ -67,16 +66,19 @@ class OrderGenerator:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._errors: list[BaseException] = []
-        self._base_ts = int(datetime.strptime(config.start_date, "%Y-%m-%d")
-                            .replace(tzinfo=timezone.utc).timestamp() * 1000)
+        self._base_ts = int(
+            datetime.strptime(config.start_date, "%Y-%m-%d").replace(tzinfo=UTC).timestamp() * 1000
+        )
 
     # ------------------------------------------------------------------ public
     def run(self) -> GeneratorReport:
         self.ensure_topic()
         shares = [self.config.orders // self.config.producers] * self.config.producers
         shares[0] += self.config.orders - sum(shares)
-        threads = [threading.Thread(target=self._guard, args=(i, shares[i]), name=f"order-producer-{i}")
-                   for i in range(self.config.producers)]
+        threads = [
+            threading.Thread(target=self._guard, args=(i, shares[i]), name=f"order-producer-{i}")
+            for i in range(self.config.producers)
+        ]
         for t in threads:
             t.start()
         for t in threads:
@@ -90,12 +92,20 @@ class OrderGenerator:
         self._stop.set()
 
     def ensure_topic(self) -> None:
-        ensure_topic(self.config.bootstrap, self.config.topic, self.config.partitions, self.config.kafka_options)
+        ensure_topic(
+            self.config.bootstrap, self.config.topic, self.config.partitions, self.config.kafka_options
+        )
 
     # ------------------------------------------------------------------ producers
     def _producer(self, index: int) -> Producer:
-        p = Producer({"bootstrap.servers": self.config.bootstrap, "transactional.id": f"order-producer-{index}",
-                      "linger.ms": 5, **self.config.kafka_options})
+        p = Producer(
+            {
+                "bootstrap.servers": self.config.bootstrap,
+                "transactional.id": f"order-producer-{index}",
+                "linger.ms": 5,
+                **self.config.kafka_options,
+            }
+        )
         p.init_transactions(60)
         return p
 
@@ -124,7 +134,7 @@ class OrderGenerator:
             for order_id, _, value in events:
                 self._send(producer, order_id.encode(), value)
             if abort:
-                producer.flush(60)              # the aborted events reach the log first
+                producer.flush(60)  # the aborted events reach the log first
                 producer.abort_transaction(60)
             else:
                 producer.commit_transaction(60)
@@ -140,9 +150,11 @@ class OrderGenerator:
         """Start a second instance while the first has a transaction open; check it is fenced."""
         zombie.begin_transaction()
         for k in range(self.config.txn_size):
-            self._send(zombie, f"zombie-{index}-{k}".encode(), self._order(rnd, f"zombie-{index}-{k}").to_json())
+            self._send(
+                zombie, f"zombie-{index}-{k}".encode(), self._order(rnd, f"zombie-{index}-{k}").to_json()
+            )
         zombie.flush(60)
-        successor = self._producer(index)      # InitProducerId: aborts the open txn, bumps the epoch
+        successor = self._producer(index)  # InitProducerId: aborts the open txn, bumps the epoch
         try:
             self._send(zombie, b"zombie-late", self._order(rnd, "zombie-late").to_json())
             zombie.commit_transaction(30)
@@ -165,9 +177,13 @@ class OrderGenerator:
 
     # ------------------------------------------------------------------ events
     def _order(self, rnd: random.Random, order_id: str) -> Order:
-        return Order(order_id=order_id, customer_id=f"c{rnd.randrange(self.config.customers):04d}",
-                     amount_cents=rnd.randint(100, 50_000), currency=rnd.choice(("EUR", "USD", "GBP")),
-                     ts=self._base_ts + rnd.randrange(self.config.days * DAY_MS))
+        return Order(
+            order_id=order_id,
+            customer_id=f"c{rnd.randrange(self.config.customers):04d}",
+            amount_cents=rnd.randint(100, 50_000),
+            currency=rnd.choice(("EUR", "USD", "GBP")),
+            ts=self._base_ts + rnd.randrange(self.config.days * DAY_MS),
+        )
 
     def _event(self, rnd: random.Random, order_id: str) -> tuple[str, bool, bytes]:
         """(order id, malformed, JSON bytes)."""
@@ -175,9 +191,12 @@ class OrderGenerator:
         if rnd.random() >= self.config.malformed_ratio:
             return order_id, False, order.to_json()
         if rnd.random() < 0.5:
-            return order_id, True, order.to_json()[:-7]        # truncated: bad JSON
-        return order_id, True, Order(order.order_id, order.customer_id, -order.amount_cents,
-                                     order.currency, order.ts).to_json()
+            return order_id, True, order.to_json()[:-7]  # truncated: bad JSON
+        return (
+            order_id,
+            True,
+            Order(order.order_id, order.customer_id, -order.amount_cents, order.currency, order.ts).to_json(),
+        )
 
     def _count(self, events: list[tuple[str, bool, bytes]], aborted: bool) -> None:
         with self._lock:

@@ -7,8 +7,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-SPARK_VERSION = "4.2.0"          # pinned together with pyspark in pyproject.toml
-KAFKA_CLIENT_VERSIONS = ("3.9.2", "4.4.0")   # what Spark 4.2 bundles, and the newest 4.x
+SPARK_VERSION = "4.2.0"  # pinned together with pyspark in pyproject.toml
+KAFKA_CLIENT_VERSIONS = ("3.9.2", "4.4.0")  # what Spark 4.2 bundles, and the newest 4.x
 
 
 class JarsMissing(RuntimeError):
@@ -21,7 +21,9 @@ def cache_dir() -> Path:
 
 def _complete(path: Path, marker: Path) -> Path:
     if not marker.exists():
-        raise JarsMissing(f"{path} is missing or incomplete: run `make jvm` (jvm/fetch.sh: needs java and mvn)")
+        raise JarsMissing(
+            f"{path} is missing or incomplete: run `make jvm` (jvm/fetch.sh: needs java and mvn)"
+        )
     return path
 
 

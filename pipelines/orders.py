@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, TypeGuard
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
+from typing import Any, TypeGuard
 
 CURRENCY = re.compile(r"^[A-Z]{3}$")
 
@@ -17,7 +17,7 @@ CURRENCY = re.compile(r"^[A-Z]{3}$")
 MALFORMED_JSON = "malformed_json"
 MISSING_ORDER_ID = "missing_order_id"
 MISSING_CUSTOMER_ID = "missing_customer_id"
-BAD_AMOUNT = "bad_amount"                 # absent or not an integer
+BAD_AMOUNT = "bad_amount"  # absent or not an integer
 NEGATIVE_AMOUNT = "non_positive_amount"
 BAD_CURRENCY = "bad_currency"
 BAD_TIMESTAMP = "bad_ts"
@@ -29,16 +29,23 @@ class Order:
     customer_id: str
     amount_cents: int
     currency: str
-    ts: int          # epoch milliseconds
+    ts: int  # epoch milliseconds
 
     def to_json(self) -> bytes:
-        return json.dumps({"order_id": self.order_id, "customer_id": self.customer_id,
-                           "amount_cents": self.amount_cents, "currency": self.currency,
-                           "ts": self.ts}, separators=(",", ":")).encode()
+        return json.dumps(
+            {
+                "order_id": self.order_id,
+                "customer_id": self.customer_id,
+                "amount_cents": self.amount_cents,
+                "currency": self.currency,
+                "ts": self.ts,
+            },
+            separators=(",", ":"),
+        ).encode()
 
     @property
     def day(self) -> str:
-        return datetime.fromtimestamp(self.ts / 1000, tz=timezone.utc).strftime("%Y-%m-%d")
+        return datetime.fromtimestamp(self.ts / 1000, tz=UTC).strftime("%Y-%m-%d")
 
 
 def _is_int(v: Any) -> TypeGuard[int]:

@@ -23,7 +23,6 @@ import json
 import time
 
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
-
 from minibroker.pipelines.kafka_admin import ensure_topic
 
 # the partition whose committed offset holds the next batch id (exists in every topic)
@@ -31,15 +30,22 @@ BOOKKEEPING_PARTITION = 0
 
 
 class TransactionalTotalsSink:
-    def __init__(self, bootstrap: str, topic: str, name: str = "customer-totals-sink",
-                 kafka_options: dict[str, str] | None = None, pause_in_batch: float = 0.0,
-                 partitions: int = 3, log=print):
+    def __init__(
+        self,
+        bootstrap: str,
+        topic: str,
+        name: str = "customer-totals-sink",
+        kafka_options: dict[str, str] | None = None,
+        pause_in_batch: float = 0.0,
+        partitions: int = 3,
+        log=print,
+    ):
         self.bootstrap = bootstrap
         self.topic = topic
         self.name = name
         self.kafka_options = dict(kafka_options or {})
         self.pause_in_batch = pause_in_batch
-        self.partitions = partitions     # when the sink creates the topic
+        self.partitions = partitions  # when the sink creates the topic
         self.log = log
         self._query_id: str | None = None
         self._producer: Producer | None = None
@@ -60,18 +66,23 @@ class TransactionalTotalsSink:
         producer, bookkeeping = self._clients()
         producer.begin_transaction()
         for row in rows:
-            value = {"customer_id": row["customer_id"], "total_cents": int(row["total_cents"]),
-                     "orders": int(row["orders"]), "batch_id": batch_id}
+            value = {
+                "customer_id": row["customer_id"],
+                "total_cents": int(row["total_cents"]),
+                "orders": int(row["orders"]),
+                "batch_id": batch_id,
+            }
             self._produce(row["customer_id"].encode(), json.dumps(value, separators=(",", ":")).encode())
         producer.send_offsets_to_transaction(
             [TopicPartition(self.topic, BOOKKEEPING_PARTITION, batch_id + 1)],
-            bookkeeping.consumer_group_metadata())
+            bookkeeping.consumer_group_metadata(),
+        )
         if self.pause_in_batch:
             self.log(f"totals batch {batch_id}: transaction open with {len(rows)} records")
             time.sleep(self.pause_in_batch)
         producer.commit_transaction()
         self.log(f"totals batch {batch_id}: committed {len(rows)} customer totals")
-        if self.pause_in_batch:     # committed to Kafka, not yet in Spark's commit log
+        if self.pause_in_batch:  # committed to Kafka, not yet in Spark's commit log
             time.sleep(self.pause_in_batch)
 
     def _produce(self, key: bytes, value: bytes) -> None:
@@ -109,13 +120,18 @@ class TransactionalTotalsSink:
         self._query_id = query_id
         common = {"bootstrap.servers": self.bootstrap, **self.kafka_options}
         ensure_topic(self.bootstrap, self.topic, self.partitions, self.kafka_options)
-        self._producer = Producer({**common, "transactional.id": self.transactional_id,
-                                   "linger.ms": 5})
+        self._producer = Producer({**common, "transactional.id": self.transactional_id, "linger.ms": 5})
         # fences an earlier driver's producer and aborts (or completes) what it left open, so the
         # bookkeeping offset read next is final
         self._producer.init_transactions(60)
-        self._bookkeeping = Consumer({**common, "group.id": self.transactional_id,
-                                      "enable.auto.commit": False, "isolation.level": "read_committed"})
+        self._bookkeeping = Consumer(
+            {
+                **common,
+                "group.id": self.transactional_id,
+                "enable.auto.commit": False,
+                "isolation.level": "read_committed",
+            }
+        )
 
     def close(self) -> None:
         if self._bookkeeping is not None:
@@ -124,5 +140,3 @@ class TransactionalTotalsSink:
             self._producer.flush(10)
         self._producer = self._bookkeeping = None
         self._query_id = None
-
-

@@ -21,7 +21,6 @@ from kio.index import UnknownAPIKey, UnknownEntity, load_payload_module
 from kio.schema.errors import ErrorCode
 from kio.serial import entity_reader, entity_writer
 from kio.static.constants import EntityType
-
 from minibroker.protocol.request_guard import MalformedRequest, check_body
 from minibroker.protocol.schema_layout import Schema
 
@@ -45,8 +44,9 @@ class DecodeError(Exception):
 _NEWER_SCHEMAS = {(18, 5): "minibroker.protocol.api_versions_v5"}
 
 
-def _payload_class(api_key: int, version: int,
-                   kind: Literal[EntityType.request, EntityType.response]) -> Schema | None:
+def _payload_class(
+    api_key: int, version: int, kind: Literal[EntityType.request, EntityType.response]
+) -> Schema | None:
     try:
         module = load_payload_module(api_key, version, kind)
     except (UnknownAPIKey, UnknownEntity):
@@ -175,8 +175,16 @@ def _plan(cls: Schema) -> tuple[_FieldPlan, ...]:
             alias = f.name + "_ms"
         has_default = f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
         plans.append(
-            _FieldPlan(f.name, alias, kafka_type, nested, is_array, nullable, has_default,
-                       _zero_for(inner, kafka_type, is_array, nullable))
+            _FieldPlan(
+                f.name,
+                alias,
+                kafka_type,
+                nested,
+                is_array,
+                nullable,
+                has_default,
+                _zero_for(inner, kafka_type, is_array, nullable),
+            )
         )
     return tuple(plans)
 

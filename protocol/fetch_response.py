@@ -32,7 +32,6 @@ class PartitionData:
     records_size: int = 0
 
 
-
 def _string(s: str, flexible: bool) -> bytes:
     data = s.encode()
     return (_uvarint(len(data) + 1) if flexible else _I16.pack(len(data))) + data
@@ -42,8 +41,12 @@ def _array_len(n: int, flexible: bool) -> bytes:
     return _uvarint(n + 1) if flexible else _I32.pack(n)
 
 
-def encode(version: int, topics: list[tuple[str, list[PartitionData]]], error_code: int = 0,  # noqa: C901 - one hot-path encoder, read top to bottom
-           session_id: int = 0) -> tuple[list, int]:
+def encode(
+    version: int,
+    topics: list[tuple[str, list[PartitionData]]],
+    error_code: int = 0,  # noqa: C901 - one hot-path encoder, read top to bottom
+    session_id: int = 0,
+) -> tuple[list, int]:
     """Return (parts, total size) of the response body for Fetch `version` (4..12)."""
     flexible = version >= 12
     parts: list = []
@@ -55,11 +58,17 @@ def encode(version: int, topics: list[tuple[str, list[PartitionData]]], error_co
         head += _array_len(len(partitions), flexible)
         for p in partitions:
             if version >= 5:
-                head += _PARTITION_HEAD.pack(p.partition_index, p.error_code, p.high_watermark,
-                                             p.last_stable_offset, p.log_start_offset)
+                head += _PARTITION_HEAD.pack(
+                    p.partition_index,
+                    p.error_code,
+                    p.high_watermark,
+                    p.last_stable_offset,
+                    p.log_start_offset,
+                )
             else:
-                head += _PARTITION_HEAD_V4.pack(p.partition_index, p.error_code, p.high_watermark,
-                                                p.last_stable_offset)
+                head += _PARTITION_HEAD_V4.pack(
+                    p.partition_index, p.error_code, p.high_watermark, p.last_stable_offset
+                )
             if p.aborted is None:
                 head += b"\x00" if flexible else _I32.pack(-1)
             else:

@@ -38,14 +38,41 @@ from typing import NamedTuple
 from minibroker.protocol.crc import crc32c as _crc32c
 
 __all__ = [
-    "HEADER_SIZE", "HEADER_STRUCT", "MAGIC", "BATCH_OVERHEAD_LENGTH",
-    "COMPRESSION_NONE", "COMPRESSION_GZIP", "COMPRESSION_SNAPPY", "COMPRESSION_LZ4",
-    "COMPRESSION_ZSTD", "ATTR_COMPRESSION_MASK", "ATTR_LOG_APPEND_TIME", "ATTR_TRANSACTIONAL",
-    "ATTR_CONTROL", "CONTROL_ABORT", "CONTROL_COMMIT", "NO_PRODUCER_ID", "NO_SEQUENCE",
-    "NO_TIMESTAMP", "BatchHeader", "Record", "ControlRecord", "CorruptBatchError", "DecompressedTooLarge",
-    "parse_header", "crc_ok", "compute_crc", "stamp_header",
-    "iter_batches", "build_batch", "build_control_batch",
-    "iter_records", "iter_record_keys", "parse_control_record", "filter_batch", "decompress",
+    "HEADER_SIZE",
+    "HEADER_STRUCT",
+    "MAGIC",
+    "BATCH_OVERHEAD_LENGTH",
+    "COMPRESSION_NONE",
+    "COMPRESSION_GZIP",
+    "COMPRESSION_SNAPPY",
+    "COMPRESSION_LZ4",
+    "COMPRESSION_ZSTD",
+    "ATTR_COMPRESSION_MASK",
+    "ATTR_LOG_APPEND_TIME",
+    "ATTR_TRANSACTIONAL",
+    "ATTR_CONTROL",
+    "CONTROL_ABORT",
+    "CONTROL_COMMIT",
+    "NO_PRODUCER_ID",
+    "NO_SEQUENCE",
+    "NO_TIMESTAMP",
+    "BatchHeader",
+    "Record",
+    "ControlRecord",
+    "CorruptBatchError",
+    "DecompressedTooLarge",
+    "parse_header",
+    "crc_ok",
+    "compute_crc",
+    "stamp_header",
+    "iter_batches",
+    "build_batch",
+    "build_control_batch",
+    "iter_records",
+    "iter_record_keys",
+    "parse_control_record",
+    "filter_batch",
+    "decompress",
 ]
 
 HEADER_SIZE = 61
@@ -178,7 +205,8 @@ def parse_header(buf, pos: int = 0) -> BatchHeader:
         return _make_header(_unpack_header(buf, pos))
     except struct.error:
         raise CorruptBatchError(
-            f"record batch header needs {HEADER_SIZE} bytes, {len(buf) - pos} available") from None
+            f"record batch header needs {HEADER_SIZE} bytes, {len(buf) - pos} available"
+        ) from None
 
 
 def compute_crc(buf, pos: int = 0, size: int | None = None) -> int:
@@ -186,7 +214,7 @@ def compute_crc(buf, pos: int = 0, size: int | None = None) -> int:
     mv = memoryview(buf)
     if size is None:
         size = _I32.unpack_from(mv, pos + 8)[0] + 12
-    return _crc32c(mv[pos + _CRC_START:pos + size])
+    return _crc32c(mv[pos + _CRC_START : pos + size])
 
 
 def crc_ok(buf, pos: int = 0, size: int | None = None) -> bool:
@@ -197,12 +225,18 @@ def crc_ok(buf, pos: int = 0, size: int | None = None) -> bool:
         size = len(mv) - pos
     if size < HEADER_SIZE:
         return False
-    return _U32.unpack_from(mv, pos + _CRC_OFFSET)[0] == _crc32c(mv[pos + _CRC_START:pos + size])
+    return _U32.unpack_from(mv, pos + _CRC_OFFSET)[0] == _crc32c(mv[pos + _CRC_START : pos + size])
 
 
-def stamp_header(buf: bytearray, base_offset: int, leader_epoch: int, *,
-                 max_timestamp: int | None = None, log_append_time: bool = False,
-                 records=None) -> None:
+def stamp_header(
+    buf: bytearray,
+    base_offset: int,
+    leader_epoch: int,
+    *,
+    max_timestamp: int | None = None,
+    log_append_time: bool = False,
+    records=None,
+) -> None:
     """What the broker writes into a batch it appends, the one place headers are patched.
     ``buf`` is a whole batch, or just its 61-byte header with ``records`` the bytes after it
     (the append path copies only the header). baseOffset and partitionLeaderEpoch lie outside
@@ -218,7 +252,7 @@ def stamp_header(buf: bytearray, base_offset: int, leader_epoch: int, *,
     _I64.pack_into(buf, _MAX_TIMESTAMP_OFFSET, max_timestamp)
     mv = memoryview(buf)
     if records is None:
-        crc = _crc32c(mv[_CRC_START:_I32.unpack_from(buf, 8)[0] + 12])
+        crc = _crc32c(mv[_CRC_START : _I32.unpack_from(buf, 8)[0] + 12])
     else:
         crc = _crc32c(records, _crc32c(mv[_CRC_START:HEADER_SIZE]))
     _U32.pack_into(buf, _CRC_OFFSET, crc)
@@ -311,23 +345,54 @@ def _compress(codec: int, data: bytes) -> bytes:
     raise ValueError(f"unknown compression codec {codec}")
 
 
-def _assemble(records_section: bytes, count: int, attributes: int, base_timestamp: int,
-              max_timestamp: int, producer_id: int, producer_epoch: int, base_sequence: int,
-              base_offset: int, partition_leader_epoch: int) -> bytes:
+def _assemble(
+    records_section: bytes,
+    count: int,
+    attributes: int,
+    base_timestamp: int,
+    max_timestamp: int,
+    producer_id: int,
+    producer_epoch: int,
+    base_sequence: int,
+    base_offset: int,
+    partition_leader_epoch: int,
+) -> bytes:
     buf = bytearray(HEADER_SIZE + len(records_section))
-    _HEADER.pack_into(buf, 0, base_offset, len(buf) - 12, partition_leader_epoch, MAGIC, 0,
-                      attributes, count - 1, base_timestamp, max_timestamp, producer_id,
-                      producer_epoch, base_sequence, count)
+    _HEADER.pack_into(
+        buf,
+        0,
+        base_offset,
+        len(buf) - 12,
+        partition_leader_epoch,
+        MAGIC,
+        0,
+        attributes,
+        count - 1,
+        base_timestamp,
+        max_timestamp,
+        producer_id,
+        producer_epoch,
+        base_sequence,
+        count,
+    )
     buf[HEADER_SIZE:] = records_section
     _U32.pack_into(buf, _CRC_OFFSET, _crc32c(memoryview(buf)[_CRC_START:]))
     return bytes(buf)
 
 
-def build_batch(records: Sequence, *, producer_id: int = NO_PRODUCER_ID,
-                producer_epoch: int = -1, base_sequence: int = NO_SEQUENCE,
-                transactional: bool = False, timestamp_ms: int | None = None,
-                timestamp: int | None = None, compression: int = COMPRESSION_NONE,
-                base_offset: int = 0, partition_leader_epoch: int = -1) -> bytes:
+def build_batch(
+    records: Sequence,
+    *,
+    producer_id: int = NO_PRODUCER_ID,
+    producer_epoch: int = -1,
+    base_sequence: int = NO_SEQUENCE,
+    transactional: bool = False,
+    timestamp_ms: int | None = None,
+    timestamp: int | None = None,
+    compression: int = COMPRESSION_NONE,
+    base_offset: int = 0,
+    partition_leader_epoch: int = -1,
+) -> bytes:
     """Build one magic-2 batch (for internal topics and tests; clients build their own).
 
     Each record is ``(key, value)``, ``(key, value, headers)`` or ``(key, value, headers,
@@ -349,8 +414,18 @@ def build_batch(records: Sequence, *, producer_id: int = NO_PRODUCER_ID,
     if compression:
         section = _compress(compression, section)
     attributes = compression | (ATTR_TRANSACTIONAL if transactional else 0)
-    return _assemble(section, len(records), attributes, base_ts, max(stamps), producer_id,
-                     producer_epoch, base_sequence, base_offset, partition_leader_epoch)
+    return _assemble(
+        section,
+        len(records),
+        attributes,
+        base_ts,
+        max(stamps),
+        producer_id,
+        producer_epoch,
+        base_sequence,
+        base_offset,
+        partition_leader_epoch,
+    )
 
 
 def filter_batch(header: BatchHeader, batch, keep: Sequence[bool]) -> bytes:  # noqa: C901
@@ -362,10 +437,10 @@ def filter_batch(header: BatchHeader, batch, keep: Sequence[bool]) -> bytes:  # 
     which stay, so the surviving records are copied byte for byte, not decoded and re-encoded."""
     mv = memoryview(batch)
     if header.compression:
-        buf = decompress(header.compression, mv[HEADER_SIZE:header.size])
+        buf = decompress(header.compression, mv[HEADER_SIZE : header.size])
         pos = 0
     else:
-        buf, pos = mv[:header.size], HEADER_SIZE
+        buf, pos = mv[: header.size], HEADER_SIZE
     parts, kept, run_start = [], 0, -1
     read = _read_varint
     try:
@@ -394,17 +469,35 @@ def filter_batch(header: BatchHeader, batch, keep: Sequence[bool]) -> bytes:  # 
     if header.compression:
         section = _compress(header.compression, section)
     out = bytearray(HEADER_SIZE + len(section))
-    _HEADER.pack_into(out, 0, header.base_offset, len(out) - 12, header.partition_leader_epoch,
-                      MAGIC, 0, header.attributes, header.last_offset_delta, header.base_timestamp,
-                      header.max_timestamp, header.producer_id, header.producer_epoch,
-                      header.base_sequence, kept)
+    _HEADER.pack_into(
+        out,
+        0,
+        header.base_offset,
+        len(out) - 12,
+        header.partition_leader_epoch,
+        MAGIC,
+        0,
+        header.attributes,
+        header.last_offset_delta,
+        header.base_timestamp,
+        header.max_timestamp,
+        header.producer_id,
+        header.producer_epoch,
+        header.base_sequence,
+        kept,
+    )
     out[HEADER_SIZE:] = section
     _U32.pack_into(out, _CRC_OFFSET, _crc32c(memoryview(out)[_CRC_START:]))
     return bytes(out)
 
 
-def build_control_batch(producer_id: int, producer_epoch: int, commit: bool,
-                        coordinator_epoch: int, timestamp_ms: int | None = None) -> bytes:
+def build_control_batch(
+    producer_id: int,
+    producer_epoch: int,
+    commit: bool,
+    coordinator_epoch: int,
+    timestamp_ms: int | None = None,
+) -> bytes:
     """Kafka's MemoryRecords.withEndTransactionMarker: attributes 0x30 (transactional|control,
     CreateTime), baseSequence -1, one record whose key is ``int16 version 0, int16 type``
     (ABORT=0, COMMIT=1) and whose value is ``int16 version 0, int32 coordinatorEpoch``."""
@@ -413,8 +506,18 @@ def build_control_batch(producer_id: int, producer_epoch: int, commit: bool,
     key = struct.pack(">hh", 0, CONTROL_COMMIT if commit else CONTROL_ABORT)
     value = struct.pack(">hi", 0, coordinator_epoch)
     section = _encode_record(0, 0, key, value, None)
-    return _assemble(section, 1, ATTR_TRANSACTIONAL | ATTR_CONTROL, timestamp_ms, timestamp_ms,
-                     producer_id, producer_epoch, NO_SEQUENCE, 0, -1)
+    return _assemble(
+        section,
+        1,
+        ATTR_TRANSACTIONAL | ATTR_CONTROL,
+        timestamp_ms,
+        timestamp_ms,
+        producer_id,
+        producer_epoch,
+        NO_SEQUENCE,
+        0,
+        -1,
+    )
 
 
 # ------------------------------------------------------------------------------ decoding
@@ -474,14 +577,17 @@ def decompress(codec: int, data, limit: int | None = None):
                     pos += 4
                     if n < 0 or pos + n > len(data):
                         raise ValueError(f"xerial snappy chunk of {n} bytes is truncated")
-                    chunk = _snappy_raw(data[pos:pos + n], None if limit is None else limit - total)
+                    chunk = _snappy_raw(data[pos : pos + n], None if limit is None else limit - total)
                     total += len(chunk)
                     out.append(chunk)
                     pos += n
                 return b"".join(out)
             return _snappy_raw(data, limit)  # librdkafka: raw snappy
-        module = {COMPRESSION_GZIP: cramjam.gzip, COMPRESSION_LZ4: cramjam.lz4,
-                  COMPRESSION_ZSTD: cramjam.zstd}.get(codec)
+        module = {
+            COMPRESSION_GZIP: cramjam.gzip,
+            COMPRESSION_LZ4: cramjam.lz4,
+            COMPRESSION_ZSTD: cramjam.zstd,
+        }.get(codec)
         if module is None:
             raise CorruptBatchError(f"unknown compression codec {codec}")
         if limit is None:
@@ -519,25 +625,26 @@ def iter_records(batch) -> Iterator[Record]:
             ts_delta, pos = _read_varint(buf, pos)
             off_delta, pos = _read_varint(buf, pos)
             n, pos = _read_varint(buf, pos)
-            key = None if n < 0 else bytes(buf[pos:pos + n])
+            key = None if n < 0 else bytes(buf[pos : pos + n])
             pos += max(n, 0)
             n, pos = _read_varint(buf, pos)
-            value = None if n < 0 else bytes(buf[pos:pos + n])
+            value = None if n < 0 else bytes(buf[pos : pos + n])
             pos += max(n, 0)
             count, pos = _read_varint(buf, pos)
             headers = []
             for _ in range(count):
                 n, pos = _read_varint(buf, pos)
-                hkey = bytes(buf[pos:pos + n]).decode("utf-8", "replace")
+                hkey = bytes(buf[pos : pos + n]).decode("utf-8", "replace")
                 pos += n
                 n, pos = _read_varint(buf, pos)
-                hval = None if n < 0 else bytes(buf[pos:pos + n])
+                hval = None if n < 0 else bytes(buf[pos : pos + n])
                 pos += max(n, 0)
                 headers.append((hkey, hval))
             if pos != rec_end:
                 raise CorruptBatchError("record length does not match its fields")
-            yield Record(base_offset + off_delta, max_ts if log_append else base_ts + ts_delta,
-                         key, value, headers)
+            yield Record(
+                base_offset + off_delta, max_ts if log_append else base_ts + ts_delta, key, value, headers
+            )
     except IndexError:
         raise CorruptBatchError("record runs past the end of the batch") from None
 
@@ -592,7 +699,7 @@ def iter_record_keys(batch) -> Iterator[tuple[int, bytes | None, bool]]:  # noqa
             if n < 0:
                 key = None
             else:
-                key = buf[pos:pos + n]
+                key = buf[pos : pos + n]
                 pos += n
             # a null value's length is -1, zigzag 1: the one-byte varint 0x01
             yield base_offset + delta, key, buf[pos] != 0x01

@@ -63,8 +63,7 @@ def _value(kind, name: str, buf, pos: int, end: int, flexible: bool) -> int:
     if kind == "string" and n > _MAX_STRING:
         raise MalformedRequest(f"string field {name} had invalid length {n}")
     if n > end - pos:
-        raise MalformedRequest(
-            f"field {name} claims {n} bytes, but only {end - pos} bytes remain")
+        raise MalformedRequest(f"field {name} claims {n} bytes, but only {end - pos} bytes remain")
     return pos + n
 
 
@@ -95,8 +94,10 @@ def _field(field, buf, pos: int, end: int, flexible: bool) -> int:  # noqa: C901
     if n < -1:
         raise MalformedRequest(f"array {name} has invalid length {n}")
     if n > end - pos:
-        raise MalformedRequest(f"tried to allocate a collection of size {n} for {name}, but "
-                               f"there are only {end - pos} bytes remaining")
+        raise MalformedRequest(
+            f"tried to allocate a collection of size {n} for {name}, but "
+            f"there are only {end - pos} bytes remaining"
+        )
     for _ in range(n):
         pos = _value(kind, name, buf, pos, end, flexible)
     return pos
@@ -116,8 +117,9 @@ def _entity(cls: Schema, buf, pos: int, end: int) -> int:
         tag, pos = read_uvarint(buf, pos, end)
         size, pos = read_uvarint(buf, pos, end)
         if size > end - pos:
-            raise MalformedRequest(f"tagged field {tag} claims {size} bytes, but only "
-                                   f"{end - pos} bytes remain")
+            raise MalformedRequest(
+                f"tagged field {tag} claims {size} bytes, but only {end - pos} bytes remain"
+            )
         tagged = tags.get(tag)
         if tagged is not None:
             _field(tagged, buf, pos, pos + size, flexible)

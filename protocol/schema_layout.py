@@ -17,9 +17,20 @@ __all__ = ["FIXED_SIZES", "LENGTH_PREFIXED", "Field", "Schema", "layout"]
 #: (kio generates them with no common base, hence Any)
 Schema = Any
 
-FIXED_SIZES = {"int8": 1, "bool": 1, "int16": 2, "uint16": 2, "int32": 4, "timedelta_i32": 4,
-               "int64": 8, "timedelta_i64": 8, "datetime_i64": 8, "float64": 8, "uuid": 16,
-               "error_code": 2}
+FIXED_SIZES = {
+    "int8": 1,
+    "bool": 1,
+    "int16": 2,
+    "uint16": 2,
+    "int32": 4,
+    "timedelta_i32": 4,
+    "int64": 8,
+    "timedelta_i64": 8,
+    "datetime_i64": 8,
+    "float64": 8,
+    "uuid": 16,
+    "error_code": 2,
+}
 LENGTH_PREFIXED = {"string", "bytes", "records"}
 
 

@@ -35,7 +35,7 @@ def _skip_value(kind, buf, pos: int, out: bytearray) -> int:
 def _copy_field(kind, is_array: bool, nullable: bool, buf, pos: int, out: bytearray) -> int:
     if not is_array:
         if nullable and isinstance(kind, type):  # nullable struct: int8 marker, -1 null
-            out += buf[pos:pos + 1]
+            out += buf[pos : pos + 1]
             if buf[pos] == 0xFF:
                 return pos + 1
             pos += 1

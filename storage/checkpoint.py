@@ -15,7 +15,6 @@ reader logs what it could not read and returns what the caller should fall back 
 from __future__ import annotations
 
 import structlog
-
 from minibroker.storage.durable_files import atomic_write
 
 __all__ = ["read_offset_checkpoint", "write_offset_checkpoint"]
@@ -38,7 +37,7 @@ def read_offset_checkpoint(path: str, what: str) -> dict[tuple[str, int], int]:
             raise ValueError(f"unknown version line {lines[0][:20]!r}" if lines else "empty file")
         count = int(lines[1])
         out = {}
-        for line in lines[2:2 + count]:
+        for line in lines[2 : 2 + count]:
             topic, p, offset = line.split()
             out[(topic, int(p))] = int(offset)
         if len(out) != count:

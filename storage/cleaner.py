@@ -126,7 +126,7 @@ class _OffsetMap:
 
     def keep_flags(self, first: int, last: int) -> list[bool]:
         offsets = self._offsets
-        kept = set(offsets[bisect_left(offsets, first):bisect_right(offsets, last)])
+        kept = set(offsets[bisect_left(offsets, first) : bisect_right(offsets, last)])
         return [o in kept for o in range(first, last + 1)]
 
 
@@ -154,8 +154,7 @@ def _batches(seg: SegmentToClean, fd: int):
     yield from scan_batches(fd, 0, seg.size, stop, with_bytes=True)
 
 
-def build_offset_map(job: CleanJob, fds: dict[int, int], aborted: _AbortedRanges
-                     ) -> tuple[_OffsetMap, int]:
+def build_offset_map(job: CleanJob, fds: dict[int, int], aborted: _AbortedRanges) -> tuple[_OffsetMap, int]:
     """key -> last offset in the dirty range; returns (map, end). ``end`` moves back to a
     segment base if the map would exceed ``max_map_keys`` (the rest waits for a later pass)."""
     offsets: dict = {}
@@ -201,10 +200,10 @@ def _keys_of_unfiltered(h, data, deletes: list[int]) -> list[bytes | None] | Non
     if count != h.last_offset_delta + 1:
         return None
     if h.compression:
-        buf = decompress(h.compression, memoryview(data)[HEADER_SIZE:h.size])
+        buf = decompress(h.compression, memoryview(data)[HEADER_SIZE : h.size])
         pos, end = 0, len(buf)
     else:
-        buf, pos, end = bytes(data[:h.size]), HEADER_SIZE, h.size
+        buf, pos, end = bytes(data[: h.size]), HEADER_SIZE, h.size
     keys: list[bytes | None] = []
     append = keys.append
     try:
@@ -241,7 +240,7 @@ def _keys_of_unfiltered(h, data, deletes: list[int]) -> list[bytes | None] | Non
             if n < 0:
                 append(None)
             else:
-                append(buf[pos:pos + n])
+                append(buf[pos : pos + n])
                 pos += n
             if buf[pos] == 0x01:  # value length -1 (zigzag varint 0x01): a tombstone
                 deletes.append(h.base_offset + i)
@@ -327,8 +326,10 @@ def group_segments(job: CleanJob, end: int) -> list[list[SegmentToClean]]:
     for seg in job.segments:
         if seg.base_offset >= end:
             break
-        if current and (size + seg.size > job.max_segment_bytes
-                        or _next_base(job, seg) - current[0].base_offset > _INT32_MAX):
+        if current and (
+            size + seg.size > job.max_segment_bytes
+            or _next_base(job, seg) - current[0].base_offset > _INT32_MAX
+        ):
             groups.append(current)
             current, size = [], 0
         current.append(seg)
@@ -338,9 +339,15 @@ def group_segments(job: CleanJob, end: int) -> list[list[SegmentToClean]]:
     return groups
 
 
-def _clean_group(job: CleanJob, group: list[SegmentToClean], fds: dict[int, int],
-                 offset_map: _OffsetMap, txn: _TxnMetadata, out_dir: str,
-                 result: CleanResult) -> None:
+def _clean_group(
+    job: CleanJob,
+    group: list[SegmentToClean],
+    fds: dict[int, int],
+    offset_map: _OffsetMap,
+    txn: _TxnMetadata,
+    out_dir: str,
+    result: CleanResult,
+) -> None:
     """Write the survivors of ``group`` into one new segment (streamed: memory stays at one
     batch); dropped again if it is one segment in which nothing changed."""
     base = group[0].base_offset
@@ -348,8 +355,7 @@ def _clean_group(job: CleanJob, group: list[SegmentToClean], fds: dict[int, int]
     changed = len(group) > 1
     try:
         for seg in group:
-            changed |= _clean_segment(job, seg, fds[seg.base_offset], offset_map, txn, new,
-                                      result)
+            changed |= _clean_segment(job, seg, fds[seg.base_offset], offset_map, txn, new, result)
         if changed:
             new.on_become_inactive()
             new.flush()
@@ -362,8 +368,15 @@ def _clean_group(job: CleanJob, group: list[SegmentToClean], fds: dict[int, int]
         new.delete_files()
 
 
-def _clean_segment(job: CleanJob, seg: SegmentToClean, fd: int, omap: _OffsetMap,
-                   txn: _TxnMetadata, new: LogSegment, result: CleanResult) -> bool:
+def _clean_segment(
+    job: CleanJob,
+    seg: SegmentToClean,
+    fd: int,
+    omap: _OffsetMap,
+    txn: _TxnMetadata,
+    new: LogSegment,
+    result: CleanResult,
+) -> bool:
     """Append what survives of ``seg`` to ``new``; True if anything was dropped or changed."""
     horizon = job.now_ms + job.delete_retention_ms  # stamped where a delete is first kept
     unfiltered = seg.base_offset >= job.first_dirty  # batches here were never cleaned before
@@ -378,8 +391,7 @@ def _clean_segment(job: CleanJob, seg: SegmentToClean, fd: int, omap: _OffsetMap
         else:
             keep, kept, deletes = _keep_flags(h, data, omap, unfiltered, job.now_ms)
             last = h.base_offset + h.last_offset_delta
-            if keep is None or (h.producer_id >= 0
-                                and job.producer_last_offsets.get(h.producer_id) == last):
+            if keep is None or (h.producer_id >= 0 and job.producer_last_offsets.get(h.producer_id) == last):
                 out = data  # unchanged, or the producer's last batch (its state stays rebuildable)
             else:
                 result.records_removed += h.records_count - kept
@@ -393,8 +405,9 @@ def _clean_segment(job: CleanJob, seg: SegmentToClean, fd: int, omap: _OffsetMap
             changed = True
         if out is not None:
             out = bytes(out)
-            new.append([out], len(out), h.base_offset, h.base_offset + h.last_offset_delta + 1,
-                       h.max_timestamp)
+            new.append(
+                [out], len(out), h.base_offset, h.base_offset + h.last_offset_delta + 1, h.max_timestamp
+            )
     return changed
 
 
@@ -417,8 +430,7 @@ def _clean_marker(h, data, txn: _TxnMetadata, new: LogSegment, now: int, horizon
     return None if h.base_timestamp <= now else data
 
 
-def _keep_flags(h, data, omap: _OffsetMap, unfiltered: bool, now: int
-                ) -> tuple[list[bool] | None, int, int]:
+def _keep_flags(h, data, omap: _OffsetMap, unfiltered: bool, now: int) -> tuple[list[bool] | None, int, int]:
     """(which records of a data batch stay, or None when the batch stays as it is; how many
     stay; how many of those are tombstones). A record stays if it is its key's latest and,
     for a tombstone, its batch has no delete horizon or the horizon is still ahead (KIP-534)."""
@@ -433,9 +445,10 @@ def _keep_flags(h, data, omap: _OffsetMap, unfiltered: bool, now: int
         return (omap.keep_flags(first, last) if kept else [False] * count), kept, deletes
     retain_deletes = not stamped or now < h.base_timestamp
     latest = omap.latest
-    flags = [(key is not None and offset >= latest.get(key, -1)
-              and (has_value or retain_deletes), not has_value)
-             for offset, key, has_value in iter_record_keys(data)]
+    flags = [
+        (key is not None and offset >= latest.get(key, -1) and (has_value or retain_deletes), not has_value)
+        for offset, key, has_value in iter_record_keys(data)
+    ]
     keep = [k for k, _ in flags]
     kept = sum(keep)
     deletes = sum(1 for k, tomb in flags if k and tomb)
@@ -452,10 +465,10 @@ def rebuild_batch(h, data, keep: list[bool] | None, delete_horizon_ms: int) -> b
     fields and the codec are unchanged."""
     mv = memoryview(data)
     if h.compression:
-        buf = decompress(h.compression, mv[HEADER_SIZE:h.size])
+        buf = decompress(h.compression, mv[HEADER_SIZE : h.size])
         pos = 0
     else:
-        buf, pos = bytes(mv[:h.size]), HEADER_SIZE
+        buf, pos = bytes(mv[: h.size]), HEADER_SIZE
     shift = h.base_timestamp - delete_horizon_ms
     parts: list[bytes] = []
     kept = 0
@@ -467,8 +480,7 @@ def rebuild_batch(h, data, keep: list[bool] | None, delete_horizon_ms: int) -> b
                 raise CorruptBatchError("record runs past the end of the batch")
             if keep is None or keep[i]:
                 ts_delta, rest = _read_varint(buf, body + 1)
-                record = (buf[body:body + 1] + _zigzag_bytes(ts_delta + shift)
-                          + buf[rest:rec_end])
+                record = buf[body : body + 1] + _zigzag_bytes(ts_delta + shift) + buf[rest:rec_end]
                 parts.append(_zigzag_bytes(len(record)) + record)
                 kept += 1
             pos = rec_end
@@ -478,10 +490,23 @@ def rebuild_batch(h, data, keep: list[bool] | None, delete_horizon_ms: int) -> b
     if h.compression:
         section = _compress(h.compression, section)
     out = bytearray(HEADER_SIZE + len(section))
-    HEADER_STRUCT.pack_into(out, 0, h.base_offset, len(out) - 12, h.partition_leader_epoch,
-                            h.magic, 0, h.attributes | ATTR_DELETE_HORIZON, h.last_offset_delta,
-                            delete_horizon_ms, h.max_timestamp, h.producer_id, h.producer_epoch,
-                            h.base_sequence, kept)
+    HEADER_STRUCT.pack_into(
+        out,
+        0,
+        h.base_offset,
+        len(out) - 12,
+        h.partition_leader_epoch,
+        h.magic,
+        0,
+        h.attributes | ATTR_DELETE_HORIZON,
+        h.last_offset_delta,
+        delete_horizon_ms,
+        h.max_timestamp,
+        h.producer_id,
+        h.producer_epoch,
+        h.base_sequence,
+        kept,
+    )
     out[HEADER_SIZE:] = section
     _CRC.pack_into(out, _CRC_OFFSET, compute_crc(out))
     return bytes(out)

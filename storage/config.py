@@ -20,9 +20,18 @@ from typing import Any
 from minibroker.protocol.errors import ErrorCode
 from minibroker.storage.errors import KafkaStorageError
 
-__all__ = ["LogConfig", "TOPIC_CONFIGS", "validate_topic_configs", "effective_topic_configs",
-           "broker_value", "default_origin", "builtin_default", "check_of", "LONG_MAX",
-           "INTERNAL_SEGMENT_BYTES"]
+__all__ = [
+    "LogConfig",
+    "TOPIC_CONFIGS",
+    "validate_topic_configs",
+    "effective_topic_configs",
+    "broker_value",
+    "default_origin",
+    "builtin_default",
+    "check_of",
+    "LONG_MAX",
+    "INTERNAL_SEGMENT_BYTES",
+]
 
 LONG_MAX = 2**63 - 1
 INT_MAX = 2**31 - 1
@@ -67,8 +76,9 @@ class _OneOf:
         self.doc = ("a list of " if separated else "one of ") + ", ".join(choices)
 
     def __call__(self, raw: Any) -> str:
-        parts = [p.strip() for p in str(raw).split(",") if p.strip()] if self.separated \
-            else [str(raw).strip()]
+        parts = (
+            [p.strip() for p in str(raw).split(",") if p.strip()] if self.separated else [str(raw).strip()]
+        )
         if any(p not in self.choices for p in parts):
             raise ValueError(f"must be {self.doc}")
         return ",".join(parts)
@@ -128,62 +138,84 @@ class TopicConfigDef:
 
 
 _DAY_MS = 86_400_000
-TOPIC_CONFIGS: dict[str, TopicConfigDef] = {d.name: d for d in [
-    TopicConfigDef("segment.bytes", _int(14, INT_MAX), "1073741824", ("log.segment.bytes",)),
-    TopicConfigDef("segment.ms", _int(1), str(7 * _DAY_MS),
-                   ("log.roll.ms", _hours("log.roll.hours"))),
-    TopicConfigDef("segment.jitter.ms", _int(0), "0",
-                   ("log.roll.jitter.ms", _hours("log.roll.jitter.hours"))),
-    TopicConfigDef("segment.index.bytes", _int(4, INT_MAX), "10485760",
-                   ("log.index.size.max.bytes",)),
-    TopicConfigDef("index.interval.bytes", _int(0, INT_MAX), "4096", ("log.index.interval.bytes",)),
-    TopicConfigDef("message.timestamp.type", _OneOf("CreateTime", "LogAppendTime"), "CreateTime",
-                   ("log.message.timestamp.type",)),
-    TopicConfigDef("max.message.bytes", _int(0, INT_MAX), "1048588", ("message.max.bytes",)),
-    TopicConfigDef("flush.messages", _int(1), str(LONG_MAX), ("log.flush.interval.messages",)),
-    TopicConfigDef("flush.ms", _int(0), str(LONG_MAX), ("log.flush.interval.ms",)),
-    TopicConfigDef("retention.ms", _int(-1), str(7 * _DAY_MS),
-                   ("log.retention.ms", _minutes("log.retention.minutes"),
-                    _hours("log.retention.hours"))),
-    TopicConfigDef("retention.bytes", _int(-1), "-1", ("log.retention.bytes",)),
-    TopicConfigDef("cleanup.policy", _OneOf("delete", "compact", separated=True), "delete",
-                   ("log.cleanup.policy",)),
-    TopicConfigDef("compression.type",
-                   _OneOf("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"),
-                   "producer", ("compression.type",)),
-    TopicConfigDef("compression.gzip.level", _int(-1, 9), "-1", ("compression.gzip.level",)),
-    TopicConfigDef("compression.lz4.level", _int(1, 17), "9", ("compression.lz4.level",)),
-    TopicConfigDef("compression.zstd.level", _int(-131072, 22), "3", ("compression.zstd.level",)),
-    TopicConfigDef("min.insync.replicas", _int(1, INT_MAX), "1", ("min.insync.replicas",)),
-    TopicConfigDef("unclean.leader.election.enable", _bool, "false",
-                   ("unclean.leader.election.enable",)),
-    TopicConfigDef("delete.retention.ms", _int(0), str(_DAY_MS),
-                   ("log.cleaner.delete.retention.ms",)),
-    TopicConfigDef("min.compaction.lag.ms", _int(0), "0", ("log.cleaner.min.compaction.lag.ms",)),
-    TopicConfigDef("max.compaction.lag.ms", _int(1), str(LONG_MAX),
-                   ("log.cleaner.max.compaction.lag.ms",)),
-    TopicConfigDef("min.cleanable.dirty.ratio", _Range(float, 0, 1), "0.5",
-                   ("log.cleaner.min.cleanable.ratio",)),
-    TopicConfigDef("file.delete.delay.ms", _int(0), "60000", ("log.segment.delete.delay.ms",)),
-    TopicConfigDef("preallocate", _bool, "false", ("log.preallocate",)),
-    TopicConfigDef("message.timestamp.before.max.ms", _int(0), str(LONG_MAX),
-                   ("log.message.timestamp.before.max.ms",)),
-    # Kafka 4 default: records more than an hour in the future are refused.
-    TopicConfigDef("message.timestamp.after.max.ms", _int(0), "3600000",
-                   ("log.message.timestamp.after.max.ms",)),
-    TopicConfigDef("max.decompressed.message.bytes", _int(0, INT_MAX), "2147483639",
-                   ("max.decompressed.message.bytes",)),
-    TopicConfigDef("errors.deadletterqueue.group.enable", _bool, "false", ()),
-    TopicConfigDef("remote.copy.lag.bytes", _int(-1), "-1", ("log.remote.copy.lag.bytes",)),
-    TopicConfigDef("remote.copy.lag.ms", _int(0), "0", ("log.remote.copy.lag.ms",)),
-    TopicConfigDef("local.retention.ms", _int(-2), "-2", ("log.local.retention.ms",)),
-    TopicConfigDef("local.retention.bytes", _int(-2), "-2", ("log.local.retention.bytes",)),
-    TopicConfigDef("remote.storage.enable", _bool, "false", ()),
-    TopicConfigDef("remote.log.copy.disable", _bool, "false", ()),
-    TopicConfigDef("remote.log.delete.on.disable", _bool, "false", ()),
-    TopicConfigDef("leader.replication.throttled.replicas", _any, "", ()),
-    TopicConfigDef("follower.replication.throttled.replicas", _any, "", ()),
-]}
+TOPIC_CONFIGS: dict[str, TopicConfigDef] = {
+    d.name: d
+    for d in [
+        TopicConfigDef("segment.bytes", _int(14, INT_MAX), "1073741824", ("log.segment.bytes",)),
+        TopicConfigDef("segment.ms", _int(1), str(7 * _DAY_MS), ("log.roll.ms", _hours("log.roll.hours"))),
+        TopicConfigDef(
+            "segment.jitter.ms", _int(0), "0", ("log.roll.jitter.ms", _hours("log.roll.jitter.hours"))
+        ),
+        TopicConfigDef("segment.index.bytes", _int(4, INT_MAX), "10485760", ("log.index.size.max.bytes",)),
+        TopicConfigDef("index.interval.bytes", _int(0, INT_MAX), "4096", ("log.index.interval.bytes",)),
+        TopicConfigDef(
+            "message.timestamp.type",
+            _OneOf("CreateTime", "LogAppendTime"),
+            "CreateTime",
+            ("log.message.timestamp.type",),
+        ),
+        TopicConfigDef("max.message.bytes", _int(0, INT_MAX), "1048588", ("message.max.bytes",)),
+        TopicConfigDef("flush.messages", _int(1), str(LONG_MAX), ("log.flush.interval.messages",)),
+        TopicConfigDef("flush.ms", _int(0), str(LONG_MAX), ("log.flush.interval.ms",)),
+        TopicConfigDef(
+            "retention.ms",
+            _int(-1),
+            str(7 * _DAY_MS),
+            ("log.retention.ms", _minutes("log.retention.minutes"), _hours("log.retention.hours")),
+        ),
+        TopicConfigDef("retention.bytes", _int(-1), "-1", ("log.retention.bytes",)),
+        TopicConfigDef(
+            "cleanup.policy", _OneOf("delete", "compact", separated=True), "delete", ("log.cleanup.policy",)
+        ),
+        TopicConfigDef(
+            "compression.type",
+            _OneOf("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"),
+            "producer",
+            ("compression.type",),
+        ),
+        TopicConfigDef("compression.gzip.level", _int(-1, 9), "-1", ("compression.gzip.level",)),
+        TopicConfigDef("compression.lz4.level", _int(1, 17), "9", ("compression.lz4.level",)),
+        TopicConfigDef("compression.zstd.level", _int(-131072, 22), "3", ("compression.zstd.level",)),
+        TopicConfigDef("min.insync.replicas", _int(1, INT_MAX), "1", ("min.insync.replicas",)),
+        TopicConfigDef("unclean.leader.election.enable", _bool, "false", ("unclean.leader.election.enable",)),
+        TopicConfigDef("delete.retention.ms", _int(0), str(_DAY_MS), ("log.cleaner.delete.retention.ms",)),
+        TopicConfigDef("min.compaction.lag.ms", _int(0), "0", ("log.cleaner.min.compaction.lag.ms",)),
+        TopicConfigDef(
+            "max.compaction.lag.ms", _int(1), str(LONG_MAX), ("log.cleaner.max.compaction.lag.ms",)
+        ),
+        TopicConfigDef(
+            "min.cleanable.dirty.ratio", _Range(float, 0, 1), "0.5", ("log.cleaner.min.cleanable.ratio",)
+        ),
+        TopicConfigDef("file.delete.delay.ms", _int(0), "60000", ("log.segment.delete.delay.ms",)),
+        TopicConfigDef("preallocate", _bool, "false", ("log.preallocate",)),
+        TopicConfigDef(
+            "message.timestamp.before.max.ms",
+            _int(0),
+            str(LONG_MAX),
+            ("log.message.timestamp.before.max.ms",),
+        ),
+        # Kafka 4 default: records more than an hour in the future are refused.
+        TopicConfigDef(
+            "message.timestamp.after.max.ms", _int(0), "3600000", ("log.message.timestamp.after.max.ms",)
+        ),
+        TopicConfigDef(
+            "max.decompressed.message.bytes",
+            _int(0, INT_MAX),
+            "2147483639",
+            ("max.decompressed.message.bytes",),
+        ),
+        TopicConfigDef("errors.deadletterqueue.group.enable", _bool, "false", ()),
+        TopicConfigDef("remote.copy.lag.bytes", _int(-1), "-1", ("log.remote.copy.lag.bytes",)),
+        TopicConfigDef("remote.copy.lag.ms", _int(0), "0", ("log.remote.copy.lag.ms",)),
+        TopicConfigDef("local.retention.ms", _int(-2), "-2", ("log.local.retention.ms",)),
+        TopicConfigDef("local.retention.bytes", _int(-2), "-2", ("log.local.retention.bytes",)),
+        TopicConfigDef("remote.storage.enable", _bool, "false", ()),
+        TopicConfigDef("remote.log.copy.disable", _bool, "false", ()),
+        TopicConfigDef("remote.log.delete.on.disable", _bool, "false", ()),
+        TopicConfigDef("leader.replication.throttled.replicas", _any, "", ()),
+        TopicConfigDef("follower.replication.throttled.replicas", _any, "", ()),
+    ]
+}
 
 
 #: Lower bounds Kafka 4 applies to a client's overrides but not to the broker default (which tests
@@ -195,8 +227,7 @@ def _invalid(message: str) -> KafkaStorageError:
     return KafkaStorageError(ErrorCode.invalid_config, message)
 
 
-def validate_topic_configs(configs: Mapping[str, Any] | None, *,
-                           client: bool = True) -> dict[str, str]:
+def validate_topic_configs(configs: Mapping[str, Any] | None, *, client: bool = True) -> dict[str, str]:
     """Check overrides; returns them normalized to strings. Unknown names, null values and values
     out of range -> INVALID_CONFIG (as Kafka's LogConfig.validate). The broker's own internal
     topics (``client=False``) take their sizes from broker properties, which have no 1 MiB floor."""
@@ -236,8 +267,7 @@ def default_origin(broker_config: Any, name: str) -> str | None:
     return None
 
 
-def effective_topic_configs(broker_config: Any, overrides: Mapping[str, str]
-                            ) -> dict[str, tuple[str, bool]]:
+def effective_topic_configs(broker_config: Any, overrides: Mapping[str, str]) -> dict[str, tuple[str, bool]]:
     """name -> (value, is_default) for every topic config (what DescribeConfigs reports)."""
     out = {}
     for name, d in TOPIC_CONFIGS.items():
@@ -300,8 +330,7 @@ class LogConfig:
     compact: bool = "compact" in builtin_default("cleanup.policy").split(",")
 
     @classmethod
-    def from_configs(cls, broker_config: Any = None, overrides: Mapping[str, str] | None = None
-                     ) -> LogConfig:
+    def from_configs(cls, broker_config: Any = None, overrides: Mapping[str, str] | None = None) -> LogConfig:
         overrides = overrides or {}
 
         def value(name: str) -> Any:

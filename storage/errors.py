@@ -13,8 +13,14 @@ class KafkaStorageError(Exception):
     for Produce's record_errors when single records were refused. Produce answers carry
     ``message`` only where Kafka's do: with record_errors, or when ``in_answer`` says so."""
 
-    def __init__(self, error_code: ErrorCode, message: str = "",
-                 record_errors: list[tuple[int, str]] | tuple = (), *, in_answer: bool = False) -> None:
+    def __init__(
+        self,
+        error_code: ErrorCode,
+        message: str = "",
+        record_errors: list[tuple[int, str]] | tuple = (),
+        *,
+        in_answer: bool = False,
+    ) -> None:
         super().__init__(f"{error_code.name.upper()}: {message}" if message else error_code.name.upper())
         self.error_code = error_code
         self.message = message

@@ -44,8 +44,10 @@ class FileSlice(NamedTuple):
         while remaining > 0:
             piece = self.segment.read_batch(position, min(remaining, max_piece))
             if not piece:
-                raise ShortSliceError(f"segment file shorter than its index says: "
-                                      f"{remaining} bytes missing at position {position}")
+                raise ShortSliceError(
+                    f"segment file shorter than its index says: "
+                    f"{remaining} bytes missing at position {position}"
+                )
             yield piece
             position += len(piece)
             remaining -= len(piece)

@@ -34,7 +34,6 @@ from concurrent.futures import Executor, Future
 from typing import NamedTuple
 
 import structlog
-
 from minibroker.protocol.errors import ErrorCode
 from minibroker.protocol.record_batch import (
     ATTR_CONTROL,
@@ -58,8 +57,17 @@ from minibroker.storage.log_validator import validate_batch_header, validate_rec
 from minibroker.storage.producer_state import ProducerStateManager
 from minibroker.storage.segment import LogSegment
 
-__all__ = ["PartitionLog", "FlushTicket", "AppendInfo", "ReadResult", "LEADER_EPOCH", "LATEST_TIMESTAMP",
-           "EARLIEST_TIMESTAMP", "MAX_TIMESTAMP", "EARLIEST_LOCAL_TIMESTAMP"]
+__all__ = [
+    "PartitionLog",
+    "FlushTicket",
+    "AppendInfo",
+    "ReadResult",
+    "LEADER_EPOCH",
+    "LATEST_TIMESTAMP",
+    "EARLIEST_TIMESTAMP",
+    "MAX_TIMESTAMP",
+    "EARLIEST_LOCAL_TIMESTAMP",
+]
 
 log = structlog.get_logger(__name__)
 
@@ -92,6 +100,7 @@ class AppendInfo(NamedTuple):
 
 class FlushTicket(NamedTuple):
     """What one fsync round of a PartitionLog covers (see PartitionLog.begin_flush)."""
+
     segments: tuple  # LogSegments written since the previous flush
     plans: tuple  # their LogSegment.plan_sync()
     running: tuple  # futures of roll fsyncs still in flight
@@ -117,15 +126,42 @@ def _error(code: ErrorCode, message: str) -> KafkaStorageError:
 
 
 class PartitionLog:
-    __slots__ = ("dir", "topic", "partition", "config", "leader_epoch", "producer_state",
-                 "recovery_point", "on_recovery_point_advanced", "_segments", "_bases",
-                 "_active", "_leo", "_log_start", "_time_ms", "_executor", "_pending_flushes",
-                 "_listeners", "_aborted", "_aborted_last", "_unflushed_messages",
-                 "_last_flush_ms", "_closed")
+    __slots__ = (
+        "dir",
+        "topic",
+        "partition",
+        "config",
+        "leader_epoch",
+        "producer_state",
+        "recovery_point",
+        "on_recovery_point_advanced",
+        "_segments",
+        "_bases",
+        "_active",
+        "_leo",
+        "_log_start",
+        "_time_ms",
+        "_executor",
+        "_pending_flushes",
+        "_listeners",
+        "_aborted",
+        "_aborted_last",
+        "_unflushed_messages",
+        "_last_flush_ms",
+        "_closed",
+    )
 
-    def __init__(self, directory: str, topic: str, partition: int, config: LogConfig,
-                 producer_state: ProducerStateManager, time_ms: Callable[[], int],
-                 executor: Executor | None, loaded: LoadedLog) -> None:
+    def __init__(
+        self,
+        directory: str,
+        topic: str,
+        partition: int,
+        config: LogConfig,
+        producer_state: ProducerStateManager,
+        time_ms: Callable[[], int],
+        executor: Executor | None,
+        loaded: LoadedLog,
+    ) -> None:
         """A log of the segments ``loaded`` (see ``open``, which loads them)."""
         self.dir = directory
         self.topic = topic
@@ -190,17 +226,22 @@ class PartitionLog:
         max_ts = None  # internal batches are built by the broker and stored as they are
         if not internal:
             max_ts = validate_records(
-                mv, h, now_ms=self._time_ms(), log_append_time=cfg.log_append_time,
-                before_max_ms=cfg.timestamp_before_max_ms, after_max_ms=cfg.timestamp_after_max_ms,
-                compacted=cfg.compact, topic_partition=(self.topic, self.partition)).max_timestamp
+                mv,
+                h,
+                now_ms=self._time_ms(),
+                log_append_time=cfg.log_append_time,
+                before_max_ms=cfg.timestamp_before_max_ms,
+                after_max_ms=cfg.timestamp_after_max_ms,
+                compacted=cfg.compact,
+                topic_partition=(self.topic, self.partition),
+            ).max_timestamp
         attrs = h.attributes
         if h.producer_id >= 0:
             dup = self.producer_state.check(h)
             if dup is not None:
                 # Kafka answers a duplicate with the cached batch's timestamp as its
                 # log_append_time, whatever the topic's timestamp type
-                return AppendInfo(dup.first_offset, dup.last_offset, dup.timestamp,
-                                  self._log_start, True)
+                return AppendInfo(dup.first_offset, dup.last_offset, dup.timestamp, self._log_start, True)
         now = self._time_ms()
         base = self._write(h, mv, now, max_ts)
         if h.producer_id >= 0:
@@ -208,8 +249,7 @@ class PartitionLog:
             if attrs & ATTR_CONTROL:  # an internal caller wrote a marker itself
                 try:
                     ctrl = parse_control_record(mv)
-                    self._apply_marker(stored, ctrl.type == CONTROL_ABORT,
-                                       ctrl.coordinator_epoch, now)
+                    self._apply_marker(stored, ctrl.type == CONTROL_ABORT, ctrl.coordinator_epoch, now)
                 except CorruptBatchError:
                     self.producer_state.update(stored, base, now)
             else:
@@ -217,11 +257,15 @@ class PartitionLog:
                 batch_ts = now if self.config.log_append_time or max_ts is None else max_ts
                 self.producer_state.update(stored, base, batch_ts, last_seen_ms=now)
         self._after_append(h.records_count, now)
-        return AppendInfo(base, base + h.last_offset_delta,
-                          now if self.config.log_append_time else -1, self._log_start, False)
+        return AppendInfo(
+            base,
+            base + h.last_offset_delta,
+            now if self.config.log_append_time else -1,
+            self._log_start,
+            False,
+        )
 
-    def _write(self, h: BatchHeader, mv: memoryview, now: int, create_max_ts: int | None = None
-               ) -> int:
+    def _write(self, h: BatchHeader, mv: memoryview, now: int, create_max_ts: int | None = None) -> int:
         """Assign offsets and write; returns the base offset. Only the header is copied.
         ``create_max_ts``: the records' real maximum CreateTime, stamped (with the CreateTime
         type) when the header says otherwise, as Kafka's LogValidator does."""
@@ -231,31 +275,37 @@ class PartitionLog:
         restamp = lat  # maxTimestamp and the timestamp type are rewritten (CRC recomputed)
         if lat:
             max_ts = now
-        elif create_max_ts is not None and (
-                create_max_ts != max_ts or h.attributes & ATTR_LOG_APPEND_TIME):
+        elif create_max_ts is not None and (create_max_ts != max_ts or h.attributes & ATTR_LOG_APPEND_TIME):
             max_ts, restamp = create_max_ts, True
         seg = self._active
         if seg.size and self._should_roll(seg, h, size, max_ts, now):
             try:
                 seg = self._roll(now)
             except OSError as exc:
-                raise _error(ErrorCode.kafka_storage_error,
-                             f"cannot roll a new segment in {self.dir}: {exc}") from exc
+                raise _error(
+                    ErrorCode.kafka_storage_error, f"cannot roll a new segment in {self.dir}: {exc}"
+                ) from exc
         base = self._leo
         head = bytearray(mv[:HEADER_SIZE])
-        stamp_header(head, base, LEADER_EPOCH, max_timestamp=max_ts if restamp else None,
-                     log_append_time=lat, records=mv[HEADER_SIZE:])
+        stamp_header(
+            head,
+            base,
+            LEADER_EPOCH,
+            max_timestamp=max_ts if restamp else None,
+            log_append_time=lat,
+            records=mv[HEADER_SIZE:],
+        )
         next_offset = base + h.last_offset_delta + 1
         try:
             seg.append([head, mv[HEADER_SIZE:]], size, base, next_offset, max_ts)
         except OSError as exc:
-            raise _error(ErrorCode.kafka_storage_error,
-                         f"cannot write to {seg.log_path}: {exc}") from exc
+            raise _error(ErrorCode.kafka_storage_error, f"cannot write to {seg.log_path}: {exc}") from exc
         self._leo = next_offset
         return base
 
-    def append_marker(self, producer_id: int, producer_epoch: int, commit: bool,
-                      coordinator_epoch: int) -> int:
+    def append_marker(
+        self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int
+    ) -> int:
         """Write a COMMIT/ABORT control batch and close the producer's open transaction here;
         returns the marker's offset. Raises KafkaStorageError (e.g. INVALID_PRODUCER_EPOCH for
         a marker from an older epoch)."""
@@ -269,11 +319,9 @@ class PartitionLog:
         self._after_append(1, now)
         return base
 
-    def _apply_marker(self, h: BatchHeader, abort: bool, coordinator_epoch: int,
-                      timestamp: int) -> None:
+    def _apply_marker(self, h: BatchHeader, abort: bool, coordinator_epoch: int, timestamp: int) -> None:
         """An appended COMMIT/ABORT marker: close the transaction, index an abort."""
-        entry = apply_txn_marker(self.producer_state, self._active, h, abort, coordinator_epoch,
-                                 timestamp)
+        entry = apply_txn_marker(self.producer_state, self._active, h, abort, coordinator_epoch, timestamp)
         if entry is not None:
             self._aborted.append(entry)
             self._aborted_last.append(entry.last_offset)
@@ -296,9 +344,11 @@ class PartitionLog:
         unreadable at once; segments wholly below it go at the next retention check. Never moves
         backwards; OFFSET_OUT_OF_RANGE above the high watermark. True if it moved."""
         if offset > self.high_watermark:
-            raise _error(ErrorCode.offset_out_of_range,
-                         f"cannot delete records of {self.topic}-{self.partition} below {offset}: "
-                         f"the high watermark is {self.high_watermark}")
+            raise _error(
+                ErrorCode.offset_out_of_range,
+                f"cannot delete records of {self.topic}-{self.partition} below {offset}: "
+                f"the high watermark is {self.high_watermark}",
+            )
         if offset <= self._log_start:
             return False
         self._set_log_start(offset)
@@ -338,17 +388,17 @@ class PartitionLog:
         """The log cleaner swapped in one compacted segment for the consecutive ``olds`` (the
         same offsets, fewer records): serve reads from it and index its aborted transactions."""
         i = self._segments.index(olds[0])
-        self._segments[i:i + len(olds)] = [new]
+        self._segments[i : i + len(olds)] = [new]
         for old in olds:
             old.detach()
         self._bases = [s.base_offset for s in self._segments]
-        self._aborted = [e for seg in self._segments for e in seg.txn_index.entries
-                         if e.last_offset >= self._log_start]
+        self._aborted = [
+            e for seg in self._segments for e in seg.txn_index.entries if e.last_offset >= self._log_start
+        ]
         self._aborted_last = [e.last_offset for e in self._aborted]
 
     # ====================================================================== roll and flush
-    def _should_roll(self, seg: LogSegment, h: BatchHeader, size: int, max_ts: int,
-                     now: int) -> bool:
+    def _should_roll(self, seg: LogSegment, h: BatchHeader, size: int, max_ts: int, now: int) -> bool:
         """Kafka's LogSegment.shouldRoll: size, offsets that no longer fit the int32 relative
         offsets of the indexes, or segment.ms measured from the first batch's timestamp."""
         cfg = self.config
@@ -357,8 +407,7 @@ class PartitionLog:
         if self._leo + h.last_offset_delta - seg.base_offset > _INT32_MAX:
             return True
         first_ts = seg.first_batch_timestamp()
-        waited = max_ts - first_ts if first_ts is not None and first_ts >= 0 \
-            else now - seg.created_ms
+        waited = max_ts - first_ts if first_ts is not None and first_ts >= 0 else now - seg.created_ms
         return waited > cfg.segment_ms
 
     def roll(self) -> LogSegment:
@@ -377,8 +426,7 @@ class PartitionLog:
         # Producer state as of the new segment's base: recovery replays from here at most.
         self.producer_state.take_snapshot(self._leo)
         self._flush_rolled(old, new.base_offset)
-        log.debug("rolled segment", topic=self.topic, partition=self.partition,
-                  base_offset=new.base_offset)
+        log.debug("rolled segment", topic=self.topic, partition=self.partition, base_offset=new.base_offset)
         return new
 
     def _flush_rolled(self, seg: LogSegment, durable_offset: int) -> None:
@@ -398,8 +446,12 @@ class PartitionLog:
             fut, offset = pending.popleft()
             exc = fut.exception()
             if exc is not None:
-                log.error("could not fsync a rolled segment; its data is only in the page cache",
-                          topic=self.topic, partition=self.partition, error=str(exc))
+                log.error(
+                    "could not fsync a rolled segment; its data is only in the page cache",
+                    topic=self.topic,
+                    partition=self.partition,
+                    error=str(exc),
+                )
                 continue
             if offset > self.recovery_point:
                 self.recovery_point = offset
@@ -417,8 +469,12 @@ class PartitionLog:
             try:
                 fut.result()
             except OSError as exc:
-                log.error("could not fsync a rolled segment", topic=self.topic,
-                          partition=self.partition, error=str(exc))
+                log.error(
+                    "could not fsync a rolled segment",
+                    topic=self.topic,
+                    partition=self.partition,
+                    error=str(exc),
+                )
             else:
                 self._advance_recovery_point(offset)
 
@@ -466,8 +522,7 @@ class PartitionLog:
         if flush:
             active = self._active
             if active.max_timestamp >= 0:
-                active.time_index.maybe_append(active.max_timestamp,
-                                               active.offset_of_max_timestamp)
+                active.time_index.maybe_append(active.max_timestamp, active.offset_of_max_timestamp)
                 active.dirty = True
             self.flush()
             self.producer_state.take_snapshot(self._leo)
@@ -505,9 +560,10 @@ class PartitionLog:
         segment. OFFSET_OUT_OF_RANGE outside [log start, LEO]; offset == LEO reads nothing."""
         leo = self._leo
         if offset < self._log_start or offset > leo:
-            raise _error(ErrorCode.offset_out_of_range,
-                         f"offset {offset} is outside [{self._log_start}, {leo}] of "
-                         f"{self.topic}-{self.partition}")
+            raise _error(
+                ErrorCode.offset_out_of_range,
+                f"offset {offset} is outside [{self._log_start}, {leo}] of {self.topic}-{self.partition}",
+            )
         lso = self.last_stable_offset
         committed = isolation_level == 1
         limit = lso if committed else leo
@@ -531,8 +587,9 @@ class PartitionLog:
         aborted = self.aborted_transactions(offset, upper) if committed else None
         return ReadResult(chunks, leo, lso, self._log_start, aborted)
 
-    def _read_end(self, seg: LogSegment, start: int, first: BatchHeader, stop_offset: int,
-                  budget_end: int) -> tuple[int, int]:
+    def _read_end(
+        self, seg: LogSegment, start: int, first: BatchHeader, stop_offset: int, budget_end: int
+    ) -> tuple[int, int]:
         """(end position, first offset not returned): the largest run of whole batches from
         ``start`` ending by ``budget_end`` with offsets below ``stop_offset``. Jumps with the
         offset index so only the last few KiB are walked batch by batch."""
@@ -574,8 +631,7 @@ class PartitionLog:
         return out
 
     # ====================================================================== timestamps
-    def offset_for_timestamp(self, timestamp: int, isolation_level: int = 0
-                             ) -> tuple[int, int] | None:
+    def offset_for_timestamp(self, timestamp: int, isolation_level: int = 0) -> tuple[int, int] | None:
         """ListOffsets: (offset, timestamp) or None (answered as -1/-1). -1 latest (HWM, or LSO
         for read_committed), -2 earliest, -3 the record with the largest timestamp, -4 earliest
         local; otherwise the first record with timestamp >= ``timestamp``. As in Kafka, a result
@@ -603,8 +659,7 @@ class PartitionLog:
             return None
         return found
 
-    def _search_segment(self, seg: LogSegment, timestamp: int, start: int
-                        ) -> tuple[int, int] | None:
+    def _search_segment(self, seg: LogSegment, timestamp: int, start: int) -> tuple[int, int] | None:
         """The first record at or after offset ``start`` with a timestamp >= ``timestamp``."""
         entry = seg.time_index.lookup(timestamp)
         _, pos = seg.index.lookup(max(entry[1] if entry is not None else seg.base_offset, start))
@@ -636,8 +691,13 @@ class PartitionLog:
         try:
             yield from iter_records(seg.read_batch(position, h.size))
         except CorruptBatchError as exc:
-            log.warning("cannot decode the records of a batch", topic=self.topic,
-                        partition=self.partition, offset=h.base_offset, error=str(exc))
+            log.warning(
+                "cannot decode the records of a batch",
+                topic=self.topic,
+                partition=self.partition,
+                offset=h.base_offset,
+                error=str(exc),
+            )
 
     # ====================================================================== producer expiry
     def remove_expired_producers(self, now_ms: int) -> None:
@@ -645,11 +705,20 @@ class PartitionLog:
 
     # ====================================================================== opening/recovery
     @classmethod
-    def open(cls, directory: str, topic: str, partition: int, config: LogConfig, *,
-             recovery_point: int = 0, log_start_offset: int = 0, clean_shutdown: bool = False,
-             producer_expiration_ms: int = 86_400_000,
-             time_ms: Callable[[], int] | None = None, executor: Executor | None = None
-             ) -> PartitionLog:
+    def open(
+        cls,
+        directory: str,
+        topic: str,
+        partition: int,
+        config: LogConfig,
+        *,
+        recovery_point: int = 0,
+        log_start_offset: int = 0,
+        clean_shutdown: bool = False,
+        producer_expiration_ms: int = 86_400_000,
+        time_ms: Callable[[], int] | None = None,
+        executor: Executor | None = None,
+    ) -> PartitionLog:
         """Open (creating if needed) the log in ``directory``: ``storage/log_loader.py`` loads
         and, after an unclean shutdown (segments from ``recovery_point`` on) or where an index
         is broken, recovers it. The log start offset is the checkpointed ``log_start_offset``
@@ -658,7 +727,8 @@ class PartitionLog:
         os.makedirs(directory, exist_ok=True)
         psm = ProducerStateManager(directory, producer_expiration_ms)
         loaded = LogLoader(directory, topic, partition, config, psm, time_ms).load(
-            recovery_point, clean_shutdown)
+            recovery_point, clean_shutdown
+        )
         self = cls(directory, topic, partition, config, psm, time_ms, executor, loaded)
         if log_start_offset > self._log_start:
             self._set_log_start(min(log_start_offset, self._leo))
@@ -672,6 +742,7 @@ class PartitionLog:
             seg.delete_files()
 
     def __repr__(self) -> str:
-        return (f"PartitionLog({self.topic}-{self.partition}, start={self._log_start}, "
-                f"leo={self._leo}, segments={len(self._segments)})")
-
+        return (
+            f"PartitionLog({self.topic}-{self.partition}, start={self._log_start}, "
+            f"leo={self._leo}, segments={len(self._segments)})"
+        )

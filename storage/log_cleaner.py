@@ -38,7 +38,6 @@ from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
 import structlog
-
 from minibroker.storage.checkpoint import read_offset_checkpoint, write_offset_checkpoint
 from minibroker.storage.cleaner import CLEANER_DIR, CleanJob, CleanResult, SegmentToClean, clean
 from minibroker.storage.durable_files import atomic_write, fsync_dir
@@ -68,8 +67,7 @@ def _lower_priority(pid: int) -> None:
     waking broker thread preempts it at once (niceness alone still lets it finish a slice of a
     few ms first: produce p99 rose from 0.3-0.7 ms to 1.5-4.7 ms during a pass)."""
     try:
-        os.setpriority(os.PRIO_PROCESS, pid, max(os.getpriority(os.PRIO_PROCESS, pid),
-                                                 WORKER_NICENESS))
+        os.setpriority(os.PRIO_PROCESS, pid, max(os.getpriority(os.PRIO_PROCESS, pid), WORKER_NICENESS))
         if hasattr(os, "sched_setscheduler"):
             os.sched_setscheduler(pid, os.SCHED_IDLE, os.sched_param(0))
     except OSError:  # gone already (the pool notices), or not allowed: niceness is enough
@@ -98,14 +96,17 @@ def recover_interrupted_clean(partition_dir: str) -> None:
     swap = os.path.join(work, SWAP_FILE)
     if os.path.exists(swap):
         with open(swap, encoding="ascii") as f:
-            plan = {int(line.split()[0]): [int(b) for b in line.split()[1:]]
-                    for line in f.read().splitlines() if line.strip()}
+            plan = {
+                int(line.split()[0]): [int(b) for b in line.split()[1:]]
+                for line in f.read().splitlines()
+                if line.strip()
+            }
         _install(work, partition_dir, plan)
-        log.warning("completed a log-cleaner swap interrupted by a stop",
-                    directory=partition_dir, segments=len(plan))
+        log.warning(
+            "completed a log-cleaner swap interrupted by a stop", directory=partition_dir, segments=len(plan)
+        )
     else:
-        log.info("discarded the output of an interrupted log-cleaner pass",
-                 directory=partition_dir)
+        log.info("discarded the output of an interrupted log-cleaner pass", directory=partition_dir)
     shutil.rmtree(work, ignore_errors=True)
     fsync_dir(partition_dir)
 
@@ -141,8 +142,7 @@ def _move_segment(work: str, partition_dir: str, base: int) -> None:
                 pass
 
 
-def _cleanable(plog, now: int, checkpoint: dict[tuple[str, int], int]
-               ) -> tuple[float, int, int] | None:
+def _cleanable(plog, now: int, checkpoint: dict[tuple[str, int], int]) -> tuple[float, int, int] | None:
     """(dirty ratio, first dirty offset, end) of a compacted log that qualifies for a pass."""
     cfg = plog.config
     segs = plog.segments
@@ -156,8 +156,9 @@ def _cleanable(plog, now: int, checkpoint: dict[tuple[str, int], int]
                 limit = min(limit, seg.base_offset)
                 break
     end = max((s.base_offset for s in segs if s.base_offset <= limit), default=0)
-    dirty_segs = [s for i, s in enumerate(segs[:-1]) if s.base_offset < end
-                  and segs[i + 1].base_offset > first_dirty]
+    dirty_segs = [
+        s for i, s in enumerate(segs[:-1]) if s.base_offset < end and segs[i + 1].base_offset > first_dirty
+    ]
     if not dirty_segs or end <= first_dirty:
         return None
     dirty = sum(s.size for s in dirty_segs)
@@ -171,10 +172,15 @@ def _cleanable(plog, now: int, checkpoint: dict[tuple[str, int], int]
 
 
 class LogCleaner:
-    def __init__(self, logs: Any, *, time_ms: Callable[[], int] | None = None,
-                 on_pass_done: Callable[[], None] | None = None,
-                 retire: Callable[[Any, LogSegment], None] | None = None,
-                 crash_mid_swap: bool = False) -> None:
+    def __init__(
+        self,
+        logs: Any,
+        *,
+        time_ms: Callable[[], int] | None = None,
+        on_pass_done: Callable[[], None] | None = None,
+        retire: Callable[[Any, LogSegment], None] | None = None,
+        crash_mid_swap: bool = False,
+    ) -> None:
         """``logs``: the LogManager (``all_logs``, ``get_log``, ``data_dir``).
         ``on_pass_done`` is called from the worker thread when a pass ends (the broker uses it
         to schedule ``finish_pass`` on the event loop at once). ``retire(plog, segment)``
@@ -200,7 +206,8 @@ class LogCleaner:
     def first_dirty_offsets(self) -> dict[tuple[str, int], int]:
         if self._checkpoint is None:
             self._checkpoint = read_offset_checkpoint(
-                self._checkpoint_path, "every compacted log is cleaned from its start")
+                self._checkpoint_path, "every compacted log is cleaned from its start"
+            )
         return self._checkpoint
 
     # ------------------------------------------------------------------ scheduling
@@ -242,8 +249,11 @@ class LogCleaner:
         if self._executor is None:
             # spawn: a fresh interpreter, not a fork of a process running an event loop
             self._executor = ProcessPoolExecutor(
-                max_workers=1, mp_context=multiprocessing.get_context("spawn"),
-                initializer=_init_worker, initargs=(os.getpid(),))
+                max_workers=1,
+                mp_context=multiprocessing.get_context("spawn"),
+                initializer=_init_worker,
+                initargs=(os.getpid(),),
+            )
         return self._executor
 
     def _choose(self):
@@ -265,14 +275,18 @@ class LogCleaner:
         cfg = plog.config
         job = CleanJob(
             partition_dir=plog.dir,
-            segments=[SegmentToClean(s.base_offset, s.log_path, s.size, s.max_timestamp)
-                      for s in originals.values()],
-            first_dirty=first_dirty, end=end,
+            segments=[
+                SegmentToClean(s.base_offset, s.log_path, s.size, s.max_timestamp) for s in originals.values()
+            ],
+            first_dirty=first_dirty,
+            end=end,
             aborted=[e for s in originals.values() for e in s.txn_index.entries],
             producer_last_offsets=producers,
             delete_retention_ms=cfg.delete_retention_ms,
-            index_interval_bytes=cfg.index_interval_bytes, max_segment_bytes=cfg.segment_bytes,
-            now_ms=now)
+            index_interval_bytes=cfg.index_interval_bytes,
+            max_segment_bytes=cfg.segment_bytes,
+            now_ms=now,
+        )
         return plog, job, originals
 
     # ------------------------------------------------------------------ swap (event loop)
@@ -287,8 +301,12 @@ class LogCleaner:
         try:
             result: CleanResult = future.result()
         except Exception as exc:  # noqa: BLE001 - a failed pass leaves the log as it was
-            log.error("log cleaner pass failed; the log is unchanged and will be retried",
-                      topic=plog.topic, partition=plog.partition, error=repr(exc))
+            log.error(
+                "log cleaner pass failed; the log is unchanged and will be retried",
+                topic=plog.topic,
+                partition=plog.partition,
+                error=repr(exc),
+            )
             shutil.rmtree(work, ignore_errors=True)
             if isinstance(exc, BrokenProcessPool) and self._executor is not None:
                 self._executor.shutdown(wait=False)  # the worker died: start a fresh one
@@ -297,11 +315,16 @@ class LogCleaner:
         live = self.logs.get_log(plog.topic, plog.partition)
         current = {s.base_offset: s for s in plog.segments} if live is plog else {}
         # only groups whose old segments are all still in the log (retention may have run)
-        plan = {base: olds for base, olds in result.rewritten.items()
-                if all(current.get(b) is originals.get(b) is not None for b in olds)}
+        plan = {
+            base: olds
+            for base, olds in result.rewritten.items()
+            if all(current.get(b) is originals.get(b) is not None for b in olds)
+        }
         if plan:
-            atomic_write(os.path.join(work, SWAP_FILE), "".join(
-                f"{base} {' '.join(map(str, olds))}\n" for base, olds in plan.items()).encode())
+            atomic_write(
+                os.path.join(work, SWAP_FILE),
+                "".join(f"{base} {' '.join(map(str, olds))}\n" for base, olds in plan.items()).encode(),
+            )
             if self._crash_mid_swap:
                 first = next(iter(plan))
                 _install(work, job.partition_dir, {first: plan[first]})
@@ -324,14 +347,21 @@ class LogCleaner:
             checkpoint[(plog.topic, plog.partition)] = result.end
             write_offset_checkpoint(self._checkpoint_path, checkpoint)
         self.passes += 1
-        log.info("cleaned log", topic=plog.topic, partition=plog.partition,
-                 ms=round((time.monotonic() - self._started) * 1000, 1), worker_ms=result.worker_ms,
-                 worker_cpu_ms=result.worker_cpu_ms,
-                 swap_ms=round((time.monotonic() - swap_started) * 1000, 1),
-                 segments_rewritten=sum(len(olds) for olds in plan.values()),
-                 segments_written=len(plan), bytes_read=result.bytes_read,
-                 bytes_written=result.bytes_written, records_removed=result.records_removed,
-                 first_dirty_offset=result.end)
+        log.info(
+            "cleaned log",
+            topic=plog.topic,
+            partition=plog.partition,
+            ms=round((time.monotonic() - self._started) * 1000, 1),
+            worker_ms=result.worker_ms,
+            worker_cpu_ms=result.worker_cpu_ms,
+            swap_ms=round((time.monotonic() - swap_started) * 1000, 1),
+            segments_rewritten=sum(len(olds) for olds in plan.values()),
+            segments_written=len(plan),
+            bytes_read=result.bytes_read,
+            bytes_written=result.bytes_written,
+            records_removed=result.records_removed,
+            first_dirty_offset=result.end,
+        )
 
     def forget(self, topic: str) -> None:
         """A topic was deleted: drop its cleaner checkpoint entries."""

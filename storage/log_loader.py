@@ -18,7 +18,6 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 import structlog
-
 from minibroker.protocol.record_batch import (
     ATTR_CONTROL,
     CONTROL_ABORT,
@@ -44,14 +43,21 @@ __all__ = ["LogLoader", "LoadedLog", "apply_txn_marker"]
 
 log = structlog.get_logger(__name__)
 
+
 class LoadedLog(NamedTuple):
     segments: list[LogSegment]  # never empty; the last is the active one
     recovery_point: int
     aborted: list[AbortedTxn]  # every segment's aborted transactions, by marker offset
 
 
-def apply_txn_marker(producer_state: ProducerStateManager, seg: LogSegment, h: BatchHeader,
-                     abort: bool, coordinator_epoch: int, timestamp: int) -> AbortedTxn | None:
+def apply_txn_marker(
+    producer_state: ProducerStateManager,
+    seg: LogSegment,
+    h: BatchHeader,
+    abort: bool,
+    coordinator_epoch: int,
+    timestamp: int,
+) -> AbortedTxn | None:
     """Close the producer's transaction; for an abort, index it in ``seg`` and return the entry
     (Kafka's ProducerAppendInfo.appendEndTxnMarker + UnifiedLog.updateTxnIndex). Used by
     appends and by recovery replay, so both produce identical indexes."""
@@ -63,8 +69,7 @@ def apply_txn_marker(producer_state: ProducerStateManager, seg: LogSegment, h: B
     fuo = producer_state.first_unstable_offset()
     # An abort with no data from this producer here still gets an entry (first = marker),
     # as in Kafka; consumers drop it when they reach the marker.
-    entry = AbortedTxn(pid, marker if first is None else first, marker,
-                       marker + 1 if fuo is None else fuo)
+    entry = AbortedTxn(pid, marker if first is None else first, marker, marker + 1 if fuo is None else fuo)
     seg.txn_index.append(entry)
     return entry
 
@@ -82,8 +87,15 @@ class _Recovery:
 
 
 class LogLoader:
-    def __init__(self, directory: str, topic: str, partition: int, config: LogConfig,
-                 producer_state: ProducerStateManager, time_ms: Callable[[], int]) -> None:
+    def __init__(
+        self,
+        directory: str,
+        topic: str,
+        partition: int,
+        config: LogConfig,
+        producer_state: ProducerStateManager,
+        time_ms: Callable[[], int],
+    ) -> None:
         self.dir = directory
         self.topic = topic
         self.partition = partition
@@ -96,9 +108,11 @@ class LogLoader:
         shutdown may have left torn, and bring the producer state up to the log end."""
         started = time.monotonic()
         names = os.listdir(self.dir)
-        bases = sorted(int(n[:20]) for n in names
-                       if n.endswith(LOG_SUFFIX) and len(n) == 20 + len(LOG_SUFFIX)
-                       and n[:20].isdigit())
+        bases = sorted(
+            int(n[:20])
+            for n in names
+            if n.endswith(LOG_SUFFIX) and len(n) == 20 + len(LOG_SUFFIX) and n[:20].isdigit()
+        )
         _remove_orphan_index_files(self.dir, names, set(bases))
         if not bases:
             seg = LogSegment.create(self.dir, 0, self.config.index_interval_bytes, self._time_ms())
@@ -108,9 +122,12 @@ class LogLoader:
         found = _Recovery()
         segments = self._open_segments(bases, recovery_point, clean, found)
         if found.dropped:
-            log.warning("deleted the segments after a corrupt point of a partition log",
-                        topic=self.topic, partition=self.partition,
-                        segments=[segment_file_name(b, LOG_SUFFIX) for b in found.dropped])
+            log.warning(
+                "deleted the segments after a corrupt point of a partition log",
+                topic=self.topic,
+                partition=self.partition,
+                segments=[segment_file_name(b, LOG_SUFFIX) for b in found.dropped],
+            )
         segments[-1].keep_open = True  # the active segment; older ones open files on demand
         leo = segments[-1].next_offset
         replayed = self._load_producer_state(segments, found.recovered)
@@ -121,19 +138,27 @@ class LogLoader:
                 seg.flush()
             fsync_dir(self.dir)
             self.producer_state.take_snapshot(leo)
-            log.info("recovered partition log", topic=self.topic, partition=self.partition,
-                     clean_shutdown=clean, segments_checked=len(found.recovered),
-                     segments_dropped=len(found.dropped), bytes_cut=found.bytes_cut,
-                     log_end_offset=leo, batches_replayed=replayed,
-                     ms=round((time.monotonic() - started) * 1000, 1))
+            log.info(
+                "recovered partition log",
+                topic=self.topic,
+                partition=self.partition,
+                clean_shutdown=clean,
+                segments_checked=len(found.recovered),
+                segments_dropped=len(found.dropped),
+                bytes_cut=found.bytes_cut,
+                log_end_offset=leo,
+                batches_replayed=replayed,
+                ms=round((time.monotonic() - started) * 1000, 1),
+            )
             return LoadedLog(segments, leo, aborted)
         if replayed:
             self.producer_state.take_snapshot(leo)
         return LoadedLog(segments, leo if clean else min(recovery_point, leo), aborted)
 
     # ------------------------------------------------------------------ segments
-    def _open_segments(self, bases: list[int], recovery_point: int, clean: bool,
-                       found: _Recovery) -> list[LogSegment]:
+    def _open_segments(
+        self, bases: list[int], recovery_point: int, clean: bool, found: _Recovery
+    ) -> list[LogSegment]:
         segments: list[LogSegment] = []
         now = self._time_ms()
         for i, base in enumerate(bases):
@@ -157,8 +182,7 @@ class LogLoader:
             segments.append(seg)
         return segments
 
-    def _recover(self, seg: LogSegment, why: str, next_base: int | None, found: _Recovery
-                 ) -> None:
+    def _recover(self, seg: LogSegment, why: str, next_base: int | None, found: _Recovery) -> None:
         result = seg.recover()
         found.recovered.append(seg)
         if result.truncated_bytes:
@@ -166,10 +190,15 @@ class LogLoader:
             log.warning(
                 "cut a torn or corrupt tail off a partition log; records from this "
                 "offset on were lost and producers will resend unacknowledged ones",
-                topic=self.topic, partition=self.partition,
+                topic=self.topic,
+                partition=self.partition,
                 segment=segment_file_name(seg.base_offset, LOG_SUFFIX),
-                from_offset=result.next_offset, position=result.valid_bytes,
-                bytes_removed=result.truncated_bytes, reason=result.reason, checked_because=why)
+                from_offset=result.next_offset,
+                position=result.valid_bytes,
+                bytes_removed=result.truncated_bytes,
+                reason=result.reason,
+                checked_because=why,
+            )
         if next_base is None:
             return
         if result.truncated_bytes or result.next_offset > next_base:
@@ -181,15 +210,18 @@ class LogLoader:
         """``seg`` ends before the next segment begins. Compaction leaves such gaps; in a log
         that is never compacted they mean a segment file was deleted: say what was lost."""
         if seg.next_offset < next_base and not self.config.compact:
-            log.warning("records are missing between two segments (a segment file was deleted "
-                        "or lost); consumers will skip these offsets", topic=self.topic,
-                        partition=self.partition, missing_from_offset=seg.next_offset,
-                        missing_to_offset=next_base - 1)
+            log.warning(
+                "records are missing between two segments (a segment file was deleted "
+                "or lost); consumers will skip these offsets",
+                topic=self.topic,
+                partition=self.partition,
+                missing_from_offset=seg.next_offset,
+                missing_to_offset=next_base - 1,
+            )
         seg.next_offset = next_base
 
     # ------------------------------------------------------------------ producer state
-    def _load_producer_state(self, segments: list[LogSegment], recovered: list[LogSegment]
-                             ) -> int:
+    def _load_producer_state(self, segments: list[LogSegment], recovered: list[LogSegment]) -> int:
         """Producer state and aborted-transaction indexes. Recovered segments may have lost or
         never written txnindex entries: rebuild them from the abort markers, replaying from a
         snapshot taken at or before the first recovered segment. Returns the batches replayed."""
@@ -213,7 +245,7 @@ class LogLoader:
         count = 0
         loaded_at = self._time_ms()  # replayed producers' idle time starts now (see update())
         first = bisect_right([s.base_offset for s in segments], start) - 1
-        for seg in segments[max(first, 0):]:
+        for seg in segments[max(first, 0) :]:
             pos = 0
             if seg.base_offset < start:
                 found = seg.find_batch(start)
@@ -227,8 +259,9 @@ class LogLoader:
                     self._replay_batch(seg, p, h, rebuild, loaded_at)
         return count
 
-    def _replay_batch(self, seg: LogSegment, position: int, h: BatchHeader, rebuild: bool,
-                      loaded_at: int) -> None:
+    def _replay_batch(
+        self, seg: LogSegment, position: int, h: BatchHeader, rebuild: bool, loaded_at: int
+    ) -> None:
         psm = self.producer_state
         if not h.attributes & ATTR_CONTROL:
             psm.update(h, h.base_offset, h.max_timestamp, last_seen_ms=loaded_at)
@@ -236,17 +269,26 @@ class LogLoader:
         try:
             ctrl = parse_control_record(seg.read_batch(position, h.size))
         except CorruptBatchError as exc:
-            log.warning("unreadable transaction marker; treated as a commit",
-                        topic=self.topic, partition=self.partition,
-                        offset=h.base_offset, error=str(exc))
+            log.warning(
+                "unreadable transaction marker; treated as a commit",
+                topic=self.topic,
+                partition=self.partition,
+                offset=h.base_offset,
+                error=str(exc),
+            )
             psm.update(h, h.base_offset, h.max_timestamp, abort=False, last_seen_ms=loaded_at)
             return
         if rebuild:
-            apply_txn_marker(psm, seg, h, ctrl.type == CONTROL_ABORT, ctrl.coordinator_epoch,
-                             h.max_timestamp)
+            apply_txn_marker(psm, seg, h, ctrl.type == CONTROL_ABORT, ctrl.coordinator_epoch, h.max_timestamp)
         else:
-            psm.update(h, h.base_offset, h.max_timestamp, abort=ctrl.type == CONTROL_ABORT,
-                       coordinator_epoch=ctrl.coordinator_epoch, last_seen_ms=loaded_at)
+            psm.update(
+                h,
+                h.base_offset,
+                h.max_timestamp,
+                abort=ctrl.type == CONTROL_ABORT,
+                coordinator_epoch=ctrl.coordinator_epoch,
+                last_seen_ms=loaded_at,
+            )
 
 
 def _remove_orphan_index_files(directory: str, names: list[str], bases: set[int]) -> None:
@@ -254,10 +296,13 @@ def _remove_orphan_index_files(directory: str, names: list[str], bases: set[int]
     future segment with the same base offset: remove them."""
     for n in names:
         for suffix in SEGMENT_SUFFIXES[1:]:  # the indexes
-            if n.endswith(suffix) and len(n) == 20 + len(suffix) and n[:20].isdigit() \
-                    and int(n[:20]) not in bases:
+            if (
+                n.endswith(suffix)
+                and len(n) == 20 + len(suffix)
+                and n[:20].isdigit()
+                and int(n[:20]) not in bases
+            ):
                 try:
                     os.unlink(os.path.join(directory, n))
                 except FileNotFoundError:
                     pass
-

@@ -36,7 +36,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import structlog
-
 from minibroker.protocol.errors import ErrorCode
 from minibroker.storage.checkpoint import (
     read_offset_checkpoint,
@@ -62,14 +61,24 @@ from minibroker.storage.segment_files import (
     open_files_limit,
 )
 
-__all__ = ["LogManager", "TopicInfo", "LEADER_EPOCH", "INTERNAL_TOPICS", "validate_topic_name",
-           "CLEAN_SHUTDOWN_FILE", "RECOVERY_POINT_FILE", "META_PROPERTIES_FILE"]
+__all__ = [
+    "LogManager",
+    "TopicInfo",
+    "LEADER_EPOCH",
+    "INTERNAL_TOPICS",
+    "validate_topic_name",
+    "CLEAN_SHUTDOWN_FILE",
+    "RECOVERY_POINT_FILE",
+    "META_PROPERTIES_FILE",
+]
 
 log = structlog.get_logger(__name__)
 
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
-_INTERNAL_SEGMENT_PROPERTIES = {"__consumer_offsets": "offsets.topic.segment.bytes",
-                                "__transaction_state": "transaction.state.log.segment.bytes"}
+_INTERNAL_SEGMENT_PROPERTIES = {
+    "__consumer_offsets": "offsets.topic.segment.bytes",
+    "__transaction_state": "transaction.state.log.segment.bytes",
+}
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 RECOVERY_POINT_FILE = "recovery-point-offset-checkpoint"
 LOG_START_OFFSET_FILE = "log-start-offset-checkpoint"
@@ -97,15 +106,16 @@ def validate_topic_name(name: str) -> None:
     if not name:
         raise KafkaStorageError(ErrorCode.invalid_topic_exception, "topic name is empty")
     if name in (".", ".."):
-        raise KafkaStorageError(ErrorCode.invalid_topic_exception,
-                                f"topic name cannot be {name!r}")
+        raise KafkaStorageError(ErrorCode.invalid_topic_exception, f"topic name cannot be {name!r}")
     if len(name) > MAX_TOPIC_NAME_LENGTH:
-        raise KafkaStorageError(ErrorCode.invalid_topic_exception,
-                                f"topic name is longer than {MAX_TOPIC_NAME_LENGTH} characters")
+        raise KafkaStorageError(
+            ErrorCode.invalid_topic_exception, f"topic name is longer than {MAX_TOPIC_NAME_LENGTH} characters"
+        )
     if not _LEGAL_TOPIC.fullmatch(name):  # fullmatch: "$" would let a trailing newline in
-        raise KafkaStorageError(ErrorCode.invalid_topic_exception,
-                                f"topic name {name!r} contains characters other than ASCII "
-                                f"letters, digits, '.', '_' and '-'")
+        raise KafkaStorageError(
+            ErrorCode.invalid_topic_exception,
+            f"topic name {name!r} contains characters other than ASCII letters, digits, '.', '_' and '-'",
+        )
 
 
 def _new_kafka_uuid() -> uuid.UUID:
@@ -125,9 +135,14 @@ def _now_ms() -> int:
 
 
 class LogManager:
-    def __init__(self, data_dir: str, config: Any = None, *,
-                 time_ms: Callable[[], int] | None = None,
-                 background_flush: bool = True) -> None:
+    def __init__(
+        self,
+        data_dir: str,
+        config: Any = None,
+        *,
+        time_ms: Callable[[], int] | None = None,
+        background_flush: bool = True,
+    ) -> None:
         self.data_dir = os.path.abspath(str(data_dir))
         self.config = config if config is not None else {}
         self.topics: dict[str, TopicInfo] = {}
@@ -144,9 +159,12 @@ class LogManager:
         self._retired: list[tuple[int, Any]] = []
         self._log_starts: dict[tuple[str, int], int] = {}  # as last checkpointed
         self.cleaner = LogCleaner(
-            self, time_ms=self._time_ms, retire=self.retire_segment,
-            crash_mid_swap="crash-mid-clean-swap" in str(
-                broker_value(self.config, "minibroker.test.fault") or ""))
+            self,
+            time_ms=self._time_ms,
+            retire=self.retire_segment,
+            crash_mid_swap="crash-mid-clean-swap"
+            in str(broker_value(self.config, "minibroker.test.fault") or ""),
+        )
 
     # ================================================================== startup
     def open(self) -> None:
@@ -163,33 +181,42 @@ class LogManager:
         recovery_points = self._read_recovery_points()
         log_starts = read_offset_checkpoint(
             os.path.join(self.data_dir, LOG_START_OFFSET_FILE),
-            "log start offsets fall back to each log's first segment")
+            "log start offsets fall back to each log's first segment",
+        )
         self._configure_segment_files()
         self._remove_deleted_dirs()
         self._load_topics()
         self._upgrade_internal_topics()
         for info in self.topics.values():
             for p in range(info.num_partitions):
-                self._open_log(info, p, recovery_points.get((info.name, p), 0), clean,
-                               log_starts.get((info.name, p), 0))
+                self._open_log(
+                    info, p, recovery_points.get((info.name, p), 0), clean, log_starts.get((info.name, p), 0)
+                )
         self._remove_orphan_partition_dirs()
         if clean:
             os.unlink(marker)
             fsync_dir(self.data_dir)
         self.checkpoint_recovery_points()
-        self._log_starts = {key: plog.log_start_offset for key, plog in self._logs.items()
-                            if plog.log_start_offset > 0}
+        self._log_starts = {
+            key: plog.log_start_offset for key, plog in self._logs.items() if plog.log_start_offset > 0
+        }
         self._opened = True
-        log.info("loaded partition logs", partitions=len(self._logs), topics=len(self.topics),
-                 clean_shutdown=clean, cluster_id=self.cluster_id,
-                 ms=round((time.monotonic() - started) * 1000, 1))
+        log.info(
+            "loaded partition logs",
+            partitions=len(self._logs),
+            topics=len(self.topics),
+            clean_shutdown=clean,
+            cluster_id=self.cluster_id,
+            ms=round((time.monotonic() - started) * 1000, 1),
+        )
 
     def _configure_segment_files(self) -> None:
         """Bound the open files of inactive segments (storage/segment_files.py) by
         minibroker.max.open.segment.files and the open-files limit this process has now."""
         configured = broker_value(self.config, "minibroker.max.open.segment.files")
-        bound = effective_max_open(DEFAULT_MAX_OPEN_SEGMENT_FILES if configured is None else int(configured),
-                                   open_files_limit())
+        bound = effective_max_open(
+            DEFAULT_MAX_OPEN_SEGMENT_FILES if configured is None else int(configured), open_files_limit()
+        )
         SEGMENT_FILES.configure(bound)
         log.info("segment files bounded", max_open_segment_files=bound)
 
@@ -217,19 +244,23 @@ class LogManager:
                     ErrorCode.kafka_storage_error,
                     f"{path} is damaged ({exc}); restore it from a backup (it holds cluster.id "
                     f"and node.id), or move it away to start this data directory with a new "
-                    f"cluster id") from None
+                    f"cluster id",
+                ) from None
         if props.get("cluster.id"):
             stored_node = props.get("node.id")
             if stored_node is not None and int(stored_node) != self.node_id:
                 raise KafkaStorageError(
                     ErrorCode.kafka_storage_error,
                     f"{path} belongs to node.id {stored_node} but this broker is configured as "
-                    f"node.id {self.node_id}; use that node.id or another log.dirs")
+                    f"node.id {self.node_id}; use that node.id or another log.dirs",
+                )
             self.cluster_id = props["cluster.id"]
             return
         self.cluster_id = _uuid_b64(_new_kafka_uuid())
-        text = (f"#\n#{time.strftime('%a %b %d %H:%M:%S %Z %Y')}\n"
-                f"cluster.id={self.cluster_id}\nnode.id={self.node_id}\nversion=1\n")
+        text = (
+            f"#\n#{time.strftime('%a %b %d %H:%M:%S %Z %Y')}\n"
+            f"cluster.id={self.cluster_id}\nnode.id={self.node_id}\nversion=1\n"
+        )
         atomic_write(path, text.encode())
 
     def _upgrade_internal_topics(self) -> None:
@@ -242,13 +273,15 @@ class LogManager:
                 continue
             info.configs = {**info.configs, **self._internal_topic_configs(name)}
             self._write_topic(info)
-            log.info("internal topic given compaction-sized segments", topic=name,
-                     segment_bytes=info.configs["segment.bytes"])
+            log.info(
+                "internal topic given compaction-sized segments",
+                topic=name,
+                segment_bytes=info.configs["segment.bytes"],
+            )
 
     def _internal_topic_configs(self, name: str) -> dict[str, str]:
         size = broker_value(self.config, _INTERNAL_SEGMENT_PROPERTIES[name])
-        return {"cleanup.policy": "compact",
-                "segment.bytes": str(size or INTERNAL_SEGMENT_BYTES)}
+        return {"cleanup.policy": "compact", "segment.bytes": str(size or INTERNAL_SEGMENT_BYTES)}
 
     def _load_topics(self) -> None:
         topics_dir = os.path.join(self.data_dir, TOPICS_DIR)
@@ -262,13 +295,18 @@ class LogManager:
             try:
                 with open(path, encoding="utf-8") as f:
                     d = json.load(f)
-                info = TopicInfo(d["name"], uuid.UUID(d["topic_id"]), int(d["num_partitions"]),
-                                 dict(d.get("configs") or {}),
-                                 bool(d.get("internal", d["name"] in INTERNAL_TOPICS)))
+                info = TopicInfo(
+                    d["name"],
+                    uuid.UUID(d["topic_id"]),
+                    int(d["num_partitions"]),
+                    dict(d.get("configs") or {}),
+                    bool(d.get("internal", d["name"] in INTERNAL_TOPICS)),
+                )
             except (OSError, ValueError, KeyError, TypeError) as exc:
                 raise KafkaStorageError(
                     ErrorCode.kafka_storage_error,
-                    f"topic registry file {path} is unreadable ({exc}); fix or remove it") from exc
+                    f"topic registry file {path} is unreadable ({exc}); fix or remove it",
+                ) from exc
             self.topics[info.name] = info
 
     def _remove_deleted_dirs(self) -> None:
@@ -294,17 +332,19 @@ class LogManager:
             if info is not None and p < info.num_partitions:
                 continue
             files = os.listdir(path)
-            if not all(f.endswith(_LOG_FILE_SUFFIXES) or f == CLEANER_DIR or f.startswith(TEMP_PREFIX)
-                       for f in files):
-                log.warning("leaving an unknown directory in the data directory alone",
-                            directory=path)
+            if not all(
+                f.endswith(_LOG_FILE_SUFFIXES) or f == CLEANER_DIR or f.startswith(TEMP_PREFIX) for f in files
+            ):
+                log.warning("leaving an unknown directory in the data directory alone", directory=path)
                 continue
-            if any(f.endswith(".log") and os.path.getsize(os.path.join(path, f)) > 0
-                   for f in files):
+            if any(f.endswith(".log") and os.path.getsize(os.path.join(path, f)) > 0 for f in files):
                 found.setdefault(topic, {})[p] = path
                 continue
-            log.warning("removing the empty directory of a partition that no topic has (left "
-                        "over from an interrupted create or delete)", directory=path)
+            log.warning(
+                "removing the empty directory of a partition that no topic has (left "
+                "over from an interrupted create or delete)",
+                directory=path,
+            )
             shutil.rmtree(path, ignore_errors=True)
         for topic, partitions in sorted(found.items()):
             self._rebuild_topic(topic, partitions)
@@ -316,20 +356,30 @@ class LogManager:
             try:
                 validate_topic_name(topic)
             except KafkaStorageError:
-                log.warning("leaving a directory with an invalid topic name alone",
-                            directories=sorted(partitions.values()))
+                log.warning(
+                    "leaving a directory with an invalid topic name alone",
+                    directories=sorted(partitions.values()),
+                )
                 return
             configs = self._internal_topic_configs(topic) if topic in INTERNAL_TOPICS else {}
             info = TopicInfo(topic, _new_kafka_uuid(), count, configs, topic in INTERNAL_TOPICS)
             self.topics[topic] = info
-            log.warning("topic registry file missing for partition directories holding records; "
-                        "rebuilt the topic from them (new topic id; config overrides, if any, "
-                        "are lost: set them again with kafka-configs.sh)", topic=topic,
-                        partitions=count, topic_id=str(info.topic_id))
+            log.warning(
+                "topic registry file missing for partition directories holding records; "
+                "rebuilt the topic from them (new topic id; config overrides, if any, "
+                "are lost: set them again with kafka-configs.sh)",
+                topic=topic,
+                partitions=count,
+                topic_id=str(info.topic_id),
+            )
         else:
-            log.warning("topic registry file counts fewer partitions than the directories "
-                        "holding records; grew it to match", topic=topic,
-                        partitions_before=info.num_partitions, partitions=count)
+            log.warning(
+                "topic registry file counts fewer partitions than the directories "
+                "holding records; grew it to match",
+                topic=topic,
+                partitions_before=info.num_partitions,
+                partitions=count,
+            )
         info.num_partitions = max(info.num_partitions, count)
         for p in range(info.num_partitions):
             if (topic, p) not in self._logs:  # a full recovery: nothing about them is known
@@ -337,13 +387,16 @@ class LogManager:
         self._write_topic(info)
 
     def _read_recovery_points(self) -> dict[tuple[str, int], int]:
-        return read_offset_checkpoint(os.path.join(self.data_dir, RECOVERY_POINT_FILE),
-                                      "every segment will be checked")
+        return read_offset_checkpoint(
+            os.path.join(self.data_dir, RECOVERY_POINT_FILE), "every segment will be checked"
+        )
 
     def checkpoint_recovery_points(self) -> None:
         """Persist each partition's recovery point (cheap: one small file)."""
-        write_offset_checkpoint(os.path.join(self.data_dir, RECOVERY_POINT_FILE),
-                                {key: plog.recovery_point for key, plog in self._logs.items()})
+        write_offset_checkpoint(
+            os.path.join(self.data_dir, RECOVERY_POINT_FILE),
+            {key: plog.recovery_point for key, plog in self._logs.items()},
+        )
 
     def _partition_dir(self, topic: str, partition: int) -> str:
         return os.path.join(self.data_dir, f"{topic}-{partition}")
@@ -351,16 +404,23 @@ class LogManager:
     def _log_config(self, info: TopicInfo) -> LogConfig:
         return LogConfig.from_configs(self.config, info.configs)
 
-    def _open_log(self, info: TopicInfo, partition: int, recovery_point: int,
-                  clean: bool, log_start_offset: int = 0) -> PartitionLog:
+    def _open_log(
+        self, info: TopicInfo, partition: int, recovery_point: int, clean: bool, log_start_offset: int = 0
+    ) -> PartitionLog:
         expiration = broker_value(self.config, "producer.id.expiration.ms")
         recover_interrupted_clean(self._partition_dir(info.name, partition))
         plog = PartitionLog.open(
-            self._partition_dir(info.name, partition), info.name, partition,
-            self._log_config(info), recovery_point=recovery_point,
-            log_start_offset=log_start_offset, clean_shutdown=clean,
+            self._partition_dir(info.name, partition),
+            info.name,
+            partition,
+            self._log_config(info),
+            recovery_point=recovery_point,
+            log_start_offset=log_start_offset,
+            clean_shutdown=clean,
             producer_expiration_ms=86_400_000 if expiration is None else int(expiration),
-            time_ms=self._time_ms, executor=self._executor)
+            time_ms=self._time_ms,
+            executor=self._executor,
+        )
         plog.on_recovery_point_advanced = self._on_recovery_point_advanced
         self._logs[(info.name, partition)] = plog
         return plog
@@ -371,39 +431,48 @@ class LogManager:
 
     # ================================================================== topics
     def _write_topic(self, info: TopicInfo) -> None:
-        data = json.dumps({"version": 1, "name": info.name, "topic_id": str(info.topic_id),
-                           "num_partitions": info.num_partitions, "configs": info.configs,
-                           "internal": info.internal}, indent=1, sort_keys=True)
-        atomic_write(os.path.join(self.data_dir, TOPICS_DIR, info.name + ".json"),
-                      data.encode())
+        data = json.dumps(
+            {
+                "version": 1,
+                "name": info.name,
+                "topic_id": str(info.topic_id),
+                "num_partitions": info.num_partitions,
+                "configs": info.configs,
+                "internal": info.internal,
+            },
+            indent=1,
+            sort_keys=True,
+        )
+        atomic_write(os.path.join(self.data_dir, TOPICS_DIR, info.name + ".json"), data.encode())
 
     def _default_partitions(self) -> int:
         n = broker_value(self.config, "num.partitions")
         return 1 if n is None else int(n)
 
-    def validate_new_topic(self, name: str, partitions: int = -1,
-                           configs: dict | None = None) -> dict[str, str]:
+    def validate_new_topic(
+        self, name: str, partitions: int = -1, configs: dict | None = None
+    ) -> dict[str, str]:
         """Everything create_topic checks, without creating; returns normalized overrides."""
         validate_topic_name(name)
         if name in self.topics:
-            raise KafkaStorageError(ErrorCode.topic_already_exists,
-                                    f"topic {name!r} already exists")
+            raise KafkaStorageError(ErrorCode.topic_already_exists, f"topic {name!r} already exists")
         normalized = name.replace(".", "_")
         for other in self.topics:
             if other.replace(".", "_") == normalized:
                 raise KafkaStorageError(
                     ErrorCode.invalid_topic_exception,
                     f"topic {name!r} collides with existing topic {other!r} ('.' and '_' are "
-                    f"interchangeable in metric names)")
+                    f"interchangeable in metric names)",
+                )
         if partitions == -1:
             partitions = self._default_partitions()
         if partitions <= 0:
-            raise KafkaStorageError(ErrorCode.invalid_partitions,
-                                    f"number of partitions must be positive, got {partitions}")
+            raise KafkaStorageError(
+                ErrorCode.invalid_partitions, f"number of partitions must be positive, got {partitions}"
+            )
         return validate_topic_configs(configs, client=name not in INTERNAL_TOPICS)
 
-    def create_topic(self, name: str, partitions: int = -1,
-                     configs: dict | None = None) -> TopicInfo:
+    def create_topic(self, name: str, partitions: int = -1, configs: dict | None = None) -> TopicInfo:
         """Create a topic (partitions -1: num.partitions). Errors: INVALID_TOPIC_EXCEPTION,
         TOPIC_ALREADY_EXISTS, INVALID_PARTITIONS, INVALID_CONFIG."""
         overrides = self.validate_new_topic(name, partitions, configs)
@@ -414,15 +483,19 @@ class LogManager:
         # directories, which the next start removes.
         self._add_partitions(info, 0, partitions)
         self.topics[name] = info
-        log.info("created topic", topic=name, partitions=partitions, topic_id=str(info.topic_id),
-                 configs=overrides or None)
+        log.info(
+            "created topic",
+            topic=name,
+            partitions=partitions,
+            topic_id=str(info.topic_id),
+            configs=overrides or None,
+        )
         return info
 
     def _create_partition(self, info: TopicInfo, p: int) -> PartitionLog:
         path = self._partition_dir(info.name, p)
         if os.path.exists(path):
-            log.warning("removing stale files of a partition that did not exist",
-                        directory=path)
+            log.warning("removing stale files of a partition that did not exist", directory=path)
             shutil.rmtree(path)
         return self._open_log(info, p, 0, True)
 
@@ -430,13 +503,13 @@ class LogManager:
         """Grow a topic to ``total`` partitions (UNKNOWN_TOPIC_OR_PARTITION, INVALID_PARTITIONS)."""
         info = self.topics.get(name)
         if info is None:
-            raise KafkaStorageError(ErrorCode.unknown_topic_or_partition,
-                                    f"topic {name!r} does not exist")
+            raise KafkaStorageError(ErrorCode.unknown_topic_or_partition, f"topic {name!r} does not exist")
         if total <= info.num_partitions:
             raise KafkaStorageError(
                 ErrorCode.invalid_partitions,
                 f"topic {name!r} has {info.num_partitions} partitions; the new count must be "
-                f"larger, got {total}")
+                f"larger, got {total}",
+            )
         self._add_partitions(info, info.num_partitions, total)
         log.info("added partitions", topic=name, partitions=total)
 
@@ -447,8 +520,7 @@ class LogManager:
         try:
             for p in range(first, total):
                 self._create_partition(info, p)
-            self._write_topic(TopicInfo(info.name, info.topic_id, total, info.configs,
-                                        info.internal))
+            self._write_topic(TopicInfo(info.name, info.topic_id, total, info.configs, info.internal))
         except OSError as exc:
             for p in range(first, total):
                 plog = self._logs.pop((info.name, p), None)
@@ -458,11 +530,16 @@ class LogManager:
                     except OSError:
                         pass
                 shutil.rmtree(self._partition_dir(info.name, p), ignore_errors=True)
-            log.error("could not create partitions; nothing was created", topic=info.name,
-                      partitions=f"{first}..{total - 1}", error=str(exc))
-            raise KafkaStorageError(ErrorCode.kafka_storage_error,
-                                    f"cannot create partitions of {info.name} in "
-                                    f"{self.data_dir}: {exc}") from exc
+            log.error(
+                "could not create partitions; nothing was created",
+                topic=info.name,
+                partitions=f"{first}..{total - 1}",
+                error=str(exc),
+            )
+            raise KafkaStorageError(
+                ErrorCode.kafka_storage_error,
+                f"cannot create partitions of {info.name} in {self.data_dir}: {exc}",
+            ) from exc
         info.num_partitions = total
 
     def delete_topic(self, name: str) -> None:
@@ -471,8 +548,7 @@ class LogManager:
         background when possible): a crash at any point leaves no half-deleted topic."""
         info = self.topics.get(name)
         if info is None:
-            raise KafkaStorageError(ErrorCode.unknown_topic_or_partition,
-                                    f"topic {name!r} does not exist")
+            raise KafkaStorageError(ErrorCode.unknown_topic_or_partition, f"topic {name!r} does not exist")
         doomed = []
         for p in range(info.num_partitions):
             plog = self._logs.pop((name, p), None)
@@ -481,7 +557,7 @@ class LogManager:
             src = self._partition_dir(name, p)
             if os.path.exists(src):
                 suffix = f"-{p}.{uuid.uuid4().hex}-delete"
-                dst = os.path.join(self.data_dir, name[:255 - len(suffix)] + suffix)
+                dst = os.path.join(self.data_dir, name[: 255 - len(suffix)] + suffix)
                 os.rename(src, dst)
                 doomed.append(dst)
         fsync_dir(self.data_dir)
@@ -507,8 +583,7 @@ class LogManager:
         full set). Takes effect on the logs at once. INVALID_CONFIG, UNKNOWN_TOPIC_OR_PARTITION."""
         info = self.topics.get(name)
         if info is None:
-            raise KafkaStorageError(ErrorCode.unknown_topic_or_partition,
-                                    f"topic {name!r} does not exist")
+            raise KafkaStorageError(ErrorCode.unknown_topic_or_partition, f"topic {name!r} does not exist")
         info.configs = validate_topic_configs({k: v for k, v in configs.items() if v is not None})
         self._write_topic(info)
         cfg = self._log_config(info)
@@ -528,8 +603,7 @@ class LogManager:
         """name -> (value, is_default) of every topic config, for DescribeConfigs."""
         info = self.topics.get(name)
         if info is None:
-            raise KafkaStorageError(ErrorCode.unknown_topic_or_partition,
-                                    f"topic {name!r} does not exist")
+            raise KafkaStorageError(ErrorCode.unknown_topic_or_partition, f"topic {name!r} does not exist")
         return effective_topic_configs(self.config, info.configs)
 
     # ================================================================== logs
@@ -551,17 +625,23 @@ class LogManager:
         OFFSET_OUT_OF_RANGE (above the high watermark or below -1)."""
         plog = self._logs.get((topic, partition))
         if plog is None:
-            raise KafkaStorageError(ErrorCode.unknown_topic_or_partition,
-                                    f"{topic}-{partition} does not exist")
+            raise KafkaStorageError(
+                ErrorCode.unknown_topic_or_partition, f"{topic}-{partition} does not exist"
+            )
         if offset == -1:
             offset = plog.high_watermark
         elif offset < 0:
-            raise KafkaStorageError(ErrorCode.offset_out_of_range,
-                                    f"cannot delete records below offset {offset}")
+            raise KafkaStorageError(
+                ErrorCode.offset_out_of_range, f"cannot delete records below offset {offset}"
+            )
         if plog.maybe_increment_log_start_offset(offset):
             self.checkpoint_log_start_offsets()
-            log.info("deleted records: log start offset advanced", topic=topic,
-                     partition=partition, log_start_offset=plog.log_start_offset)
+            log.info(
+                "deleted records: log start offset advanced",
+                topic=topic,
+                partition=partition,
+                log_start_offset=plog.log_start_offset,
+            )
         return plog.log_start_offset
 
     def delete_old_segments(self) -> int:
@@ -579,9 +659,14 @@ class LogManager:
             for seg in doomed:
                 self.retire_segment(plog, seg)
             deleted += len(doomed)
-            log.info("deleted old segments", topic=plog.topic, partition=plog.partition,
-                     segments=len(doomed), reason=decision.reason,
-                     log_start_offset=plog.log_start_offset)
+            log.info(
+                "deleted old segments",
+                topic=plog.topic,
+                partition=plog.partition,
+                segments=len(doomed),
+                reason=decision.reason,
+                log_start_offset=plog.log_start_offset,
+            )
         if deleted:
             self.checkpoint_log_start_offsets()
         return deleted
@@ -590,8 +675,9 @@ class LogManager:
         """A segment left the log (retention, compaction): close its file after
         file.delete.delay.ms, so fetch answers already holding a slice of it still read."""
         info = self.topics.get(plog.topic)
-        delay = effective_topic_configs(self.config, info.configs if info else {}) \
-            .get("file.delete.delay.ms", ("60000", True))[0]
+        delay = effective_topic_configs(self.config, info.configs if info else {}).get(
+            "file.delete.delay.ms", ("60000", True)
+        )[0]
         self._retired.append((self._time_ms() + int(delay), seg))
 
     def _close_retired(self, now: int | None) -> None:
@@ -606,8 +692,9 @@ class LogManager:
     def checkpoint_log_start_offsets(self) -> None:
         """Persist log start offsets that are above their log's first segment (Kafka's
         log-start-offset-checkpoint); written only when one changed."""
-        entries = {key: plog.log_start_offset for key, plog in self._logs.items()
-                   if plog.log_start_offset > 0}
+        entries = {
+            key: plog.log_start_offset for key, plog in self._logs.items() if plog.log_start_offset > 0
+        }
         if entries != self._log_starts:
             write_offset_checkpoint(os.path.join(self.data_dir, LOG_START_OFFSET_FILE), entries)
             self._log_starts = entries

@@ -83,16 +83,20 @@ def _next_batch_size(mv, pos: int, *, first: bool = True) -> int | None:
     size_field = _I32.unpack_from(mv, pos + 8)[0]
     # Kafka's Produce answer carries these two framing messages for the first batch only
     if size_field < _MIN_SIZE_FIELD:
-        raise KafkaStorageError(ErrorCode.corrupt_message,
-                                f"Record size {size_field} is less than the minimum record "
-                                f"overhead ({_MIN_SIZE_FIELD})", in_answer=first)
+        raise KafkaStorageError(
+            ErrorCode.corrupt_message,
+            f"Record size {size_field} is less than the minimum record overhead ({_MIN_SIZE_FIELD})",
+            in_answer=first,
+        )
     if remaining < _HEADER_UP_TO_MAGIC:
         return None
     magic = mv[pos + _MAGIC_OFFSET]
     if magic > MAGIC:  # unsigned here: 128..255 are Java's negative bytes
-        raise KafkaStorageError(ErrorCode.corrupt_message,
-                                f"Invalid magic found in record: {magic - 256 if magic > 127 else magic}",
-                                in_answer=first)
+        raise KafkaStorageError(
+            ErrorCode.corrupt_message,
+            f"Invalid magic found in record: {magic - 256 if magic > 127 else magic}",
+            in_answer=first,
+        )
     size = size_field + _LOG_OVERHEAD
     return None if remaining < size else size
 
@@ -102,24 +106,30 @@ def first_produced_batch(records, api_version: int) -> memoryview:
     mv = memoryview(records or b"")
     size = _next_batch_size(mv, 0)
     if size is None:
-        raise _fail(ErrorCode.invalid_record,
-                    f"produce requests with version {api_version} must have at least one record "
-                    f"batch per partition")
+        raise _fail(
+            ErrorCode.invalid_record,
+            f"produce requests with version {api_version} must have at least one record batch per partition",
+        )
     if mv[_MAGIC_OFFSET] != MAGIC:
-        raise _fail(ErrorCode.invalid_record,
-                    f"produce requests with version {api_version} are only allowed to contain "
-                    f"record batches with magic version 2")
+        raise _fail(
+            ErrorCode.invalid_record,
+            f"produce requests with version {api_version} are only allowed to contain "
+            f"record batches with magic version 2",
+        )
     codec = mv[22] & ATTR_COMPRESSION_MASK
     if codec > _MAX_CODEC:
         raise _fail(ErrorCode.unknown_server_error, f"unknown compression type id {codec}")
     if codec == COMPRESSION_ZSTD and api_version < 7:
-        raise _fail(ErrorCode.unsupported_compression_type,
-                    f"produce requests with version {api_version} are not allowed to use "
-                    f"ZStandard compression")
+        raise _fail(
+            ErrorCode.unsupported_compression_type,
+            f"produce requests with version {api_version} are not allowed to use ZStandard compression",
+        )
     if _next_batch_size(mv, size, first=False) is not None:
-        raise _fail(ErrorCode.invalid_record,
-                    f"produce requests with version {api_version} are only allowed to contain "
-                    f"exactly one record batch per partition")
+        raise _fail(
+            ErrorCode.invalid_record,
+            f"produce requests with version {api_version} are only allowed to contain "
+            f"exactly one record batch per partition",
+        )
     return mv[:size]
 
 
@@ -129,51 +139,66 @@ def validate_batch_header(mv, max_message_bytes: int, *, client: bool) -> BatchH
     n = len(mv)
     if n < HEADER_SIZE:
         if n < 27:  # Kafka reads lastOffset past the end of the batch: an internal error
-            raise _fail(ErrorCode.unknown_server_error,
-                        f"record batch of {n} bytes is shorter than its fixed fields")
+            raise _fail(
+                ErrorCode.unknown_server_error, f"record batch of {n} bytes is shorter than its fixed fields"
+            )
         if client and _unpack_base_offset(mv) != 0:
             raise _fail(ErrorCode.invalid_record, "the baseOffset of the record batch should be 0")
-        raise _fail(ErrorCode.corrupt_message,
-                    f"record batch is corrupt (the size {n} is smaller than the minimum allowed "
-                    f"overhead {HEADER_SIZE})")
+        raise _fail(
+            ErrorCode.corrupt_message,
+            f"record batch is corrupt (the size {n} is smaller than the minimum allowed "
+            f"overhead {HEADER_SIZE})",
+        )
     h = _make_header(_unpack_header(mv, 0))
     if h.magic != MAGIC:
         raise _fail(ErrorCode.invalid_record, f"record batch magic {h.magic}: only {MAGIC} is allowed")
     size = h.batch_length + _LOG_OVERHEAD
     if h.batch_length < BATCH_OVERHEAD_LENGTH or size != n:
-        raise _fail(ErrorCode.corrupt_message,
-                    f"record batch length {h.batch_length} does not match its {n} bytes")
+        raise _fail(
+            ErrorCode.corrupt_message, f"record batch length {h.batch_length} does not match its {n} bytes"
+        )
     if client and h.base_offset != 0:
-        raise _fail(ErrorCode.invalid_record,
-                    f"the baseOffset of the record batch should be 0, but it is {h.base_offset}")
+        raise _fail(
+            ErrorCode.invalid_record,
+            f"the baseOffset of the record batch should be 0, but it is {h.base_offset}",
+        )
     if size > max_message_bytes:
-        raise _fail(ErrorCode.message_too_large,
-                    f"the record batch size is {size} bytes which exceeds the maximum configured "
-                    f"value of {max_message_bytes} (max.message.bytes)")
+        raise _fail(
+            ErrorCode.message_too_large,
+            f"the record batch size is {size} bytes which exceeds the maximum configured "
+            f"value of {max_message_bytes} (max.message.bytes)",
+        )
     if crc32c(mv[21:]) != h.crc:
         raise _fail(ErrorCode.corrupt_message, f"record is corrupt (stored crc = {h.crc})")
     if client:
         if h.last_offset_delta < 0:
-            raise _fail(ErrorCode.invalid_record,
-                        f"batch has an invalid offset range: [0, {h.last_offset_delta}]")
+            raise _fail(
+                ErrorCode.invalid_record, f"batch has an invalid offset range: [0, {h.last_offset_delta}]"
+            )
         if h.records_count <= 0:
-            raise _fail(ErrorCode.invalid_record,
-                        f"invalid reported count for record batch: {h.records_count}")
+            raise _fail(
+                ErrorCode.invalid_record, f"invalid reported count for record batch: {h.records_count}"
+            )
         if h.records_count != h.last_offset_delta + 1:
-            raise _fail(ErrorCode.invalid_record,
-                        f"inconsistent batch offset range [0, {h.last_offset_delta}] and count "
-                        f"of records {h.records_count}")
+            raise _fail(
+                ErrorCode.invalid_record,
+                f"inconsistent batch offset range [0, {h.last_offset_delta}] and count "
+                f"of records {h.records_count}",
+            )
         if h.attributes & ATTR_CONTROL:
             raise _fail(ErrorCode.invalid_record, "clients are not allowed to write control records")
         if h.producer_id >= 0 and h.base_sequence < 0:
-            raise _fail(ErrorCode.invalid_record,
-                        f"invalid sequence number {h.base_sequence} in record batch with "
-                        f"producerId {h.producer_id}")
+            raise _fail(
+                ErrorCode.invalid_record,
+                f"invalid sequence number {h.base_sequence} in record batch with producerId {h.producer_id}",
+            )
         if h.producer_id < 0 and h.attributes & ATTR_TRANSACTIONAL:
             raise _fail(ErrorCode.invalid_record, "transactional batch without a producer id")
     if h.attributes & ATTR_COMPRESSION_MASK > _MAX_CODEC:
-        raise _fail(ErrorCode.unknown_server_error,
-                    f"unknown compression type id {h.attributes & ATTR_COMPRESSION_MASK}")
+        raise _fail(
+            ErrorCode.unknown_server_error,
+            f"unknown compression type id {h.attributes & ATTR_COMPRESSION_MASK}",
+        )
     return h
 
 
@@ -243,8 +268,9 @@ def _walk(buf, pos: int, end: int, count: int) -> tuple[list, list]:
                 length, pos = v32(buf, pos)
         rec_end = pos + length
         if length < 0 or rec_end > end:
-            raise _Invalid(f"invalid record size: expected {length} bytes in record payload, "
-                           f"but only {end - pos} remain")
+            raise _Invalid(
+                f"invalid record size: expected {length} bytes in record payload, but only {end - pos} remain"
+            )
         if buf[pos] >= 0x80:  # unused by Kafka, but kafka-python reads it as a varint
             raise _Invalid(f"record {i} has attributes {buf[pos]:#x}; none are defined")
         b = buf[pos + 1]  # timestamp delta (varlong)
@@ -268,8 +294,7 @@ def _walk(buf, pos: int, end: int, count: int) -> tuple[list, list]:
         else:
             off, pos = v32(buf, pos)
             if off != i:
-                raise _Invalid(f"record {i} has offset delta {off}; offset deltas must be "
-                               f"consecutive")
+                raise _Invalid(f"record {i} has offset delta {off}; offset deltas must be consecutive")
         b = buf[pos]  # key length
         if b < 0x80:
             n = (b >> 1) ^ -(b & 1)
@@ -303,8 +328,10 @@ def _walk(buf, pos: int, end: int, count: int) -> tuple[list, list]:
             continue
         pos = _headers(buf, pos, end, i)
         if pos != rec_end:
-            raise _Invalid(f"invalid record size: expected to read {length} bytes in record "
-                           f"payload, but instead read {length + pos - rec_end}")
+            raise _Invalid(
+                f"invalid record size: expected to read {length} bytes in record "
+                f"payload, but instead read {length + pos - rec_end}"
+            )
     if pos != end:
         raise _Invalid("incorrect declared batch size, records still remaining in file")
     return deltas, null_keys
@@ -319,7 +346,7 @@ def _headers(buf, pos: int, end: int, i: int) -> int:
         if n < 0:
             raise _Invalid(f"invalid negative header key size {n}")
         try:  # consumers decode header keys as UTF-8 and fail on anything else
-            bytes(buf[pos:pos + n]).decode()
+            bytes(buf[pos : pos + n]).decode()
         except UnicodeDecodeError:
             raise _Invalid(f"record {i} has a header key that is not UTF-8") from None
         pos += n
@@ -331,9 +358,17 @@ def _headers(buf, pos: int, end: int, i: int) -> int:
     return pos
 
 
-def validate_records(mv, h: BatchHeader, *, now_ms: int, log_append_time: bool,
-                     before_max_ms: int, after_max_ms: int, compacted: bool,
-                     topic_partition: tuple[str, int] = ("", -1)) -> RecordsInfo:
+def validate_records(
+    mv,
+    h: BatchHeader,
+    *,
+    now_ms: int,
+    log_append_time: bool,
+    before_max_ms: int,
+    after_max_ms: int,
+    compacted: bool,
+    topic_partition: tuple[str, int] = ("", -1),
+) -> RecordsInfo:
     """Stage 3 on a batch that passed stage 2. Raises KafkaStorageError (with
     ``record_errors`` for per-record problems)."""
     codec = h.attributes & ATTR_COMPRESSION_MASK
@@ -343,8 +378,9 @@ def validate_records(mv, h: BatchHeader, *, now_ms: int, log_append_time: bool,
         except DecompressedTooLarge as exc:
             raise _fail(ErrorCode.message_too_large, str(exc)) from None
         except Exception as exc:  # noqa: BLE001 - any codec failure is the client's bad data
-            raise _fail(ErrorCode.unknown_server_error,
-                        f"failed to decompress record stream: {exc}") from None
+            raise _fail(
+                ErrorCode.unknown_server_error, f"failed to decompress record stream: {exc}"
+            ) from None
         pos, end = 0, len(buf)
     else:
         buf = bytes(mv[HEADER_SIZE:])  # indexing bytes is much faster than a memoryview
@@ -354,8 +390,9 @@ def validate_records(mv, h: BatchHeader, *, now_ms: int, log_append_time: bool,
     except _Invalid as exc:
         raise _fail(ErrorCode.invalid_record, f"found invalid record structure: {exc}") from None
     except IndexError:
-        raise _fail(ErrorCode.invalid_record,
-                    "incorrect declared batch size, premature EOF reached") from None
+        raise _fail(
+            ErrorCode.invalid_record, "incorrect declared batch size, premature EOF reached"
+        ) from None
 
     errors: dict[int, str] = {}  # record index -> its one error (a key error wins)
     timestamp_error = False
@@ -374,28 +411,37 @@ def validate_records(mv, h: BatchHeader, *, now_ms: int, log_append_time: bool,
             for i, ts in enumerate(stamps):
                 if ts != _NO_TIMESTAMP and (ts < lo or ts > hi):
                     timestamp_error = True
-                    errors[i] = (f"Timestamp {ts} of message with offset {i} is out of range. "
-                                 f"The timestamp should be within [{lo}, {hi}]")
+                    errors[i] = (
+                        f"Timestamp {ts} of message with offset {i} is out of range. "
+                        f"The timestamp should be within [{lo}, {hi}]"
+                    )
     elif batch_lat:
         timestamp_error = True
-        errors = dict.fromkeys(range(len(deltas)), "Invalid timestamp type in message. Producer "
-                               "should not set timestamp type to LogAppendTime.")
+        errors = dict.fromkeys(
+            range(len(deltas)),
+            "Invalid timestamp type in message. Producer should not set timestamp type to LogAppendTime.",
+        )
     if compacted and null_keys:
         for i in null_keys:
-            errors[i] = ("Compacted topic cannot accept message without key in topic partition "
-                         f"{topic_partition[0]}-{topic_partition[1]}")
+            errors[i] = (
+                "Compacted topic cannot accept message without key in topic partition "
+                f"{topic_partition[0]}-{topic_partition[1]}"
+            )
         timestamp_error = any(not m.startswith("Compacted") for m in errors.values())
     if errors:
         errors = sorted(errors.items())
         if timestamp_error:
             raise KafkaStorageError(
                 ErrorCode.invalid_timestamp,
-                "One or more records have been rejected due to invalid timestamp", errors)
+                "One or more records have been rejected due to invalid timestamp",
+                errors,
+            )
         raise KafkaStorageError(
             ErrorCode.invalid_record,
             f"One or more records have been rejected due to {len(errors)} record errors in "
             f"total, and only showing the first three errors at most: {_java_list(errors[:3])}",
-            errors)
+            errors,
+        )
     return RecordsInfo(max_ts)
 
 

@@ -56,7 +56,8 @@ class OffsetIndex(AbstractIndex):
         if key < 0 or value < 0 or (log_size is not None and value >= log_size):
             raise CorruptIndexError(
                 f"{self.path}: last entry (offset {self.base_offset + key}, position {value}) "
-                f"is outside the log ({log_size} bytes)")
+                f"is outside the log ({log_size} bytes)"
+            )
 
     def lookup(self, offset: int) -> tuple[int, int]:
         """(offset, position) of the last entry at or below ``offset``; (base, 0) if none."""

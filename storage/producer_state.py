@@ -40,7 +40,6 @@ from collections.abc import Iterable
 from typing import NamedTuple
 
 import structlog
-
 from minibroker.protocol.errors import ErrorCode
 from minibroker.protocol.record_batch import (
     ATTR_CONTROL as _ATTR_CONTROL,
@@ -89,8 +88,9 @@ class BatchMetadata:
 
     __slots__ = ("first_seq", "last_seq", "first_offset", "last_offset", "timestamp")
 
-    def __init__(self, first_seq: int, last_seq: int, first_offset: int, last_offset: int,
-                 timestamp: int) -> None:
+    def __init__(
+        self, first_seq: int, last_seq: int, first_offset: int, last_offset: int, timestamp: int
+    ) -> None:
         self.first_seq = first_seq
         self.last_seq = last_seq
         self.first_offset = first_offset
@@ -100,15 +100,21 @@ class BatchMetadata:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, BatchMetadata):
             return NotImplemented
-        return (self.first_seq, self.last_seq, self.first_offset, self.last_offset,
-                self.timestamp) == (other.first_seq, other.last_seq, other.first_offset,
-                                    other.last_offset, other.timestamp)
+        return (self.first_seq, self.last_seq, self.first_offset, self.last_offset, self.timestamp) == (
+            other.first_seq,
+            other.last_seq,
+            other.first_offset,
+            other.last_offset,
+            other.timestamp,
+        )
 
     __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
-        return (f"BatchMetadata(seq={self.first_seq}..{self.last_seq}, "
-                f"offsets={self.first_offset}..{self.last_offset}, ts={self.timestamp})")
+        return (
+            f"BatchMetadata(seq={self.first_seq}..{self.last_seq}, "
+            f"offsets={self.first_offset}..{self.last_offset}, ts={self.timestamp})"
+        )
 
 
 class CompletedTxn(NamedTuple):
@@ -123,11 +129,23 @@ class CompletedTxn(NamedTuple):
 class ProducerStateEntry:
     """State of one producer on this partition (also what DescribeProducers reports)."""
 
-    __slots__ = ("producer_id", "epoch", "coordinator_epoch", "last_timestamp",
-                 "current_txn_first_offset_raw", "batches")
+    __slots__ = (
+        "producer_id",
+        "epoch",
+        "coordinator_epoch",
+        "last_timestamp",
+        "current_txn_first_offset_raw",
+        "batches",
+    )
 
-    def __init__(self, producer_id: int, epoch: int, coordinator_epoch: int = -1,
-                 last_timestamp: int = -1, txn_first_offset: int = -1) -> None:
+    def __init__(
+        self,
+        producer_id: int,
+        epoch: int,
+        coordinator_epoch: int = -1,
+        last_timestamp: int = -1,
+        txn_first_offset: int = -1,
+    ) -> None:
         self.producer_id = producer_id
         self.epoch = epoch
         self.coordinator_epoch = coordinator_epoch
@@ -147,9 +165,11 @@ class ProducerStateEntry:
         return v if v >= 0 else None
 
     def __repr__(self) -> str:
-        return (f"ProducerStateEntry(pid={self.producer_id}, epoch={self.epoch}, "
-                f"last_seq={self.last_sequence}, coord_epoch={self.coordinator_epoch}, "
-                f"last_ts={self.last_timestamp}, txn_first={self.current_txn_first_offset})")
+        return (
+            f"ProducerStateEntry(pid={self.producer_id}, epoch={self.epoch}, "
+            f"last_seq={self.last_sequence}, coord_epoch={self.coordinator_epoch}, "
+            f"last_ts={self.last_timestamp}, txn_first={self.current_txn_first_offset})"
+        )
 
 
 def in_sequence(last_seq: int, next_seq: int) -> bool:
@@ -157,8 +177,7 @@ def in_sequence(last_seq: int, next_seq: int) -> bool:
     return next_seq == last_seq + 1 or (next_seq == 0 and last_seq == _INT32_MAX)
 
 
-def sequence_error(entry: ProducerStateEntry, epoch: int, first_seq: int,
-                   last_offset_delta: int):
+def sequence_error(entry: ProducerStateEntry, epoch: int, first_seq: int, last_offset_delta: int):
     """Every epoch and sequence rule for a data batch of a known producer, in Kafka 4's order
     (``UnifiedLog.analyzeAndValidateProducerState``, then ``ProducerAppendInfo
     .checkProducerEpoch`` and ``.checkSequence``):
@@ -185,13 +204,15 @@ def sequence_error(entry: ProducerStateEntry, epoch: int, first_seq: int,
     if epoch < current:
         return KafkaStorageError(
             ErrorCode.invalid_producer_epoch,
-            f"epoch {epoch} of producer {pid} is smaller than the last seen epoch {current}")
+            f"epoch {epoch} of producer {pid} is smaller than the last seen epoch {current}",
+        )
     if epoch != current:
         if first_seq != 0 and current != NO_PRODUCER_EPOCH:
             return KafkaStorageError(
                 ErrorCode.out_of_order_sequence_number,
                 f"invalid sequence number for new epoch {epoch} of producer {pid}: {first_seq} "
-                f"(must be 0), current epoch {current}")
+                f"(must be 0), current epoch {current}",
+            )
         return None
     last = entry.last_sequence
     if current != NO_PRODUCER_EPOCH and not in_sequence(last, first_seq):
@@ -199,7 +220,8 @@ def sequence_error(entry: ProducerStateEntry, epoch: int, first_seq: int,
             ErrorCode.out_of_order_sequence_number,
             f"out of order sequence number for producer {pid} epoch {epoch}: {first_seq} "
             f"(incoming), {last} (current end sequence number); a retry must match one of the "
-            f"last {BATCH_WINDOW} batches exactly")
+            f"last {BATCH_WINDOW} batches exactly",
+        )
     return None
 
 
@@ -235,8 +257,12 @@ class ProducerStateManager:
         self._fuo: int | None = None  # cached min(self._ongoing.values())
 
     # ------------------------------------------------------------------ validation (hot path)
-    def check(self, header, *, coordinator_epoch: int | None = None  # noqa: C901 - Kafka's rule table
-              ) -> BatchMetadata | None:
+    def check(
+        self,
+        header,
+        *,
+        coordinator_epoch: int | None = None,  # noqa: C901 - Kafka's rule table
+    ) -> BatchMetadata | None:
         """Validate a batch before it is appended.
 
         Returns the metadata of the original batch if ``header`` is an exact retry (same epoch,
@@ -259,19 +285,21 @@ class ProducerStateManager:
             if epoch < entry.epoch:
                 raise KafkaStorageError(
                     ErrorCode.invalid_producer_epoch,
-                    f"marker epoch {epoch} of producer {pid} is older than current {entry.epoch}")
+                    f"marker epoch {epoch} of producer {pid} is older than current {entry.epoch}",
+                )
             if coordinator_epoch is not None and coordinator_epoch < entry.coordinator_epoch:
                 raise KafkaStorageError(
                     ErrorCode.transaction_coordinator_fenced,
                     f"marker coordinator epoch {coordinator_epoch} of producer {pid} is older "
-                    f"than {entry.coordinator_epoch}")
+                    f"than {entry.coordinator_epoch}",
+                )
             return None
 
         first_seq = header.base_sequence
         if first_seq < 0:
             raise KafkaStorageError(
-                ErrorCode.invalid_record,
-                f"batch of producer {pid} has no base sequence ({first_seq})")
+                ErrorCode.invalid_record, f"batch of producer {pid} has no base sequence ({first_seq})"
+            )
         if entry is None:
             # A new (or expired, or retention-deleted) producer: any sequence, but Kafka's empty
             # entry has epoch -1 and an epoch below it is refused.
@@ -279,7 +307,8 @@ class ProducerStateManager:
                 raise KafkaStorageError(
                     ErrorCode.invalid_producer_epoch,
                     f"epoch {epoch} of producer {pid} is smaller than the last seen epoch "
-                    f"{NO_PRODUCER_EPOCH}")
+                    f"{NO_PRODUCER_EPOCH}",
+                )
             return None
         verdict = sequence_error(entry, epoch, first_seq, header.last_offset_delta)
         if isinstance(verdict, KafkaStorageError):
@@ -290,13 +319,22 @@ class ProducerStateManager:
         if entry.current_txn_first_offset_raw >= 0 and not attrs & _ATTR_TRANSACTIONAL:
             raise KafkaStorageError(
                 ErrorCode.invalid_txn_state,
-                f"non-transactional write from producer {pid} with an open transaction")
+                f"non-transactional write from producer {pid} with an open transaction",
+            )
         return None
 
     # ------------------------------------------------------------------ state change
-    def update(self, header, first_offset: int, append_time_ms: int, *,  # noqa: C901 - one rule table
-               abort: bool | None = None, coordinator_epoch: int | None = None,
-               batch=None, last_seen_ms: int | None = None) -> CompletedTxn | None:
+    def update(
+        self,
+        header,
+        first_offset: int,
+        append_time_ms: int,
+        *,  # noqa: C901 - one rule table
+        abort: bool | None = None,
+        coordinator_epoch: int | None = None,
+        batch=None,
+        last_seen_ms: int | None = None,
+    ) -> CompletedTxn | None:
         """Record an appended batch (after append and during recovery replay; never raises).
 
         Data batch: adds it to the producer's window of five (a new epoch clears the window)
@@ -332,16 +370,18 @@ class ProducerStateManager:
                 try:
                     parsed_abort, parsed_coord = parse_end_txn_marker(batch)
                 except ValueError as exc:
-                    log.warning("unparseable control batch", producer_id=pid, offset=first_offset,
-                                reason=str(exc))
+                    log.warning(
+                        "unparseable control batch", producer_id=pid, offset=first_offset, reason=str(exc)
+                    )
                 else:
                     if abort is None:
                         abort = parsed_abort
                     if coordinator_epoch is None:
                         coordinator_epoch = parsed_coord
             if abort is None:
-                log.warning("control batch of unknown type treated as COMMIT", producer_id=pid,
-                            offset=first_offset)
+                log.warning(
+                    "control batch of unknown type treated as COMMIT", producer_id=pid, offset=first_offset
+                )
                 abort = False
             if coordinator_epoch is not None and coordinator_epoch > entry.coordinator_epoch:
                 entry.coordinator_epoch = coordinator_epoch
@@ -356,9 +396,15 @@ class ProducerStateManager:
 
         first_seq = header.base_sequence
         delta = header.last_offset_delta
-        entry.batches.append(BatchMetadata(
-            first_seq, (first_seq + delta) & _INT32_MAX if first_seq >= 0 else first_seq,
-            first_offset, first_offset + delta, append_time_ms))
+        entry.batches.append(
+            BatchMetadata(
+                first_seq,
+                (first_seq + delta) & _INT32_MAX if first_seq >= 0 else first_seq,
+                first_offset,
+                first_offset + delta,
+                append_time_ms,
+            )
+        )
         if attrs & _ATTR_TRANSACTIONAL and entry.current_txn_first_offset_raw < 0:
             entry.current_txn_first_offset_raw = first_offset
             self._ongoing[pid] = first_offset
@@ -400,8 +446,11 @@ class ProducerStateManager:
         """Forget producers with no open transaction idle for >= expiration_ms (Kafka's
         ``isProducerExpired``: ``now - lastTimestamp >= producer.id.expiration.ms``)."""
         limit = now_ms - self.expiration_ms
-        expired = [pid for pid, e in self._producers.items()
-                   if e.current_txn_first_offset_raw < 0 and e.last_timestamp <= limit]
+        expired = [
+            pid
+            for pid, e in self._producers.items()
+            if e.current_txn_first_offset_raw < 0 and e.last_timestamp <= limit
+        ]
         for pid in expired:
             del self._producers[pid]
 
@@ -429,11 +478,18 @@ class ProducerStateManager:
         pack_p = _PRODUCER.pack
         pack_b = _BATCH.pack
         for e in self._producers.values():
-            parts.append(pack_p(e.producer_id, e.epoch, e.coordinator_epoch, e.last_timestamp,
-                                e.current_txn_first_offset_raw, len(e.batches)))
+            parts.append(
+                pack_p(
+                    e.producer_id,
+                    e.epoch,
+                    e.coordinator_epoch,
+                    e.last_timestamp,
+                    e.current_txn_first_offset_raw,
+                    len(e.batches),
+                )
+            )
             for b in e.batches:
-                parts.append(pack_b(b.first_seq, b.last_seq, b.first_offset, b.last_offset,
-                                    b.timestamp))
+                parts.append(pack_b(b.first_seq, b.last_seq, b.first_offset, b.last_offset, b.timestamp))
         payload = b"".join(parts)
         return _FILE_HEADER.pack(_MAGIC, _VERSION, zlib.crc32(payload)) + payload
 
@@ -446,7 +502,7 @@ class ProducerStateManager:
             raise ValueError("bad snapshot magic")
         if version != _VERSION:
             raise ValueError(f"unsupported snapshot version {version}")
-        payload = memoryview(data)[_FILE_HEADER.size:]
+        payload = memoryview(data)[_FILE_HEADER.size :]
         if zlib.crc32(payload) != crc:
             raise ValueError("snapshot CRC mismatch")
         next_offset, count = _PAYLOAD_HEADER.unpack_from(payload, 0)
@@ -514,13 +570,19 @@ class ProducerStateManager:
                 if stored_offset != off:
                     raise ValueError(f"snapshot names offset {off} but holds {stored_offset}")
             except (OSError, ValueError, struct.error) as exc:
-                log.warning("deleting unreadable producer snapshot; state is rebuilt from the log",
-                            path=str(path), reason=str(exc))
+                log.warning(
+                    "deleting unreadable producer snapshot; state is rebuilt from the log",
+                    path=str(path),
+                    reason=str(exc),
+                )
                 self._delete_snapshot(off)
                 continue
             self._producers = producers
-            self._ongoing = {pid: e.current_txn_first_offset_raw for pid, e in producers.items()
-                             if e.current_txn_first_offset_raw >= 0}
+            self._ongoing = {
+                pid: e.current_txn_first_offset_raw
+                for pid, e in producers.items()
+                if e.current_txn_first_offset_raw >= 0
+            }
             self._fuo = min(self._ongoing.values()) if self._ongoing else None
             return off
         return 0

@@ -19,7 +19,8 @@ to). ``PartitionLog.delete_oldest_segments`` does the deleting.
 from __future__ import annotations
 
 import os
-from typing import NamedTuple, Sequence
+from collections.abc import Sequence
+from typing import NamedTuple
 
 __all__ = ["RetentionDecision", "segments_to_delete"]
 
@@ -51,8 +52,9 @@ def _count_while(segments: Sequence, predicate) -> int:
     return count
 
 
-def segments_to_delete(segments: Sequence, config, log_start_offset: int,
-                       now_ms: int) -> RetentionDecision | None:
+def segments_to_delete(
+    segments: Sequence, config, log_start_offset: int, now_ms: int
+) -> RetentionDecision | None:
     """The first rule (in Kafka's order) that deletes something, or None."""
     delete_policy = "delete" in config.cleanup_policy.split(",")
     if delete_policy and config.retention_ms >= 0:
@@ -64,18 +66,20 @@ def segments_to_delete(segments: Sequence, config, log_start_offset: int,
         total = sum(s.size for s in segments)
         excess = total - config.retention_bytes
         if excess > 0:
+
             def fits(seg, _n):
                 nonlocal excess
                 if excess - seg.size < 0:
                     return False
                 excess -= seg.size
                 return True
+
             n = _count_while(segments, fits)
             if n:
                 return RetentionDecision(
-                    n, f"retention.bytes {config.retention_bytes} breached (log size {total})")
-    n = _count_while(segments, lambda _s, nxt: nxt is not None
-                     and nxt.base_offset <= log_start_offset)
+                    n, f"retention.bytes {config.retention_bytes} breached (log size {total})"
+                )
+    n = _count_while(segments, lambda _s, nxt: nxt is not None and nxt.base_offset <= log_start_offset)
     if n:
         return RetentionDecision(n, f"below the log start offset {log_start_offset}")
     return None

@@ -37,9 +37,19 @@ from minibroker.storage.segment_files import SEGMENT_FILES, SegmentFilePool
 from minibroker.storage.time_index import TimeIndex
 from minibroker.storage.transaction_index import TransactionIndex
 
-__all__ = ["LogSegment", "ScanStop", "RecoveryResult", "scan_batches", "segment_file_name",
-           "delete_segment_files", "SEGMENT_SUFFIXES", "LOG_SUFFIX", "INDEX_SUFFIX",
-           "TIME_INDEX_SUFFIX", "TXN_INDEX_SUFFIX"]
+__all__ = [
+    "LogSegment",
+    "ScanStop",
+    "RecoveryResult",
+    "scan_batches",
+    "segment_file_name",
+    "delete_segment_files",
+    "SEGMENT_SUFFIXES",
+    "LOG_SUFFIX",
+    "INDEX_SUFFIX",
+    "TIME_INDEX_SUFFIX",
+    "TXN_INDEX_SUFFIX",
+]
 
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
@@ -83,8 +93,9 @@ class ScanStop:
         self.reason: str | None = None
 
 
-def scan_batches(fd: int, start: int, end: int, stop: ScanStop, *, with_bytes: bool = False,
-                 chunk: int = _SCAN_CHUNK) -> Iterator[tuple[int, BatchHeader, memoryview | None]]:
+def scan_batches(
+    fd: int, start: int, end: int, stop: ScanStop, *, with_bytes: bool = False, chunk: int = _SCAN_CHUNK
+) -> Iterator[tuple[int, BatchHeader, memoryview | None]]:
     """Yield (position, header, bytes-or-None) for each structurally whole batch in [start, end)
     (magic 2, sane length, not running past ``end``); records in ``stop`` where it stopped.
     CRCs are the caller's business (``with_bytes=True`` gives it the batch)."""
@@ -117,7 +128,7 @@ def scan_batches(fd: int, start: int, end: int, stop: ScanStop, *, with_bytes: b
                 if len(buf) < size:
                     stop.position, stop.reason = pos, "short read"
                     return
-            data = memoryview(buf)[off:off + size]
+            data = memoryview(buf)[off : off + size]
         yield pos, h, data
         pos += size
 
@@ -143,13 +154,36 @@ class RecoveryResult(NamedTuple):
 
 
 class LogSegment:
-    __slots__ = ("dir", "base_offset", "log_path", "_fd", "_keep_open", "_detached", "files",
-                 "size", "next_offset", "index", "time_index", "txn_index", "max_timestamp",
-                 "offset_of_max_timestamp", "rolling_timestamp", "created_ms",
-                 "bytes_since_last_index_entry", "index_interval_bytes", "dirty", "suspect")
+    __slots__ = (
+        "dir",
+        "base_offset",
+        "log_path",
+        "_fd",
+        "_keep_open",
+        "_detached",
+        "files",
+        "size",
+        "next_offset",
+        "index",
+        "time_index",
+        "txn_index",
+        "max_timestamp",
+        "offset_of_max_timestamp",
+        "rolling_timestamp",
+        "created_ms",
+        "bytes_since_last_index_entry",
+        "index_interval_bytes",
+        "dirty",
+        "suspect",
+    )
 
-    def __init__(self, directory: str, base_offset: int, index_interval_bytes: int,
-                 files: SegmentFilePool = SEGMENT_FILES) -> None:
+    def __init__(
+        self,
+        directory: str,
+        base_offset: int,
+        index_interval_bytes: int,
+        files: SegmentFilePool = SEGMENT_FILES,
+    ) -> None:
         self.dir = directory
         self.base_offset = base_offset
         self.log_path = self.path(LOG_SUFFIX)
@@ -203,8 +237,7 @@ class LogSegment:
 
     # ------------------------------------------------------------------ opening
     @classmethod
-    def create(cls, directory: str, base_offset: int, index_interval_bytes: int,
-               now_ms: int) -> LogSegment:
+    def create(cls, directory: str, base_offset: int, index_interval_bytes: int, now_ms: int) -> LogSegment:
         seg = cls(directory, base_offset, index_interval_bytes)
         seg._keep_open = True  # a new segment is the active one
         seg._fd = os.open(seg.log_path, os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o644)
@@ -218,8 +251,7 @@ class LogSegment:
         return seg
 
     @classmethod
-    def open(cls, directory: str, base_offset: int, index_interval_bytes: int,
-             now_ms: int) -> LogSegment:
+    def open(cls, directory: str, base_offset: int, index_interval_bytes: int, now_ms: int) -> LogSegment:
         """Open an existing segment without reading its batches or opening its .log (that
         happens on first use). Index problems are noted in ``suspect`` (the caller then runs
         ``recover``), never raised."""
@@ -252,8 +284,7 @@ class LogSegment:
         stop = ScanStop()
         for p, h, _ in scan_batches(self.fd, pos, self.size, stop, chunk=_SEEK_CHUNK * 4):
             if h.base_offset < expected:  # compaction leaves gaps; never overlaps
-                return (f"batch at position {p} has offset {h.base_offset}, expected at least "
-                        f"{expected}")
+                return f"batch at position {p} has offset {h.base_offset}, expected at least {expected}"
             if h.max_timestamp > self.max_timestamp:
                 self.max_timestamp, self.offset_of_max_timestamp = h.max_timestamp, h.base_offset
             expected = h.last_offset + 1
@@ -265,8 +296,7 @@ class LogSegment:
         return None
 
     # ------------------------------------------------------------------ appending
-    def append(self, parts: list, size: int, base_offset: int, next_offset: int,
-               max_timestamp: int) -> int:
+    def append(self, parts: list, size: int, base_offset: int, next_offset: int, max_timestamp: int) -> int:
         """Write one batch (given as buffers) at the end; returns its position. On an OSError
         the file is cut back to its previous size, so a failed append leaves nothing behind."""
         pos = self.size
@@ -310,12 +340,12 @@ class LogSegment:
     def read_batch(self, position: int, size: int) -> bytes:
         return os.pread(self.fd, size, position)
 
-    def headers_from(self, position: int, end: int | None = None
-                     ) -> Iterator[tuple[int, BatchHeader]]:
+    def headers_from(self, position: int, end: int | None = None) -> Iterator[tuple[int, BatchHeader]]:
         """(position, header) of the batches from ``position`` (a batch boundary) on."""
         stop = ScanStop()
-        for p, h, _ in scan_batches(self.fd, position, self.size if end is None else end, stop,
-                                    chunk=_SEEK_CHUNK):
+        for p, h, _ in scan_batches(
+            self.fd, position, self.size if end is None else end, stop, chunk=_SEEK_CHUNK
+        ):
             yield p, h
 
     def find_batch(self, offset: int) -> tuple[int, BatchHeader] | None:
@@ -344,8 +374,7 @@ class LogSegment:
         batches = 0
         for pos, h, data in scan_batches(self.fd, 0, file_size, stop, with_bytes=True):
             if h.base_offset < expected:  # compaction leaves gaps between batches, never overlaps
-                reason = (f"batch at position {pos} has offset {h.base_offset}, expected at "
-                          f"least {expected}")
+                reason = f"batch at position {pos} has offset {h.base_offset}, expected at least {expected}"
                 break
             if not crc_ok(data):
                 reason = f"CRC mismatch in the batch at offset {h.base_offset}, position {pos}"
@@ -455,4 +484,3 @@ class LogSegment:
 
     def __repr__(self) -> str:
         return f"LogSegment(base={self.base_offset}, size={self.size}, next={self.next_offset})"
-

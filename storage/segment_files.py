@@ -24,8 +24,13 @@ try:
 except ImportError:  # not on Windows
     resource = None
 
-__all__ = ["SegmentFilePool", "DEFAULT_MAX_OPEN_SEGMENT_FILES", "SEGMENT_FILES", "effective_max_open",
-           "open_files_limit"]
+__all__ = [
+    "SegmentFilePool",
+    "DEFAULT_MAX_OPEN_SEGMENT_FILES",
+    "SEGMENT_FILES",
+    "effective_max_open",
+    "open_files_limit",
+]
 
 DEFAULT_MAX_OPEN_SEGMENT_FILES = 1000
 # never fewer: a read may hold a couple of segments at once (compaction gaps)

@@ -59,8 +59,7 @@ class TransactionIndex:
         prev_last = -1
         for version, pid, first, last, lso in _ENTRY.iter_unpack(data):
             if version != _VERSION or first > last or last < prev_last or last < base_offset:
-                raise CorruptIndexError(f"{path}: invalid entry ({version}, {pid}, {first}, "
-                                        f"{last}, {lso})")
+                raise CorruptIndexError(f"{path}: invalid entry ({version}, {pid}, {first}, {last}, {lso})")
             prev_last = last
             idx.entries.append(AbortedTxn(pid, first, last, lso))
         return idx

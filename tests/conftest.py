@@ -10,7 +10,6 @@ import pytest
 
 from tests.support.broker import BrokerFactory, BrokerProcess
 
-
 # the clients' INFO chatter drowns the broker log tail in failure reports
 for _name in ("kafka", "aiokafka"):
     logging.getLogger(_name).setLevel(logging.WARNING)

@@ -17,6 +17,5 @@ async def handle(ctx, req):
         return ctx.response(throttle_time_ms=0, error_code=ErrorCode.transactional_id_authorization_failed)
     if not ctx.allowed(Op.READ, Res.GROUP, req.group_id):
         return ctx.response(throttle_time_ms=0, error_code=ErrorCode.group_authorization_failed)
-    add = ctx.broker.txns.add_offsets(req.transactional_id, req.producer_id, req.producer_epoch,
-                                      req.group_id)
+    add = ctx.broker.txns.add_offsets(req.transactional_id, req.producer_id, req.producer_epoch, req.group_id)
     return await answer_when_durable(ctx, add, fenced_since=2)

@@ -16,9 +16,14 @@ MIN_VERSION, MAX_VERSION = 0, 3
 def _results(topics, code_for) -> list[dict]:
     out = []
     for t in topics:
-        out.append(dict(name=t.name, results_by_partition=[
-            dict(partition_index=p, partition_error_code=code_for(t.name, p))
-            for p in t.partitions]))
+        out.append(
+            dict(
+                name=t.name,
+                results_by_partition=[
+                    dict(partition_index=p, partition_error_code=code_for(t.name, p)) for p in t.partitions
+                ],
+            )
+        )
     return out
 
 
@@ -27,13 +32,23 @@ async def handle(ctx, req):
     topics = req.v3_and_below_topics
     # authorization (Kafka: WRITE on the transactional id, then WRITE on each topic)
     if not ctx.allowed(Op.WRITE, Res.TRANSACTIONAL_ID, req.v3_and_below_transactional_id):
-        return ctx.response(throttle_time_ms=0, results_by_topic_v3_and_below=_results(
-            topics, lambda t, p: ErrorCode.transactional_id_authorization_failed))
+        return ctx.response(
+            throttle_time_ms=0,
+            results_by_topic_v3_and_below=_results(
+                topics, lambda t, p: ErrorCode.transactional_id_authorization_failed
+            ),
+        )
     denied = {t.name for t in topics if not ctx.allowed(Op.WRITE, Res.TOPIC, t.name)}
     if denied:
-        return ctx.response(throttle_time_ms=0, results_by_topic_v3_and_below=_results(
-            topics, lambda t, p: ErrorCode.topic_authorization_failed if t in denied
-            else ErrorCode.operation_not_attempted))
+        return ctx.response(
+            throttle_time_ms=0,
+            results_by_topic_v3_and_below=_results(
+                topics,
+                lambda t, p: (
+                    ErrorCode.topic_authorization_failed if t in denied else ErrorCode.operation_not_attempted
+                ),
+            ),
+        )
     unknown = set()
     for t in topics:
         info = broker.logs.topics.get(t.name)
@@ -41,13 +56,23 @@ async def handle(ctx, req):
             if info is None or not 0 <= p < info.num_partitions:
                 unknown.add((t.name, p))
     if unknown:
-        results = _results(topics, lambda t, p: ErrorCode.unknown_topic_or_partition
-                           if (t, p) in unknown else ErrorCode.operation_not_attempted)
+        results = _results(
+            topics,
+            lambda t, p: (
+                ErrorCode.unknown_topic_or_partition
+                if (t, p) in unknown
+                else ErrorCode.operation_not_attempted
+            ),
+        )
     else:
-        error = await broker.run_durably(broker.txns.add_partitions(
-            req.v3_and_below_transactional_id, req.v3_and_below_producer_id,
-            req.v3_and_below_producer_epoch,
-            [(t.name, p) for t in topics for p in t.partitions]))
+        error = await broker.run_durably(
+            broker.txns.add_partitions(
+                req.v3_and_below_transactional_id,
+                req.v3_and_below_producer_id,
+                req.v3_and_below_producer_epoch,
+                [(t.name, p) for t in topics for p in t.partitions],
+            )
+        )
         error = client_error(error, ctx.api_version, fenced_since=2)
         results = _results(topics, lambda t, p: error)
     return ctx.response(throttle_time_ms=0, results_by_topic_v3_and_below=results)

@@ -8,5 +8,6 @@ MIN_VERSION, MAX_VERSION = 0, 2
 
 
 async def handle(ctx, req):
-    return alter_configs_response(ctx, req, lambda r: [(c.name, SET, c.value) for c in r.configs],
-                                  incremental=False)
+    return alter_configs_response(
+        ctx, req, lambda r: [(c.name, SET, c.value) for c in r.configs], incremental=False
+    )

@@ -33,26 +33,47 @@ async def handle(ctx, req):
     store = ctx.broker.security.scram
     everyone = [*req.deletions, *req.upsertions]
     if not ctx.allowed(Op.ALTER, Res.CLUSTER, CLUSTER_NAME):
-        return ctx.response(throttle_time_ms=0, results=[
-            dict(user=i.name, error_code=ErrorCode.cluster_authorization_failed, error_message=None)
-            for i in everyone])
+        return ctx.response(
+            throttle_time_ms=0,
+            results=[
+                dict(user=i.name, error_code=ErrorCode.cluster_authorization_failed, error_message=None)
+                for i in everyone
+            ],
+        )
     counts = Counter(i.name for i in everyone)
     results, changed = [], False
     for item in req.deletions:
         problem = _check(item, counts)
         if problem is None and not store.delete(item.name, MECHANISMS[item.mechanism][0]):
-            problem = (ErrorCode.resource_not_found, "Attempt to delete a user credential that does not exist")
+            problem = (
+                ErrorCode.resource_not_found,
+                "Attempt to delete a user credential that does not exist",
+            )
         changed |= problem is None
-        results.append(dict(user=item.name, error_code=problem[0] if problem else ErrorCode.none,
-                            error_message=problem[1] if problem else None))
+        results.append(
+            dict(
+                user=item.name,
+                error_code=problem[0] if problem else ErrorCode.none,
+                error_message=problem[1] if problem else None,
+            )
+        )
     for item in req.upsertions:
         problem = _check(item, counts)
         if problem is None:
             name, digest = MECHANISMS[item.mechanism]
-            store.put(item.name, name, from_salted_password(digest, item.salt, item.salted_password, item.iterations))
+            store.put(
+                item.name,
+                name,
+                from_salted_password(digest, item.salt, item.salted_password, item.iterations),
+            )
             changed = True
-        results.append(dict(user=item.name, error_code=problem[0] if problem else ErrorCode.none,
-                            error_message=problem[1] if problem else None))
+        results.append(
+            dict(
+                user=item.name,
+                error_code=problem[0] if problem else ErrorCode.none,
+                error_message=problem[1] if problem else None,
+            )
+        )
     if changed:
         store.save()
     return ctx.response(throttle_time_ms=0, results=results)

@@ -26,7 +26,9 @@ def unsupported_version_body() -> bytes:
     """A v0 body with UNSUPPORTED_VERSION, for requests above our max: clients retry with the
     max they find for key 18 in the list."""
     return encode_response(
-        build(response_class(API_KEY, 0), dict(error_code=ErrorCode.unsupported_version, api_keys=_api_keys()))
+        build(
+            response_class(API_KEY, 0), dict(error_code=ErrorCode.unsupported_version, api_keys=_api_keys())
+        )
     )
 
 
@@ -54,11 +56,16 @@ def _wrong_broker(ctx, req) -> bool:
 
 async def handle(ctx, req):
     if not _valid(req):
-        return ctx.response(error_code=ErrorCode.invalid_request, api_keys=[], throttle_time_ms=0,
-                            finalized_features_epoch=-1)
+        return ctx.response(
+            error_code=ErrorCode.invalid_request, api_keys=[], throttle_time_ms=0, finalized_features_epoch=-1
+        )
     if _wrong_broker(ctx, req):
-        return ctx.response(error_code=ErrorCode.rebootstrap_required, api_keys=[], throttle_time_ms=0,
-                            finalized_features_epoch=-1)
+        return ctx.response(
+            error_code=ErrorCode.rebootstrap_required,
+            api_keys=[],
+            throttle_time_ms=0,
+            finalized_features_epoch=-1,
+        )
     return ctx.response(
         error_code=ErrorCode.none,
         api_keys=_api_keys(),

@@ -1,10 +1,9 @@
 """CreateAcls (30): store ACL bindings (needs ALTER on the cluster; SECURITY_DISABLED without an
 authorizer, as Kafka answers)."""
 
-from minibroker.broker.security.acls import AclBinding, InvalidAcl
+from minibroker.broker.security.acls import CLUSTER_NAME, AclBinding, InvalidAcl
 from minibroker.broker.security.acls import Operation as Op
 from minibroker.broker.security.acls import ResourceType as Res
-from minibroker.broker.security.acls import CLUSTER_NAME
 from minibroker.protocol.errors import ErrorCode
 
 API_KEY = 30
@@ -18,15 +17,26 @@ def _result(error: ErrorCode, message: str | None = None) -> dict:
 async def handle(ctx, req):
     authorizer = ctx.broker.security.authorizer
     if authorizer is None:
-        results = [_result(ErrorCode.security_disabled, "No Authorizer is configured.") for _ in req.creations]
+        results = [
+            _result(ErrorCode.security_disabled, "No Authorizer is configured.") for _ in req.creations
+        ]
         return ctx.response(throttle_time_ms=0, results=results)
     if not ctx.allowed(Op.ALTER, Res.CLUSTER, CLUSTER_NAME):
-        return ctx.response(throttle_time_ms=0, results=[_result(ErrorCode.cluster_authorization_failed)
-                                                         for _ in req.creations])
+        return ctx.response(
+            throttle_time_ms=0,
+            results=[_result(ErrorCode.cluster_authorization_failed) for _ in req.creations],
+        )
     results, valid = [], []
     for c in req.creations:
-        binding = AclBinding(c.resource_type, c.resource_name, c.resource_pattern_type, c.principal, c.host,
-                             c.operation, c.permission_type)
+        binding = AclBinding(
+            c.resource_type,
+            c.resource_name,
+            c.resource_pattern_type,
+            c.principal,
+            c.host,
+            c.operation,
+            c.permission_type,
+        )
         try:
             binding.validate()
         except InvalidAcl as exc:

@@ -3,7 +3,8 @@
 from collections import Counter
 
 from minibroker.broker.limits import partition_limit_error
-from minibroker.broker.security.acls import Operation as Op, ResourceType as Res
+from minibroker.broker.security.acls import Operation as Op
+from minibroker.broker.security.acls import ResourceType as Res
 from minibroker.protocol.errors import ErrorCode
 from minibroker.storage.errors import KafkaStorageError
 
@@ -16,15 +17,24 @@ def _grow(broker, t, validate_only: bool) -> dict:
     if info is None:
         return dict(name=t.name, error_code=ErrorCode.unknown_topic_or_partition)
     if t.count <= info.num_partitions:
-        return dict(name=t.name, error_code=ErrorCode.invalid_partitions,
-                    error_message=f"topic has {info.num_partitions} partitions; the new count must be larger, got {t.count}")
+        return dict(
+            name=t.name,
+            error_code=ErrorCode.invalid_partitions,
+            error_message=f"topic has {info.num_partitions} partitions; the new count must be larger, got {t.count}",
+        )
     if t.assignments is not None and len(t.assignments) != t.count - info.num_partitions:
-        return dict(name=t.name, error_code=ErrorCode.invalid_replica_assignment,
-                    error_message=f"{len(t.assignments)} assignments given for "
-                                  f"{t.count - info.num_partitions} new partitions")
+        return dict(
+            name=t.name,
+            error_code=ErrorCode.invalid_replica_assignment,
+            error_message=f"{len(t.assignments)} assignments given for "
+            f"{t.count - info.num_partitions} new partitions",
+        )
     if t.assignments and any(list(a.broker_ids) != [broker.node_id] for a in t.assignments):
-        return dict(name=t.name, error_code=ErrorCode.invalid_replica_assignment,
-                    error_message=f"this cluster has one broker, node {broker.node_id}")
+        return dict(
+            name=t.name,
+            error_code=ErrorCode.invalid_replica_assignment,
+            error_message=f"this cluster has one broker, node {broker.node_id}",
+        )
     if validate_only:
         return dict(name=t.name, error_code=ErrorCode.none)
     try:
@@ -41,21 +51,38 @@ async def handle(ctx, req):
     denied = {t.name for t in req.topics if not ctx.allowed(Op.ALTER, Res.TOPIC, t.name)}
     # limits: the partitions this request would add, all or nothing (Kafka: POLICY_VIOLATION)
     topics = broker.logs.topics
-    added = sum(max(0, t.count - topics[t.name].num_partitions) for t in req.topics
-                if t.name in topics and t.name not in denied and counts[t.name] == 1)
-    refusal = partition_limit_error(broker.config, sum(i.num_partitions for i in topics.values()), added) if added else None
+    added = sum(
+        max(0, t.count - topics[t.name].num_partitions)
+        for t in req.topics
+        if t.name in topics and t.name not in denied and counts[t.name] == 1
+    )
+    refusal = (
+        partition_limit_error(broker.config, sum(i.num_partitions for i in topics.values()), added)
+        if added
+        else None
+    )
     results, seen = [], set()
     for t in req.topics:
         if counts[t.name] > 1:  # Kafka answers a repeated name once, with INVALID_REQUEST
             if t.name not in seen:
-                results.append(dict(name=t.name, error_code=ErrorCode.invalid_request,
-                                    error_message=f"topic {t.name} appears more than once"))
+                results.append(
+                    dict(
+                        name=t.name,
+                        error_code=ErrorCode.invalid_request,
+                        error_message=f"topic {t.name} appears more than once",
+                    )
+                )
             seen.add(t.name)
         elif t.name in denied:
             results.append(dict(name=t.name, error_code=ErrorCode.topic_authorization_failed))
         elif req.timeout.total_seconds() <= 0:  # Kafka's controller gives up on a past deadline
-            results.append(dict(name=t.name, error_code=ErrorCode.request_timed_out,
-                                error_message="timeout_ms must be positive"))
+            results.append(
+                dict(
+                    name=t.name,
+                    error_code=ErrorCode.request_timed_out,
+                    error_message="timeout_ms must be positive",
+                )
+            )
         elif refusal:
             results.append(dict(name=t.name, error_code=ErrorCode.policy_violation, error_message=refusal))
         else:

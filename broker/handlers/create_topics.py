@@ -9,7 +9,9 @@ import uuid
 from collections import Counter
 
 from minibroker.broker.limits import partition_limit_error
-from minibroker.broker.security.acls import CLUSTER_NAME, Operation as Op, ResourceType as Res
+from minibroker.broker.security.acls import CLUSTER_NAME
+from minibroker.broker.security.acls import Operation as Op
+from minibroker.broker.security.acls import ResourceType as Res
 from minibroker.protocol.errors import ErrorCode
 from minibroker.storage.config import effective_topic_configs
 from minibroker.storage.errors import KafkaStorageError
@@ -26,36 +28,57 @@ MAX_RECORDS_PER_REQUEST = 10000
 
 
 def _error(name: str, code: ErrorCode, message: str | None) -> dict:
-    return dict(name=name, error_code=code, error_message=message, num_partitions=-1,
-                replication_factor=-1, configs=[])
+    return dict(
+        name=name,
+        error_code=code,
+        error_message=message,
+        num_partitions=-1,
+        replication_factor=-1,
+        configs=[],
+    )
 
 
 def _assignment_error(broker, t) -> dict | None:
     if t.num_partitions != -1 or t.replication_factor != -1:
-        return _error(t.name, ErrorCode.invalid_request,
-                      "give either assignments or num_partitions/replication_factor")
+        return _error(
+            t.name, ErrorCode.invalid_request, "give either assignments or num_partitions/replication_factor"
+        )
     for expected, a in enumerate(sorted(t.assignments, key=lambda a: a.partition_index)):
         if a.partition_index != expected:
-            return _error(t.name, ErrorCode.invalid_replica_assignment,
-                          f"partitions of a manual assignment must be numbered from 0 without gaps; "
-                          f"partition {expected} is missing")
+            return _error(
+                t.name,
+                ErrorCode.invalid_replica_assignment,
+                f"partitions of a manual assignment must be numbered from 0 without gaps; "
+                f"partition {expected} is missing",
+            )
         if list(a.broker_ids) != [broker.node_id]:
-            return _error(t.name, ErrorCode.invalid_replica_assignment,
-                          f"this cluster has one broker, node {broker.node_id}")
+            return _error(
+                t.name,
+                ErrorCode.invalid_replica_assignment,
+                f"this cluster has one broker, node {broker.node_id}",
+            )
     return None
 
 
 def _config_entries(broker, overrides: dict[str, str]) -> list[dict]:
     return [
-        dict(name=name, value=value, read_only=False, is_sensitive=False,
-             config_source=DEFAULT_CONFIG if is_default else TOPIC_CONFIG)
+        dict(
+            name=name,
+            value=value,
+            read_only=False,
+            is_sensitive=False,
+            config_source=DEFAULT_CONFIG if is_default else TOPIC_CONFIG,
+        )
         for name, (value, is_default) in sorted(effective_topic_configs(broker.config, overrides).items())
     ]
 
 
 def _partition_count(broker, t) -> int:
-    return len(t.assignments) if t.assignments else (
-        t.num_partitions if t.num_partitions != -1 else broker.config["num.partitions"])
+    return (
+        len(t.assignments)
+        if t.assignments
+        else (t.num_partitions if t.num_partitions != -1 else broker.config["num.partitions"])
+    )
 
 
 def _records(broker, t) -> int:
@@ -73,11 +96,15 @@ def _create(broker, t, validate_only: bool) -> dict:
             return error
         partitions = len(t.assignments)
     if partitions <= 0:
-        return _error(t.name, ErrorCode.invalid_partitions,
-                      f"number of partitions must be positive, got {partitions}")
+        return _error(
+            t.name, ErrorCode.invalid_partitions, f"number of partitions must be positive, got {partitions}"
+        )
     if t.replication_factor not in (-1, 1):
-        return _error(t.name, ErrorCode.invalid_replication_factor,
-                      f"replication factor {t.replication_factor} is larger than the 1 available broker")
+        return _error(
+            t.name,
+            ErrorCode.invalid_replication_factor,
+            f"replication factor {t.replication_factor} is larger than the 1 available broker",
+        )
     configs = {c.name: c.value for c in t.configs}
     try:
         if validate_only:
@@ -88,9 +115,15 @@ def _create(broker, t, validate_only: bool) -> dict:
             overrides, topic_id = info.configs, info.topic_id
     except KafkaStorageError as exc:
         return _error(t.name, exc.error_code, exc.message)
-    return dict(name=t.name, error_code=ErrorCode.none, error_message=None, topic_id=topic_id,
-                num_partitions=partitions, replication_factor=1,
-                configs=_config_entries(broker, overrides))
+    return dict(
+        name=t.name,
+        error_code=ErrorCode.none,
+        error_message=None,
+        topic_id=topic_id,
+        num_partitions=partitions,
+        replication_factor=1,
+        configs=_config_entries(broker, overrides),
+    )
 
 
 def _timeout_ms(req) -> int:
@@ -109,23 +142,38 @@ async def handle(ctx, req):
     too_large = sum(_records(broker, t) for t in wanted) > MAX_RECORDS_PER_REQUEST
     # limits: the partitions this request would create, all or nothing (Kafka: POLICY_VIOLATION)
     requested = sum(_partition_count(broker, t) for t in wanted if t.name not in broker.logs.topics)
-    refusal = partition_limit_error(broker.config, sum(i.num_partitions for i in broker.logs.topics.values()),
-                                    requested) if requested else None
+    refusal = (
+        partition_limit_error(
+            broker.config, sum(i.num_partitions for i in broker.logs.topics.values()), requested
+        )
+        if requested
+        else None
+    )
     topics, seen = [], set()
     for t in req.topics:
         if counts[t.name] > 1:
             # Kafka answers a name given twice once, with INVALID_REQUEST, and creates nothing.
             if t.name not in seen:
-                topics.append(_error(t.name, ErrorCode.invalid_request,
-                                     f"topic {t.name} appears more than once in the request"))
+                topics.append(
+                    _error(
+                        t.name,
+                        ErrorCode.invalid_request,
+                        f"topic {t.name} appears more than once in the request",
+                    )
+                )
             seen.add(t.name)
         elif t.name in denied:
             topics.append(_error(t.name, ErrorCode.topic_authorization_failed, None))
         elif timed_out:  # Kafka's controller gives up at once on a deadline already past
             topics.append(_error(t.name, ErrorCode.request_timed_out, "timeout_ms must be positive"))
         elif too_large:
-            topics.append(_error(t.name, ErrorCode.policy_violation,
-                                 f"the request would write more than {MAX_RECORDS_PER_REQUEST} metadata records"))
+            topics.append(
+                _error(
+                    t.name,
+                    ErrorCode.policy_violation,
+                    f"the request would write more than {MAX_RECORDS_PER_REQUEST} metadata records",
+                )
+            )
         elif refusal:
             topics.append(_error(t.name, ErrorCode.policy_violation, refusal))
         else:

@@ -16,15 +16,28 @@ def _failed(error: ErrorCode, message: str | None) -> dict:
 async def handle(ctx, req):
     authorizer = ctx.broker.security.authorizer
     if authorizer is None:
-        return ctx.response(throttle_time_ms=0, filter_results=[
-            _failed(ErrorCode.security_disabled, "No Authorizer is configured.") for _ in req.filters])
+        return ctx.response(
+            throttle_time_ms=0,
+            filter_results=[
+                _failed(ErrorCode.security_disabled, "No Authorizer is configured.") for _ in req.filters
+            ],
+        )
     if not ctx.allowed(Op.ALTER, Res.CLUSTER, CLUSTER_NAME):
-        return ctx.response(throttle_time_ms=0, filter_results=[
-            _failed(ErrorCode.cluster_authorization_failed, None) for _ in req.filters])
+        return ctx.response(
+            throttle_time_ms=0,
+            filter_results=[_failed(ErrorCode.cluster_authorization_failed, None) for _ in req.filters],
+        )
     filters, problems = [], {}
     for i, f in enumerate(req.filters):
-        acl_filter = AclFilter(f.resource_type_filter, f.resource_name_filter, f.pattern_type_filter,
-                               f.principal_filter, f.host_filter, f.operation, f.permission_type)
+        acl_filter = AclFilter(
+            f.resource_type_filter,
+            f.resource_name_filter,
+            f.pattern_type_filter,
+            f.principal_filter,
+            f.host_filter,
+            f.operation,
+            f.permission_type,
+        )
         try:
             acl_filter.validate()
             filters.append(acl_filter)
@@ -36,9 +49,24 @@ async def handle(ctx, req):
         if i in problems:
             results.append(_failed(ErrorCode.invalid_request, problems[i]))
             continue
-        results.append(dict(error_code=ErrorCode.none, error_message=None, matching_acls=[
-            dict(error_code=ErrorCode.none, error_message=None, resource_type=a.resource_type,
-                 resource_name=a.resource_name, pattern_type=a.pattern_type, principal=a.principal, host=a.host,
-                 operation=a.operation, permission_type=a.permission)
-            for a in next(matched)]))
+        results.append(
+            dict(
+                error_code=ErrorCode.none,
+                error_message=None,
+                matching_acls=[
+                    dict(
+                        error_code=ErrorCode.none,
+                        error_message=None,
+                        resource_type=a.resource_type,
+                        resource_name=a.resource_name,
+                        pattern_type=a.pattern_type,
+                        principal=a.principal,
+                        host=a.host,
+                        operation=a.operation,
+                        permission_type=a.permission,
+                    )
+                    for a in next(matched)
+                ],
+            )
+        )
     return ctx.response(throttle_time_ms=0, filter_results=results)

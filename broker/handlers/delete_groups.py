@@ -1,7 +1,8 @@
 """DeleteGroups (42): only Empty groups can be deleted (NON_EMPTY_GROUP otherwise); their
 offsets and metadata get tombstones in __consumer_offsets."""
 
-from minibroker.broker.security.acls import Operation as Op, ResourceType as Res
+from minibroker.broker.security.acls import Operation as Op
+from minibroker.broker.security.acls import ResourceType as Res
 from minibroker.protocol.errors import ErrorCode
 
 API_KEY = 42

@@ -4,7 +4,8 @@ the next retention check. As in Kafka: internal topics refuse (INVALID_TOPIC_EXC
 topic whose cleanup.policy lacks delete refuses (POLICY_VIOLATION), an offset above the high
 watermark is OFFSET_OUT_OF_RANGE, -1 means the high watermark."""
 
-from minibroker.broker.security.acls import Operation as Op, ResourceType as Res
+from minibroker.broker.security.acls import Operation as Op
+from minibroker.broker.security.acls import ResourceType as Res
 from minibroker.protocol.errors import ErrorCode
 from minibroker.storage.errors import KafkaStorageError
 
@@ -13,8 +14,7 @@ MIN_VERSION, MAX_VERSION = 0, 2
 
 
 def _delete(broker, topic: str, p) -> dict:
-    out = dict(partition_index=p.partition_index, low_watermark=-1,
-               error_code=ErrorCode.none)
+    out = dict(partition_index=p.partition_index, low_watermark=-1, error_code=ErrorCode.none)
     info = broker.logs.topics.get(topic)
     plog = broker.get_log(topic, p.partition_index)
     if info is None or plog is None:
@@ -34,7 +34,20 @@ def _delete(broker, topic: str, p) -> dict:
 async def handle(ctx, req):
     # authorization (Kafka: DELETE on each topic)
     denied = {t.name for t in req.topics if not ctx.allowed(Op.DELETE, Res.TOPIC, t.name)}
-    topics = [dict(name=t.name, partitions=[
-        dict(partition_index=p.partition_index, low_watermark=-1, error_code=ErrorCode.topic_authorization_failed)
-        if t.name in denied else _delete(ctx.broker, t.name, p) for p in t.partitions]) for t in req.topics]
+    topics = [
+        dict(
+            name=t.name,
+            partitions=[
+                dict(
+                    partition_index=p.partition_index,
+                    low_watermark=-1,
+                    error_code=ErrorCode.topic_authorization_failed,
+                )
+                if t.name in denied
+                else _delete(ctx.broker, t.name, p)
+                for p in t.partitions
+            ],
+        )
+        for t in req.topics
+    ]
     return ctx.response(throttle_time_ms=0, topics=topics)

@@ -1,6 +1,7 @@
 """DeleteTopics (20): by name, or by topic id from v6."""
 
-from minibroker.broker.security.acls import Operation as Op, ResourceType as Res
+from minibroker.broker.security.acls import Operation as Op
+from minibroker.broker.security.acls import ResourceType as Res
 from minibroker.protocol.errors import ErrorCode
 from minibroker.storage.errors import KafkaStorageError
 
@@ -24,8 +25,12 @@ def _delete(ctx, name, topic_id) -> dict:
     if not broker.config["delete.topic.enable"]:
         return dict(name=name, topic_id=info.topic_id, error_code=ErrorCode.topic_deletion_disabled)
     if info.internal:
-        return dict(name=name, topic_id=info.topic_id, error_code=ErrorCode.invalid_topic_exception,
-                    error_message=f"{name} is an internal topic")
+        return dict(
+            name=name,
+            topic_id=info.topic_id,
+            error_code=ErrorCode.invalid_topic_exception,
+            error_message=f"{name} is an internal topic",
+        )
     try:
         broker.logs.delete_topic(name)
     except KafkaStorageError as exc:
@@ -36,8 +41,12 @@ def _delete(ctx, name, topic_id) -> dict:
 
 
 def _timed_out(name, topic_id) -> dict:
-    return dict(name=name, topic_id=topic_id, error_code=ErrorCode.request_timed_out,
-                error_message="timeout_ms must be positive")
+    return dict(
+        name=name,
+        topic_id=topic_id,
+        error_code=ErrorCode.request_timed_out,
+        error_message="timeout_ms must be positive",
+    )
 
 
 async def handle(ctx, req):

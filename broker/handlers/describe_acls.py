@@ -14,24 +14,48 @@ MIN_VERSION, MAX_VERSION = 1, 3
 async def handle(ctx, req):
     authorizer = ctx.broker.security.authorizer
     if authorizer is None:
-        return ctx.response(throttle_time_ms=0, error_code=ErrorCode.security_disabled,
-                            error_message="No Authorizer is configured.", resources=[])
+        return ctx.response(
+            throttle_time_ms=0,
+            error_code=ErrorCode.security_disabled,
+            error_message="No Authorizer is configured.",
+            resources=[],
+        )
     if not ctx.allowed(Op.DESCRIBE, Res.CLUSTER, CLUSTER_NAME):
-        return ctx.response(throttle_time_ms=0, error_code=ErrorCode.cluster_authorization_failed,
-                            error_message=None, resources=[])
-    acl_filter = AclFilter(req.resource_type_filter, req.resource_name_filter, req.pattern_type_filter,
-                           req.principal_filter, req.host_filter, req.operation, req.permission_type)
+        return ctx.response(
+            throttle_time_ms=0,
+            error_code=ErrorCode.cluster_authorization_failed,
+            error_message=None,
+            resources=[],
+        )
+    acl_filter = AclFilter(
+        req.resource_type_filter,
+        req.resource_name_filter,
+        req.pattern_type_filter,
+        req.principal_filter,
+        req.host_filter,
+        req.operation,
+        req.permission_type,
+    )
     try:
         acl_filter.validate()
     except InvalidAcl as exc:
-        return ctx.response(throttle_time_ms=0, error_code=ErrorCode.invalid_request, error_message=str(exc),
-                            resources=[])
+        return ctx.response(
+            throttle_time_ms=0, error_code=ErrorCode.invalid_request, error_message=str(exc), resources=[]
+        )
     resource = lambda a: (a.resource_type, a.resource_name, a.pattern_type)  # noqa: E731
     matched = sorted(authorizer.store.find(acl_filter), key=resource)
     resources = [
-        dict(resource_type=rt, resource_name=name, pattern_type=pt,
-             acls=[dict(principal=a.principal, host=a.host, operation=a.operation, permission_type=a.permission)
-                   for a in acls])
+        dict(
+            resource_type=rt,
+            resource_name=name,
+            pattern_type=pt,
+            acls=[
+                dict(principal=a.principal, host=a.host, operation=a.operation, permission_type=a.permission)
+                for a in acls
+            ],
+        )
         for (rt, name, pt), acls in groupby(matched, key=resource)
     ]
-    return ctx.response(throttle_time_ms=0, error_code=ErrorCode.none, error_message=None, resources=resources)
+    return ctx.response(
+        throttle_time_ms=0, error_code=ErrorCode.none, error_message=None, resources=resources
+    )

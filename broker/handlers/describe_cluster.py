@@ -1,6 +1,7 @@
 """DescribeCluster (60): one broker, which is also the controller."""
 
-from minibroker.broker.security.acls import CLUSTER_NAME, ResourceType as Res
+from minibroker.broker.security.acls import CLUSTER_NAME
+from minibroker.broker.security.acls import ResourceType as Res
 from minibroker.broker.security.authorizer import OPERATIONS_NOT_REQUESTED
 from minibroker.protocol.errors import ErrorCode
 
@@ -13,14 +14,26 @@ async def handle(ctx, req):
     endpoint_type = getattr(req, "endpoint_type", 1)
     if endpoint_type != 1:
         # 2 asks for controllers, which a broker listener does not describe (as Kafka answers)
-        error = ErrorCode.mismatched_endpoint_type if endpoint_type == 2 else ErrorCode.unsupported_endpoint_type
-        return ctx.response(throttle_time_ms=0, error_code=error,
-                            error_message="only broker endpoints are served", cluster_id=b.logs.cluster_id)
+        error = (
+            ErrorCode.mismatched_endpoint_type if endpoint_type == 2 else ErrorCode.unsupported_endpoint_type
+        )
+        return ctx.response(
+            throttle_time_ms=0,
+            error_code=error,
+            error_message="only broker endpoints are served",
+            cluster_id=b.logs.cluster_id,
+        )
     # authorization: the call needs nothing; the operations field is filled only when asked for
-    operations = (ctx.authorized_operations(Res.CLUSTER, CLUSTER_NAME)
-                  if req.include_cluster_authorized_operations else OPERATIONS_NOT_REQUESTED)
+    operations = (
+        ctx.authorized_operations(Res.CLUSTER, CLUSTER_NAME)
+        if req.include_cluster_authorized_operations
+        else OPERATIONS_NOT_REQUESTED
+    )
     return ctx.response(
-        throttle_time_ms=0, error_code=ErrorCode.none, cluster_id=b.logs.cluster_id,
+        throttle_time_ms=0,
+        error_code=ErrorCode.none,
+        cluster_id=b.logs.cluster_id,
         cluster_authorized_operations=operations,
-        controller_id=b.node_id, brokers=[dict(broker_id=b.node_id, host=ctx.advertised[0], port=ctx.advertised[1])],
+        controller_id=b.node_id,
+        brokers=[dict(broker_id=b.node_id, host=ctx.advertised[0], port=ctx.advertised[1])],
     )

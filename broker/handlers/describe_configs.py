@@ -19,8 +19,12 @@ TOPIC, BROKER = 2, 4
 # ConfigSource values from DescribeConfigsResponse.
 TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG = 1, 2, 3
 STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 4, 5
-_SOURCES = {"broker": DYNAMIC_BROKER_CONFIG, "cluster": DYNAMIC_DEFAULT_BROKER_CONFIG,
-            "static": STATIC_BROKER_CONFIG, "default": DEFAULT_CONFIG}
+_SOURCES = {
+    "broker": DYNAMIC_BROKER_CONFIG,
+    "cluster": DYNAMIC_DEFAULT_BROKER_CONFIG,
+    "static": STATIC_BROKER_CONFIG,
+    "default": DEFAULT_CONFIG,
+}
 
 
 def _topic_default_source(config, key: str) -> int:
@@ -32,12 +36,18 @@ def _topic_default_source(config, key: str) -> int:
 
 def _topic(broker, name: str, synonyms: bool, documentation: bool) -> list[dict]:
     return [
-        dict(name=key, value=value, read_only=False, is_sensitive=False,
-             config_source=_topic_default_source(broker.config, key) if is_default
-             else TOPIC_CONFIG,
-             config_type=describe.topic_type(key),
-             synonyms=describe.topic_synonyms(key, None if is_default else value, broker.config) if synonyms else [],
-             documentation=describe.topic_documentation(key) if documentation else None)
+        dict(
+            name=key,
+            value=value,
+            read_only=False,
+            is_sensitive=False,
+            config_source=_topic_default_source(broker.config, key) if is_default else TOPIC_CONFIG,
+            config_type=describe.topic_type(key),
+            synonyms=describe.topic_synonyms(key, None if is_default else value, broker.config)
+            if synonyms
+            else [],
+            documentation=describe.topic_documentation(key) if documentation else None,
+        )
         for key, (value, is_default) in sorted(broker.logs.describe_topic_configs(name).items())
     ]
 
@@ -52,35 +62,54 @@ def _broker(broker, synonyms: bool, documentation: bool, cluster_defaults: bool)
         if key.startswith("minibroker."):
             continue
         sensitive = is_sensitive(key)  # passwords and JAAS configs: Kafka sends null
-        text = None if value is None or sensitive else (
-            str(value).lower() if isinstance(value, bool) else str(value))
+        text = (
+            None
+            if value is None or sensitive
+            else (str(value).lower() if isinstance(value, bool) else str(value))
+        )
         source = DYNAMIC_DEFAULT_BROKER_CONFIG if cluster_defaults else _SOURCES[config.source(key)]
         prop = PROPERTIES.get(key) or listener_property(key)
-        out.append(dict(
-            name=key, value=text, read_only=key not in DYNAMIC_BROKER_CONFIGS, is_sensitive=sensitive,
-            config_source=source,
-            config_type=describe.broker_type(prop),
-            synonyms=[dict(name=key, value=text, source=source)] if synonyms and text is not None else [],
-            documentation=prop.doc if documentation else None,
-        ))
+        out.append(
+            dict(
+                name=key,
+                value=text,
+                read_only=key not in DYNAMIC_BROKER_CONFIGS,
+                is_sensitive=sensitive,
+                config_source=source,
+                config_type=describe.broker_type(prop),
+                synonyms=[dict(name=key, value=text, source=source)] if synonyms and text is not None else [],
+                documentation=prop.doc if documentation else None,
+            )
+        )
     return out
 
 
 def _describe(broker, resource, synonyms: bool, documentation: bool) -> dict:
-    out = dict(error_code=ErrorCode.none, error_message=None,
-               resource_type=resource.resource_type, resource_name=resource.resource_name, configs=[])
+    out = dict(
+        error_code=ErrorCode.none,
+        error_message=None,
+        resource_type=resource.resource_type,
+        resource_name=resource.resource_name,
+        configs=[],
+    )
     try:
         if resource.resource_type == TOPIC:
             validate_topic_name(resource.resource_name)  # INVALID_TOPIC_EXCEPTION before lookup
             configs = _topic(broker, resource.resource_name, synonyms, documentation)
         elif resource.resource_type == BROKER:
             if resource.resource_name not in ("", str(broker.node_id)):
-                return {**out, "error_code": ErrorCode.invalid_request,
-                        "error_message": f"unknown broker {resource.resource_name}; this is node {broker.node_id}"}
+                return {
+                    **out,
+                    "error_code": ErrorCode.invalid_request,
+                    "error_message": f"unknown broker {resource.resource_name}; this is node {broker.node_id}",
+                }
             configs = _broker(broker, synonyms, documentation, cluster_defaults=not resource.resource_name)
         else:
-            return {**out, "error_code": ErrorCode.invalid_request,
-                    "error_message": f"resource type {resource.resource_type} is not supported"}
+            return {
+                **out,
+                "error_code": ErrorCode.invalid_request,
+                "error_message": f"resource type {resource.resource_type} is not supported",
+            }
     except KafkaStorageError as exc:
         return {**out, "error_code": exc.error_code, "error_message": exc.message}
     wanted = resource.configuration_keys
@@ -96,6 +125,9 @@ async def handle(ctx, req):
     for r in req.resources:
         # authorization (Kafka: DESCRIBE_CONFIGS on the topic, or on the cluster for a broker)
         denial = config_resource_denial(ctx, r.resource_type, r.resource_name, Op.DESCRIBE_CONFIGS)
-        results.append({**denied_config_result(r, denial), "configs": []} if denial
-                       else _describe(ctx.broker, r, synonyms, documentation))
+        results.append(
+            {**denied_config_result(r, denial), "configs": []}
+            if denial
+            else _describe(ctx.broker, r, synonyms, documentation)
+        )
     return ctx.response(throttle_time_ms=0, results=results)

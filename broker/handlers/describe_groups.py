@@ -2,13 +2,13 @@
 shown for Stable groups; assignments (the last one synced) always (as Kafka does). An unknown group is reported in
 state Dead (v0-5) or with GROUP_ID_NOT_FOUND (v6, KIP-1043)."""
 
-from minibroker.broker.security.acls import Operation as Op, ResourceType as Res
+from minibroker.broker.security.acls import Operation as Op
+from minibroker.broker.security.acls import ResourceType as Res
 from minibroker.broker.security.authorizer import OPERATIONS_NOT_REQUESTED
 from minibroker.protocol.errors import ErrorCode
 
 API_KEY = 15
 MIN_VERSION, MAX_VERSION = 0, 6
-
 
 
 async def handle(ctx, req):
@@ -18,14 +18,30 @@ async def handle(ctx, req):
     for group_id in req.groups:
         # authorization (Kafka: DESCRIBE on the group)
         if not ctx.allowed(Op.DESCRIBE, Res.GROUP, group_id):
-            out.append(dict(error_code=ErrorCode.group_authorization_failed, error_message=None, group_id=group_id,
-                            group_state="", protocol_type="", protocol_data="", members=[],
-                            authorized_operations=OPERATIONS_NOT_REQUESTED))
+            out.append(
+                dict(
+                    error_code=ErrorCode.group_authorization_failed,
+                    error_message=None,
+                    group_id=group_id,
+                    group_state="",
+                    protocol_type="",
+                    protocol_data="",
+                    members=[],
+                    authorized_operations=OPERATIONS_NOT_REQUESTED,
+                )
+            )
             continue
         error, summary = coordinator.describe_group(group_id)
-        operations = ctx.authorized_operations(Res.GROUP, group_id) if include_ops else OPERATIONS_NOT_REQUESTED
-        entry = dict(error_code=error, error_message=None, group_id=group_id, **summary,
-                     authorized_operations=operations)
+        operations = (
+            ctx.authorized_operations(Res.GROUP, group_id) if include_ops else OPERATIONS_NOT_REQUESTED
+        )
+        entry = dict(
+            error_code=error,
+            error_message=None,
+            group_id=group_id,
+            **summary,
+            authorized_operations=operations,
+        )
         if ctx.api_version >= 6 and summary["group_state"] == "Dead" and error == ErrorCode.none:
             entry["error_code"] = ErrorCode.group_id_not_found
             entry["error_message"] = f"Group {group_id} not found."

@@ -3,7 +3,9 @@
 
 import shutil
 
-from minibroker.broker.security.acls import CLUSTER_NAME, Operation as Op, ResourceType as Res
+from minibroker.broker.security.acls import CLUSTER_NAME
+from minibroker.broker.security.acls import Operation as Op
+from minibroker.broker.security.acls import ResourceType as Res
 from minibroker.protocol.errors import ErrorCode
 
 API_KEY = 35
@@ -13,8 +15,7 @@ MIN_VERSION, MAX_VERSION = 1, 5  # v5 adds is_cordoned: never, one directory
 def _partitions(broker, wanted) -> dict[str, list[dict]]:
     logs = broker.logs
     if wanted is None:
-        pairs = [(name, p) for name, info in logs.topics.items()
-                 for p in range(info.num_partitions)]
+        pairs = [(name, p) for name, info in logs.topics.items() for p in range(info.num_partitions)]
     else:
         pairs = [(t.topic, p) for t in wanted for p in t.partitions]
     out: dict[str, list[dict]] = {}
@@ -22,9 +23,14 @@ def _partitions(broker, wanted) -> dict[str, list[dict]]:
         plog = logs.get_log(name, p)
         if plog is None:
             continue
-        out.setdefault(name, []).append(dict(
-            partition_index=p, partition_size=sum(s.size for s in plog.segments),
-            offset_lag=0, is_future_key=False))
+        out.setdefault(name, []).append(
+            dict(
+                partition_index=p,
+                partition_size=sum(s.size for s in plog.segments),
+                offset_lag=0,
+                is_future_key=False,
+            )
+        )
     return out
 
 
@@ -34,8 +40,19 @@ async def handle(ctx, req):
     if not ctx.allowed(Op.DESCRIBE, Res.CLUSTER, CLUSTER_NAME):
         return ctx.response(throttle_time_ms=0, error_code=ErrorCode.cluster_authorization_failed, results=[])
     usage = shutil.disk_usage(broker.logs.data_dir)
-    topics = [dict(name=name, partitions=parts)
-              for name, parts in sorted(_partitions(broker, req.topics).items())]
-    return ctx.response(throttle_time_ms=0, error_code=ErrorCode.none, results=[dict(
-        error_code=ErrorCode.none, log_dir=broker.logs.data_dir, topics=topics,
-        total_bytes=usage.total, usable_bytes=usage.free)])
+    topics = [
+        dict(name=name, partitions=parts) for name, parts in sorted(_partitions(broker, req.topics).items())
+    ]
+    return ctx.response(
+        throttle_time_ms=0,
+        error_code=ErrorCode.none,
+        results=[
+            dict(
+                error_code=ErrorCode.none,
+                log_dir=broker.logs.data_dir,
+                topics=topics,
+                total_bytes=usage.total,
+                usable_bytes=usage.free,
+            )
+        ],
+    )

@@ -2,7 +2,8 @@
 producers of each requested partition, from its producer state (epoch, last sequence, last
 timestamp, coordinator epoch, first offset of the open transaction or -1)."""
 
-from minibroker.broker.security.acls import Operation as Op, ResourceType as Res
+from minibroker.broker.security.acls import Operation as Op
+from minibroker.broker.security.acls import ResourceType as Res
 from minibroker.protocol.errors import ErrorCode
 
 API_KEY = 61
@@ -12,24 +13,48 @@ MIN_VERSION, MAX_VERSION = 0, 0
 def _partition(broker, topic: str, index: int) -> dict:
     plog = broker.logs.get_log(topic, index) if topic in broker.logs.topics else None
     if plog is None:
-        return dict(partition_index=index, error_code=ErrorCode.unknown_topic_or_partition,
-                    error_message=None, active_producers=[])
+        return dict(
+            partition_index=index,
+            error_code=ErrorCode.unknown_topic_or_partition,
+            error_message=None,
+            active_producers=[],
+        )
     producers = []
     for e in sorted(plog.producer_state.producers(), key=lambda e: e.producer_id):
         first = e.current_txn_first_offset
-        producers.append(dict(
-            producer_id=e.producer_id, producer_epoch=e.epoch, last_sequence=e.last_sequence,
-            last_timestamp=e.last_timestamp, coordinator_epoch=e.coordinator_epoch,
-            current_txn_start_offset=-1 if first is None else first))
-    return dict(partition_index=index, error_code=ErrorCode.none, error_message=None,
-                active_producers=producers)
+        producers.append(
+            dict(
+                producer_id=e.producer_id,
+                producer_epoch=e.epoch,
+                last_sequence=e.last_sequence,
+                last_timestamp=e.last_timestamp,
+                coordinator_epoch=e.coordinator_epoch,
+                current_txn_start_offset=-1 if first is None else first,
+            )
+        )
+    return dict(
+        partition_index=index, error_code=ErrorCode.none, error_message=None, active_producers=producers
+    )
 
 
 async def handle(ctx, req):
     # authorization (Kafka: READ on each topic)
     denied = {t.name for t in req.topics if not ctx.allowed(Op.READ, Res.TOPIC, t.name)}
-    topics = [dict(name=t.name, partitions=[
-        dict(partition_index=p, error_code=ErrorCode.topic_authorization_failed, error_message=None,
-             active_producers=[]) if t.name in denied else _partition(ctx.broker, t.name, p)
-        for p in t.partition_indexes]) for t in req.topics]
+    topics = [
+        dict(
+            name=t.name,
+            partitions=[
+                dict(
+                    partition_index=p,
+                    error_code=ErrorCode.topic_authorization_failed,
+                    error_message=None,
+                    active_producers=[],
+                )
+                if t.name in denied
+                else _partition(ctx.broker, t.name, p)
+                for p in t.partition_indexes
+            ],
+        )
+        for t in req.topics
+    ]
     return ctx.response(throttle_time_ms=0, topics=topics)

@@ -8,7 +8,8 @@ An empty topic list means every topic. With one replica there is no eligible-lea
 
 import uuid
 
-from minibroker.broker.security.acls import Operation as Op, ResourceType as Res
+from minibroker.broker.security.acls import Operation as Op
+from minibroker.broker.security.acls import ResourceType as Res
 from minibroker.protocol.errors import ErrorCode
 from minibroker.storage.errors import KafkaStorageError
 from minibroker.storage.log_manager import LEADER_EPOCH, validate_topic_name
@@ -21,9 +22,17 @@ _ZERO_UUID = uuid.UUID(int=0)
 
 
 def _partition(node: int, index: int) -> dict:
-    return dict(error_code=ErrorCode.none, partition_index=index, leader_id=node, leader_epoch=LEADER_EPOCH,
-                replica_nodes=[node], isr_nodes=[node], eligible_leader_replicas=[], last_known_elr=[],
-                offline_replicas=[])
+    return dict(
+        error_code=ErrorCode.none,
+        partition_index=index,
+        leader_id=node,
+        leader_epoch=LEADER_EPOCH,
+        replica_nodes=[node],
+        isr_nodes=[node],
+        eligible_leader_replicas=[],
+        last_known_elr=[],
+        offline_replicas=[],
+    )
 
 
 def _missing(ctx, name: str) -> dict:
@@ -32,14 +41,21 @@ def _missing(ctx, name: str) -> dict:
         error = ErrorCode.unknown_topic_or_partition
     except KafkaStorageError as exc:
         error = exc.error_code
-    return dict(error_code=error, name=name, topic_id=_ZERO_UUID, partitions=[],
-                topic_authorized_operations=ctx.authorized_operations(Res.TOPIC, name))
+    return dict(
+        error_code=error,
+        name=name,
+        topic_id=_ZERO_UUID,
+        partitions=[],
+        topic_authorized_operations=ctx.authorized_operations(Res.TOPIC, name),
+    )
 
 
 def _invalid(ctx, req):
     """Kafka refuses the request: every named topic gets INVALID_REQUEST."""
-    topics = [dict(error_code=ErrorCode.invalid_request, name=t.name, topic_id=_ZERO_UUID, partitions=[])
-              for t in req.topics]
+    topics = [
+        dict(error_code=ErrorCode.invalid_request, name=t.name, topic_id=_ZERO_UUID, partitions=[])
+        for t in req.topics
+    ]
     return ctx.response(throttle_time_ms=0, topics=topics, next_cursor=None)
 
 
@@ -63,8 +79,14 @@ async def handle(ctx, req):
         # authorization (Kafka: DESCRIBE on each topic; listing all leaves the others out)
         if not ctx.allowed(Op.DESCRIBE, Res.TOPIC, name):
             if not fetch_all:
-                topics.append(dict(error_code=ErrorCode.topic_authorization_failed, name=name,
-                                   topic_id=_ZERO_UUID, partitions=[]))
+                topics.append(
+                    dict(
+                        error_code=ErrorCode.topic_authorization_failed,
+                        name=name,
+                        topic_id=_ZERO_UUID,
+                        partitions=[],
+                    )
+                )
             continue
         info = broker.logs.topics.get(name)
         if info is None:
@@ -73,9 +95,16 @@ async def handle(ctx, req):
             continue
         first = cursor.partition_index if cursor is not None and name == cursor.topic_name else 0
         upper = min(info.num_partitions, first + remaining)
-        topics.append(dict(error_code=ErrorCode.none, name=name, topic_id=info.topic_id, is_internal=info.internal,
-                           partitions=[_partition(broker.node_id, p) for p in range(first, upper)],
-                           topic_authorized_operations=ctx.authorized_operations(Res.TOPIC, name)))
+        topics.append(
+            dict(
+                error_code=ErrorCode.none,
+                name=name,
+                topic_id=info.topic_id,
+                is_internal=info.internal,
+                partitions=[_partition(broker.node_id, p) for p in range(first, upper)],
+                topic_authorized_operations=ctx.authorized_operations(Res.TOPIC, name),
+            )
+        )
         if upper < info.num_partitions:
             next_cursor = dict(topic_name=name, partition_index=upper)
             break

@@ -25,9 +25,16 @@ async def handle(ctx, req):
     for txn_id in req.transactional_ids:
         # authorization (Kafka: DESCRIBE on the transactional id)
         if not ctx.allowed(Op.DESCRIBE, Res.TRANSACTIONAL_ID, txn_id):
-            entry = dict(transactional_id=txn_id, transaction_state="", transaction_timeout_ms=0,
-                         transaction_start_time_ms=-1, producer_id=-1, producer_epoch=-1, topics=[],
-                         error_code=ErrorCode.transactional_id_authorization_failed)
+            entry = dict(
+                transactional_id=txn_id,
+                transaction_state="",
+                transaction_timeout_ms=0,
+                transaction_start_time_ms=-1,
+                producer_id=-1,
+                producer_epoch=-1,
+                topics=[],
+                error_code=ErrorCode.transactional_id_authorization_failed,
+            )
         else:
             entry = txns.describe_transaction(txn_id)
         entry["transaction_start_time"] = _timestamp(entry.pop("transaction_start_time_ms"))

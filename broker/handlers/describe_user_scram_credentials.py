@@ -14,22 +14,46 @@ MIN_VERSION, MAX_VERSION = 0, 0
 async def handle(ctx, req):
     store = ctx.broker.security.scram
     if not ctx.allowed(Op.DESCRIBE, Res.CLUSTER, CLUSTER_NAME):
-        return ctx.response(throttle_time_ms=0, error_code=ErrorCode.cluster_authorization_failed,
-                            error_message=None, results=[])
+        return ctx.response(
+            throttle_time_ms=0,
+            error_code=ErrorCode.cluster_authorization_failed,
+            error_message=None,
+            results=[],
+        )
     names = [u.name for u in req.users] if req.users else sorted(store.users)
     results, seen = [], set()
     for name in names:
         if name in seen:
-            results.append(dict(user=name, error_code=ErrorCode.duplicate_resource,
-                                error_message=f"Cannot describe user {name} more than once", credential_infos=[]))
+            results.append(
+                dict(
+                    user=name,
+                    error_code=ErrorCode.duplicate_resource,
+                    error_message=f"Cannot describe user {name} more than once",
+                    credential_infos=[],
+                )
+            )
             continue
         seen.add(name)
         creds = store.users.get(name)
         if not creds:
-            results.append(dict(user=name, error_code=ErrorCode.resource_not_found,
-                                error_message=f"Attempt to describe a user credential that does not exist: {name}",
-                                credential_infos=[]))
+            results.append(
+                dict(
+                    user=name,
+                    error_code=ErrorCode.resource_not_found,
+                    error_message=f"Attempt to describe a user credential that does not exist: {name}",
+                    credential_infos=[],
+                )
+            )
             continue
-        results.append(dict(user=name, error_code=ErrorCode.none, error_message=None, credential_infos=[
-            dict(mechanism=BY_NAME[mech][0], iterations=cred.iterations) for mech, cred in sorted(creds.items())]))
+        results.append(
+            dict(
+                user=name,
+                error_code=ErrorCode.none,
+                error_message=None,
+                credential_infos=[
+                    dict(mechanism=BY_NAME[mech][0], iterations=cred.iterations)
+                    for mech, cred in sorted(creds.items())
+                ],
+            )
+        )
     return ctx.response(throttle_time_ms=0, error_code=ErrorCode.none, error_message=None, results=results)

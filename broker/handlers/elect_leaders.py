@@ -14,24 +14,46 @@ _PREFERRED, _UNCLEAN = 0, 1
 def _result(broker, topic: str, partition: int) -> dict:
     info = broker.logs.topics.get(topic)
     if info is None or not 0 <= partition < info.num_partitions:
-        return dict(partition_id=partition, error_code=ErrorCode.unknown_topic_or_partition,
-                    error_message=f"{topic}-{partition} does not exist")
-    return dict(partition_id=partition, error_code=ErrorCode.election_not_needed,
-                error_message="the leader is already the preferred (and only) replica")
+        return dict(
+            partition_id=partition,
+            error_code=ErrorCode.unknown_topic_or_partition,
+            error_message=f"{topic}-{partition} does not exist",
+        )
+    return dict(
+        partition_id=partition,
+        error_code=ErrorCode.election_not_needed,
+        error_message="the leader is already the preferred (and only) replica",
+    )
 
 
 async def handle(ctx, req):
     election_type = getattr(req, "election_type", _PREFERRED)
     if election_type not in (_PREFERRED, _UNCLEAN):
-        results = [dict(topic=t.topic, partition_result=[
-            dict(partition_id=p, error_code=ErrorCode.invalid_request,
-                 error_message=f"unknown election type {election_type}") for p in t.partitions])
-            for t in req.topic_partitions or ()]
-        return ctx.response(throttle_time_ms=0, error_code=ErrorCode.invalid_request,
-                            replica_election_results=results)
+        results = [
+            dict(
+                topic=t.topic,
+                partition_result=[
+                    dict(
+                        partition_id=p,
+                        error_code=ErrorCode.invalid_request,
+                        error_message=f"unknown election type {election_type}",
+                    )
+                    for p in t.partitions
+                ],
+            )
+            for t in req.topic_partitions or ()
+        ]
+        return ctx.response(
+            throttle_time_ms=0, error_code=ErrorCode.invalid_request, replica_election_results=results
+        )
     if req.topic_partitions is None:
-        return ctx.response(throttle_time_ms=0, error_code=ErrorCode.none, replica_election_results=[
-            dict(topic=name, partition_result=[]) for name in sorted(ctx.broker.logs.topics)])
+        return ctx.response(
+            throttle_time_ms=0,
+            error_code=ErrorCode.none,
+            replica_election_results=[
+                dict(topic=name, partition_result=[]) for name in sorted(ctx.broker.logs.topics)
+            ],
+        )
     results = [
         dict(topic=t.topic, partition_result=[_result(ctx.broker, t.topic, p) for p in t.partitions])
         for t in req.topic_partitions

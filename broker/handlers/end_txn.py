@@ -17,6 +17,7 @@ async def handle(ctx, req):
     # authorization (Kafka: WRITE on the transactional id)
     if not ctx.allowed(Op.WRITE, Res.TRANSACTIONAL_ID, req.transactional_id):
         return ctx.response(throttle_time_ms=0, error_code=ErrorCode.transactional_id_authorization_failed)
-    end = ctx.broker.txns.end_txn(req.transactional_id, req.producer_id, req.producer_epoch,
-                                  bool(req.committed))
+    end = ctx.broker.txns.end_txn(
+        req.transactional_id, req.producer_id, req.producer_epoch, bool(req.committed)
+    )
     return await answer_when_durable(ctx, end, fenced_since=2)

@@ -89,8 +89,9 @@ def _invalid_isolation(ctx, req) -> RawResponse:
     """Kafka fails the whole request (UNKNOWN_SERVER_ERROR everywhere) for an isolation level
     other than 0 (read_uncommitted) and 1 (read_committed)."""
     error = ErrorCode.unknown_server_error
-    topics = [(t.topic, [PartitionData(p.partition, error, aborted=[]) for p in t.partitions])
-              for t in req.topics]
+    topics = [
+        (t.topic, [PartitionData(p.partition, error, aborted=[]) for p in t.partitions]) for t in req.topics
+    ]
     parts, size = encode(ctx.api_version, topics, error_code=error)
     return RawResponse(parts, size)
 
@@ -106,8 +107,9 @@ def _refused(ctx, req) -> RawResponse | None:
         return RawResponse(parts, size)
     if req.replica_id >= 0:
         not_leader = ErrorCode.not_leader_or_follower
-        topics = [(t.topic, [PartitionData(p.partition, not_leader) for p in t.partitions])
-                  for t in req.topics]
+        topics = [
+            (t.topic, [PartitionData(p.partition, not_leader) for p in t.partitions]) for t in req.topics
+        ]
         parts, size = encode(ctx.api_version, topics)
         return RawResponse(parts, size)
     return None

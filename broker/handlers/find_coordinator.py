@@ -15,17 +15,41 @@ _GROUP, _TRANSACTION = 0, 1
 def _entry(ctx, key: str, key_type: int) -> dict:
     broker = ctx.broker
     if key_type not in (_GROUP, _TRANSACTION):
-        return dict(key=key, node_id=-1, host="", port=-1, error_code=ErrorCode.invalid_request,
-                    error_message=f"unsupported coordinator key type {key_type}")
+        return dict(
+            key=key,
+            node_id=-1,
+            host="",
+            port=-1,
+            error_code=ErrorCode.invalid_request,
+            error_message=f"unsupported coordinator key type {key_type}",
+        )
     # authorization (Kafka: DESCRIBE on the group or the transactional id)
     if key_type == _GROUP and not ctx.allowed(Op.DESCRIBE, Res.GROUP, key):
-        return dict(key=key, node_id=-1, host="", port=-1, error_code=ErrorCode.group_authorization_failed,
-                    error_message=None)
+        return dict(
+            key=key,
+            node_id=-1,
+            host="",
+            port=-1,
+            error_code=ErrorCode.group_authorization_failed,
+            error_message=None,
+        )
     if key_type == _TRANSACTION and not ctx.allowed(Op.DESCRIBE, Res.TRANSACTIONAL_ID, key):
-        return dict(key=key, node_id=-1, host="", port=-1,
-                    error_code=ErrorCode.transactional_id_authorization_failed, error_message=None)
-    return dict(key=key, node_id=broker.node_id, host=ctx.advertised[0], port=ctx.advertised[1],
-                error_code=ErrorCode.none, error_message=None)
+        return dict(
+            key=key,
+            node_id=-1,
+            host="",
+            port=-1,
+            error_code=ErrorCode.transactional_id_authorization_failed,
+            error_message=None,
+        )
+    return dict(
+        key=key,
+        node_id=broker.node_id,
+        host=ctx.advertised[0],
+        port=ctx.advertised[1],
+        error_code=ErrorCode.none,
+        error_message=None,
+    )
 
 
 async def handle(ctx, req):

@@ -1,6 +1,7 @@
 """Heartbeat (12): keeps a member's session alive; REBALANCE_IN_PROGRESS tells it to rejoin."""
 
-from minibroker.broker.security.acls import Operation as Op, ResourceType as Res
+from minibroker.broker.security.acls import Operation as Op
+from minibroker.broker.security.acls import ResourceType as Res
 from minibroker.protocol.errors import ErrorCode
 
 API_KEY = 12
@@ -12,5 +13,6 @@ async def handle(ctx, req):
     if not ctx.allowed(Op.READ, Res.GROUP, req.group_id):
         return ctx.response(throttle_time_ms=0, error_code=ErrorCode.group_authorization_failed)
     error = ctx.broker.groups.heartbeat(
-        req.group_id, req.member_id, getattr(req, "group_instance_id", None), req.generation_id)
+        req.group_id, req.member_id, getattr(req, "group_instance_id", None), req.generation_id
+    )
     return ctx.response(throttle_time_ms=0, error_code=error)

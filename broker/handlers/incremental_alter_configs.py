@@ -10,5 +10,5 @@ MIN_VERSION, MAX_VERSION = 0, 1
 
 async def handle(ctx, req):
     return alter_configs_response(
-        ctx, req, lambda r: [(c.name, c.config_operation, c.value) for c in r.configs],
-        incremental=True)
+        ctx, req, lambda r: [(c.name, c.config_operation, c.value) for c in r.configs], incremental=True
+    )

@@ -24,14 +24,27 @@ async def handle(ctx, req):
     # cluster or WRITE on some topic)
     if req.transactional_id is not None:
         if not ctx.allowed(Op.WRITE, Res.TRANSACTIONAL_ID, req.transactional_id):
-            return ctx.response(throttle_time_ms=0,
-                                error_code=ErrorCode.transactional_id_authorization_failed,
-                                producer_id=-1, producer_epoch=-1)
-    elif not (ctx.allowed(Op.IDEMPOTENT_WRITE, Res.CLUSTER, CLUSTER_NAME)
-              or ctx.allowed_any(Op.WRITE, Res.TOPIC)):
-        return ctx.response(throttle_time_ms=0, error_code=ErrorCode.cluster_authorization_failed,
-                            producer_id=-1, producer_epoch=-1)
-    error, pid, epoch = await broker.run_durably(broker.txns.init_producer_id(
-        req.transactional_id, timeout_ms, pid, epoch))
-    return ctx.response(throttle_time_ms=0, producer_id=pid, producer_epoch=epoch,
-                        error_code=client_error(error, ctx.api_version, fenced_since=4))
+            return ctx.response(
+                throttle_time_ms=0,
+                error_code=ErrorCode.transactional_id_authorization_failed,
+                producer_id=-1,
+                producer_epoch=-1,
+            )
+    elif not (
+        ctx.allowed(Op.IDEMPOTENT_WRITE, Res.CLUSTER, CLUSTER_NAME) or ctx.allowed_any(Op.WRITE, Res.TOPIC)
+    ):
+        return ctx.response(
+            throttle_time_ms=0,
+            error_code=ErrorCode.cluster_authorization_failed,
+            producer_id=-1,
+            producer_epoch=-1,
+        )
+    error, pid, epoch = await broker.run_durably(
+        broker.txns.init_producer_id(req.transactional_id, timeout_ms, pid, epoch)
+    )
+    return ctx.response(
+        throttle_time_ms=0,
+        producer_id=pid,
+        producer_epoch=epoch,
+        error_code=client_error(error, ctx.api_version, fenced_since=4),
+    )

@@ -3,7 +3,8 @@ the state machine is coordinator.groups.GroupCoordinator."""
 
 import asyncio
 
-from minibroker.broker.security.acls import Operation as Op, ResourceType as Res
+from minibroker.broker.security.acls import Operation as Op
+from minibroker.broker.security.acls import ResourceType as Res
 from minibroker.protocol.codec import millis
 from minibroker.protocol.errors import ErrorCode
 
@@ -20,9 +21,15 @@ async def handle(ctx, req):
     version = ctx.api_version
     # authorization (Kafka: READ on the group)
     if not ctx.allowed(Op.READ, Res.GROUP, req.group_id):
-        return ctx.response(throttle_time_ms=0, error_code=ErrorCode.group_authorization_failed, generation_id=-1,
-                            protocol_name=None if version >= 7 else "", leader="", member_id=req.member_id,
-                            members=[])
+        return ctx.response(
+            throttle_time_ms=0,
+            error_code=ErrorCode.group_authorization_failed,
+            generation_id=-1,
+            protocol_name=None if version >= 7 else "",
+            leader="",
+            member_id=req.member_id,
+            members=[],
+        )
     session_timeout_ms = millis(req.session_timeout)
     # v0 has no rebalance timeout: Kafka uses the session timeout
     rebalance_timeout_ms = millis(req.rebalance_timeout) if version >= 1 else session_timeout_ms
@@ -64,6 +71,5 @@ async def handle(ctx, req):
         leader=result.leader_id or "",
         skip_assignment=result.skip_assignment,
         member_id=result.member_id,
-        members=[dict(member_id=m, group_instance_id=i, metadata=meta)
-                 for m, i, meta in result.members],
+        members=[dict(member_id=m, group_instance_id=i, metadata=meta) for m, i, meta in result.members],
     )

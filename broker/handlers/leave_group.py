@@ -1,6 +1,7 @@
 """LeaveGroup (13): one member (v0-2) or a batch of members by id or group instance id (v3+)."""
 
-from minibroker.broker.security.acls import Operation as Op, ResourceType as Res
+from minibroker.broker.security.acls import Operation as Op
+from minibroker.broker.security.acls import ResourceType as Res
 from minibroker.protocol.errors import ErrorCode
 
 API_KEY = 13
@@ -17,8 +18,7 @@ async def handle(ctx, req):
         if top == ErrorCode.none and results:
             top = results[0][2]
         return ctx.response(throttle_time_ms=0, error_code=top)
-    top, results = groups.leave_group(
-        req.group_id, [(m.member_id, m.group_instance_id) for m in req.members])
+    top, results = groups.leave_group(req.group_id, [(m.member_id, m.group_instance_id) for m in req.members])
     return ctx.response(
         throttle_time_ms=0,
         error_code=top,

@@ -5,9 +5,10 @@ Kafka does not know, gets UNSUPPORTED_VERSION; a partition named twice gets INVA
 
 from collections import Counter
 
-from minibroker.broker.security.acls import Operation as Op, ResourceType as Res
-from minibroker.protocol.errors import ErrorCode
 from minibroker.broker.handlers.fetch import leader_epoch_error
+from minibroker.broker.security.acls import Operation as Op
+from minibroker.broker.security.acls import ResourceType as Res
+from minibroker.protocol.errors import ErrorCode
 from minibroker.storage.errors import KafkaStorageError
 
 API_KEY = 2
@@ -48,8 +49,14 @@ def _partitions(ctx, t, isolation: int) -> list[dict]:
     for p in t.partitions:
         if counts[p.partition_index] > 1:
             if p.partition_index not in seen:
-                out.append(dict(partition_index=p.partition_index, error_code=ErrorCode.invalid_request,
-                                timestamp=-1, offset=-1))
+                out.append(
+                    dict(
+                        partition_index=p.partition_index,
+                        error_code=ErrorCode.invalid_request,
+                        timestamp=-1,
+                        offset=-1,
+                    )
+                )
             seen.add(p.partition_index)
             continue
         out.append(_lookup(ctx.broker, t.name, p, isolation, ctx.api_version))
@@ -62,10 +69,21 @@ async def handle(ctx, req):
     denied = {t.name for t in req.topics if not ctx.allowed(Op.DESCRIBE, Res.TOPIC, t.name)}
     # A topic named with no partitions is left out of the answer, as Kafka does.
     topics = [
-        dict(name=t.name, partitions=[
-            dict(partition_index=p.partition_index, error_code=ErrorCode.topic_authorization_failed,
-                 timestamp=-1, offset=-1) for p in t.partitions]) if t.name in denied
+        dict(
+            name=t.name,
+            partitions=[
+                dict(
+                    partition_index=p.partition_index,
+                    error_code=ErrorCode.topic_authorization_failed,
+                    timestamp=-1,
+                    offset=-1,
+                )
+                for p in t.partitions
+            ],
+        )
+        if t.name in denied
         else dict(name=t.name, partitions=_partitions(ctx, t, isolation))
-        for t in req.topics if t.partitions
+        for t in req.topics
+        if t.partitions
     ]
     return ctx.response(throttle_time_ms=0, topics=topics)

@@ -12,9 +12,14 @@ MIN_VERSION, MAX_VERSION = 0, 1
 
 async def handle(ctx, req):
     txns = ctx.broker.txns
-    unknown, states = txns.list_transactions(req.state_filters, req.producer_id_filters,
-                                             getattr(req, "duration_filter", -1))
+    unknown, states = txns.list_transactions(
+        req.state_filters, req.producer_id_filters, getattr(req, "duration_filter", -1)
+    )
     # authorization (Kafka: only the transactional ids the principal may DESCRIBE)
     states = [s for s in states if ctx.allowed(Op.DESCRIBE, Res.TRANSACTIONAL_ID, s["transactional_id"])]
-    return ctx.response(throttle_time_ms=0, error_code=ErrorCode.none,
-                        unknown_state_filters=unknown, transaction_states=states)
+    return ctx.response(
+        throttle_time_ms=0,
+        error_code=ErrorCode.none,
+        unknown_state_filters=unknown,
+        transaction_states=states,
+    )

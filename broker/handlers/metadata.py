@@ -11,9 +11,10 @@ import asyncio
 import uuid
 
 import structlog
-
 from minibroker.broker.limits import partition_limit_error
-from minibroker.broker.security.acls import CLUSTER_NAME, Operation as Op, ResourceType as Res
+from minibroker.broker.security.acls import CLUSTER_NAME
+from minibroker.broker.security.acls import Operation as Op
+from minibroker.broker.security.acls import ResourceType as Res
 from minibroker.broker.security.authorizer import OPERATIONS_NOT_REQUESTED
 from minibroker.protocol.errors import ErrorCode
 from minibroker.storage.errors import KafkaStorageError
@@ -26,11 +27,20 @@ _ZERO_UUID = uuid.UUID(int=0)
 log = structlog.get_logger("broker.metadata")
 
 
-def topic_entry(broker, name: str, error: ErrorCode = ErrorCode.none, authorized_operations: int = OPERATIONS_NOT_REQUESTED) -> dict:
+def topic_entry(
+    broker,
+    name: str,
+    error: ErrorCode = ErrorCode.none,
+    authorized_operations: int = OPERATIONS_NOT_REQUESTED,
+) -> dict:
     info = broker.logs.topics.get(name) if error == ErrorCode.none else None
     if info is None:
-        return dict(error_code=error or ErrorCode.unknown_topic_or_partition, name=name,
-                    topic_id=_ZERO_UUID, partitions=[])
+        return dict(
+            error_code=error or ErrorCode.unknown_topic_or_partition,
+            name=name,
+            topic_id=_ZERO_UUID,
+            partitions=[],
+        )
     node = broker.node_id
     return dict(
         error_code=ErrorCode.none,
@@ -38,8 +48,14 @@ def topic_entry(broker, name: str, error: ErrorCode = ErrorCode.none, authorized
         topic_id=info.topic_id,
         is_internal=info.internal,
         partitions=[
-            dict(error_code=ErrorCode.none, partition_index=p, leader_id=node,
-                 leader_epoch=LEADER_EPOCH, replica_nodes=[node], isr_nodes=[node])
+            dict(
+                error_code=ErrorCode.none,
+                partition_index=p,
+                leader_id=node,
+                leader_epoch=LEADER_EPOCH,
+                replica_nodes=[node],
+                isr_nodes=[node],
+            )
             for p in range(info.num_partitions)
         ],
         topic_authorized_operations=authorized_operations,
@@ -65,10 +81,12 @@ def _request_error(ctx, req) -> ErrorCode | None:
 
 
 def _error_response(ctx, req, error: ErrorCode):
-    topics = [dict(error_code=error, name=t.name or "", topic_id=_topic_id(t), partitions=[])
-              for t in req.topics]
-    return ctx.response(throttle_time_ms=0, brokers=[], cluster_id=None, controller_id=-1,
-                        topics=topics, error_code=error)
+    topics = [
+        dict(error_code=error, name=t.name or "", topic_id=_topic_id(t), partitions=[]) for t in req.topics
+    ]
+    return ctx.response(
+        throttle_time_ms=0, brokers=[], cluster_id=None, controller_id=-1, topics=topics, error_code=error
+    )
 
 
 def _unknown_topic(ctx, name: str, allow_create: bool, budget: list) -> ErrorCode:
@@ -106,8 +124,11 @@ async def handle(ctx, req):
         return _error_response(ctx, req, error)
     if req.topics is None or (ctx.api_version == 0 and not req.topics):
         # authorization (Kafka: DESCRIBE on each topic; an all-topics request leaves out the others)
-        entries = [topic_entry(broker, n) for n in sorted(broker.logs.topics)
-                   if ctx.allowed(Op.DESCRIBE, Res.TOPIC, n)]
+        entries = [
+            topic_entry(broker, n)
+            for n in sorted(broker.logs.topics)
+            if ctx.allowed(Op.DESCRIBE, Res.TOPIC, n)
+        ]
     else:
         allow_create = getattr(req, "allow_auto_topic_creation", True)
         # [partitions created here, partitions existing, topics refused, why]
@@ -128,8 +149,14 @@ async def handle(ctx, req):
                 if match and ctx.allowed(Op.DESCRIBE, Res.TOPIC, match.name):
                     entries.append(topic_entry(broker, match.name))
                 else:
-                    entries.append(dict(error_code=ErrorCode.unknown_topic_id, name=None,
-                                        topic_id=t.topic_id, partitions=[]))
+                    entries.append(
+                        dict(
+                            error_code=ErrorCode.unknown_topic_id,
+                            name=None,
+                            topic_id=t.topic_id,
+                            partitions=[],
+                        )
+                    )
                 continue
             if not ctx.allowed(Op.DESCRIBE, Res.TOPIC, name):
                 entries.append(topic_entry(broker, name, ErrorCode.topic_authorization_failed))
@@ -145,8 +172,11 @@ async def handle(ctx, req):
         for entry in entries:
             if entry["error_code"] == ErrorCode.none:
                 entry["topic_authorized_operations"] = ctx.authorized_operations(Res.TOPIC, entry["name"])
-    cluster_operations = (ctx.authorized_operations(Res.CLUSTER, CLUSTER_NAME)
-                          if getattr(req, "include_cluster_authorized_operations", False) else OPERATIONS_NOT_REQUESTED)
+    cluster_operations = (
+        ctx.authorized_operations(Res.CLUSTER, CLUSTER_NAME)
+        if getattr(req, "include_cluster_authorized_operations", False)
+        else OPERATIONS_NOT_REQUESTED
+    )
     return ctx.response(
         throttle_time_ms=0,
         brokers=[dict(node_id=broker.node_id, host=ctx.advertised[0], port=ctx.advertised[1])],

@@ -2,7 +2,8 @@
 also accepts "simple" commits (generation -1, empty member id). committed_leader_epoch (v6+)
 and metadata are stored and returned by OffsetFetch."""
 
-from minibroker.broker.security.acls import Operation as Op, ResourceType as Res
+from minibroker.broker.security.acls import Operation as Op
+from minibroker.broker.security.acls import ResourceType as Res
 from minibroker.protocol.errors import ErrorCode
 
 API_KEY = 8
@@ -14,19 +15,39 @@ async def handle(ctx, req):
     group_denied = not ctx.allowed(Op.READ, Res.GROUP, req.group_id)
     denied = {t.name for t in req.topics if group_denied or not ctx.allowed(Op.READ, Res.TOPIC, t.name)}
     offsets = [
-        (t.name, p.partition_index, p.committed_offset,
-         getattr(p, "committed_leader_epoch", -1), p.committed_metadata)
-        for t in req.topics if t.name not in denied for p in t.partitions
+        (
+            t.name,
+            p.partition_index,
+            p.committed_offset,
+            getattr(p, "committed_leader_epoch", -1),
+            p.committed_metadata,
+        )
+        for t in req.topics
+        if t.name not in denied
+        for p in t.partitions
     ]
     results = ctx.broker.groups.commit_offsets(
-        req.group_id, req.member_id, getattr(req, "group_instance_id", None),
-        req.generation_id_or_member_epoch, offsets, ctx.api_version)
+        req.group_id,
+        req.member_id,
+        getattr(req, "group_instance_id", None),
+        req.generation_id_or_member_epoch,
+        offsets,
+        ctx.api_version,
+    )
     refused = ErrorCode.group_authorization_failed if group_denied else ErrorCode.topic_authorization_failed
-    results.update({(t.name, p.partition_index): refused for t in req.topics if t.name in denied
-                    for p in t.partitions})
+    results.update(
+        {(t.name, p.partition_index): refused for t in req.topics if t.name in denied for p in t.partitions}
+    )
     return ctx.response(
         throttle_time_ms=0,
-        topics=[dict(name=t.name, partitions=[
-            dict(partition_index=p.partition_index, error_code=results[(t.name, p.partition_index)])
-            for p in t.partitions]) for t in req.topics],
+        topics=[
+            dict(
+                name=t.name,
+                partitions=[
+                    dict(partition_index=p.partition_index, error_code=results[(t.name, p.partition_index)])
+                    for p in t.partitions
+                ],
+            )
+            for t in req.topics
+        ],
     )

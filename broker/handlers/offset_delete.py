@@ -1,7 +1,8 @@
 """OffsetDelete (47): delete committed offsets of partitions the group is not consuming
 (GROUP_SUBSCRIBED_TO_TOPIC for topics a live consumer group subscribes to)."""
 
-from minibroker.broker.security.acls import Operation as Op, ResourceType as Res
+from minibroker.broker.security.acls import Operation as Op
+from minibroker.broker.security.acls import ResourceType as Res
 from minibroker.protocol.errors import ErrorCode
 
 API_KEY = 47
@@ -15,12 +16,27 @@ async def handle(ctx, req):
     denied = {t.name for t in req.topics if not ctx.allowed(Op.READ, Res.TOPIC, t.name)}
     wanted = [(t.name, p.partition_index) for t in req.topics if t.name not in denied for p in t.partitions]
     error, results = ctx.broker.groups.delete_offsets(req.group_id, wanted)
-    results.update({(t.name, p.partition_index): ErrorCode.topic_authorization_failed
-                    for t in req.topics if t.name in denied for p in t.partitions})
+    results.update(
+        {
+            (t.name, p.partition_index): ErrorCode.topic_authorization_failed
+            for t in req.topics
+            if t.name in denied
+            for p in t.partitions
+        }
+    )
     topics = []
     if error == ErrorCode.none:
-        topics = [dict(name=t.name, partitions=[
-            dict(partition_index=p.partition_index,
-                 error_code=results.get((t.name, p.partition_index), ErrorCode.none))
-            for p in t.partitions]) for t in req.topics]
+        topics = [
+            dict(
+                name=t.name,
+                partitions=[
+                    dict(
+                        partition_index=p.partition_index,
+                        error_code=results.get((t.name, p.partition_index), ErrorCode.none),
+                    )
+                    for p in t.partitions
+                ],
+            )
+            for t in req.topics
+        ]
     return ctx.response(error_code=error, throttle_time_ms=0, topics=topics)

@@ -2,7 +2,8 @@
 (v2+) means every partition the group has committed. With require_stable (v7+) a partition with
 transactional offsets still pending answers UNSTABLE_OFFSET_COMMIT; committed_leader_epoch v5+."""
 
-from minibroker.broker.security.acls import Operation as Op, ResourceType as Res
+from minibroker.broker.security.acls import Operation as Op
+from minibroker.broker.security.acls import ResourceType as Res
 from minibroker.protocol.errors import ErrorCode
 
 API_KEY = 9
@@ -14,9 +15,22 @@ def _fetch(ctx, group_id: str, topics, require_stable: bool) -> tuple[int, list[
     # otherwise TOPIC_AUTHORIZATION_FAILED, or left out when all topics were asked for)
     if not ctx.allowed(Op.DESCRIBE, Res.GROUP, group_id):
         denied = ErrorCode.group_authorization_failed
-        return denied, [dict(name=t.name, partitions=[
-            dict(partition_index=p, committed_offset=-1, committed_leader_epoch=-1, metadata="", error_code=denied)
-            for p in t.partition_indexes]) for t in topics or ()]
+        return denied, [
+            dict(
+                name=t.name,
+                partitions=[
+                    dict(
+                        partition_index=p,
+                        committed_offset=-1,
+                        committed_leader_epoch=-1,
+                        metadata="",
+                        error_code=denied,
+                    )
+                    for p in t.partition_indexes
+                ],
+            )
+            for t in topics or ()
+        ]
     if topics is None:
         wanted = None
     else:
@@ -28,9 +42,15 @@ def _fetch(ctx, group_id: str, topics, require_stable: bool) -> tuple[int, list[
             if topics is None:
                 continue
             offset, leader_epoch, metadata, part_error = -1, -1, "", ErrorCode.topic_authorization_failed
-        by_topic.setdefault(topic, []).append(dict(
-            partition_index=partition, committed_offset=offset,
-            committed_leader_epoch=leader_epoch, metadata=metadata, error_code=part_error))
+        by_topic.setdefault(topic, []).append(
+            dict(
+                partition_index=partition,
+                committed_offset=offset,
+                committed_leader_epoch=leader_epoch,
+                metadata=metadata,
+                error_code=part_error,
+            )
+        )
     if topics is not None:  # keep requested topics even when they have no partitions listed
         for t in topics:
             by_topic.setdefault(t.name, [])

@@ -7,19 +7,26 @@ The batch stays opaque bytes: storage checks and patches its 61-byte header and 
 """
 
 import structlog
-
 from minibroker.broker.context import NO_RESPONSE, CloseConnection
-from minibroker.broker.security.acls import Operation as Op, ResourceType as Res
+from minibroker.broker.security.acls import Operation as Op
+from minibroker.broker.security.acls import ResourceType as Res
 from minibroker.protocol.errors import ErrorCode
 from minibroker.storage.errors import KafkaStorageError
-from minibroker.storage.log_validator import first_produced_batch
 from minibroker.storage.log_manager import INTERNAL_TOPICS
+from minibroker.storage.log_validator import first_produced_batch
 
 #: Errors Kafka's ReplicaManager answers with the unknown log start offset (-1) rather than the
 #: partition's: the framing and size errors it catches before asking the log.
-_ERRORS_WITHOUT_LOG_START = frozenset({
-    ErrorCode.corrupt_message, ErrorCode.message_too_large, ErrorCode.record_list_too_large,
-    ErrorCode.kafka_storage_error, ErrorCode.not_leader_or_follower, ErrorCode.unknown_topic_or_partition})
+_ERRORS_WITHOUT_LOG_START = frozenset(
+    {
+        ErrorCode.corrupt_message,
+        ErrorCode.message_too_large,
+        ErrorCode.record_list_too_large,
+        ErrorCode.kafka_storage_error,
+        ErrorCode.not_leader_or_follower,
+        ErrorCode.unknown_topic_or_partition,
+    }
+)
 
 log = structlog.get_logger("broker.produce")
 
@@ -59,39 +66,63 @@ def _refused(topic: str, index: int, exc: KafkaStorageError, log_start_offset: i
     """Kafka gives an error_message only with record_errors (its RecordValidationException)
     and for a few framing errors (``in_answer``); other refusals carry the bare code, their
     reason goes to the broker log."""
-    log.info("produce refused", topic=topic, partition=index, error=exc.error_code.name.upper(),
-             reason=exc.message)
+    log.info(
+        "produce refused", topic=topic, partition=index, error=exc.error_code.name.upper(), reason=exc.message
+    )
     answer = dict(index=index, error_code=exc.error_code, base_offset=-1, log_start_offset=log_start_offset)
     if exc.in_answer:
         answer["error_message"] = exc.message
     if exc.record_errors:
-        answer.update(record_errors=[
-            dict(batch_index=i, batch_index_error_message=m) for i, m in exc.record_errors])
+        answer.update(
+            record_errors=[dict(batch_index=i, batch_index_error_message=m) for i, m in exc.record_errors]
+        )
     return answer
 
 
 def _every_partition(req, error: ErrorCode, names=None) -> list[dict]:
-    return [dict(name=t.name, partition_responses=[dict(index=p.index, error_code=error, base_offset=-1)
-                                                   for p in t.partition_data])
-            for t in req.topic_data if names is None or t.name in names]
+    return [
+        dict(
+            name=t.name,
+            partition_responses=[
+                dict(index=p.index, error_code=error, base_offset=-1) for p in t.partition_data
+            ],
+        )
+        for t in req.topic_data
+        if names is None or t.name in names
+    ]
 
 
 async def handle(ctx, req):
     # authorization (Kafka: WRITE on the transactional id, then WRITE on each topic)
-    if req.transactional_id is not None and not ctx.allowed(Op.WRITE, Res.TRANSACTIONAL_ID, req.transactional_id):
-        return ctx.response(responses=_every_partition(req, ErrorCode.transactional_id_authorization_failed),
-                            throttle_time_ms=0)
+    if req.transactional_id is not None and not ctx.allowed(
+        Op.WRITE, Res.TRANSACTIONAL_ID, req.transactional_id
+    ):
+        return ctx.response(
+            responses=_every_partition(req, ErrorCode.transactional_id_authorization_failed),
+            throttle_time_ms=0,
+        )
     denied = {t.name for t in req.topic_data if not ctx.allowed(Op.WRITE, Res.TOPIC, t.name)}
     if req.acks not in (-1, 0, 1):
-        return ctx.response(responses=_every_partition(req, ErrorCode.invalid_required_acks), throttle_time_ms=0)
+        return ctx.response(
+            responses=_every_partition(req, ErrorCode.invalid_required_acks), throttle_time_ms=0
+        )
     responses = [
-        dict(name=t.name, partition_responses=[
-            _append(ctx, t.name, p.index, p.records, req.transactional_id) for p in t.partition_data])
-        for t in req.topic_data if t.name not in denied
+        dict(
+            name=t.name,
+            partition_responses=[
+                _append(ctx, t.name, p.index, p.records, req.transactional_id) for p in t.partition_data
+            ],
+        )
+        for t in req.topic_data
+        if t.name not in denied
     ] + _every_partition(req, ErrorCode.topic_authorization_failed, denied)
     if req.acks == 0:
-        failed = [(t["name"], p["index"], ErrorCode(p["error_code"]).name)
-                  for t in responses for p in t["partition_responses"] if p["error_code"]]
+        failed = [
+            (t["name"], p["index"], ErrorCode(p["error_code"]).name)
+            for t in responses
+            for p in t["partition_responses"]
+            if p["error_code"]
+        ]
         if failed:
             # Kafka closes the connection: an acks=0 client has no other way to learn of the error.
             raise CloseConnection(f"acks=0 produce failed for {failed}")

@@ -6,7 +6,6 @@ lifetime is set (KIP-368 re-authentication is not required).
 """
 
 import structlog
-
 from minibroker.broker.security.scram import AuthenticationFailed
 from minibroker.protocol.errors import ErrorCode
 
@@ -19,16 +18,23 @@ log = structlog.get_logger("minibroker.broker.security")
 async def handle(ctx, req):
     session = ctx.session
     if session.authenticated:
-        return ctx.response(error_code=ErrorCode.illegal_sasl_state, auth_bytes=b"",
-                            error_message="SaslAuthenticate received after successful authentication")
+        return ctx.response(
+            error_code=ErrorCode.illegal_sasl_state,
+            auth_bytes=b"",
+            error_message="SaslAuthenticate received after successful authentication",
+        )
     server = session.mechanism_server
     try:
         challenge, finished = server.evaluate(req.auth_bytes)
     except AuthenticationFailed as exc:
         session.close_reason = f"authentication failed on listener {session.listener.name}: {exc}"
-        return ctx.response(error_code=ErrorCode.sasl_authentication_failed, error_message=str(exc), auth_bytes=b"")
+        return ctx.response(
+            error_code=ErrorCode.sasl_authentication_failed, error_message=str(exc), auth_bytes=b""
+        )
     if finished:
         session.principal = f"User:{server.user}"
         session.authenticated = True
         log.debug("authenticated", peer=ctx.peer, principal=session.principal)
-    return ctx.response(error_code=ErrorCode.none, error_message=None, auth_bytes=challenge, session_lifetime_ms=0)
+    return ctx.response(
+        error_code=ErrorCode.none, error_message=None, auth_bytes=challenge, session_lifetime_ms=0
+    )

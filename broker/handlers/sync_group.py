@@ -2,7 +2,8 @@
 
 import asyncio
 
-from minibroker.broker.security.acls import Operation as Op, ResourceType as Res
+from minibroker.broker.security.acls import Operation as Op
+from minibroker.broker.security.acls import ResourceType as Res
 from minibroker.protocol.errors import ErrorCode
 
 API_KEY = 14
@@ -12,7 +13,9 @@ MIN_VERSION, MAX_VERSION = 0, 5
 async def handle(ctx, req):
     # authorization (Kafka: READ on the group)
     if not ctx.allowed(Op.READ, Res.GROUP, req.group_id):
-        return ctx.response(throttle_time_ms=0, error_code=ErrorCode.group_authorization_failed, assignment=b"")
+        return ctx.response(
+            throttle_time_ms=0, error_code=ErrorCode.group_authorization_failed, assignment=b""
+        )
     future = asyncio.get_running_loop().create_future()
 
     def done(result) -> None:

@@ -20,9 +20,16 @@ async def handle(ctx, req):
     wanted = _authorized_and_existing(ctx, req, codes)
     if wanted:
         codes.update(_stage(ctx, req, wanted))
-    topics = [dict(name=t.name, partitions=[
-        dict(partition_index=p.partition_index, error_code=codes[(t.name, p.partition_index)])
-        for p in t.partitions]) for t in req.topics]
+    topics = [
+        dict(
+            name=t.name,
+            partitions=[
+                dict(partition_index=p.partition_index, error_code=codes[(t.name, p.partition_index)])
+                for p in t.partitions
+            ],
+        )
+        for t in req.topics
+    ]
     return ctx.response(throttle_time_ms=0, topics=topics)
 
 
@@ -57,14 +64,28 @@ def _authorized_and_existing(ctx, req, codes: dict[tuple[str, int], int]) -> lis
 
 def _stage(ctx, req, wanted: list) -> dict[tuple[str, int], int]:
     broker = ctx.broker
-    error = broker.txns.check_txn_offset_commit(req.transactional_id, req.producer_id,
-                                                req.producer_epoch, req.group_id, ctx.api_version)
+    error = broker.txns.check_txn_offset_commit(
+        req.transactional_id, req.producer_id, req.producer_epoch, req.group_id, ctx.api_version
+    )
     if error != ErrorCode.none:
         return {(name, p.partition_index): error for name, p in wanted}
     v3 = ctx.api_version >= 3
-    offsets = [(name, p.partition_index, p.committed_offset,
-                getattr(p, "committed_leader_epoch", -1), p.committed_metadata)
-               for name, p in wanted]
+    offsets = [
+        (
+            name,
+            p.partition_index,
+            p.committed_offset,
+            getattr(p, "committed_leader_epoch", -1),
+            p.committed_metadata,
+        )
+        for name, p in wanted
+    ]
     return broker.groups.stage_txn_offsets(
-        req.producer_id, req.producer_epoch, req.group_id, req.generation_id if v3 else -1,
-        req.member_id if v3 else "", req.group_instance_id if v3 else None, offsets)
+        req.producer_id,
+        req.producer_epoch,
+        req.group_id,
+        req.generation_id if v3 else -1,
+        req.member_id if v3 else "",
+        req.group_instance_id if v3 else None,
+        offsets,
+    )

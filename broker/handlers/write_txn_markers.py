@@ -7,7 +7,9 @@ As in Kafka: a marker from an older producer epoch is refused (INVALID_PRODUCER_
 from an older coordinator epoch TRANSACTION_COORDINATOR_FENCED; markers written to
 __consumer_offsets also apply or drop the producer's pending transactional offsets."""
 
-from minibroker.broker.security.acls import CLUSTER_NAME, Operation as Op, ResourceType as Res
+from minibroker.broker.security.acls import CLUSTER_NAME
+from minibroker.broker.security.acls import Operation as Op
+from minibroker.broker.security.acls import ResourceType as Res
 from minibroker.protocol.errors import ErrorCode
 from minibroker.storage.errors import KafkaStorageError
 
@@ -23,8 +25,7 @@ def _write(broker, marker, topic: str, partition: int, written: list) -> int:
         return ErrorCode.unknown_topic_or_partition
     commit = bool(marker.transaction_result)
     try:
-        plog.append_marker(marker.producer_id, marker.producer_epoch, commit,
-                           marker.coordinator_epoch)
+        plog.append_marker(marker.producer_id, marker.producer_epoch, commit, marker.coordinator_epoch)
     except KafkaStorageError as exc:
         return exc.error_code
     written.append(plog)
@@ -38,10 +39,21 @@ async def handle(ctx, req):
     denied = not ctx.allowed(Op.CLUSTER_ACTION, Res.CLUSTER, CLUSTER_NAME)
     markers, written = [], []
     for marker in req.markers:
-        topics = [dict(name=t.name, partitions=[
-            dict(partition_index=p, error_code=ErrorCode.cluster_authorization_failed if denied
-                 else _write(ctx.broker, marker, t.name, p, written))
-            for p in t.partition_indexes]) for t in marker.topics]
+        topics = [
+            dict(
+                name=t.name,
+                partitions=[
+                    dict(
+                        partition_index=p,
+                        error_code=ErrorCode.cluster_authorization_failed
+                        if denied
+                        else _write(ctx.broker, marker, t.name, p, written),
+                    )
+                    for p in t.partition_indexes
+                ],
+            )
+            for t in marker.topics
+        ]
         markers.append(dict(producer_id=marker.producer_id, topics=topics))
     # every marker durable before the answer, in one fsync round off the event loop
     if written:

@@ -61,12 +61,32 @@ CLUSTER_NAME = "kafka-cluster"
 
 # Kafka's AclEntry.supportedOperations: what authorized-operations fields may contain.
 SUPPORTED_OPERATIONS = {
-    ResourceType.TOPIC: (Operation.READ, Operation.WRITE, Operation.CREATE, Operation.DESCRIBE, Operation.DELETE,
-                         Operation.ALTER, Operation.DESCRIBE_CONFIGS, Operation.ALTER_CONFIGS),
-    ResourceType.GROUP: (Operation.READ, Operation.DESCRIBE, Operation.DELETE, Operation.DESCRIBE_CONFIGS,
-                         Operation.ALTER_CONFIGS),
-    ResourceType.CLUSTER: (Operation.CREATE, Operation.CLUSTER_ACTION, Operation.DESCRIBE_CONFIGS,
-                           Operation.ALTER_CONFIGS, Operation.IDEMPOTENT_WRITE, Operation.ALTER, Operation.DESCRIBE),
+    ResourceType.TOPIC: (
+        Operation.READ,
+        Operation.WRITE,
+        Operation.CREATE,
+        Operation.DESCRIBE,
+        Operation.DELETE,
+        Operation.ALTER,
+        Operation.DESCRIBE_CONFIGS,
+        Operation.ALTER_CONFIGS,
+    ),
+    ResourceType.GROUP: (
+        Operation.READ,
+        Operation.DESCRIBE,
+        Operation.DELETE,
+        Operation.DESCRIBE_CONFIGS,
+        Operation.ALTER_CONFIGS,
+    ),
+    ResourceType.CLUSTER: (
+        Operation.CREATE,
+        Operation.CLUSTER_ACTION,
+        Operation.DESCRIBE_CONFIGS,
+        Operation.ALTER_CONFIGS,
+        Operation.IDEMPOTENT_WRITE,
+        Operation.ALTER,
+        Operation.DESCRIBE,
+    ),
     ResourceType.TRANSACTIONAL_ID: (Operation.DESCRIBE, Operation.WRITE),
     ResourceType.DELEGATION_TOKEN: (Operation.DESCRIBE,),
     ResourceType.USER: (Operation.CREATE_TOKENS, Operation.DESCRIBE_TOKENS),
@@ -92,7 +112,10 @@ class AclBinding:
             raise InvalidAcl(f"invalid resource type {self.resource_type}")
         if self.pattern_type not in (PatternType.LITERAL, PatternType.PREFIXED):
             raise InvalidAcl(f"invalid pattern type {self.pattern_type}: use LITERAL or PREFIXED")
-        if self.operation in (Operation.UNKNOWN, Operation.ANY) or self.operation not in Operation._value2member_map_:
+        if (
+            self.operation in (Operation.UNKNOWN, Operation.ANY)
+            or self.operation not in Operation._value2member_map_
+        ):
             raise InvalidAcl(f"invalid operation {self.operation}")
         if self.permission not in (Permission.ALLOW, Permission.DENY):
             raise InvalidAcl(f"invalid permission type {self.permission}")
@@ -115,8 +138,15 @@ class AclBinding:
         return name.startswith(self.resource_name)
 
     def to_json(self) -> list:
-        return [self.resource_type, self.resource_name, self.pattern_type, self.principal, self.host,
-                self.operation, self.permission]
+        return [
+            self.resource_type,
+            self.resource_name,
+            self.pattern_type,
+            self.principal,
+            self.host,
+            self.operation,
+            self.permission,
+        ]
 
 
 @dataclass(frozen=True)
@@ -130,9 +160,15 @@ class AclFilter:
     permission: int
 
     def validate(self) -> None:
-        if self.resource_type == ResourceType.UNKNOWN or self.resource_type not in ResourceType._value2member_map_:
+        if (
+            self.resource_type == ResourceType.UNKNOWN
+            or self.resource_type not in ResourceType._value2member_map_
+        ):
             raise InvalidAcl(f"invalid resource type filter {self.resource_type}")
-        if self.pattern_type == PatternType.UNKNOWN or self.pattern_type not in PatternType._value2member_map_:
+        if (
+            self.pattern_type == PatternType.UNKNOWN
+            or self.pattern_type not in PatternType._value2member_map_
+        ):
             raise InvalidAcl(f"invalid pattern type filter {self.pattern_type}")
         if self.operation == Operation.UNKNOWN or self.operation not in Operation._value2member_map_:
             raise InvalidAcl(f"invalid operation filter {self.operation}")

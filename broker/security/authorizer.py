@@ -9,7 +9,6 @@ principal) is allowed only if allow.everyone.if.no.acl.found. Denials are logged
 from __future__ import annotations
 
 import structlog
-
 from minibroker.broker.security.acl_store import AclStore
 from minibroker.broker.security.acls import SUPPORTED_OPERATIONS, WILDCARD, Operation, PatternType, Permission
 
@@ -36,15 +35,25 @@ class Authorizer:
         if not acls:
             allowed = self.allow_if_no_acl
         else:
-            mine = [acl for acl in acls if acl.principal in (principal, "User:*") and acl.host in (host, WILDCARD)]
+            mine = [
+                acl for acl in acls if acl.principal in (principal, "User:*") and acl.host in (host, WILDCARD)
+            ]
             granting = (operation, Operation.ALL, *_IMPLIED_BY.get(operation, ()))
-            if any(a.permission == Permission.DENY and a.operation in (operation, Operation.ALL) for a in mine):
+            if any(
+                a.permission == Permission.DENY and a.operation in (operation, Operation.ALL) for a in mine
+            ):
                 allowed = False
             else:
                 allowed = any(a.permission == Permission.ALLOW and a.operation in granting for a in mine)
         if not allowed:
-            log.debug("authorization denied", principal=principal, host=host, operation=Operation(operation).name,
-                      resource_type=resource_type, resource=name)
+            log.debug(
+                "authorization denied",
+                principal=principal,
+                host=host,
+                operation=Operation(operation).name,
+                resource_type=resource_type,
+                resource=name,
+            )
         return allowed
 
     def authorize_any(self, principal: str, host: str, operation: int, resource_type: int) -> bool:
@@ -52,12 +61,23 @@ class Authorizer:
         this type (an ALLOW for it that no DENY on the wildcard or an empty prefix cancels)?"""
         if principal in self.super_users:
             return True
-        mine = [a for a in self.store.acls if a.resource_type == resource_type
-                and a.principal in (principal, "User:*") and a.host in (host, WILDCARD)]
+        mine = [
+            a
+            for a in self.store.acls
+            if a.resource_type == resource_type
+            and a.principal in (principal, "User:*")
+            and a.host in (host, WILDCARD)
+        ]
         ops = (operation, Operation.ALL)
-        if any(a.permission == Permission.DENY and a.operation in ops and
-               ((a.pattern_type == PatternType.LITERAL and a.resource_name == WILDCARD) or
-                (a.pattern_type == PatternType.PREFIXED and a.resource_name == "")) for a in mine):
+        if any(
+            a.permission == Permission.DENY
+            and a.operation in ops
+            and (
+                (a.pattern_type == PatternType.LITERAL and a.resource_name == WILDCARD)
+                or (a.pattern_type == PatternType.PREFIXED and a.resource_name == "")
+            )
+            for a in mine
+        ):
             return False
         if any(a.permission == Permission.ALLOW and a.operation in ops for a in mine):
             return True

@@ -1,7 +1,8 @@
 """Authorization checks shared by several handlers (the config APIs address topics and brokers
 alike)."""
 
-from minibroker.broker.security.acls import CLUSTER_NAME, ResourceType as Res
+from minibroker.broker.security.acls import CLUSTER_NAME
+from minibroker.broker.security.acls import ResourceType as Res
 from minibroker.protocol.errors import ErrorCode
 
 _CONFIG_TOPIC, _CONFIG_BROKER = 2, 4  # ConfigResource.Type
@@ -11,13 +12,20 @@ def config_resource_denial(ctx, resource_type: int, name: str, operation: int) -
     """Kafka: DESCRIBE_CONFIGS/ALTER_CONFIGS on the topic, or on the cluster for a broker; the
     error to answer, or None when allowed."""
     if resource_type == _CONFIG_BROKER:
-        return None if ctx.allowed(operation, Res.CLUSTER, CLUSTER_NAME) else ErrorCode.cluster_authorization_failed
+        return (
+            None
+            if ctx.allowed(operation, Res.CLUSTER, CLUSTER_NAME)
+            else ErrorCode.cluster_authorization_failed
+        )
     if resource_type == _CONFIG_TOPIC:
         return None if ctx.allowed(operation, Res.TOPIC, name) else ErrorCode.topic_authorization_failed
     return None  # other resource types are refused by the handler itself
 
 
 def denied_config_result(resource, error: ErrorCode) -> dict:
-    return dict(error_code=error, error_message=None, resource_type=resource.resource_type,
-                resource_name=resource.resource_name)
-
+    return dict(
+        error_code=error,
+        error_message=None,
+        resource_type=resource.resource_type,
+        resource_name=resource.resource_name,
+    )

@@ -50,8 +50,10 @@ def _protocol_map(value: str) -> dict[str, str]:
     for item in filter(None, (i.strip() for i in value.split(","))):
         name, sep, proto = item.partition(":")
         if not sep or proto.strip().upper() not in PROTOCOLS:
-            raise ConfigError(f"listener.security.protocol.map: expected NAME:PROTOCOL with PROTOCOL one of "
-                              f"{', '.join(PROTOCOLS)}, got {item!r}")
+            raise ConfigError(
+                f"listener.security.protocol.map: expected NAME:PROTOCOL with PROTOCOL one of "
+                f"{', '.join(PROTOCOLS)}, got {item!r}"
+            )
         mapping[name.strip().upper()] = proto.strip().upper()
     return mapping
 
@@ -70,7 +72,9 @@ def ssl_context(config, name: str) -> ssl.SSLContext:
     except (OSError, ssl.SSLError) as exc:
         raise ConfigError(f"listener {name}: cannot load TLS keystore/truststore: {exc}") from None
     client_auth = config.for_listener(name, "ssl.client.auth")
-    ctx.verify_mode = {"none": ssl.CERT_NONE, "requested": ssl.CERT_OPTIONAL, "required": ssl.CERT_REQUIRED}[client_auth]
+    ctx.verify_mode = {"none": ssl.CERT_NONE, "requested": ssl.CERT_OPTIONAL, "required": ssl.CERT_REQUIRED}[
+        client_auth
+    ]
     if client_auth != "none" and not config.for_listener(name, "ssl.truststore.location"):
         raise ConfigError(f"listener {name}: ssl.client.auth={client_auth} needs ssl.truststore.location")
     return ctx
@@ -81,8 +85,10 @@ def _mechanisms(config, name: str) -> tuple[str, ...]:
     mechs = tuple(m.strip().upper() for m in raw.split(",") if m.strip())
     unknown = [m for m in mechs if m not in SUPPORTED_MECHANISMS]
     if unknown or not mechs:
-        raise ConfigError(f"listener {name}: sasl.enabled.mechanisms must list some of "
-                          f"{', '.join(SUPPORTED_MECHANISMS)}, got {raw!r}")
+        raise ConfigError(
+            f"listener {name}: sasl.enabled.mechanisms must list some of "
+            f"{', '.join(SUPPORTED_MECHANISMS)}, got {raw!r}"
+        )
     return mechs
 
 
@@ -115,14 +121,24 @@ def finish_binding(listener: Listener, bound_port: int) -> None:
     """After binding: fill in the advertised address where advertised.listeners gave none."""
     listener.bound_port = bound_port
     if not listener.advertised_host:
-        listener.advertised_host = listener.host if listener.host not in ("0.0.0.0", "::", "") else "127.0.0.1"
+        listener.advertised_host = (
+            listener.host if listener.host not in ("0.0.0.0", "::", "") else "127.0.0.1"
+        )
     if not listener.advertised_port:
         listener.advertised_port = bound_port
 
 
-_DN_KEYS = {"commonName": "CN", "organizationName": "O", "organizationalUnitName": "OU", "countryName": "C",
-            "localityName": "L", "stateOrProvinceName": "ST", "domainComponent": "DC", "userId": "UID",
-            "streetAddress": "STREET"}
+_DN_KEYS = {
+    "commonName": "CN",
+    "organizationName": "O",
+    "organizationalUnitName": "OU",
+    "countryName": "C",
+    "localityName": "L",
+    "stateOrProvinceName": "ST",
+    "domainComponent": "DC",
+    "userId": "UID",
+    "streetAddress": "STREET",
+}
 
 
 def tls_principal(peercert: dict | None) -> str | None:

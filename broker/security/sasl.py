@@ -44,7 +44,9 @@ class PlainServer:
         if not user or not password:
             raise AuthenticationFailed("Authentication failed: username or password not specified")
         if authzid and authzid != user:
-            raise AuthenticationFailed("Authentication failed: Client requested an authorization id that is different from username")
+            raise AuthenticationFailed(
+                "Authentication failed: Client requested an authorization id that is different from username"
+            )
         expected = self.users.get(user)
         if expected is None or not hmac.compare_digest(expected.encode(), password.encode()):
             raise AuthenticationFailed("Authentication failed: Invalid username or password")
@@ -62,8 +64,10 @@ class SaslMechanisms:
             if "PLAIN" in lst.mechanisms:
                 jaas = config.for_listener(lst.name, "plain.sasl.jaas.config")
                 if not jaas:
-                    raise ConfigError(f"listener {lst.name} offers PLAIN but listener.name.{lst.name.lower()}"
-                                      ".plain.sasl.jaas.config is not set")
+                    raise ConfigError(
+                        f"listener {lst.name} offers PLAIN but listener.name.{lst.name.lower()}"
+                        ".plain.sasl.jaas.config is not set"
+                    )
                 self.plain_users[lst.name] = jaas_users(jaas)
 
     def server(self, listener_name: str, mechanism: str) -> PlainServer | ScramServer:

@@ -36,8 +36,12 @@ class ScramCredential:
 
     def to_json(self) -> dict:
         enc = lambda b: base64.b64encode(b).decode()  # noqa: E731
-        return dict(salt=enc(self.salt), stored_key=enc(self.stored_key), server_key=enc(self.server_key),
-                    iterations=self.iterations)
+        return dict(
+            salt=enc(self.salt),
+            stored_key=enc(self.stored_key),
+            server_key=enc(self.server_key),
+            iterations=self.iterations,
+        )
 
     @classmethod
     def from_json(cls, d: dict) -> ScramCredential:
@@ -49,11 +53,16 @@ def _hmac(digest: str, key: bytes, msg: bytes) -> bytes:
     return hmac.new(key, msg, digest).digest()
 
 
-def from_salted_password(digest: str, salt: bytes, salted_password: bytes,
-                         iterations: int) -> ScramCredential:
+def from_salted_password(
+    digest: str, salt: bytes, salted_password: bytes, iterations: int
+) -> ScramCredential:
     client_key = _hmac(digest, salted_password, b"Client Key")
-    return ScramCredential(salt, hashlib.new(digest, client_key).digest(),
-                           _hmac(digest, salted_password, b"Server Key"), iterations)
+    return ScramCredential(
+        salt,
+        hashlib.new(digest, client_key).digest(),
+        _hmac(digest, salted_password, b"Server Key"),
+        iterations,
+    )
 
 
 def from_password(digest: str, password: str, iterations: int = MIN_ITERATIONS) -> ScramCredential:
@@ -71,8 +80,9 @@ class ScramStore:
         if os.path.exists(self.path):
             with open(self.path, encoding="utf-8") as f:
                 raw = json.load(f)
-            self.users = {u: {m: ScramCredential.from_json(c) for m, c in mechs.items()}
-                          for u, mechs in raw.items()}
+            self.users = {
+                u: {m: ScramCredential.from_json(c) for m, c in mechs.items()} for u, mechs in raw.items()
+            }
 
     def get(self, user: str, mechanism: str) -> ScramCredential | None:
         return self.users.get(user, {}).get(mechanism)
@@ -91,9 +101,12 @@ class ScramStore:
 
     def save(self) -> None:
         os.makedirs(os.path.dirname(self.path), exist_ok=True)
-        atomic_write(self.path, json.dumps(
-            {u: {m: c.to_json() for m, c in mechs.items()} for u, mechs in self.users.items()}
-        ).encode())
+        atomic_write(
+            self.path,
+            json.dumps(
+                {u: {m: c.to_json() for m, c in mechs.items()} for u, mechs in self.users.items()}
+            ).encode(),
+        )
 
 
 def parse_add_scram(value: str) -> list[tuple[str, str, str]]:
@@ -103,8 +116,9 @@ def parse_add_scram(value: str) -> list[tuple[str, str, str]]:
         mech, sep, body = item.partition("=")
         mech = mech.strip().upper()
         if not sep or mech not in BY_NAME or not (body.startswith("[") and body.endswith("]")):
-            raise ValueError(f"expected SCRAM-SHA-256=[name=U,password=P] or SCRAM-SHA-512=[...], "
-                             f"got {item!r}")
+            raise ValueError(
+                f"expected SCRAM-SHA-256=[name=U,password=P] or SCRAM-SHA-512=[...], got {item!r}"
+            )
         fields = dict(kv.split("=", 1) for kv in body[1:-1].split(",") if "=" in kv)
         if not fields.get("name") or "password" not in fields:
             raise ValueError(f"{item!r}: name and password are required")
@@ -129,8 +143,9 @@ def _unescape_user(name: str) -> str:
 class ScramServer:
     """One server-side SCRAM exchange: client-first -> server-first, client-final -> server-final."""
 
-    def __init__(self, mechanism: str, store: ScramStore,
-                 server_nonce=lambda: secrets.token_urlsafe(18)) -> None:
+    def __init__(
+        self, mechanism: str, store: ScramStore, server_nonce=lambda: secrets.token_urlsafe(18)
+    ) -> None:
         self.mechanism = mechanism
         self._server_nonce = server_nonce  # tests pass RFC 7677's fixed nonce
         self.digest = BY_NAME[mechanism][1]
@@ -146,7 +161,8 @@ class ScramServer:
     def _fail(self) -> AuthenticationFailed:
         return AuthenticationFailed(
             "Authentication failed during authentication due to invalid credentials with SASL "
-            f"mechanism {self.mechanism}")
+            f"mechanism {self.mechanism}"
+        )
 
     def evaluate(self, data: bytes) -> tuple[bytes, bool]:
         """Feed one client message; returns (server message, finished). Raises AuthenticationFailed."""
@@ -165,7 +181,8 @@ class ScramServer:
         parts = text.split(",", 2)
         if len(parts) != 3 or parts[0] not in ("n", "y"):
             raise AuthenticationFailed(
-                "channel binding is not supported; expected a 'n,,' or 'y,,' SCRAM header")
+                "channel binding is not supported; expected a 'n,,' or 'y,,' SCRAM header"
+            )
         self._gs2_header = f"{parts[0]},{parts[1]},"
         self._client_first_bare = parts[2]
         attrs = _attributes(parts[2])
@@ -173,14 +190,17 @@ class ScramServer:
             raise AuthenticationFailed("SCRAM client-first message lacks n= or r=")
         self.user = _unescape_user(attrs["n"])
         if parts[1] and parts[1] != f"a={attrs['n']}":
-            raise AuthenticationFailed("Authentication failed: Client requested an authorization id that is "
-                                       "different from username")
+            raise AuthenticationFailed(
+                "Authentication failed: Client requested an authorization id that is different from username"
+            )
         self._credential = self.store.get(self.user, self.mechanism)
         if self._credential is None:
             raise self._fail()
         self._nonce = attrs["r"] + self._server_nonce()
-        self._server_first = (f"r={self._nonce},s={base64.b64encode(self._credential.salt).decode()},"
-                              f"i={self._credential.iterations}")
+        self._server_first = (
+            f"r={self._nonce},s={base64.b64encode(self._credential.salt).decode()},"
+            f"i={self._credential.iterations}"
+        )
         return self._server_first.encode()
 
     def _client_final(self, text: str) -> bytes:

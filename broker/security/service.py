@@ -5,7 +5,6 @@ hangs off the Broker as `broker.security`; handlers reach it through RequestCont
 from __future__ import annotations
 
 import structlog
-
 from minibroker.broker.config import ConfigError
 from minibroker.broker.security.acl_store import AclStore
 from minibroker.broker.security.authorizer import Authorizer, all_operations
@@ -22,8 +21,11 @@ class Security:
         self.scram = ScramStore(data_dir)
         self._bootstrap_scram(config["minibroker.scram.credentials"])
         self.mechanisms = SaslMechanisms(config, self.scram, self.listeners)
-        self.authorizer = (Authorizer(AclStore(data_dir), config["super.users"], config["allow.everyone.if.no.acl.found"])
-                           if config["authorizer.class.name"] else None)
+        self.authorizer = (
+            Authorizer(AclStore(data_dir), config["super.users"], config["allow.everyone.if.no.acl.found"])
+            if config["authorizer.class.name"]
+            else None
+        )
 
     def _bootstrap_scram(self, value: str) -> None:
         try:

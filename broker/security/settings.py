@@ -8,8 +8,9 @@ unless the README says why not (names starting with `minibroker.` have no Kafka 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 INT_MAX = 2**31 - 1
 
@@ -34,35 +35,157 @@ def _one_of(*values: str):
 
 DEFAULT_PROTOCOL_MAP = "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL"
 SUPPORTED_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
-AUTHORIZER_CLASSES = ("org.apache.kafka.metadata.authorizer.StandardAuthorizer", "kafka.security.authorizer.AclAuthorizer")
+AUTHORIZER_CLASSES = (
+    "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+    "kafka.security.authorizer.AclAuthorizer",
+)
 
 SECURITY_AND_LIMIT_PROPERTIES = [
     # listeners, TLS, SASL
-    Property("listener.security.protocol.map", "str", DEFAULT_PROTOCOL_MAP, "Listener name to security protocol (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL)."),
-    Property("sasl.enabled.mechanisms", "str", ",".join(SUPPORTED_MECHANISMS), "SASL mechanisms offered on SASL listeners (Kafka: GSSAPI, which is not offered)."),
-    Property("minibroker.scram.credentials", "str", "", "SCRAM users created at startup, kafka-storage --add-scram syntax: SCRAM-SHA-256=[name=alice,password=secret];..."),
-    Property("ssl.keystore.location", "str", None, "PEM file with the listener's certificate chain and private key."),
+    Property(
+        "listener.security.protocol.map",
+        "str",
+        DEFAULT_PROTOCOL_MAP,
+        "Listener name to security protocol (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL).",
+    ),
+    Property(
+        "sasl.enabled.mechanisms",
+        "str",
+        ",".join(SUPPORTED_MECHANISMS),
+        "SASL mechanisms offered on SASL listeners (Kafka: GSSAPI, which is not offered).",
+    ),
+    Property(
+        "minibroker.scram.credentials",
+        "str",
+        "",
+        "SCRAM users created at startup, kafka-storage --add-scram syntax: SCRAM-SHA-256=[name=alice,password=secret];...",
+    ),
+    Property(
+        "ssl.keystore.location",
+        "str",
+        None,
+        "PEM file with the listener's certificate chain and private key.",
+    ),
     Property("ssl.keystore.type", "str", "PEM", "Only PEM (Kafka: JKS).", _one_of("PEM"), "PEM"),
     Property("ssl.key.password", "str", None, "Password of an encrypted private key in the keystore."),
-    Property("ssl.keystore.password", "str", None, "Accepted for compatibility; PEM keystores use ssl.key.password."),
-    Property("ssl.truststore.location", "str", None, "PEM file with the CA certificates trusted for client certificates."),
+    Property(
+        "ssl.keystore.password",
+        "str",
+        None,
+        "Accepted for compatibility; PEM keystores use ssl.key.password.",
+    ),
+    Property(
+        "ssl.truststore.location",
+        "str",
+        None,
+        "PEM file with the CA certificates trusted for client certificates.",
+    ),
     Property("ssl.truststore.type", "str", "PEM", "Only PEM (Kafka: JKS).", _one_of("PEM"), "PEM"),
-    Property("ssl.truststore.password", "str", None, "Accepted for compatibility; PEM truststores have no password."),
-    Property("ssl.client.auth", "str", "none", "Ask TLS clients for a certificate: none, requested or required.", _one_of("none", "requested", "required"), "none|requested|required"),
+    Property(
+        "ssl.truststore.password",
+        "str",
+        None,
+        "Accepted for compatibility; PEM truststores have no password.",
+    ),
+    Property(
+        "ssl.client.auth",
+        "str",
+        "none",
+        "Ask TLS clients for a certificate: none, requested or required.",
+        _one_of("none", "requested", "required"),
+        "none|requested|required",
+    ),
     # authorization
-    Property("authorizer.class.name", "str", "", "Empty: no authorization. " + " or ".join(AUTHORIZER_CLASSES) + ": ACLs are enforced.", _one_of("", *AUTHORIZER_CLASSES), "empty or " + "|".join(AUTHORIZER_CLASSES)),
-    Property("super.users", "str", "", "Principals allowed everything, separated by ';' (User:admin;User:CN=ops)."),
-    Property("allow.everyone.if.no.acl.found", "bool", False, "Allow an operation on a resource that has no ACL at all."),
+    Property(
+        "authorizer.class.name",
+        "str",
+        "",
+        "Empty: no authorization. " + " or ".join(AUTHORIZER_CLASSES) + ": ACLs are enforced.",
+        _one_of("", *AUTHORIZER_CLASSES),
+        "empty or " + "|".join(AUTHORIZER_CLASSES),
+    ),
+    Property(
+        "super.users", "str", "", "Principals allowed everything, separated by ';' (User:admin;User:CN=ops)."
+    ),
+    Property(
+        "allow.everyone.if.no.acl.found",
+        "bool",
+        False,
+        "Allow an operation on a resource that has no ACL at all.",
+    ),
     # limits
-    Property("max.connections", "int", INT_MAX, "Most open client connections; more are closed at once.", _positive, "> 0"),
-    Property("max.connections.per.ip", "int", INT_MAX, "Most open connections from one IP address; more are closed at once.", _positive, "> 0"),
-    Property("minibroker.request.receive.timeout.ms", "int", 60000, "Close a connection that started a request frame and did not finish sending it in this time.", _positive, "> 0"),
-    Property("fetch.max.bytes", "int", 57671680, "Most record bytes in one Fetch response, whatever the client asks.", lambda v: v >= 1024, ">= 1024"),
-    Property("queued.max.requests", "int", 500, "Most requests being served at once across all connections; others wait unread.", _positive, "> 0"),
-    Property("queued.max.request.bytes", "int", 209715200, "Most request bytes held in memory at once (Kafka: -1, unbounded); -1 for no bound.", lambda v: v == -1 or v > 0, "-1 or > 0"),
-    Property("minibroker.max.partitions.per.request", "int", 10000, "CreateTopics/CreatePartitions/auto-creation creating more partitions in one request are refused (Kafka's fixed batch limit).", _positive, "> 0"),
-    Property("minibroker.max.open.segment.files", "int", 1000, "Most open .log files of inactive segments (at most a quarter of the open-files limit); older segments open on read and close least recently used first. Active segments are always open.", _positive, "> 0"),
-    Property("minibroker.max.partitions", "int", 100000, "Most partitions on the broker; creations beyond it are refused.", _positive, "> 0"),
+    Property(
+        "max.connections",
+        "int",
+        INT_MAX,
+        "Most open client connections; more are closed at once.",
+        _positive,
+        "> 0",
+    ),
+    Property(
+        "max.connections.per.ip",
+        "int",
+        INT_MAX,
+        "Most open connections from one IP address; more are closed at once.",
+        _positive,
+        "> 0",
+    ),
+    Property(
+        "minibroker.request.receive.timeout.ms",
+        "int",
+        60000,
+        "Close a connection that started a request frame and did not finish sending it in this time.",
+        _positive,
+        "> 0",
+    ),
+    Property(
+        "fetch.max.bytes",
+        "int",
+        57671680,
+        "Most record bytes in one Fetch response, whatever the client asks.",
+        lambda v: v >= 1024,
+        ">= 1024",
+    ),
+    Property(
+        "queued.max.requests",
+        "int",
+        500,
+        "Most requests being served at once across all connections; others wait unread.",
+        _positive,
+        "> 0",
+    ),
+    Property(
+        "queued.max.request.bytes",
+        "int",
+        209715200,
+        "Most request bytes held in memory at once (Kafka: -1, unbounded); -1 for no bound.",
+        lambda v: v == -1 or v > 0,
+        "-1 or > 0",
+    ),
+    Property(
+        "minibroker.max.partitions.per.request",
+        "int",
+        10000,
+        "CreateTopics/CreatePartitions/auto-creation creating more partitions in one request are refused (Kafka's fixed batch limit).",
+        _positive,
+        "> 0",
+    ),
+    Property(
+        "minibroker.max.open.segment.files",
+        "int",
+        1000,
+        "Most open .log files of inactive segments (at most a quarter of the open-files limit); older segments open on read and close least recently used first. Active segments are always open.",
+        _positive,
+        "> 0",
+    ),
+    Property(
+        "minibroker.max.partitions",
+        "int",
+        100000,
+        "Most partitions on the broker; creations beyond it are refused.",
+        _positive,
+        "> 0",
+    ),
 ]
 
 # Properties that may be set per listener as listener.name.<listener>.<property> (Kafka's rule).

@@ -13,6 +13,7 @@ def case(name: str):
     def register(fn):
         REGISTRY.append((name, fn))
         return fn
+
     return register
 
 

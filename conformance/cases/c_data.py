@@ -3,8 +3,9 @@
 Record-batch content validation and sequence rules: j_bad_batches.py.
 """
 
-from conformance.cases import case, versions
 from minibroker.protocol.record_batch import build_batch
+
+from conformance.cases import case, versions
 
 PRODUCE, FETCH, LIST_OFFSETS, OFFSET_FOR_LEADER_EPOCH = 0, 1, 2, 23
 TS = 1_700_000_000_000  # fixed record timestamps so both logs hold identical bytes
@@ -17,25 +18,55 @@ def batch(n=1, value=b"v", ts=TS, size=None):
 
 
 def produce_req(topic, partition, records, acks=-1, tid=None, extra=()):
-    return {"transactional_id": tid, "acks": acks, "timeout_ms": 30000,
-            "topic_data": [{"name": topic, "partition_data": [{"index": partition, "records": records}, *extra]}]}
+    return {
+        "transactional_id": tid,
+        "acks": acks,
+        "timeout_ms": 30000,
+        "topic_data": [{"name": topic, "partition_data": [{"index": partition, "records": records}, *extra]}],
+    }
 
 
 def fetch_req(parts, *, max_bytes=52428800, partition_max=1048576, isolation=0, max_wait=0, min_bytes=0):
     topics = {}
     for topic, p, off in parts:
-        topics.setdefault(topic, []).append({"partition": p, "fetch_offset": off, "partition_max_bytes": partition_max,
-                                             "current_leader_epoch": -1, "log_start_offset": -1})
-    return {"replica_id": -1, "max_wait_ms": max_wait, "min_bytes": min_bytes, "max_bytes": max_bytes,
-            "isolation_level": isolation, "session_id": 0, "session_epoch": -1,
-            "topics": [{"topic": t, "partitions": ps} for t, ps in topics.items()],
-            "forgotten_topics_data": [], "rack_id": ""}
+        topics.setdefault(topic, []).append(
+            {
+                "partition": p,
+                "fetch_offset": off,
+                "partition_max_bytes": partition_max,
+                "current_leader_epoch": -1,
+                "log_start_offset": -1,
+            }
+        )
+    return {
+        "replica_id": -1,
+        "max_wait_ms": max_wait,
+        "min_bytes": min_bytes,
+        "max_bytes": max_bytes,
+        "isolation_level": isolation,
+        "session_id": 0,
+        "session_epoch": -1,
+        "topics": [{"topic": t, "partitions": ps} for t, ps in topics.items()],
+        "forgotten_topics_data": [],
+        "rack_id": "",
+    }
 
 
 def list_offsets_req(topic, partitions_ts, isolation=0):
-    return {"replica_id": -1, "isolation_level": isolation, "timeout_ms": 30000,
-            "topics": [{"name": topic, "partitions": [{"partition_index": p, "timestamp": ts, "current_leader_epoch": -1}
-                                                     for p, ts in partitions_ts]}]}
+    return {
+        "replica_id": -1,
+        "isolation_level": isolation,
+        "timeout_ms": 30000,
+        "topics": [
+            {
+                "name": topic,
+                "partitions": [
+                    {"partition_index": p, "timestamp": ts, "current_leader_epoch": -1}
+                    for p, ts in partitions_ts
+                ],
+            }
+        ],
+    }
 
 
 @case("produce/happy")
@@ -48,7 +79,12 @@ def produce_happy(s):
             s.check(f"v{v}/acks{acks}", PRODUCE, v, produce_req("pr-happy", v % 2, batch(2)))
     s.check("v12/unknown-partition", PRODUCE, 12, produce_req("pr-happy", 5, batch()))
     s.check("v12/negative-partition", PRODUCE, 12, produce_req("pr-happy", -1, batch()))
-    s.check("v12/two-partitions", PRODUCE, 12, produce_req("pr-happy", 0, batch(), extra=[{"index": 1, "records": batch(3)}]))
+    s.check(
+        "v12/two-partitions",
+        PRODUCE,
+        12,
+        produce_req("pr-happy", 0, batch(), extra=[{"index": 1, "records": batch(3)}]),
+    )
     s.check("v12/bad-acks", PRODUCE, 12, produce_req("pr-happy", 0, batch(), acks=2))
     s.check("v12/internal-topic", PRODUCE, 12, produce_req("__consumer_offsets", 0, batch()))
     s.check("v12/unknown-topic", PRODUCE, 12, produce_req("pr-missing-topic", 0, batch()))
@@ -59,7 +95,14 @@ def produce_acks0(s):
     s.create_topic("pr-acks0", 1)
     s.check("ok", PRODUCE, 9, produce_req("pr-acks0", 0, batch(), acks=0), expect_response=False, conn="ok")
     s.connection_state("ok/after", conn="ok")
-    s.check("unknown-partition", PRODUCE, 9, produce_req("pr-acks0", 3, batch(), acks=0), expect_response=False, conn="bad")
+    s.check(
+        "unknown-partition",
+        PRODUCE,
+        9,
+        produce_req("pr-acks0", 3, batch(), acks=0),
+        expect_response=False,
+        conn="bad",
+    )
     s.connection_state("unknown-partition/after", conn="bad")
 
 
@@ -78,11 +121,36 @@ def fetch_basic(s):
         s.check(f"v{v}/unknown-topic", FETCH, v, fetch_req([("fe-nosuch", 0, 0)]))
         s.check(f"v{v}/partition-max-1", FETCH, v, fetch_req([("fe-basic", 0, 0)], partition_max=1))
         s.check(f"v{v}/read-committed", FETCH, v, fetch_req([("fe-basic", 0, 0)], isolation=1))
-    s.check("v12/leader-epoch-future", FETCH, 12, {**fetch_req([("fe-basic", 0, 0)]),
-            "topics": [{"topic": "fe-basic", "partitions": [{"partition": 0, "fetch_offset": 0, "current_leader_epoch": 5,
-                                                            "partition_max_bytes": 1000, "log_start_offset": -1}]}]})
+    s.check(
+        "v12/leader-epoch-future",
+        FETCH,
+        12,
+        {
+            **fetch_req([("fe-basic", 0, 0)]),
+            "topics": [
+                {
+                    "topic": "fe-basic",
+                    "partitions": [
+                        {
+                            "partition": 0,
+                            "fetch_offset": 0,
+                            "current_leader_epoch": 5,
+                            "partition_max_bytes": 1000,
+                            "log_start_offset": -1,
+                        }
+                    ],
+                }
+            ],
+        },
+    )
     for iso in (2, -1):
-        s.check(f"v12/isolation-{iso}", FETCH, 12, fetch_req([("fe-basic", 0, 0)], isolation=iso), conn=f"iso{iso}")
+        s.check(
+            f"v12/isolation-{iso}",
+            FETCH,
+            12,
+            fetch_req([("fe-basic", 0, 0)], isolation=iso),
+            conn=f"iso{iso}",
+        )
     s.check("v12/empty", FETCH, 12, fetch_req([]))
 
 
@@ -97,7 +165,12 @@ def fetch_max_bytes(s):
         s.check(f"v{v}/max-1000", FETCH, v, fetch_req(parts, max_bytes=1000))
         s.check(f"v{v}/max-5000", FETCH, v, fetch_req(parts, max_bytes=5000))
         s.check(f"v{v}/partition-max-100", FETCH, v, fetch_req(parts, partition_max=100))
-        s.check(f"v{v}/first-empty", FETCH, v, fetch_req([("fe-big", 0, 1), ("fe-big", 1, 0), ("fe-big", 2, 0)], max_bytes=1000))
+        s.check(
+            f"v{v}/first-empty",
+            FETCH,
+            v,
+            fetch_req([("fe-big", 0, 1), ("fe-big", 1, 0), ("fe-big", 2, 0)], max_bytes=1000),
+        )
 
 
 @case("fetch/long-poll")
@@ -109,7 +182,9 @@ def fetch_long_poll(s):
 @case("list_offsets")
 def list_offsets(s):
     s.create_topic("lo-topic", 2)
-    s.call(PRODUCE, 9, produce_req("lo-topic", 0, build_batch([(b"a", b"1", [], TS), (b"b", b"2", [], TS + 10)])))
+    s.call(
+        PRODUCE, 9, produce_req("lo-topic", 0, build_batch([(b"a", b"1", [], TS), (b"b", b"2", [], TS + 10)]))
+    )
     s.call(PRODUCE, 9, produce_req("lo-topic", 0, build_batch([(b"c", b"3", [], TS + 5)])))
     for v in versions(LIST_OFFSETS):
         for ts in (-1, -2, -3, -4, -5, -7, TS, TS + 5, TS + 7, TS + 100, 0):
@@ -119,8 +194,20 @@ def list_offsets(s):
         s.check(f"v{v}/unknown-topic", LIST_OFFSETS, v, list_offsets_req("lo-missing", [(0, -1)]))
         s.check(f"v{v}/read-committed", LIST_OFFSETS, v, list_offsets_req("lo-topic", [(0, -1)], isolation=1))
     s.check("duplicate-partition", LIST_OFFSETS, 7, list_offsets_req("lo-topic", [(0, -1), (0, -2)]))
-    s.check("leader-epoch-future", LIST_OFFSETS, 7, {**list_offsets_req("lo-topic", [(0, -1)]),
-            "topics": [{"name": "lo-topic", "partitions": [{"partition_index": 0, "timestamp": -1, "current_leader_epoch": 3}]}]})
+    s.check(
+        "leader-epoch-future",
+        LIST_OFFSETS,
+        7,
+        {
+            **list_offsets_req("lo-topic", [(0, -1)]),
+            "topics": [
+                {
+                    "name": "lo-topic",
+                    "partitions": [{"partition_index": 0, "timestamp": -1, "current_leader_epoch": 3}],
+                }
+            ],
+        },
+    )
 
 
 @case("offset_for_leader_epoch")
@@ -129,9 +216,47 @@ def offset_for_leader_epoch(s):
     s.call(PRODUCE, 9, produce_req("ofle", 0, batch(3)))
     for v in versions(OFFSET_FOR_LEADER_EPOCH):
         for epoch in (0, 1, -1):
-            s.check(f"v{v}/epoch={epoch}", OFFSET_FOR_LEADER_EPOCH, v, {"replica_id": -1, "topics": [
-                {"topic": "ofle", "partitions": [{"partition": 0, "current_leader_epoch": -1, "leader_epoch": epoch}]}]})
-        s.check(f"v{v}/unknown", OFFSET_FOR_LEADER_EPOCH, v, {"replica_id": -1, "topics": [
-            {"topic": "ofle-missing", "partitions": [{"partition": 0, "current_leader_epoch": -1, "leader_epoch": 0}]}]})
-        s.check(f"v{v}/fenced", OFFSET_FOR_LEADER_EPOCH, v, {"replica_id": -1, "topics": [
-            {"topic": "ofle", "partitions": [{"partition": 0, "current_leader_epoch": 4, "leader_epoch": 0}]}]})
+            s.check(
+                f"v{v}/epoch={epoch}",
+                OFFSET_FOR_LEADER_EPOCH,
+                v,
+                {
+                    "replica_id": -1,
+                    "topics": [
+                        {
+                            "topic": "ofle",
+                            "partitions": [
+                                {"partition": 0, "current_leader_epoch": -1, "leader_epoch": epoch}
+                            ],
+                        }
+                    ],
+                },
+            )
+        s.check(
+            f"v{v}/unknown",
+            OFFSET_FOR_LEADER_EPOCH,
+            v,
+            {
+                "replica_id": -1,
+                "topics": [
+                    {
+                        "topic": "ofle-missing",
+                        "partitions": [{"partition": 0, "current_leader_epoch": -1, "leader_epoch": 0}],
+                    }
+                ],
+            },
+        )
+        s.check(
+            f"v{v}/fenced",
+            OFFSET_FOR_LEADER_EPOCH,
+            v,
+            {
+                "replica_id": -1,
+                "topics": [
+                    {
+                        "topic": "ofle",
+                        "partitions": [{"partition": 0, "current_leader_epoch": 4, "leader_epoch": 0}],
+                    }
+                ],
+            },
+        )

@@ -6,8 +6,12 @@ DESCRIBE_TOPIC_PARTITIONS, ELECT_LEADERS = 75, 43
 
 
 def dtp(s, label, topics, limit=2000, cursor=None):
-    return s.check(label, DESCRIBE_TOPIC_PARTITIONS, 0, {
-        "topics": [{"name": t} for t in topics], "response_partition_limit": limit, "cursor": cursor})
+    return s.check(
+        label,
+        DESCRIBE_TOPIC_PARTITIONS,
+        0,
+        {"topics": [{"name": t} for t in topics], "response_partition_limit": limit, "cursor": cursor},
+    )
 
 
 @case("describe_topic_partitions")
@@ -27,8 +31,12 @@ def describe_topic_partitions(s):
 
 
 def elect(s, label, version, topic_partitions, election_type=0):
-    return s.check(label, ELECT_LEADERS, version, {"election_type": election_type, "timeout_ms": 10000,
-                                                   "topic_partitions": topic_partitions})
+    return s.check(
+        label,
+        ELECT_LEADERS,
+        version,
+        {"election_type": election_type, "timeout_ms": 10000, "topic_partitions": topic_partitions},
+    )
 
 
 @case("elect_leaders")
@@ -36,7 +44,12 @@ def elect_leaders(s):
     s.create_topic("el-topic", 2)
     for v in versions(ELECT_LEADERS):
         elect(s, f"v{v}/preferred", v, [{"topic": "el-topic", "partitions": [0, 1]}])
-        elect(s, f"v{v}/unknown", v, [{"topic": "el-topic", "partitions": [5]}, {"topic": "el-none", "partitions": [0]}])
+        elect(
+            s,
+            f"v{v}/unknown",
+            v,
+            [{"topic": "el-topic", "partitions": [5]}, {"topic": "el-none", "partitions": [0]}],
+        )
         elect(s, f"v{v}/all", v, None)
         if v >= 1:
             elect(s, f"v{v}/unclean", v, [{"topic": "el-topic", "partitions": [0]}], election_type=1)

@@ -17,9 +17,21 @@ OLD_CLIENT = "3.9.2"
 
 def run_java(s, scenario: str, old_client: bool = False) -> None:
     libs = client_jars(OLD_CLIENT) if old_client else ensure_jars()
-    done = subprocess.run(["java", "-Xmx256m", "-cp", f"{libs}/*", str(SOURCE), s.bootstrap, scenario,
-                           "jv39" if old_client else "jv"],
-                          capture_output=True, text=True, timeout=TIMEOUT_S)
+    done = subprocess.run(
+        [
+            "java",
+            "-Xmx256m",
+            "-cp",
+            f"{libs}/*",
+            str(SOURCE),
+            s.bootstrap,
+            scenario,
+            "jv39" if old_client else "jv",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_S,
+    )
     for line in done.stdout.splitlines():
         label, _, value = line.partition("\t")
         s.observe(label, value)

@@ -7,10 +7,10 @@ import struct
 import time
 
 from crc32c import crc32c
+from minibroker.protocol.record_batch import build_batch
 
 from conformance.cases import case
 from conformance.cases.c_data import LIST_OFFSETS, PRODUCE, list_offsets_req, produce_req
-from minibroker.protocol.record_batch import build_batch
 from tests.support.crafted import raw_batch, record, varint
 
 INIT_PID = 22
@@ -105,8 +105,12 @@ def header_fields(s):
         produce(s, f"size-field-{size}", t, resized(now_batch(one), size))
     produce(s, "two-batches", t, now_batch(one) + now_batch(one))
     produce(s, "batch-plus-trailing-bytes", t, now_batch(one) + b"\x00\x01\x02")
-    produce(s, "control-batch", t, now_batch([record(0, key=b"\x00\x00\x00\x00", value=b"\x00\x00")],
-                                                 attributes=0x20))
+    produce(
+        s,
+        "control-batch",
+        t,
+        now_batch([record(0, key=b"\x00\x00\x00\x00", value=b"\x00\x00")], attributes=0x20),
+    )
     produce(s, "valid-after-all-that", t, now_batch(one))
 
 
@@ -115,9 +119,11 @@ def acks0(s):
     """With acks=0 a refused batch closes the connection (the client has no other way to learn)."""
     t = "bb-acks0"
     s.create_topic(t)
-    for label, records in (("garbage-record", now_batch([b"\x13" * 20])),
-                           ("magic-1", now_batch([record(0)], magic=1)),
-                           ("size-field-13", resized(now_batch([record(0)]), 13))):
+    for label, records in (
+        ("garbage-record", now_batch([b"\x13" * 20])),
+        ("magic-1", now_batch([record(0)], magic=1)),
+        ("size-field-13", resized(now_batch([record(0)]), 13)),
+    ):
         s.check(label, PRODUCE, 9, produce_req(t, 0, records, acks=0), expect_response=False, conn=label)
         s.connection_state(f"{label}/connection", conn=label)
     s.check("log-end-offset", LIST_OFFSETS, 7, list_offsets_req(t, [(0, -1)]), conn="lo")
@@ -150,8 +156,11 @@ def idempotent_batch(pid, seq, n, epoch=0):
 def sequences(s):
     t = "bb-sequences"
     s.create_topic(t)
-    r = s.call(INIT_PID, 4, {"transactional_id": None, "transaction_timeout_ms": 60000,
-                             "producer_id": -1, "producer_epoch": -1})
+    r = s.call(
+        INIT_PID,
+        4,
+        {"transactional_id": None, "transaction_timeout_ms": 60000, "producer_id": -1, "producer_epoch": -1},
+    )
     pid, epoch = r["producer_id"], r["producer_epoch"]
     produce(s, "first-14", t, idempotent_batch(pid, 0, 14, epoch))
     produce(s, "seq-14-15", t, idempotent_batch(pid, 14, 2, epoch))

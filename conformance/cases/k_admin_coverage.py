@@ -14,28 +14,72 @@ def admin(s):
     t = "cov-admin"
     s.create_topic(t)
     for v in versions(DELETE_RECORDS):
-        s.check(f"delete-records/v{v}", DELETE_RECORDS, v, {"topics": [
-            {"name": t, "partitions": [{"partition_index": 0, "offset": 0}]}], "timeout_ms": 30000})
+        s.check(
+            f"delete-records/v{v}",
+            DELETE_RECORDS,
+            v,
+            {
+                "topics": [{"name": t, "partitions": [{"partition_index": 0, "offset": 0}]}],
+                "timeout_ms": 30000,
+            },
+        )
     for v in versions(WRITE_TXN_MARKERS):
         s.check(f"write-txn-markers/v{v}", WRITE_TXN_MARKERS, v, {"markers": []})
     for v in versions(ALTER_CONFIGS):
-        s.check(f"alter-configs/v{v}", ALTER_CONFIGS, v, {"resources": [
-            {"resource_type": 2, "resource_name": t, "configs": [{"name": "retention.ms", "value": "100000"}]}],
-            "validate_only": True})
+        s.check(
+            f"alter-configs/v{v}",
+            ALTER_CONFIGS,
+            v,
+            {
+                "resources": [
+                    {
+                        "resource_type": 2,
+                        "resource_name": t,
+                        "configs": [{"name": "retention.ms", "value": "100000"}],
+                    }
+                ],
+                "validate_only": True,
+            },
+        )
     for v in versions(INCREMENTAL_ALTER_CONFIGS):
-        s.check(f"incremental-alter-configs/v{v}", INCREMENTAL_ALTER_CONFIGS, v, {"resources": [
-            {"resource_type": 2, "resource_name": t, "configs": [
-                {"name": "retention.ms", "config_operation": 0, "value": "100000"}]}], "validate_only": True})
+        s.check(
+            f"incremental-alter-configs/v{v}",
+            INCREMENTAL_ALTER_CONFIGS,
+            v,
+            {
+                "resources": [
+                    {
+                        "resource_type": 2,
+                        "resource_name": t,
+                        "configs": [{"name": "retention.ms", "config_operation": 0, "value": "100000"}],
+                    }
+                ],
+                "validate_only": True,
+            },
+        )
     for v in versions(DESCRIBE_LOG_DIRS):
-        s.check(f"describe-log-dirs/v{v}", DESCRIBE_LOG_DIRS, v, {"topics": [{"topic": t, "partitions": [0]}]})
+        s.check(
+            f"describe-log-dirs/v{v}", DESCRIBE_LOG_DIRS, v, {"topics": [{"topic": t, "partitions": [0]}]}
+        )
 
 
 @case("coverage/security")
 def security(s):
     for v in versions(DESCRIBE_ACLS):
-        s.check(f"describe-acls/v{v}", DESCRIBE_ACLS, v, {
-            "resource_type_filter": 1, "resource_name_filter": None, "pattern_type_filter": 1,
-            "principal_filter": None, "host_filter": None, "operation": 1, "permission_type": 1})
+        s.check(
+            f"describe-acls/v{v}",
+            DESCRIBE_ACLS,
+            v,
+            {
+                "resource_type_filter": 1,
+                "resource_name_filter": None,
+                "pattern_type_filter": 1,
+                "principal_filter": None,
+                "host_filter": None,
+                "operation": 1,
+                "permission_type": 1,
+            },
+        )
     for v in versions(CREATE_ACLS):
         s.check(f"create-acls/v{v}", CREATE_ACLS, v, {"creations": []})
     for v in versions(DELETE_ACLS):

@@ -8,12 +8,22 @@ import time
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
 
-def publish_orders(bootstrap_servers: str, topic: str, orders: list[dict], *, transactional_id: str,
-                   fail_after: int | None = None) -> None:
+def publish_orders(
+    bootstrap_servers: str,
+    topic: str,
+    orders: list[dict],
+    *,
+    transactional_id: str,
+    fail_after: int | None = None,
+) -> None:
     """Send all orders in one transaction; with `fail_after`, abort after that many (a crash
     stand-in) so none of them become visible to read_committed consumers."""
-    producer = KafkaProducer(bootstrap_servers=bootstrap_servers, transactional_id=transactional_id,
-                             key_serializer=str.encode, value_serializer=lambda v: json.dumps(v).encode())
+    producer = KafkaProducer(
+        bootstrap_servers=bootstrap_servers,
+        transactional_id=transactional_id,
+        key_serializer=str.encode,
+        value_serializer=lambda v: json.dumps(v).encode(),
+    )
     try:
         producer.init_transactions()
         producer.begin_transaction()
@@ -28,11 +38,19 @@ def publish_orders(bootstrap_servers: str, topic: str, orders: list[dict], *, tr
         producer.close()
 
 
-def committed_orders(bootstrap_servers: str, topic: str, *, expected: int, timeout_s: float = 15.0) -> list[dict]:
+def committed_orders(
+    bootstrap_servers: str, topic: str, *, expected: int, timeout_s: float = 15.0
+) -> list[dict]:
     """Orders a read_committed consumer sees (waits for `expected` of them, then one more poll)."""
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap_servers, isolation_level="read_committed",
-                             auto_offset_reset="earliest", enable_auto_commit=False, group_id=None,
-                             value_deserializer=json.loads, fetch_max_wait_ms=100)
+    consumer = KafkaConsumer(
+        bootstrap_servers=bootstrap_servers,
+        isolation_level="read_committed",
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+        group_id=None,
+        value_deserializer=json.loads,
+        fetch_max_wait_ms=100,
+    )
     try:
         partitions = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic) or {0})]
         consumer.assign(partitions)

@@ -31,8 +31,15 @@ def test_kafka_python_admin(shared_broker):
     name = unique_name("kpadm")
     admin = admin_client(shared_broker.bootstrap)
     try:
-        res = admin.create_topics({name: {"num_partitions": 3, "replication_factor": 1,
-                                          "configs": {"retention.ms": "86400000", "cleanup.policy": "delete"}}})
+        res = admin.create_topics(
+            {
+                name: {
+                    "num_partitions": 3,
+                    "replication_factor": 1,
+                    "configs": {"retention.ms": "86400000", "cleanup.policy": "delete"},
+                }
+            }
+        )
         assert [(t["name"], t["error_code"]) for t in res["topics"]] == [(name, 0)]
         wait_for_topic(shared_broker, name, 3)
         assert name in admin.list_topics()
@@ -67,7 +74,8 @@ def test_kafka_python_admin(shared_broker):
         assert {"retention.ms", "cleanup.policy"} <= set(modified), sorted(modified)
 
         broker_cfg = admin.describe_configs(
-            [ConfigResource(ConfigResourceType.BROKER, str(node["broker_id"]))], config_filter="all")
+            [ConfigResource(ConfigResourceType.BROKER, str(node["broker_id"]))], config_filter="all"
+        )
         assert broker_cfg["broker"][str(node["broker_id"])]["message.max.bytes"]["value"] == "1048588"
 
         old_id = metadata_topic(shared_broker, name).topic_id
@@ -94,8 +102,10 @@ def test_confluent_admin(shared_broker):
 
     name = unique_name("ckadm")
     admin = AdminClient({"bootstrap.servers": shared_broker.bootstrap, "socket.timeout.ms": 10000})
-    fs = admin.create_topics([NewTopic(name, num_partitions=3, replication_factor=1,
-                                       config={"retention.ms": "7200000"})], operation_timeout=CK_TIMEOUT)
+    fs = admin.create_topics(
+        [NewTopic(name, num_partitions=3, replication_factor=1, config={"retention.ms": "7200000"})],
+        operation_timeout=CK_TIMEOUT,
+    )
     fs[name].result(CK_TIMEOUT)
     wait_for_topic(shared_broker, name, 3)
 
@@ -121,7 +131,9 @@ def test_confluent_admin(shared_broker):
     assert [(n.host, n.port) for n in cluster.nodes] == [(shared_broker.host, shared_broker.port)]
 
     admin.delete_topics([name], operation_timeout=CK_TIMEOUT)[name].result(CK_TIMEOUT)
-    wait_until(lambda: name not in admin.list_topics(timeout=CK_TIMEOUT).topics, 10, message=f"{name} deleted")
+    wait_until(
+        lambda: name not in admin.list_topics(timeout=CK_TIMEOUT).topics, 10, message=f"{name} deleted"
+    )
     with pytest.raises(KafkaException) as exc:
         admin.delete_topics([name])[name].result(CK_TIMEOUT)
     assert exc.value.args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART
@@ -140,8 +152,12 @@ def test_confluent_admin_list_offsets(shared_broker):
         r = c.produce(name, 0, build_batch([(None, b"v%d" % i, [], base + 100 * i) for i in range(8)]))
         assert r.error_code == 0
     tp = TopicPartition(name, 0)
-    for spec, want in [(OffsetSpec.earliest(), 0), (OffsetSpec.latest(), 8),
-                       (OffsetSpec.for_timestamp(base + 250), 3), (OffsetSpec.max_timestamp(), 7)]:
+    for spec, want in [
+        (OffsetSpec.earliest(), 0),
+        (OffsetSpec.latest(), 8),
+        (OffsetSpec.for_timestamp(base + 250), 3),
+        (OffsetSpec.max_timestamp(), 7),
+    ]:
         got = admin.list_offsets({tp: spec}, request_timeout=CK_TIMEOUT)[tp].result(CK_TIMEOUT)
         assert got.offset == want, f"{spec}: {got.offset} != {want}"
 

@@ -100,7 +100,9 @@ def test_api_versions_unsupported_version_gets_v0_error_body(bad_broker, flexibl
         assert corr == 4242
         v0 = parse_api_versions_v0(resp[4:])  # response header v0: no tag buffer
         assert v0.error_code == UNSUPPORTED_VERSION
-        assert v0.trailing == b"", f"the error body must be exactly a v0 body, {len(v0.trailing)} bytes follow"
+        assert v0.trailing == b"", (
+            f"the error body must be exactly a v0 body, {len(v0.trailing)} bytes follow"
+        )
         assert 18 in v0.api_keys and v0.api_keys[18] == (0, 5), f"ApiVersions entry: {v0.api_keys.get(18)}"
         # the connection is kept: the client retries at a version the broker knows
         av = c.api_versions(3)
@@ -111,8 +113,18 @@ def test_api_versions_unsupported_version_gets_v0_error_body(bad_broker, flexibl
 
 def test_api_versions_advertised_ranges(bad_broker):
     """The ranges issue 2 requires, in every ApiVersions version the clients use."""
-    required = {0: (0, 12), 1: (4, 12), 2: (1, 10), 3: (0, 13), 18: (0, 4), 19: (2, 7), 20: (1, 6),
-                23: (2, 4), 32: (1, 4), 60: (0, 1)}
+    required = {
+        0: (0, 12),
+        1: (4, 12),
+        2: (1, 10),
+        3: (0, 13),
+        18: (0, 4),
+        19: (2, 7),
+        20: (1, 6),
+        23: (2, 4),
+        32: (1, 4),
+        60: (0, 1),
+    }
     never = {68, 69, 71, 72}  # KIP-848, telemetry: not implemented
     for version in (0, 1, 2, 3, 4):
         with WireClient.to(bad_broker) as c:
@@ -121,7 +133,9 @@ def test_api_versions_advertised_ranges(bad_broker):
         ranges = {k.api_key: (k.min_version, k.max_version) for k in av.api_keys}
         for key, (lo, hi) in required.items():
             assert key in ranges, f"api key {key} not advertised (ApiVersions v{version})"
-            assert ranges[key][0] <= lo and ranges[key][1] >= hi, f"api key {key}: {ranges[key]} does not cover {lo}-{hi}"
+            assert ranges[key][0] <= lo and ranges[key][1] >= hi, (
+                f"api key {key}: {ranges[key]} does not cover {lo}-{hi}"
+            )
         assert ranges[0] == (0, 12), f"Produce must be advertised as 0-12 exactly, got {ranges[0]}"
         assert not never & set(ranges), f"advertises unimplemented APIs {sorted(never & set(ranges))}"
 
@@ -183,6 +197,7 @@ def test_frame_at_exactly_the_limit_is_read(bad_broker):
     """socket.request.max.bytes is inclusive: a frame of exactly that size is read and answered.
     Here: a Metadata v4 request naming ~5000 (unknown) topics, sized to the byte."""
     from kafka.protocol.metadata import MetadataResponse
+
     from tests.support.wire import decode_response
 
     head = request_header(3, 4, 10)
@@ -239,14 +254,20 @@ def test_unknown_tagged_fields_are_ignored(bad_broker, where):
     tagged fields); the request is answered normally. Metadata v12, one unknown tag placed in the
     request header, in a topic entry, or at the end of the body."""
     from kafka.protocol.metadata import MetadataRequest, MetadataResponse
+
     from tests.support.wire import decode_response
 
     topic = make_topic(bad_broker, 2)
     t = topic.encode()
-    unknown = {"request-header": b"\x01\x05\x02\xab\xcd", "topic-entry": b"\x01\x07\x03xyz",
-               "request-body": b"\x01\x09\x01\x00"}
+    unknown = {
+        "request-header": b"\x01\x05\x02\xab\xcd",
+        "topic-entry": b"\x01\x07\x03xyz",
+        "request-body": b"\x01\x09\x01\x00",
+    }
     none = b"\x00"
-    head = request_header(3, 12, 16, "tags", flexible=False) + (unknown[where] if where == "request-header" else none)
+    head = request_header(3, 12, 16, "tags", flexible=False) + (
+        unknown[where] if where == "request-header" else none
+    )
     body = b"\x02" + b"\x00" * 16 + encode_uvarint(len(t) + 1) + t
     body += unknown[where] if where == "topic-entry" else none
     body += b"\x00\x00"  # allow_auto_topic_creation, include_topic_authorized_operations
@@ -260,8 +281,19 @@ def test_unknown_tagged_fields_are_ignored(bad_broker, where):
 
 
 # ----------------------------------------------------------------------------------- topics
-INVALID_NAMES = ["bad name", "a/b", "..", ".", "x" * 250, "", "t\u00e9st", "semi;colon", "x\n",
-                 "..\n", "tab\t"]
+INVALID_NAMES = [
+    "bad name",
+    "a/b",
+    "..",
+    ".",
+    "x" * 250,
+    "",
+    "t\u00e9st",
+    "semi;colon",
+    "x\n",
+    "..\n",
+    "tab\t",
+]
 
 
 @pytest.mark.parametrize("version", [2, 5, 7])
@@ -381,16 +413,34 @@ def test_fetch_unknown_topic(bad_broker):
 # ----------------------------------------------------------------------------------- CLI
 def run_cli(tmp_path, *args, timeout=15):
     return subprocess.run(
-        [sys.executable, "-m", "minibroker", "--port", "0", "--data-dir", str(tmp_path / "data"),
-         "--port-file", str(tmp_path / "port"), *args],
-        cwd=str(REPO_ROOT), capture_output=True, text=True, timeout=timeout)
+        [
+            sys.executable,
+            "-m",
+            "minibroker",
+            "--port",
+            "0",
+            "--data-dir",
+            str(tmp_path / "data"),
+            "--port-file",
+            str(tmp_path / "port"),
+            *args,
+        ],
+        cwd=str(REPO_ROOT),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
-@pytest.mark.parametrize("setting,name", [
-    ("no.such.property=1", "no.such.property"),
-    ("num.partitions=abc", "num.partitions"),
-    ("message.max.bytes=-5", "message.max.bytes"),
-], ids=["unknown", "not-an-int", "out-of-range"])
+@pytest.mark.parametrize(
+    "setting,name",
+    [
+        ("no.such.property=1", "no.such.property"),
+        ("num.partitions=abc", "num.partitions"),
+        ("message.max.bytes=-5", "message.max.bytes"),
+    ],
+    ids=["unknown", "not-an-int", "out-of-range"],
+)
 def test_bad_property_stops_startup(tmp_path, setting, name):
     t0 = time.monotonic()
     res = run_cli(tmp_path, "--set", setting)

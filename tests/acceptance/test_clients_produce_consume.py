@@ -15,6 +15,7 @@ import struct
 import time
 
 import pytest
+from kafka.protocol.consumer import FetchResponse
 
 from tests.support import clients
 from tests.support.helpers import (
@@ -34,7 +35,6 @@ from tests.support.wire import (
     decode_response,
     iter_batches,
 )
-from kafka.protocol.consumer import FetchResponse
 
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
 CLIENTS = ["kafka-python", "confluent-kafka", "aiokafka"]
@@ -50,7 +50,9 @@ async def produce_with(client: str, bootstrap: str, topic: str, messages, codec:
     return await clients.aio_produce(bootstrap, topic, messages, codec)
 
 
-async def consume_with(client: str, bootstrap: str, topic: str, partitions: list[int], expected: int, **extra):
+async def consume_with(
+    client: str, bootstrap: str, topic: str, partitions: list[int], expected: int, **extra
+):
     if client == "kafka-python":
         return await asyncio.to_thread(clients.kp_consume, bootstrap, topic, partitions, expected, **extra)
     if client == "confluent-kafka":
@@ -110,8 +112,14 @@ async def test_kafka_python_read_committed(shared_broker):
     messages = make_messages(600, PARTITIONS, tag="rc")
     acked = await produce_with("confluent-kafka", shared_broker.bootstrap, topic, messages, "none")
     expected = expected_by_partition(messages, acked)
-    consumed = await consume_with("kafka-python", shared_broker.bootstrap, topic, list(range(PARTITIONS)), 600,
-                                  isolation_level="read_committed")
+    consumed = await consume_with(
+        "kafka-python",
+        shared_broker.bootstrap,
+        topic,
+        list(range(PARTITIONS)),
+        600,
+        isolation_level="read_committed",
+    )
     clients.compare_partitions(consumed, expected)
 
 
@@ -124,8 +132,10 @@ def _timestamped_topic(broker, n_batches=3, per_batch=10):
     base = int(time.time() * 1000) - 3_600_000
     with WireClient.to(broker) as c:
         for b in range(n_batches):
-            recs = [(f"k{i}".encode(), f"v{i}".encode(), [], base + 10 * i)
-                    for i in range(b * per_batch, (b + 1) * per_batch)]
+            recs = [
+                (f"k{i}".encode(), f"v{i}".encode(), [], base + 10 * i)
+                for i in range(b * per_batch, (b + 1) * per_batch)
+            ]
             r = c.produce(topic, 0, build_batch(recs))
             assert r.error_code == 0 and r.base_offset == b * per_batch
     return topic, base, n_batches * per_batch
@@ -265,7 +275,9 @@ def test_every_advertised_version_of_produce_fetch_list_offsets_metadata(shared_
         produce_versions = range(max(3, ranges[0][0]), min(12, ranges[0][1]) + 1)
         expected = []
         for v in produce_versions:
-            r = c.produce(topic, 0, build_batch([(b"v", f"produce v{v}".encode(), [("v", str(v).encode())])]), version=v)
+            r = c.produce(
+                topic, 0, build_batch([(b"v", f"produce v{v}".encode(), [("v", str(v).encode())])]), version=v
+            )
             assert (r.error_code, r.base_offset) == (0, len(expected)), f"Produce v{v}"
             expected.append(f"produce v{v}".encode())
         failures = []
@@ -274,7 +286,9 @@ def test_every_advertised_version_of_produce_fetch_list_offsets_metadata(shared_
                 _, p = c.fetch(topic, 0, 0, max_wait_ms=0, version=v)
                 recs = [r.value for b in iter_batches(p.records) for r in batch_records(b)]
                 if (p.error_code, p.high_watermark, recs) != (0, len(expected), expected):
-                    failures.append(f"Fetch v{v}: error {p.error_code}, hw {p.high_watermark}, {len(recs)} records")
+                    failures.append(
+                        f"Fetch v{v}: error {p.error_code}, hw {p.high_watermark}, {len(recs)} records"
+                    )
                 _, p = c.fetch(topic, 0, len(expected), max_wait_ms=0, version=v)
                 if (p.error_code, p.records) != (0, b""):
                     failures.append(f"Fetch v{v} at log end: error {p.error_code}, records {p.records!r}")
@@ -324,7 +338,12 @@ def test_fetch_answers_every_requested_partition(shared_broker):
 
 def test_pipelined_requests_are_answered_in_order(shared_broker):
     """Clients pipeline requests; a parked fetch must not let later responses overtake it."""
-    from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse, MetadataRequest, MetadataResponse
+    from kafka.protocol.metadata import (
+        ApiVersionsRequest,
+        ApiVersionsResponse,
+        MetadataRequest,
+        MetadataResponse,
+    )
 
     topic = unique_name("pipe")
     create_topic(shared_broker, topic, 1)
@@ -332,7 +351,11 @@ def test_pipelined_requests_are_answered_in_order(shared_broker):
         corrs = [
             (c.send_request(build_fetch_request(topic, 0, 0, max_wait_ms=800), 12), FetchResponse, 12),
             (c.send_request(ApiVersionsRequest(), 0), ApiVersionsResponse, 0),
-            (c.send_request(MetadataRequest(topics=None, allow_auto_topic_creation=False), 9), MetadataResponse, 9),
+            (
+                c.send_request(MetadataRequest(topics=None, allow_auto_topic_creation=False), 9),
+                MetadataResponse,
+                9,
+            ),
         ]
         t0 = time.monotonic()
         for corr, cls, v in corrs:
@@ -373,8 +396,9 @@ def test_client_reset_while_fetch_parked_is_a_quiet_close(shared_broker):
     log_before = len(shared_broker.log_text())
     for wake_by_data in (False, True):
         waiter = WireClient.to(shared_broker)
-        waiter.send_request(build_fetch_request(topic, 0, 0 if not wake_by_data else 1,
-                                                max_wait_ms=500, min_bytes=1), 12)
+        waiter.send_request(
+            build_fetch_request(topic, 0, 0 if not wake_by_data else 1, max_wait_ms=500, min_bytes=1), 12
+        )
         time.sleep(0.2)  # let the fetch park
         waiter.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
         waiter.close()  # RST, not FIN

@@ -16,17 +16,20 @@ pytestmark = pytest.mark.timeout(120)
 
 # small segments from the broker default: a topic may not ask for less than 1 MiB (Kafka 4)
 FAST_CLEANER = {"log.cleaner.backoff.ms": 200, "log.segment.bytes": 2000}
-COMPACT = {"cleanup.policy": "compact",
-           "min.cleanable.dirty.ratio": 0.01}
+COMPACT = {"cleanup.policy": "compact", "min.cleanable.dirty.ratio": 0.01}
 
 
 def consume_all(bootstrap, topic, isolation="read_uncommitted"):
     """(offset, key, value) of every record from the start to the end, kafka-python."""
     from kafka import KafkaConsumer, TopicPartition
 
-    c = KafkaConsumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest",
-                      enable_auto_commit=False, fetch_max_wait_ms=100,
-                      isolation_level=isolation)
+    c = KafkaConsumer(
+        bootstrap_servers=bootstrap,
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+        fetch_max_wait_ms=100,
+        isolation_level=isolation,
+    )
     tp = TopicPartition(topic, 0)
     try:
         c.assign([tp])
@@ -50,8 +53,7 @@ def latest(records):
 
 
 def cleaned(broker, topic, since=0, timeout=20):
-    return broker.wait_for_log(rf'"cleaned log".*"{topic}"|"{topic}".*"cleaned log"', since,
-                               timeout)
+    return broker.wait_for_log(rf'"cleaned log".*"{topic}"|"{topic}".*"cleaned log"', since, timeout)
 
 
 def test_keyed_topic_compacts_to_latest_value_per_key(broker_factory):
@@ -64,8 +66,13 @@ def test_keyed_topic_compacts_to_latest_value_per_key(broker_factory):
     produced = []  # (offset, key, value) as acknowledged
 
     def send(key, value):
-        p.produce(topic, key=key, value=value, partition=0,
-                  on_delivery=lambda e, m: produced.append((m.offset(), m.key(), m.value())))
+        p.produce(
+            topic,
+            key=key,
+            value=value,
+            partition=0,
+            on_delivery=lambda e, m: produced.append((m.offset(), m.key(), m.value())),
+        )
 
     for rnd in range(30):
         for k in range(10):
@@ -79,9 +86,14 @@ def test_keyed_topic_compacts_to_latest_value_per_key(broker_factory):
         send(b"filler-%d" % k, b"f" * 100)
         p.flush(10)
     cleaned(broker, topic, mark)
-    wait_until(lambda: broker.log_text().count(f'"{topic}"') and
-               len(consume_all(broker.bootstrap, topic)) < len(produced) / 5, 20,
-               message="the tombstones' segment cleaned")
+    wait_until(
+        lambda: (
+            broker.log_text().count(f'"{topic}"')
+            and len(consume_all(broker.bootstrap, topic)) < len(produced) / 5
+        ),
+        20,
+        message="the tombstones' segment cleaned",
+    )
     after = consume_all(broker.bootstrap, topic)
     assert len(produced) == 323
     assert latest(after) == latest(produced)  # same offsets, same values, tombstones kept
@@ -96,16 +108,18 @@ def test_compacted_topic_refuses_keyless_records(broker_factory):
     topic = unique_name("compact-keyless")
     create_topic(broker, topic, 1, {"cleanup.policy": "compact"})
     with WireClient.to(broker) as c:
-        r = c.produce(topic, 0, build_batch([(b"k", b"ok", []), (None, b"no key", []),
-                                             (None, b"no key either", [])]))
+        r = c.produce(
+            topic, 0, build_batch([(b"k", b"ok", []), (None, b"no key", []), (None, b"no key either", [])])
+        )
     assert r.error_code == 87  # INVALID_RECORD
     assert [(e.batch_index, e.batch_index_error_message) for e in r.record_errors] == [
-        (i, f"Compacted topic cannot accept message without key in topic partition {topic}-0")
-        for i in (1, 2)]
+        (i, f"Compacted topic cannot accept message without key in topic partition {topic}-0") for i in (1, 2)
+    ]
     assert r.error_message.endswith(  # Kafka prints the Java list of RecordError
         f"[RecordError(batchIndex=1, message='Compacted topic cannot accept message without key in "
         f"topic partition {topic}-0'), RecordError(batchIndex=2, message='Compacted topic cannot "
-        f"accept message without key in topic partition {topic}-0')]")
+        f"accept message without key in topic partition {topic}-0')]"
+    )
     errors = []
     p = Producer({"bootstrap.servers": broker.bootstrap, "retries": 0})
     p.produce(topic, value=b"no key", partition=0, on_delivery=lambda e, m: errors.append(e))
@@ -123,8 +137,7 @@ def test_transactional_topic_compaction_keeps_what_readers_saw(broker_factory):
     broker = broker_factory(FAST_CLEANER)
     topic = unique_name("compact-txn")
     create_topic(broker, topic, 1, COMPACT)
-    p = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": "tx-" + topic,
-                  "linger.ms": 0})
+    p = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": "tx-" + topic, "linger.ms": 0})
     p.init_transactions(10)
     for rnd in range(25):
         p.begin_transaction()
@@ -143,8 +156,11 @@ def test_transactional_topic_compaction_keeps_what_readers_saw(broker_factory):
         p.commit_transaction(10)
     aborted_values = {v for _, _, v in uncommitted_before} - {v for _, _, v in committed_before}
     assert aborted_values
-    wait_until(lambda: not aborted_values & {v for _, _, v in consume_all(broker.bootstrap, topic)},
-               30, message="every aborted record cleaned away")
+    wait_until(
+        lambda: not aborted_values & {v for _, _, v in consume_all(broker.bootstrap, topic)},
+        30,
+        message="every aborted record cleaned away",
+    )
     committed_after = consume_all(broker.bootstrap, topic, "read_committed")
     uncommitted_after = consume_all(broker.bootstrap, topic)
     view = latest(committed_after)
@@ -155,9 +171,13 @@ def test_transactional_topic_compaction_keeps_what_readers_saw(broker_factory):
 
 def test_sigkill_in_the_middle_of_a_cleaner_swap_recovers(broker_factory):
     from confluent_kafka import Producer
-
-    from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry,
-                                       ConfigResource, ResourceType)
+    from confluent_kafka.admin import (
+        AdminClient,
+        AlterConfigOpType,
+        ConfigEntry,
+        ConfigResource,
+        ResourceType,
+    )
 
     broker = broker_factory({**FAST_CLEANER, "minibroker.test.fault": "crash-mid-clean-swap"})
     topic = unique_name("compact-crash")
@@ -169,8 +189,13 @@ def test_sigkill_in_the_middle_of_a_cleaner_swap_recovers(broker_factory):
         for k in range(5):
             p.produce(topic, key=b"k%d" % k, value=b"%d" % rnd + b"q" * 60, partition=0)
         assert p.flush(10) == 0
-    res = ConfigResource(ResourceType.TOPIC, topic, incremental_configs=[
-        ConfigEntry("cleanup.policy", "compact", incremental_operation=AlterConfigOpType.SET)])
+    res = ConfigResource(
+        ResourceType.TOPIC,
+        topic,
+        incremental_configs=[
+            ConfigEntry("cleanup.policy", "compact", incremental_operation=AlterConfigOpType.SET)
+        ],
+    )
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})
     admin.incremental_alter_configs([res])[res].result(10)
     wait_until(lambda: broker.proc.poll() is not None, 30, message="the fault hook to exit")
@@ -189,8 +214,9 @@ def test_sigkill_in_the_middle_of_a_cleaner_swap_recovers(broker_factory):
 def test_internal_topics_are_compacted(broker_factory):
     from confluent_kafka import Consumer, Producer, TopicPartition
 
-    broker = broker_factory({**FAST_CLEANER, "offsets.topic.segment.bytes": 4096,
-                             "transaction.state.log.segment.bytes": 4096})
+    broker = broker_factory(
+        {**FAST_CLEANER, "offsets.topic.segment.bytes": 4096, "transaction.state.log.segment.bytes": 4096}
+    )
     topic = unique_name("internal")
     create_topic(broker, topic, 1)
     p = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": "tx-" + topic})
@@ -199,17 +225,24 @@ def test_internal_topics_are_compacted(broker_factory):
         p.begin_transaction()
         p.produce(topic, value=b"x", partition=0)
         p.commit_transaction(10)
-    c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "g-" + topic,
-                  "enable.auto.commit": False})
+    c = Consumer(
+        {"bootstrap.servers": broker.bootstrap, "group.id": "g-" + topic, "enable.auto.commit": False}
+    )
     for i in range(300):
         c.commit(offsets=[TopicPartition(topic, 0, i)], asynchronous=False)
     c.close()
 
     def sizes():
-        return {name: sum(f.stat().st_size for f in (broker.data_dir / f"{name}-0").glob("*.log"))
-                for name in ("__transaction_state", "__consumer_offsets")}
-    wait_until(lambda: sizes()["__transaction_state"] < 40_000 and sizes()["__consumer_offsets"] < 20_000,
-               30, message=f"internal topics compacted ({sizes()})")
+        return {
+            name: sum(f.stat().st_size for f in (broker.data_dir / f"{name}-0").glob("*.log"))
+            for name in ("__transaction_state", "__consumer_offsets")
+        }
+
+    wait_until(
+        lambda: sizes()["__transaction_state"] < 40_000 and sizes()["__consumer_offsets"] < 20_000,
+        30,
+        message=f"internal topics compacted ({sizes()})",
+    )
     broker.restart(kill=True)
     c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "g-" + topic})
     (tp,) = c.committed([TopicPartition(topic, 0)], timeout=10)

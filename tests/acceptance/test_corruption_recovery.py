@@ -31,7 +31,10 @@ def write_batches(broker, topic: str, first: int = 0, batches: int = BATCHES) ->
     with WireClient.to(broker) as c:
         for b in range(batches):
             start = first + b * PER_BATCH
-            recs = [(f"key-{i}".encode(), value(i), [("n", str(i).encode())]) for i in range(start, start + PER_BATCH)]
+            recs = [
+                (f"key-{i}".encode(), value(i), [("n", str(i).encode())])
+                for i in range(start, start + PER_BATCH)
+            ]
             r = c.produce(topic, 0, build_batch(recs))
             assert (r.error_code, r.base_offset) == (0, start)
 
@@ -39,9 +42,13 @@ def write_batches(broker, topic: str, first: int = 0, batches: int = BATCHES) ->
 def segment_files(broker, topic: str, partition: int = 0) -> list[Path]:
     d = broker.data_dir / f"{topic}-{partition}"
     files = sorted(d.glob("*.log"))
-    assert files, f"no segment files in {d}: {sorted(x.name for x in d.iterdir()) if d.exists() else 'missing'}"
+    assert files, (
+        f"no segment files in {d}: {sorted(x.name for x in d.iterdir()) if d.exists() else 'missing'}"
+    )
     for f in files:
-        assert len(f.stem) == 20 and f.stem.isdigit(), f"segment file name {f.name} is not <20-digit base offset>.log"
+        assert len(f.stem) == 20 and f.stem.isdigit(), (
+            f"segment file name {f.name} is not <20-digit base offset>.log"
+        )
     return files
 
 
@@ -63,13 +70,18 @@ def check_survivors(broker, topic: str, survivors: int) -> None:
     """Exactly records 0..survivors-1 are served, intact; appends continue at `survivors`."""
     with WireClient.to(broker) as c:
         latest = c.list_offsets(topic, 0, -1)
-        assert (latest.error_code, latest.offset) == (0, survivors), f"log end after recovery: {latest.offset}"
+        assert (latest.error_code, latest.offset) == (0, survivors), (
+            f"log end after recovery: {latest.offset}"
+        )
         recs, hw = read_partition(c, topic, 0)
         assert hw == survivors
         assert [(r.offset, r.key, r.value) for r in recs] == [
-            (i, f"key-{i}".encode(), value(i)) for i in range(survivors)]
+            (i, f"key-{i}".encode(), value(i)) for i in range(survivors)
+        ]
     consumed = clients.kp_consume(broker.bootstrap, topic, [0], survivors, timeout=15)
-    assert [(o, k, v) for o, k, v, _, _ in consumed[0]] == [(i, f"key-{i}".encode(), value(i)) for i in range(survivors)]
+    assert [(o, k, v) for o, k, v, _, _ in consumed[0]] == [
+        (i, f"key-{i}".encode(), value(i)) for i in range(survivors)
+    ]
     # new appends land right after the cut and read back cleanly with the old records
     write_batches(broker, topic, first=survivors, batches=2)
     with WireClient.to(broker) as c:
@@ -114,8 +126,11 @@ def test_truncated_segment(broker_factory, mode, where):
     check_survivors(broker, topic, victim * PER_BATCH)
 
 
-@pytest.mark.parametrize("victim,offset_in_batch", [(4, 70), (4, 21), (9, -1)],
-                         ids=["batch4-record", "batch4-attributes", "last-batch-last-byte"])
+@pytest.mark.parametrize(
+    "victim,offset_in_batch",
+    [(4, 70), (4, 21), (9, -1)],
+    ids=["batch4-record", "batch4-attributes", "last-batch-last-byte"],
+)
 def test_flipped_byte_in_segment(broker_factory, victim, offset_in_batch):
     broker = broker_factory(NO_FLUSH)
     topic = unique_name("flip")
@@ -146,7 +161,9 @@ def test_truncated_tail_with_several_segments(broker_factory):
     write_batches(broker, topic)
     broker.kill()
     segs = segment_files(broker, topic)
-    assert len(segs) >= 3, f"expected several segments with log.segment.bytes=1500, got {[s.name for s in segs]}"
+    assert len(segs) >= 3, (
+        f"expected several segments with log.segment.bytes=1500, got {[s.name for s in segs]}"
+    )
     last = segs[-1]
     spans = batch_spans(last)
     assert spans and int(last.stem) == spans[0][2], "segment file name must be its first batch's base offset"

@@ -71,7 +71,8 @@ def test_deleted_transaction_index_rebuilt_on_a_clean_start(broker_factory):
         f.unlink()
     broker.start()
     assert [v for _, _, v in consume_all(broker.bootstrap, topic, "read_committed")] == [
-        b"c-%d" % i for i in range(5)]
+        b"c-%d" % i for i in range(5)
+    ]
 
 
 def test_flipped_byte_in_consumer_offsets_on_a_clean_start(broker_factory):

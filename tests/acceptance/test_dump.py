@@ -15,8 +15,12 @@ from tests.support.helpers import create_topic, unique_name
 
 
 def run_dump(*args) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "minibroker", "dump", *map(str, args)],
-                          capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "minibroker", "dump", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def _tree(path) -> dict[str, tuple[int, int]]:
@@ -30,8 +34,12 @@ def _tree(path) -> dict[str, tuple[int, int]]:
 
 def _crashed_mid_transaction(broker, topic: str) -> None:
     create_topic(broker, topic, 1)
-    producer = KafkaProducer(bootstrap_servers=broker.bootstrap, transactional_id="dump-txn",
-                             request_timeout_ms=10_000, max_block_ms=10_000)
+    producer = KafkaProducer(
+        bootstrap_servers=broker.bootstrap,
+        transactional_id="dump-txn",
+        request_timeout_ms=10_000,
+        max_block_ms=10_000,
+    )
     producer.init_transactions()
     producer.begin_transaction()
     producer.send(topic, key=b"k1", value=b"committed")
@@ -43,9 +51,14 @@ def _crashed_mid_transaction(broker, topic: str) -> None:
     producer.begin_transaction()
     producer.send(topic, key=b"k3", value=b"open when killed")
     producer.flush()
-    consumer = KafkaConsumer(topic, bootstrap_servers=broker.bootstrap, group_id="dump-group",
-                             auto_offset_reset="earliest", isolation_level="read_committed",
-                             enable_auto_commit=False)
+    consumer = KafkaConsumer(
+        topic,
+        bootstrap_servers=broker.bootstrap,
+        group_id="dump-group",
+        auto_offset_reset="earliest",
+        isolation_level="read_committed",
+        enable_auto_commit=False,
+    )
     deadline = time.monotonic() + 20
     seen = []
     while not seen and time.monotonic() < deadline:
@@ -75,17 +88,37 @@ def test_dump_decodes_a_directory_killed_mid_transaction(broker_factory):
     assert data[0][1][0]["value"] == "committed" and data[1][1][0]["end_txn_marker"] == "COMMIT"
     assert data[2][1][0]["value"] == "aborted" and data[3][1][0]["end_txn_marker"] == "ABORT"
     last = batches[-1]
-    assert last["is_transactional"] and not last["is_control"] and last["records"][0]["value"] == "open when killed"
+    assert (
+        last["is_transactional"]
+        and not last["is_control"]
+        and last["records"][0]["value"] == "open when killed"
+    )
     assert last["producer_id"] == batches[0]["producer_id"] and last["base_sequence"] == 2
 
-    txn_states = [r["decoded"] for seg in parts[("__transaction_state", 0)]["segments"]
-                  for b in seg["batches"] for r in b["records"]]
+    txn_states = [
+        r["decoded"]
+        for seg in parts[("__transaction_state", 0)]["segments"]
+        for b in seg["batches"]
+        for r in b["records"]
+    ]
     assert [t["state"] for t in txn_states] == [
-        "Empty", "Ongoing", "PrepareCommit", "CompleteCommit", "Ongoing", "PrepareAbort", "CompleteAbort", "Ongoing"]
+        "Empty",
+        "Ongoing",
+        "PrepareCommit",
+        "CompleteCommit",
+        "Ongoing",
+        "PrepareAbort",
+        "CompleteAbort",
+        "Ongoing",
+    ]
     assert txn_states[-1]["transactional_id"] == "dump-txn" and txn_states[-1]["partitions"] == [f"{topic}-0"]
 
-    offsets = [r["decoded"] for seg in parts[("__consumer_offsets", 0)]["segments"]
-               for b in seg["batches"] for r in b.get("records", [])]
+    offsets = [
+        r["decoded"]
+        for seg in parts[("__consumer_offsets", 0)]["segments"]
+        for b in seg["batches"]
+        for r in b.get("records", [])
+    ]
     commits = [o for o in offsets if o["key_type"] == "OffsetKey"]
     # a read_committed consumer's position stops at the LSO: the open transaction's first offset
     assert commits and commits[-1]["group"] == "dump-group" and commits[-1]["value"]["offset"] == 4

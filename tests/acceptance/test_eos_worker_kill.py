@@ -32,7 +32,7 @@ WORKER = REPO_ROOT / "tests" / "support" / "eos_worker.py"
 # kill points, one worker each: after its output is in the log (open transaction), and after its
 # offsets were added to the transaction (pending transactional offset commit)
 KILLS = ["PRODUCED", "OFFSETS", "PRODUCED", "OFFSETS"]
-GROWTH = 50          # output high-watermark growth (sum over partitions) before a kill is armed
+GROWTH = 50  # output high-watermark growth (sum over partitions) before a kill is armed
 STEP_DEADLINE = 20.0  # per worker: start, join, make progress, reach the kill point
 
 
@@ -41,10 +41,25 @@ class Worker:
         self.name = f"worker{n}"
         self.stderr = open(log_dir / f"{self.name}.stderr", "wb")
         self.proc = subprocess.Popen(
-            [sys.executable, str(WORKER), broker.bootstrap, src, dst, group, txn_id,
-             "--batch", "20", "--pause", str(pause)],
-            cwd=str(REPO_ROOT), stdout=subprocess.PIPE, stderr=self.stderr,
-            stdin=subprocess.DEVNULL, text=True, bufsize=1,
+            [
+                sys.executable,
+                str(WORKER),
+                broker.bootstrap,
+                src,
+                dst,
+                group,
+                txn_id,
+                "--batch",
+                "20",
+                "--pause",
+                str(pause),
+            ],
+            cwd=str(REPO_ROOT),
+            stdout=subprocess.PIPE,
+            stderr=self.stderr,
+            stdin=subprocess.DEVNULL,
+            text=True,
+            bufsize=1,
         )
         self.lines: queue.Queue[str | None] = queue.Queue()
         self.seen: list[str] = []
@@ -115,9 +130,16 @@ def _read_committed_output(broker, topic):
     beginning until every partition reports EOF (the LSO for read_committed)."""
     from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
 
-    c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": uid("reader"),
-                  "isolation.level": "read_committed", "enable.auto.commit": False,
-                  "enable.partition.eof": True, "fetch.wait.max.ms": 100})
+    c = Consumer(
+        {
+            "bootstrap.servers": broker.bootstrap,
+            "group.id": uid("reader"),
+            "isolation.level": "read_committed",
+            "enable.auto.commit": False,
+            "enable.partition.eof": True,
+            "fetch.wait.max.ms": 100,
+        }
+    )
     try:
         lso = {}
         for p in range(PARTS):

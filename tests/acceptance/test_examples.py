@@ -14,7 +14,9 @@ ORDERS = REPO_ROOT / "examples" / "orders"
 
 def _run(*args: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k != "MINIBROKER_BOOTSTRAP_SERVERS"}
-    return subprocess.run([sys.executable, *args], cwd=ORDERS, capture_output=True, text=True, timeout=300, env=env)
+    return subprocess.run(
+        [sys.executable, *args], cwd=ORDERS, capture_output=True, text=True, timeout=300, env=env
+    )
 
 
 def test_orders_example_with_pytest_plugin():

@@ -34,6 +34,7 @@ def _segment_bytes(data_dir, topic: str, partition: int) -> bytes:
 
 def _slow_frame(sock: socket.socket, deadline: float) -> bytes:
     """One response frame read in small pieces with pauses, as a slow consumer does."""
+
     def exact(n: int) -> bytes:
         buf = bytearray()
         while len(buf) < n:
@@ -59,12 +60,14 @@ def _connect(port: int, tls_context: ssl.SSLContext | None) -> socket.socket:
 
 @pytest.mark.parametrize("listener", ["PLAINTEXT", "SSL"])
 def test_large_fetch_of_two_partitions_is_byte_exact_for_a_slow_reader(broker_factory, certs, listener):
-    b = broker_factory({
-        "listeners": "PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0",
-        "ssl.keystore.location": certs.server,
-        "ssl.key.password": KEY_PASSWORD,
-        "ssl.truststore.location": certs.ca,
-    })
+    b = broker_factory(
+        {
+            "listeners": "PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0",
+            "ssl.keystore.location": certs.server,
+            "ssl.key.password": KEY_PASSWORD,
+            "ssl.truststore.location": certs.ca,
+        }
+    )
     ports = listener_ports(b)
     with WireClient("127.0.0.1", ports["PLAINTEXT"]) as c:
         assert [t.error_code for t in c.create_topics([("big", 2)]).topics] == [0]

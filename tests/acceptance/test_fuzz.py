@@ -30,8 +30,13 @@ from tests.support.wire import WireClient
 
 
 def fuzz(examples: int):
-    return settings(derandomize=True, deadline=None, database=None, max_examples=examples,
-                    suppress_health_check=list(HealthCheck))
+    return settings(
+        derandomize=True,
+        deadline=None,
+        database=None,
+        max_examples=examples,
+        suppress_health_check=list(HealthCheck),
+    )
 
 
 @pytest.fixture(scope="module")

@@ -50,7 +50,7 @@ def _emit(**event) -> None:
     sys.stdout.flush()
 
 
-def _stdin_commands() -> "queue.Queue[dict]":
+def _stdin_commands() -> queue.Queue[dict]:
     q: queue.Queue = queue.Queue()
 
     def reader():
@@ -92,10 +92,16 @@ def _member_kafka_python(opts: dict, commands) -> None:
     from kafka.structs import OffsetAndMetadata
 
     consumer = KafkaConsumer(
-        bootstrap_servers=opts["bootstrap"], group_id=opts["group"], client_id=opts["name"],
-        auto_offset_reset="earliest", enable_auto_commit=False,
-        session_timeout_ms=opts["session_timeout_ms"], heartbeat_interval_ms=opts["heartbeat_ms"],
-        max_poll_interval_ms=15000, fetch_max_wait_ms=100, request_timeout_ms=15000,
+        bootstrap_servers=opts["bootstrap"],
+        group_id=opts["group"],
+        client_id=opts["name"],
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+        session_timeout_ms=opts["session_timeout_ms"],
+        heartbeat_interval_ms=opts["heartbeat_ms"],
+        max_poll_interval_ms=15000,
+        fetch_max_wait_ms=100,
+        request_timeout_ms=15000,
         group_instance_id=opts.get("instance"),
     )
     # kafka-python 3.0.12 can hang (its IO thread idles while poll() waits) when it leads a
@@ -120,8 +126,10 @@ def _member_kafka_python(opts: dict, commands) -> None:
         if cmd is None:
             continue
         if cmd["cmd"] == "commit":
-            offsets = {TopicPartition(opts["topic"], int(p)): OffsetAndMetadata(o, f"m-{p}", -1)
-                       for p, o in cmd["offsets"].items()}
+            offsets = {
+                TopicPartition(opts["topic"], int(p)): OffsetAndMetadata(o, f"m-{p}", -1)
+                for p, o in cmd["offsets"].items()
+            }
             while True:  # a rebalance may be in progress: poll() completes it, then retry
                 try:
                     consumer.commit(offsets)
@@ -140,11 +148,16 @@ def _member_confluent(opts: dict, commands) -> None:
     from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
     cfg = {
-        "bootstrap.servers": opts["bootstrap"], "group.id": opts["group"],
-        "client.id": opts["name"], "auto.offset.reset": "earliest", "enable.auto.commit": False,
+        "bootstrap.servers": opts["bootstrap"],
+        "group.id": opts["group"],
+        "client.id": opts["name"],
+        "auto.offset.reset": "earliest",
+        "enable.auto.commit": False,
         "session.timeout.ms": opts["session_timeout_ms"],
-        "heartbeat.interval.ms": opts["heartbeat_ms"], "max.poll.interval.ms": 15000,
-        "fetch.wait.max.ms": 100, "socket.timeout.ms": 15000,
+        "heartbeat.interval.ms": opts["heartbeat_ms"],
+        "max.poll.interval.ms": 15000,
+        "fetch.wait.max.ms": 100,
+        "socket.timeout.ms": 15000,
         "partition.assignment.strategy": opts.get("strategy") or "range,roundrobin",
     }
     if opts.get("instance"):
@@ -171,15 +184,18 @@ def _member_confluent(opts: dict, commands) -> None:
         if cmd is None:
             continue
         if cmd["cmd"] == "commit":
-            offsets = [TopicPartition(opts["topic"], int(p), o, metadata=f"m-{p}")
-                       for p, o in cmd["offsets"].items()]
+            offsets = [
+                TopicPartition(opts["topic"], int(p), o, metadata=f"m-{p}") for p, o in cmd["offsets"].items()
+            ]
             while True:
                 try:
                     consumer.commit(offsets=offsets, asynchronous=False)
                     break
                 except KafkaException as exc:
                     if not exc.args[0].retriable() and exc.args[0].code() not in (
-                            KafkaError.REBALANCE_IN_PROGRESS, KafkaError.ILLEGAL_GENERATION):
+                        KafkaError.REBALANCE_IN_PROGRESS,
+                        KafkaError.ILLEGAL_GENERATION,
+                    ):
                         raise
                     _emit(event="commit-retry", error=repr(exc))
                     consumer.consume(num_messages=1, timeout=0.1)
@@ -196,10 +212,17 @@ async def _member_aiokafka(opts: dict, commands) -> None:
     from aiokafka.structs import OffsetAndMetadata
 
     consumer = AIOKafkaConsumer(
-        opts["topic"], bootstrap_servers=opts["bootstrap"], group_id=opts["group"],
-        client_id=opts["name"], auto_offset_reset="earliest", enable_auto_commit=False,
-        session_timeout_ms=opts["session_timeout_ms"], heartbeat_interval_ms=opts["heartbeat_ms"],
-        max_poll_interval_ms=15000, rebalance_timeout_ms=15000, fetch_max_wait_ms=100,
+        opts["topic"],
+        bootstrap_servers=opts["bootstrap"],
+        group_id=opts["group"],
+        client_id=opts["name"],
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+        session_timeout_ms=opts["session_timeout_ms"],
+        heartbeat_interval_ms=opts["heartbeat_ms"],
+        max_poll_interval_ms=15000,
+        rebalance_timeout_ms=15000,
+        fetch_max_wait_ms=100,
         request_timeout_ms=15000,
     )
     await consumer.start()
@@ -218,8 +241,10 @@ async def _member_aiokafka(opts: dict, commands) -> None:
         if cmd is None:
             continue
         if cmd["cmd"] == "commit":
-            offsets = {TopicPartition(opts["topic"], int(p)): OffsetAndMetadata(o, f"m-{p}")
-                       for p, o in cmd["offsets"].items()}
+            offsets = {
+                TopicPartition(opts["topic"], int(p)): OffsetAndMetadata(o, f"m-{p}")
+                for p, o in cmd["offsets"].items()
+            }
             while True:
                 try:
                     await consumer.commit(offsets)
@@ -240,8 +265,11 @@ def member_main(opts: dict) -> None:
 
     faulthandler.register(signal.SIGUSR1, all_threads=True)  # describe_split asks for the stacks
 
-    logging.basicConfig(level=getattr(logging, os.environ.get("MEMBER_LOG_LEVEL", "INFO")),
-                        stream=sys.stderr, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    logging.basicConfig(
+        level=getattr(logging, os.environ.get("MEMBER_LOG_LEVEL", "INFO")),
+        stream=sys.stderr,
+        format="%(asctime)s %(name)s %(levelname)s %(message)s",
+    )
     commands = _stdin_commands()
     _emit(event="started", pid=os.getpid())
     if opts["client"] == "kafka-python":
@@ -260,17 +288,40 @@ def member_main(opts: dict) -> None:
 class Member:
     """A group member process and what it has reported."""
 
-    def __init__(self, client: str, bootstrap: str, topic: str, group: str, *, name: str,
-                 autocommit: bool = True, session_timeout_ms: int = SESSION_TIMEOUT_MS,
-                 strategy: str | None = None, instance: str | None = None):
+    def __init__(
+        self,
+        client: str,
+        bootstrap: str,
+        topic: str,
+        group: str,
+        *,
+        name: str,
+        autocommit: bool = True,
+        session_timeout_ms: int = SESSION_TIMEOUT_MS,
+        strategy: str | None = None,
+        instance: str | None = None,
+    ):
         self.name = name
-        opts = dict(client=client, bootstrap=bootstrap, topic=topic, group=group, name=name,
-                    autocommit=autocommit, session_timeout_ms=session_timeout_ms,
-                    heartbeat_ms=HEARTBEAT_MS, strategy=strategy, instance=instance)
+        opts = dict(
+            client=client,
+            bootstrap=bootstrap,
+            topic=topic,
+            group=group,
+            name=name,
+            autocommit=autocommit,
+            session_timeout_ms=session_timeout_ms,
+            heartbeat_ms=HEARTBEAT_MS,
+            strategy=strategy,
+            instance=instance,
+        )
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "tests.acceptance.test_groups", "member", json.dumps(opts)],
-            cwd=str(REPO_ROOT), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, text=True, env=dict(os.environ, PYTHONUNBUFFERED="1"),
+            cwd=str(REPO_ROOT),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=dict(os.environ, PYTHONUNBUFFERED="1"),
         )
         self.assignment: list[int] = []
         self.records: list[tuple[int, int, str]] = []
@@ -307,12 +358,15 @@ class Member:
         with self._cond:
             while sum(1 for e in self.events if e["event"] == kind) <= after:
                 if self.proc.poll() is not None and not self._cond.wait(0.2):
-                    raise AssertionError(f"{self.name} exited ({self.proc.returncode}) waiting for "
-                                         f"{kind}\n{''.join(self.stderr[-30:])}")
+                    raise AssertionError(
+                        f"{self.name} exited ({self.proc.returncode}) waiting for "
+                        f"{kind}\n{''.join(self.stderr[-30:])}"
+                    )
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
-                    raise AssertionError(f"{self.name}: no {kind} event within {timeout}s\n"
-                                         f"{''.join(self.stderr[-30:])}")
+                    raise AssertionError(
+                        f"{self.name}: no {kind} event within {timeout}s\n{''.join(self.stderr[-30:])}"
+                    )
                 self._cond.wait(min(remaining, 0.2))
 
     def send(self, **cmd) -> None:
@@ -390,8 +444,13 @@ def describe_split(group: list[Member]) -> str:
 def produce(broker, topic: str, per_partition: int, tag: str) -> set[tuple[int, str]]:
     from kafka import KafkaProducer
 
-    producer = KafkaProducer(bootstrap_servers=broker.bootstrap, acks="all", linger_ms=5,
-                             request_timeout_ms=10000, max_block_ms=10000)
+    producer = KafkaProducer(
+        bootstrap_servers=broker.bootstrap,
+        acks="all",
+        linger_ms=5,
+        request_timeout_ms=10000,
+        max_block_ms=10000,
+    )
     try:
         values = set()
         for p in range(PARTITIONS):
@@ -421,14 +480,18 @@ def produce_and_check(broker, topic: str, group: list[Member], tag: str) -> None
     def seen():
         return [(m, p, v) for m in group for p, _, v in list(m.records) if v.startswith(tag + "-")]
 
-    wait_for(lambda: {(p, v) for _, p, v in seen()} >= expected, message=f"all {tag} records consumed",
-             describe=lambda: f"{len({(p, v) for _, p, v in seen()})}/{len(expected)}")
+    wait_for(
+        lambda: {(p, v) for _, p, v in seen()} >= expected,
+        message=f"all {tag} records consumed",
+        describe=lambda: f"{len({(p, v) for _, p, v in seen()})}/{len(expected)}",
+    )
     got = seen()
     for m, p, v in got:
         assert p in m.assignment, f"{m.name} consumed {v} of partition {p} it does not own ({m.assignment})"
     if len(got) != len(expected):
-        rebalanced = [m.name for m in group
-                      if (m.count("assigned"), m.count("commit-failed")) != before[m.name]]
+        rebalanced = [
+            m.name for m in group if (m.count("assigned"), m.count("commit-failed")) != before[m.name]
+        ]
         assert rebalanced, f"{len(got) - len(expected)} {tag} records consumed twice without a rebalance"
 
 
@@ -442,27 +505,37 @@ SPLIT_CASES = [(c, n, None) for c in CLIENTS for n in (2, 3)] + [("confluent-kaf
 
 
 @pytest.mark.timeout(120)
-@pytest.mark.parametrize("client,n,strategy", SPLIT_CASES,
-                         ids=[f"{c}-{n}{'-' + s if s else ''}" for c, n, s in SPLIT_CASES])
+@pytest.mark.parametrize(
+    "client,n,strategy", SPLIT_CASES, ids=[f"{c}-{n}{'-' + s if s else ''}" for c, n, s in SPLIT_CASES]
+)
 def test_group_split_leave_and_session_expiry(broker_factory, members, client, n, strategy):
     broker = broker_factory(BROKER_OVERRIDES)
     topic, group_id = new_names(f"split-{client}")
     create_topic(broker, topic)
-    group = [members(client, broker.bootstrap, topic, group_id, name=f"{client}-m{i}", strategy=strategy)
-             for i in range(n)]
-    wait_for(lambda: split_ok(group), message=f"{n} members to split {PARTITIONS} partitions",
-             describe=lambda: describe_split(group))
+    group = [
+        members(client, broker.bootstrap, topic, group_id, name=f"{client}-m{i}", strategy=strategy)
+        for i in range(n)
+    ]
+    wait_for(
+        lambda: split_ok(group),
+        message=f"{n} members to split {PARTITIONS} partitions",
+        describe=lambda: describe_split(group),
+    )
     produce_and_check(broker, topic, group, "a")
 
     rest = group
     if n == 3:
         # one member leaves cleanly: the others take over its partitions
         leaver, rest = group[0], group[1:]
-        wait_for(lambda: all(m.count("autocommitted") for m in group if m.assignment), 10,
-                 "commits before leaving")
+        wait_for(
+            lambda: all(m.count("autocommitted") for m in group if m.assignment), 10, "commits before leaving"
+        )
         leaver.close()
-        wait_for(lambda: split_ok(rest), message="the remaining members to take over",
-                 describe=lambda: describe_split(rest))
+        wait_for(
+            lambda: split_ok(rest),
+            message="the remaining members to take over",
+            describe=lambda: describe_split(rest),
+        )
         produce_and_check(broker, topic, rest, "b")
 
     # one member stops heartbeating (killed): removed after its session timeout
@@ -470,9 +543,12 @@ def test_group_split_leave_and_session_expiry(broker_factory, members, client, n
     victim, survivors = rest[0], rest[1:]
     victim.kill()
     killed_at = time.monotonic()
-    wait_for(lambda: split_ok(survivors), timeout=SESSION_TIMEOUT_MS / 1000 + WAIT,
-             message="survivors to take over the killed member's partitions",
-             describe=lambda: describe_split(survivors))
+    wait_for(
+        lambda: split_ok(survivors),
+        timeout=SESSION_TIMEOUT_MS / 1000 + WAIT,
+        message="survivors to take over the killed member's partitions",
+        describe=lambda: describe_split(survivors),
+    )
     elapsed = time.monotonic() - killed_at
     # the member was only removed once its session expired (minus at most one heartbeat interval)
     assert elapsed >= (SESSION_TIMEOUT_MS - HEARTBEAT_MS) / 1000 - 0.3, f"taken over after {elapsed:.2f}s"
@@ -495,16 +571,22 @@ def test_group_split_leave_and_session_expiry(broker_factory, members, client, n
 
 # --- durability of committed offsets ----------------------------------------------------------
 @pytest.mark.timeout(120)
-@pytest.mark.parametrize("client,kill", [(c, False) for c in CLIENTS] + [("kafka-python", True)],
-                         ids=[f"{c}-{'kill' if k else 'stop'}" for c, k in
-                              [(c, False) for c in CLIENTS] + [("kafka-python", True)]])
+@pytest.mark.parametrize(
+    "client,kill",
+    [(c, False) for c in CLIENTS] + [("kafka-python", True)],
+    ids=[
+        f"{c}-{'kill' if k else 'stop'}" for c, k in [(c, False) for c in CLIENTS] + [("kafka-python", True)]
+    ],
+)
 def test_committed_offsets_survive_broker_restart(broker_factory, members, client, kill):
     broker = broker_factory(BROKER_OVERRIDES)
     topic, group_id = new_names(f"resume-{client}")
     create_topic(broker, topic)
     produced = produce(broker, topic, 10, "r")
-    group = [members(client, broker.bootstrap, topic, group_id, name=f"{client}-old{i}", autocommit=False)
-             for i in range(2)]
+    group = [
+        members(client, broker.bootstrap, topic, group_id, name=f"{client}-old{i}", autocommit=False)
+        for i in range(2)
+    ]
     wait_for(lambda: split_ok(group), message="2 members to split", describe=lambda: describe_split(group))
     wait_for(lambda: sum(len(m.records) for m in group) >= len(produced), message="all records consumed")
     committed = {p: 3 + p for p in range(PARTITIONS)}  # deliberately not the end of the log
@@ -524,17 +606,24 @@ def test_committed_offsets_survive_broker_restart(broker_factory, members, clien
         # (strlen + 1 bytes); the broker returns exactly the bytes it was given
         nul = "\x00" if client == "confluent-kafka" else ""
         assert {tp.partition: (om.offset, om.metadata) for tp, om in offsets.items()} == {
-            p: (o, f"m-{p}{nul}") for p, o in committed.items()}
+            p: (o, f"m-{p}{nul}") for p, o in committed.items()
+        }
         assert all(tp.topic == topic for tp in offsets)
     finally:
         admin.close()
 
-    fresh = [members(client, broker.bootstrap, topic, group_id, name=f"{client}-new{i}", autocommit=False)
-             for i in range(2)]
-    wait_for(lambda: split_ok(fresh), message="2 new members to split", describe=lambda: describe_split(fresh))
+    fresh = [
+        members(client, broker.bootstrap, topic, group_id, name=f"{client}-new{i}", autocommit=False)
+        for i in range(2)
+    ]
+    wait_for(
+        lambda: split_ok(fresh), message="2 new members to split", describe=lambda: describe_split(fresh)
+    )
     expected = {(p, f"r-{p}-{i}") for p in range(PARTITIONS) for i in range(committed[p], 10)}
-    wait_for(lambda: {(p, v) for m in fresh for p, _, v in list(m.records)} >= expected,
-             message="records after the committed offsets")
+    wait_for(
+        lambda: {(p, v) for m in fresh for p, _, v in list(m.records)} >= expected,
+        message="records after the committed offsets",
+    )
     # (a partition may be consumed twice from its committed offset when the second new member
     # joins after the first started: nothing is committed in between, as in Kafka)
     consumed = {(p, v) for m in fresh for p, _, v in m.records}
@@ -564,8 +653,10 @@ def test_group_inspection_and_deletion(broker_factory, members):
         simple = f"simple-{uuid.uuid4().hex[:6]}"
         admin.alter_group_offsets(simple, {TopicPartition(topic, 1): OffsetAndMetadata(7, "hello", -1)})
         # members may still be settling a follow-up rebalance after the split: wait for Stable
-        wait_for(lambda: {g["group_id"]: g["group_state"] for g in admin.list_groups()}.get(group_id) == "Stable",
-                 message="group Stable after the split")
+        wait_for(
+            lambda: {g["group_id"]: g["group_state"] for g in admin.list_groups()}.get(group_id) == "Stable",
+            message="group Stable after the split",
+        )
         listed = {g["group_id"]: g for g in admin.list_groups()}
         assert listed[group_id]["group_state"] == "Stable"
         assert listed[group_id]["protocol_type"] == "consumer"
@@ -577,22 +668,34 @@ def test_group_inspection_and_deletion(broker_factory, members):
         assert desc["group_state"] == "Stable" and desc["protocol_type"] == "consumer"
         assert desc["protocol_data"] in ("range", "roundrobin", "sticky")
         assert len(desc["members"]) == 2
-        owned = sorted(p for m in desc["members"]
-                       for a in m["member_assignment"]["assigned_partitions"] for p in a["partitions"])
+        owned = sorted(
+            p
+            for m in desc["members"]
+            for a in m["member_assignment"]["assigned_partitions"]
+            for p in a["partitions"]
+        )
         assert owned == list(range(PARTITIONS))
         assert {m["client_id"] for m in desc["members"]} == {"insp0", "insp1"}
         assert all(m["member_metadata"]["topics"] == [topic] for m in desc["members"])
         assert all(m["client_host"] == "/127.0.0.1" for m in desc["members"])
 
         offs = admin.list_group_offsets({simple: None})[simple]
-        assert {tp: (om.offset, om.metadata) for tp, om in offs.items()} == {TopicPartition(topic, 1): (7, "hello")}
+        assert {tp: (om.offset, om.metadata) for tp, om in offs.items()} == {
+            TopicPartition(topic, 1): (7, "hello")
+        }
 
         # only empty groups can be deleted
         results = dict(admin.delete_groups([group_id, simple, "no-such-group"]))
-        assert results == {group_id: "NonEmptyGroupError", simple: "OK", "no-such-group": "GroupIdNotFoundError"}
+        assert results == {
+            group_id: "NonEmptyGroupError",
+            simple: "OK",
+            "no-such-group": "GroupIdNotFoundError",
+        }
         for m in group:
             m.close()
-        wait_for(lambda: admin.describe_groups([group_id])[group_id]["group_state"] == "Empty", 10, "group empty")
+        wait_for(
+            lambda: admin.describe_groups([group_id])[group_id]["group_state"] == "Empty", 10, "group empty"
+        )
         assert dict(admin.delete_groups([group_id])) == {group_id: "OK"}
         remaining = {g["group_id"] for g in admin.list_groups()}
         assert group_id not in remaining and simple not in remaining

@@ -46,8 +46,10 @@ SUBSCRIPTION = b"\x00\x00\x00\x00\x00\x01\x00\x01t\xff\xff\xff\xff"
 
 @pytest.fixture(scope="module")
 def gbroker(tmp_path_factory):
-    b = BrokerProcess(tmp_path_factory.mktemp("groups-wire"),
-                      {"group.initial.rebalance.delay.ms": 0, "group.min.session.timeout.ms": 100})
+    b = BrokerProcess(
+        tmp_path_factory.mktemp("groups-wire"),
+        {"group.initial.rebalance.delay.ms": 0, "group.min.session.timeout.ms": 100},
+    )
     b.start()
     create_topic(b, "t", 3)
     yield b
@@ -62,15 +64,24 @@ def gid(prefix="g") -> str:
 def test_find_coordinator(gbroker, version):
     with WireClient.to(gbroker) as c:
         if version >= 4:
-            r = c.request(FindCoordinatorRequest(key_type=0, coordinator_keys=["a", "b"]),
-                          FindCoordinatorResponse, version)
+            r = c.request(
+                FindCoordinatorRequest(key_type=0, coordinator_keys=["a", "b"]),
+                FindCoordinatorResponse,
+                version,
+            )
             assert [(x.key, x.node_id, x.host, x.port, x.error_code) for x in r.coordinators] == [
-                ("a", 1, gbroker.host, gbroker.port, NONE), ("b", 1, gbroker.host, gbroker.port, NONE)]
-            r = c.request(FindCoordinatorRequest(key_type=1, coordinator_keys=["txn"]),
-                          FindCoordinatorResponse, version)
+                ("a", 1, gbroker.host, gbroker.port, NONE),
+                ("b", 1, gbroker.host, gbroker.port, NONE),
+            ]
+            r = c.request(
+                FindCoordinatorRequest(key_type=1, coordinator_keys=["txn"]), FindCoordinatorResponse, version
+            )
             assert r.coordinators[0].error_code == NONE and r.coordinators[0].port == gbroker.port
-            r = c.request(FindCoordinatorRequest(key_type=2, coordinator_keys=["share"]),
-                          FindCoordinatorResponse, version)
+            r = c.request(
+                FindCoordinatorRequest(key_type=2, coordinator_keys=["share"]),
+                FindCoordinatorResponse,
+                version,
+            )
             assert r.coordinators[0].error_code == INVALID_REQUEST
         else:
             r = c.request(FindCoordinatorRequest(key="a", key_type=0), FindCoordinatorResponse, version)
@@ -84,9 +95,15 @@ def test_find_coordinator(gbroker, version):
 
 def join(c, version, group, member_id="", instance=None, protocols=(("range", SUBSCRIPTION),)):
     P = JoinGroupRequest.JoinGroupRequestProtocol
-    req = JoinGroupRequest(group_id=group, session_timeout_ms=10000, rebalance_timeout_ms=10000,
-                           member_id=member_id, group_instance_id=instance,
-                           protocol_type="consumer", protocols=[P(name=n, metadata=m) for n, m in protocols])
+    req = JoinGroupRequest(
+        group_id=group,
+        session_timeout_ms=10000,
+        rebalance_timeout_ms=10000,
+        member_id=member_id,
+        group_instance_id=instance,
+        protocol_type="consumer",
+        protocols=[P(name=n, metadata=m) for n, m in protocols],
+    )
     return c.request(req, JoinGroupResponse, version)
 
 
@@ -106,30 +123,53 @@ def test_join_sync_heartbeat_leave(gbroker, version):
         assert [(m.member_id, m.metadata) for m in r.members] == [(r.member_id, SUBSCRIPTION)]
         me = r.member_id
         A = SyncGroupRequest.SyncGroupRequestAssignment
-        s = c.request(SyncGroupRequest(group_id=group, generation_id=1, member_id=me,
-                                       protocol_type="consumer", protocol_name="range",
-                                       assignments=[A(member_id=me, assignment=b"mine")]),
-                      SyncGroupResponse, sync_v)
+        s = c.request(
+            SyncGroupRequest(
+                group_id=group,
+                generation_id=1,
+                member_id=me,
+                protocol_type="consumer",
+                protocol_name="range",
+                assignments=[A(member_id=me, assignment=b"mine")],
+            ),
+            SyncGroupResponse,
+            sync_v,
+        )
         assert s.error_code == NONE and s.assignment == b"mine"
         if sync_v >= 5:
             assert (s.protocol_type, s.protocol_name) == ("consumer", "range")
-        h = c.request(HeartbeatRequest(group_id=group, generation_id=1, member_id=me), HeartbeatResponse, hb_v)
+        h = c.request(
+            HeartbeatRequest(group_id=group, generation_id=1, member_id=me), HeartbeatResponse, hb_v
+        )
         assert h.error_code == NONE
-        h = c.request(HeartbeatRequest(group_id=group, generation_id=2, member_id=me), HeartbeatResponse, hb_v)
+        h = c.request(
+            HeartbeatRequest(group_id=group, generation_id=2, member_id=me), HeartbeatResponse, hb_v
+        )
         assert h.error_code == ILLEGAL_GENERATION
-        h = c.request(HeartbeatRequest(group_id=group, generation_id=1, member_id="nobody"), HeartbeatResponse, hb_v)
+        h = c.request(
+            HeartbeatRequest(group_id=group, generation_id=1, member_id="nobody"), HeartbeatResponse, hb_v
+        )
         assert h.error_code == UNKNOWN_MEMBER_ID
         if leave_v >= 3:
             M = LeaveGroupRequest.MemberIdentity
-            lv = c.request(LeaveGroupRequest(group_id=group, members=[M(member_id=me), M(member_id="ghost")]),
-                           LeaveGroupResponse, leave_v)
+            lv = c.request(
+                LeaveGroupRequest(group_id=group, members=[M(member_id=me), M(member_id="ghost")]),
+                LeaveGroupResponse,
+                leave_v,
+            )
             assert lv.error_code == NONE
-            assert [(m.member_id, m.error_code) for m in lv.members] == [(me, NONE), ("ghost", UNKNOWN_MEMBER_ID)]
+            assert [(m.member_id, m.error_code) for m in lv.members] == [
+                (me, NONE),
+                ("ghost", UNKNOWN_MEMBER_ID),
+            ]
         else:
             lv = c.request(LeaveGroupRequest(group_id=group, member_id=me), LeaveGroupResponse, leave_v)
             assert lv.error_code == NONE
-        d = c.request(DescribeGroupsRequest(groups=[group], include_authorized_operations=False),
-                      DescribeGroupsResponse, 5)
+        d = c.request(
+            DescribeGroupsRequest(groups=[group], include_authorized_operations=False),
+            DescribeGroupsResponse,
+            5,
+        )
         assert d.groups[0].group_state == "Empty" and d.groups[0].members == []
 
 
@@ -140,8 +180,17 @@ def test_second_member_waits_for_rebalance_and_static_fencing(gbroker):
         assert ra.error_code == NONE and ra.member_id.startswith("inst-a-")
         a = ra.member_id
         A = SyncGroupRequest.SyncGroupRequestAssignment
-        ca.request(SyncGroupRequest(group_id=group, generation_id=1, member_id=a, group_instance_id="inst-a",
-                                    assignments=[A(member_id=a, assignment=b"all")]), SyncGroupResponse, 3)
+        ca.request(
+            SyncGroupRequest(
+                group_id=group,
+                generation_id=1,
+                member_id=a,
+                group_instance_id="inst-a",
+                assignments=[A(member_id=a, assignment=b"all")],
+            ),
+            SyncGroupResponse,
+            3,
+        )
         rb = join(cb, 5, group)
         assert rb.error_code == MEMBER_ID_REQUIRED
         box = {}
@@ -149,8 +198,11 @@ def test_second_member_waits_for_rebalance_and_static_fencing(gbroker):
         t.start()
         # b's JoinGroup is held until a rejoins; a learns of the rebalance from its heartbeat
         for _ in range(100):
-            h = ca.request(HeartbeatRequest(group_id=group, generation_id=1, member_id=a,
-                                            group_instance_id="inst-a"), HeartbeatResponse, 3)
+            h = ca.request(
+                HeartbeatRequest(group_id=group, generation_id=1, member_id=a, group_instance_id="inst-a"),
+                HeartbeatResponse,
+                3,
+            )
             if h.error_code == REBALANCE_IN_PROGRESS:
                 break
         assert h.error_code == REBALANCE_IN_PROGRESS
@@ -163,12 +215,28 @@ def test_second_member_waits_for_rebalance_and_static_fencing(gbroker):
         assert {m.group_instance_id for m in ra2.members} == {"inst-a", None}
         b = rb2.member_id
         box = {}
-        t = threading.Thread(target=lambda: box.setdefault("b", cb.request(SyncGroupRequest(
-            group_id=group, generation_id=2, member_id=b, assignments=[]), SyncGroupResponse, 3)))
+        t = threading.Thread(
+            target=lambda: box.setdefault(
+                "b",
+                cb.request(
+                    SyncGroupRequest(group_id=group, generation_id=2, member_id=b, assignments=[]),
+                    SyncGroupResponse,
+                    3,
+                ),
+            )
+        )
         t.start()
-        sa = ca.request(SyncGroupRequest(group_id=group, generation_id=2, member_id=a, group_instance_id="inst-a",
-                                         assignments=[A(member_id=a, assignment=b"A"), A(member_id=b, assignment=b"B")]),
-                        SyncGroupResponse, 3)
+        sa = ca.request(
+            SyncGroupRequest(
+                group_id=group,
+                generation_id=2,
+                member_id=a,
+                group_instance_id="inst-a",
+                assignments=[A(member_id=a, assignment=b"A"), A(member_id=b, assignment=b"B")],
+            ),
+            SyncGroupResponse,
+            3,
+        )
         t.join(10)
         assert (sa.assignment, box["b"].assignment) == (b"A", b"B")
         # a restarted incarnation of inst-a takes over at once (no rebalance of a Stable group,
@@ -176,22 +244,45 @@ def test_second_member_waits_for_rebalance_and_static_fencing(gbroker):
         with WireClient.to(gbroker, client_id="a2") as ca2:
             ra3 = join(ca2, 5, group, instance="inst-a")
             assert ra3.error_code == NONE and ra3.member_id != a and ra3.generation_id == 2
-            s3 = ca2.request(SyncGroupRequest(group_id=group, generation_id=2, member_id=ra3.member_id,
-                                              group_instance_id="inst-a", assignments=[]), SyncGroupResponse, 3)
+            s3 = ca2.request(
+                SyncGroupRequest(
+                    group_id=group,
+                    generation_id=2,
+                    member_id=ra3.member_id,
+                    group_instance_id="inst-a",
+                    assignments=[],
+                ),
+                SyncGroupResponse,
+                3,
+            )
             assert s3.assignment == b"A"
-        h = ca.request(HeartbeatRequest(group_id=group, generation_id=2, member_id=a,
-                                        group_instance_id="inst-a"), HeartbeatResponse, 3)
+        h = ca.request(
+            HeartbeatRequest(group_id=group, generation_id=2, member_id=a, group_instance_id="inst-a"),
+            HeartbeatResponse,
+            3,
+        )
         assert h.error_code == FENCED_INSTANCE_ID
 
 
 def commit(c, version, group, offsets, generation=-1, member=""):
     T = OffsetCommitRequest.OffsetCommitRequestTopic
     P = T.OffsetCommitRequestPartition
-    req = OffsetCommitRequest(group_id=group, generation_id_or_member_epoch=generation, member_id=member,
-                              retention_time_ms=-1, topics=[T(name=topic, partitions=[
-                                  P(partition_index=p, committed_offset=o, committed_leader_epoch=e,
-                                    committed_metadata=m) for p, o, e, m in parts])
-                                  for topic, parts in offsets.items()])
+    req = OffsetCommitRequest(
+        group_id=group,
+        generation_id_or_member_epoch=generation,
+        member_id=member,
+        retention_time_ms=-1,
+        topics=[
+            T(
+                name=topic,
+                partitions=[
+                    P(partition_index=p, committed_offset=o, committed_leader_epoch=e, committed_metadata=m)
+                    for p, o, e, m in parts
+                ],
+            )
+            for topic, parts in offsets.items()
+        ],
+    )
     r = c.request(req, OffsetCommitResponse, version)
     return {(t.name, p.partition_index): p.error_code for t in r.topics for p in t.partitions}
 
@@ -200,36 +291,63 @@ def commit(c, version, group, offsets, generation=-1, member=""):
 def test_offset_commit_and_fetch(gbroker, version):
     group = gid("offsets")
     with WireClient.to(gbroker) as c:
-        res = commit(c, version, group, {"t": [(0, 10, 4, "meta0"), (1, 11, -1, None)],
-                                         "missing-topic": [(0, 1, -1, "")]})
+        res = commit(
+            c,
+            version,
+            group,
+            {"t": [(0, 10, 4, "meta0"), (1, 11, -1, None)], "missing-topic": [(0, 1, -1, "")]},
+        )
         assert res == {("t", 0): NONE, ("t", 1): NONE, ("missing-topic", 0): UNKNOWN_TOPIC_OR_PARTITION}
         for fv in range(1, 10):
             epoch0 = 4 if version >= 6 and fv >= 5 else -1
             if fv >= 8:
                 G = OffsetFetchRequest.OffsetFetchRequestGroup
-                r = c.request(OffsetFetchRequest(require_stable=True, groups=[
-                    G(group_id=group, topics=None),
-                    G(group_id=group, topics=[G.OffsetFetchRequestTopics(name="t", partition_indexes=[1, 2])]),
-                ]), OffsetFetchResponse, fv)
+                r = c.request(
+                    OffsetFetchRequest(
+                        require_stable=True,
+                        groups=[
+                            G(group_id=group, topics=None),
+                            G(
+                                group_id=group,
+                                topics=[G.OffsetFetchRequestTopics(name="t", partition_indexes=[1, 2])],
+                            ),
+                        ],
+                    ),
+                    OffsetFetchResponse,
+                    fv,
+                )
                 g_all, g_some = r.groups
                 assert g_all.error_code == NONE
-                assert [(p.partition_index, p.committed_offset, p.committed_leader_epoch, p.metadata)
-                        for t in g_all.topics for p in t.partitions] == [(0, 10, epoch0, "meta0"), (1, 11, -1, "")]
-                assert [(p.partition_index, p.committed_offset) for t in g_some.topics for p in t.partitions] == [
-                    (1, 11), (2, -1)]
+                assert [
+                    (p.partition_index, p.committed_offset, p.committed_leader_epoch, p.metadata)
+                    for t in g_all.topics
+                    for p in t.partitions
+                ] == [(0, 10, epoch0, "meta0"), (1, 11, -1, "")]
+                assert [
+                    (p.partition_index, p.committed_offset) for t in g_some.topics for p in t.partitions
+                ] == [(1, 11), (2, -1)]
                 continue
             T = OffsetFetchRequest.OffsetFetchRequestTopic
-            r = c.request(OffsetFetchRequest(group_id=group, require_stable=True,
-                                             topics=[T(name="t", partition_indexes=[0, 1, 2])]),
-                          OffsetFetchResponse, fv)
-            parts = [(p.partition_index, p.committed_offset, p.metadata, p.error_code)
-                     for t in r.topics for p in t.partitions]
+            r = c.request(
+                OffsetFetchRequest(
+                    group_id=group, require_stable=True, topics=[T(name="t", partition_indexes=[0, 1, 2])]
+                ),
+                OffsetFetchResponse,
+                fv,
+            )
+            parts = [
+                (p.partition_index, p.committed_offset, p.metadata, p.error_code)
+                for t in r.topics
+                for p in t.partitions
+            ]
             assert parts == [(0, 10, "meta0", NONE), (1, 11, "", NONE), (2, -1, "", NONE)]
             if fv >= 5:
                 assert r.topics[0].partitions[0].committed_leader_epoch == epoch0
             if fv >= 2:
                 r = c.request(OffsetFetchRequest(group_id=group, topics=None), OffsetFetchResponse, fv)
-                assert [(t.name, [p.partition_index for p in t.partitions]) for t in r.topics] == [("t", [0, 1])]
+                assert [(t.name, [p.partition_index for p in t.partitions]) for t in r.topics] == [
+                    ("t", [0, 1])
+                ]
 
 
 def test_commit_checks_generation_of_members(gbroker):
@@ -237,13 +355,24 @@ def test_commit_checks_generation_of_members(gbroker):
     with WireClient.to(gbroker, client_id="m") as c:
         r = join(c, 3, group)  # v3: no MEMBER_ID_REQUIRED
         me = r.member_id
-        assert commit(c, 8, group, {"t": [(0, 1, -1, "")]}, generation=1, member=me) == {("t", 0): REBALANCE_IN_PROGRESS}
+        assert commit(c, 8, group, {"t": [(0, 1, -1, "")]}, generation=1, member=me) == {
+            ("t", 0): REBALANCE_IN_PROGRESS
+        }
         A = SyncGroupRequest.SyncGroupRequestAssignment
-        c.request(SyncGroupRequest(group_id=group, generation_id=1, member_id=me,
-                                   assignments=[A(member_id=me, assignment=b"")]), SyncGroupResponse, 3)
+        c.request(
+            SyncGroupRequest(
+                group_id=group, generation_id=1, member_id=me, assignments=[A(member_id=me, assignment=b"")]
+            ),
+            SyncGroupResponse,
+            3,
+        )
         assert commit(c, 8, group, {"t": [(0, 1, -1, "")]}, generation=1, member=me) == {("t", 0): NONE}
-        assert commit(c, 8, group, {"t": [(0, 1, -1, "")]}, generation=7, member=me) == {("t", 0): ILLEGAL_GENERATION}
-        assert commit(c, 8, group, {"t": [(0, 1, -1, "")]}, generation=1, member="x") == {("t", 0): UNKNOWN_MEMBER_ID}
+        assert commit(c, 8, group, {"t": [(0, 1, -1, "")]}, generation=7, member=me) == {
+            ("t", 0): ILLEGAL_GENERATION
+        }
+        assert commit(c, 8, group, {"t": [(0, 1, -1, "")]}, generation=1, member="x") == {
+            ("t", 0): UNKNOWN_MEMBER_ID
+        }
         assert commit(c, 8, group, {"t": [(0, 1, -1, "")]}) == {("t", 0): UNKNOWN_MEMBER_ID}  # not a member
         # admin APIs see the live group
         lg = c.request(ListGroupsRequest(states_filter=["Stable"], types_filter=[]), ListGroupsResponse, 5)
@@ -251,12 +380,24 @@ def test_commit_checks_generation_of_members(gbroker):
         dg = c.request(DeleteGroupsRequest(groups_names=[group]), DeleteGroupsResponse, 2)
         assert [(x.group_id, x.error_code) for x in dg.results] == [(group, NON_EMPTY_GROUP)]
         T = OffsetDeleteRequest.OffsetDeleteRequestTopic
-        od = c.request(OffsetDeleteRequest(group_id=group, topics=[T(name="t", partitions=[
-            T.OffsetDeleteRequestPartition(partition_index=0)])]), OffsetDeleteResponse, 0)
+        od = c.request(
+            OffsetDeleteRequest(
+                group_id=group,
+                topics=[T(name="t", partitions=[T.OffsetDeleteRequestPartition(partition_index=0)])],
+            ),
+            OffsetDeleteResponse,
+            0,
+        )
         assert od.error_code == NONE and od.topics[0].partitions[0].error_code == 86  # subscribed
         c.request(LeaveGroupRequest(group_id=group, member_id=me), LeaveGroupResponse, 1)
-        od = c.request(OffsetDeleteRequest(group_id=group, topics=[T(name="t", partitions=[
-            T.OffsetDeleteRequestPartition(partition_index=0)])]), OffsetDeleteResponse, 0)
+        od = c.request(
+            OffsetDeleteRequest(
+                group_id=group,
+                topics=[T(name="t", partitions=[T.OffsetDeleteRequestPartition(partition_index=0)])],
+            ),
+            OffsetDeleteResponse,
+            0,
+        )
         assert od.error_code == NONE and od.topics[0].partitions[0].error_code == NONE
         for v in range(3):
             dg = c.request(DeleteGroupsRequest(groups_names=[group]), DeleteGroupsResponse, v)
@@ -278,6 +419,9 @@ def test_list_and_describe_versions(gbroker, version):
         assert entry.protocol_type == ""
         if version >= 4:
             assert entry.group_state == "Empty"
-        d = c.request(DescribeGroupsRequest(groups=[group, gid("none")], include_authorized_operations=True),
-                      DescribeGroupsResponse, version)
+        d = c.request(
+            DescribeGroupsRequest(groups=[group, gid("none")], include_authorized_operations=True),
+            DescribeGroupsResponse,
+            version,
+        )
         assert [(g.error_code, g.group_state) for g in d.groups] == [(NONE, "Empty"), (NONE, "Dead")]

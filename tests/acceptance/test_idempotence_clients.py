@@ -57,8 +57,9 @@ def proxy():
 @pytest.fixture
 def setup(broker_factory, proxy) -> Setup:
     port = free_port()
-    broker = broker_factory({"advertised.listeners": f"PLAINTEXT://127.0.0.1:{proxy.port}"},
-                            extra_args=["--port", str(port)])
+    broker = broker_factory(
+        {"advertised.listeners": f"PLAINTEXT://127.0.0.1:{proxy.port}"}, extra_args=["--port", str(port)]
+    )
     proxy.set_upstream("127.0.0.1", port)
     return Setup(broker, proxy, port)
 
@@ -101,18 +102,33 @@ def _ck(run: Run, bootstrap: str) -> None:
     from confluent_kafka import KafkaError, Producer
 
     def on_error(e):
-        if e.fatal() or e.code() not in (KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN,
-                                         KafkaError._RESOLVE, KafkaError._TIMED_OUT):
+        if e.fatal() or e.code() not in (
+            KafkaError._TRANSPORT,
+            KafkaError._ALL_BROKERS_DOWN,
+            KafkaError._RESOLVE,
+            KafkaError._TIMED_OUT,
+        ):
             run.fatal.append(str(e))
 
-    p = Producer({
-        "bootstrap.servers": bootstrap, "client.id": "idem-ck",
-        "enable.idempotence": True, "max.in.flight.requests.per.connection": 5, "acks": "all",
-        "linger.ms": 2, "batch.num.messages": 50, "message.timeout.ms": 45000,
-        "retry.backoff.ms": 50, "reconnect.backoff.ms": 50, "reconnect.backoff.max.ms": 300,
-        "socket.timeout.ms": 10000, "request.timeout.ms": 10000, "error_cb": on_error,
-        "log_level": 3,
-    })
+    p = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "client.id": "idem-ck",
+            "enable.idempotence": True,
+            "max.in.flight.requests.per.connection": 5,
+            "acks": "all",
+            "linger.ms": 2,
+            "batch.num.messages": 50,
+            "message.timeout.ms": 45000,
+            "retry.backoff.ms": 50,
+            "reconnect.backoff.ms": 50,
+            "reconnect.backoff.max.ms": 300,
+            "socket.timeout.ms": 10000,
+            "request.timeout.ms": 10000,
+            "error_cb": on_error,
+            "log_level": 3,
+        }
+    )
 
     def cb(i):
         def done(err, msg):
@@ -120,6 +136,7 @@ def _ck(run: Run, bootstrap: str) -> None:
                 run.delivered[i] = (msg.partition(), msg.offset())
             else:
                 run.failed[i] = str(err)
+
         return done
 
     deadline = time.monotonic() + RUN_TIMEOUT
@@ -140,10 +157,20 @@ def _kp(run: Run, bootstrap: str) -> None:
     from kafka import KafkaProducer
 
     p = KafkaProducer(
-        bootstrap_servers=bootstrap, client_id="idem-kp", enable_idempotence=True, acks="all",
-        max_in_flight_requests_per_connection=5, linger_ms=2, batch_size=2048,
-        request_timeout_ms=10000, retry_backoff_ms=50, reconnect_backoff_ms=50,
-        reconnect_backoff_max_ms=300, delivery_timeout_ms=45000, max_block_ms=20000)
+        bootstrap_servers=bootstrap,
+        client_id="idem-kp",
+        enable_idempotence=True,
+        acks="all",
+        max_in_flight_requests_per_connection=5,
+        linger_ms=2,
+        batch_size=2048,
+        request_timeout_ms=10000,
+        retry_backoff_ms=50,
+        reconnect_backoff_ms=50,
+        reconnect_backoff_max_ms=300,
+        delivery_timeout_ms=45000,
+        max_block_ms=20000,
+    )
     try:
         for i in range(run.n):
             f = p.send(run.topic, value=run.value(i), partition=i % PARTITIONS)
@@ -159,8 +186,15 @@ def _aio(run: Run, bootstrap: str) -> None:
 
     async def main():
         p = AIOKafkaProducer(
-            bootstrap_servers=bootstrap, client_id="idem-aio", enable_idempotence=True, acks="all",
-            linger_ms=2, max_batch_size=2048, request_timeout_ms=10000, retry_backoff_ms=50)
+            bootstrap_servers=bootstrap,
+            client_id="idem-aio",
+            enable_idempotence=True,
+            acks="all",
+            linger_ms=2,
+            max_batch_size=2048,
+            request_timeout_ms=10000,
+            retry_backoff_ms=50,
+        )
         await p.start()
         try:
             futs = []
@@ -175,6 +209,7 @@ def _aio(run: Run, bootstrap: str) -> None:
                     else:
                         md = f.result()
                         run.delivered[i] = (md.partition, md.offset)
+
                 fut.add_done_callback(done)
                 futs.append(fut)
             await asyncio.wait_for(asyncio.gather(*futs, return_exceptions=True), RUN_TIMEOUT)
@@ -205,7 +240,9 @@ def start_run(client: str, topic: str, bootstrap: str, n: int = RECORDS) -> tupl
 
 def finish_run(run: Run, thread: threading.Thread, timeout: float = RUN_TIMEOUT + 20) -> None:
     thread.join(timeout)
-    assert not thread.is_alive(), f"{run.client}: producer did not finish within {timeout}s ({run.acked} acked)"
+    assert not thread.is_alive(), (
+        f"{run.client}: producer did not finish within {timeout}s ({run.acked} acked)"
+    )
     if run.exc is not None:
         raise AssertionError(f"{run.client}: producer raised {run.exc!r}") from run.exc
 
@@ -236,24 +273,33 @@ def verify(s: Setup, run: Run, *, all_delivered: bool = True) -> dict[int, list[
                     first = (off, n)
                     break
                 seen.add(n)
-            problems.append(f"partition {p}: {dups} duplicate records (first: record {first[1]} again at offset {first[0]})")
+            problems.append(
+                f"partition {p}: {dups} duplicate records (first: record {first[1]} again at offset {first[0]})"
+            )
         wrong = [n for n in nums if n % PARTITIONS != p]
         if wrong:
             problems.append(f"partition {p}: records of other partitions: {wrong[:5]}")
         back = next((k for k in range(1, len(nums)) if nums[k] <= nums[k - 1]), None)
         if back is not None:
-            problems.append(f"partition {p}: order broken at offset {rows[back][0]}: record {nums[back]} "
-                            f"after {nums[back - 1]}")
+            problems.append(
+                f"partition {p}: order broken at offset {rows[back][0]}: record {nums[back]} "
+                f"after {nums[back - 1]}"
+            )
         for off, n in rows:
             present.setdefault(n, (p, off))
     missing = sorted(i for i in run.delivered if i not in present)
     if missing:
         problems.append(f"{len(missing)} records reported delivered are not in the log, first {missing[:5]}")
-    wrong_offsets = [(i, po, present.get(i)) for i, po in run.delivered.items()
-                     if po[1] >= 0 and present.get(i) != po and i in present]
+    wrong_offsets = [
+        (i, po, present.get(i))
+        for i, po in run.delivered.items()
+        if po[1] >= 0 and present.get(i) != po and i in present
+    ]
     if wrong_offsets:
-        problems.append(f"{len(wrong_offsets)} records reported at an offset holding another record, first "
-                        f"(record, reported, actual): {sorted(wrong_offsets)[:3]}")
+        problems.append(
+            f"{len(wrong_offsets)} records reported at an offset holding another record, first "
+            f"(record, reported, actual): {sorted(wrong_offsets)[:3]}"
+        )
     if all_delivered:
         if run.failed:
             problems.append(f"{len(run.failed)} delivery failures, first: {sorted(run.failed.items())[:2]}")
@@ -299,14 +345,15 @@ def test_port_file_holds_bound_port_with_advertised_listeners(broker_factory):
     port here'), also when advertised.listeners names another address (a proxy, a NAT)."""
     port = free_port()
     advertised = free_port()
-    b = broker_factory({"advertised.listeners": f"PLAINTEXT://127.0.0.1:{advertised}"},
-                       extra_args=["--port", str(port)])
+    b = broker_factory(
+        {"advertised.listeners": f"PLAINTEXT://127.0.0.1:{advertised}"}, extra_args=["--port", str(port)]
+    )
     with WireClient("127.0.0.1", port) as c:
         md = c.metadata([])
     assert [(x.host, x.port) for x in md.brokers] == [("127.0.0.1", advertised)]
     assert b.port_file.read_text() == f"{port}\n", (
-        f"port file says {b.port_file.read_text()!r}; the broker is bound to {port} "
-        f"(advertised {advertised})")
+        f"port file says {b.port_file.read_text()!r}; the broker is bound to {port} (advertised {advertised})"
+    )
 
 
 # ------------------------------------------------------------------------------ clients
@@ -327,7 +374,8 @@ def test_dropped_produce_responses_no_duplicates_no_gaps(setup, client):
     assert s.proxy.stats.dropped_responses >= 5, s.proxy.summary()
     lost, resent = s.proxy.lost_and_resent()
     assert lost >= 5 and resent == lost, (
-        f"{client}: of {lost} written-but-unacknowledged batches {resent} were sent again: {s.proxy.summary()}")
+        f"{client}: of {lost} written-but-unacknowledged batches {resent} were sent again: {s.proxy.summary()}"
+    )
     assert not s.proxy.stats.errors, s.proxy.stats.errors
 
 
@@ -354,11 +402,19 @@ def test_sigkill_mid_stream_no_duplicates(setup, client):
     topic = make_topic(s, f"idem-kill-{client}")
     s.proxy.drop_every(25)
     run, t = start_run(client, topic, s.proxy.bootstrap)
-    wait_until(lambda: run.acked >= RECORDS // 3 or run.done.is_set(), 40, interval=0.01,
-               message=f"{client}: a third of the records acknowledged")
+    wait_until(
+        lambda: run.acked >= RECORDS // 3 or run.done.is_set(),
+        40,
+        interval=0.01,
+        message=f"{client}: a third of the records acknowledged",
+    )
     s.proxy.hold()
-    wait_until(lambda: s.proxy.stats.delayed_responses >= 1 or run.done.is_set(), 8, interval=0.005,
-               message=f"{client}: written batches whose acknowledgement is held back")
+    wait_until(
+        lambda: s.proxy.stats.delayed_responses >= 1 or run.done.is_set(),
+        8,
+        interval=0.005,
+        message=f"{client}: written batches whose acknowledgement is held back",
+    )
     assert not run.done.is_set(), f"{client} finished before the kill"
     acked_at_kill = run.acked
     s.broker.kill()
@@ -372,4 +428,5 @@ def test_sigkill_mid_stream_no_duplicates(setup, client):
     lost, resent = s.proxy.lost_and_resent()
     assert lost >= 1 and resent == lost, (
         f"{client}: of {lost} written-but-unacknowledged batches only {resent} were sent again "
-        f"(nothing to deduplicate): {s.proxy.summary()}")
+        f"(nothing to deduplicate): {s.proxy.summary()}"
+    )

@@ -64,8 +64,13 @@ class IdemWire(WireClient):
 
 def batch(pid: int, epoch: int, seq: int, n: int = 3, tag: str = "r", ts: int | None = None) -> bytes:
     """n records valued '<tag>-<seq + i>' (the sequence each record carries)."""
-    return build_batch([(None, f"{tag}-{seq + i}".encode(), []) for i in range(n)],
-                       producer_id=pid, producer_epoch=epoch, base_sequence=seq, timestamp=ts)
+    return build_batch(
+        [(None, f"{tag}-{seq + i}".encode(), []) for i in range(n)],
+        producer_id=pid,
+        producer_epoch=epoch,
+        base_sequence=seq,
+        timestamp=ts,
+    )
 
 
 def values(c: WireClient, topic: str, partition: int = 0) -> list[bytes]:
@@ -74,7 +79,9 @@ def values(c: WireClient, topic: str, partition: int = 0) -> list[bytes]:
 
 
 def ok(resp, expected_base: int | None = None):
-    assert resp.error_code == NONE, f"expected NONE, got error {resp.error_code}: {getattr(resp, 'error_message', None)}"
+    assert resp.error_code == NONE, (
+        f"expected NONE, got error {resp.error_code}: {getattr(resp, 'error_message', None)}"
+    )
     if expected_base is not None:
         assert resp.base_offset == expected_base, f"base offset {resp.base_offset}, expected {expected_base}"
     return resp
@@ -83,7 +90,8 @@ def ok(resp, expected_base: int | None = None):
 def err(resp, code: int):
     assert resp.error_code == code, (
         f"expected error {code}, got {resp.error_code} (base offset {resp.base_offset}, "
-        f"message {getattr(resp, 'error_message', None)!r})")
+        f"message {getattr(resp, 'error_message', None)!r})"
+    )
     assert resp.base_offset == -1, f"rejected batch answered with base offset {resp.base_offset}"
 
 
@@ -129,7 +137,8 @@ def test_producer_ids_never_reused_across_restart_and_sigkill(broker):
     all_ids = first + second + third + fourth
     assert len(set(all_ids)) == len(all_ids), (
         f"producer id reused across restarts: {first} | clean restart | {second} | SIGKILL | "
-        f"{third} | SIGKILL | {fourth}")
+        f"{third} | SIGKILL | {fourth}"
+    )
 
 
 # ================================================================================ sequence rules
@@ -145,7 +154,9 @@ def test_in_sequence_batches_append_and_unknown_producer_accepts_any_sequence(wi
     ok(wire.send(topic, 0, batch(stranger, 3, 777_777, n=1)), 5)
     ok(wire.send(topic, 0, batch(stranger, 3, 777_778, n=1)), 6)
     assert wire.leo(topic, 0) == 7
-    assert values(wire, topic) == [f"r-{s}".encode() for s in (1000, 1001, 1002, 1003, 1004, 777_777, 777_778)]
+    assert values(wire, topic) == [
+        f"r-{s}".encode() for s in (1000, 1001, 1002, 1003, 1004, 777_777, 777_778)
+    ]
     assert wire.producers(topic, 0) == {pid: (0, 1004), stranger: (3, 777_778)}
 
 
@@ -182,7 +193,8 @@ def test_exact_retry_returns_original_log_append_time(shared_broker, wire):
     wait_until(lambda: int(time.time() * 1000) > first_time + 5, 2, message="the clock to move on")
     r1 = ok(wire.send(topic, 0, b0), 0)
     assert r1.log_append_time_ms == first_time, (
-        f"retry answered with append time {r1.log_append_time_ms}, original {first_time}")
+        f"retry answered with append time {r1.log_append_time_ms}, original {first_time}"
+    )
     assert wire.leo(topic, 0) == 3
 
 
@@ -320,11 +332,16 @@ def test_retry_deduplicated_after_sigkill_and_restart(broker_factory):
                 assert leo == 2 * len(st["sent"]), f"{label}: {t} log end {leo}"
                 for b, base, append_time in st["sent"][-WINDOW:]:
                     r = c.send(t, 0, b)
-                    assert r.error_code == NONE, f"{label}: {t}: retry of batch at {base}: error {r.error_code}"
-                    assert r.base_offset == base, f"{label}: {t}: retry answered {r.base_offset}, original {base}"
+                    assert r.error_code == NONE, (
+                        f"{label}: {t}: retry of batch at {base}: error {r.error_code}"
+                    )
+                    assert r.base_offset == base, (
+                        f"{label}: {t}: retry answered {r.base_offset}, original {base}"
+                    )
                     if t == lat:
                         assert r.log_append_time_ms == append_time, (
-                            f"{label}: retry append time {r.log_append_time_ms}, original {append_time}")
+                            f"{label}: retry append time {r.log_append_time_ms}, original {append_time}"
+                        )
                 assert c.leo(t, 0) == leo, f"{label}: {t}: a retry was appended after restart"
                 # the state is really there (an unknown producer would accept any sequence)
                 err(c.send(t, 0, batch(pid, 0, st["seq"] + 7, tag=t)), OUT_OF_ORDER_SEQUENCE_NUMBER)
@@ -341,7 +358,8 @@ def test_retry_deduplicated_after_sigkill_and_restart(broker_factory):
         leo = 2 * len(state[t]["sent"])
         assert (broker.data_dir / f"{t}-0" / f"{leo:020d}.snapshot").exists(), (
             f"{t}: no producer snapshot at the log end ({leo}) after a clean shutdown: "
-            f"{sorted(p.name for p in (broker.data_dir / f'{t}-0').iterdir())}")
+            f"{sorted(p.name for p in (broker.data_dir / f'{t}-0').iterdir())}"
+        )
     check("after clean restart")
     write(4)
     broker.restart(kill=True)  # snapshot + 4 batches to replay
@@ -355,8 +373,9 @@ def test_retry_deduplicated_after_sigkill_and_restart(broker_factory):
 # ================================================================================ expiry
 def test_idle_producer_state_expires_after_producer_id_expiration_ms(broker_factory):
     expiration_ms = 3000
-    b = broker_factory({"producer.id.expiration.ms": expiration_ms,
-                        "producer.id.expiration.check.interval.ms": 500})
+    b = broker_factory(
+        {"producer.id.expiration.ms": expiration_ms, "producer.id.expiration.check.interval.ms": 500}
+    )
     topic = unique_name("idem-expire")
     create_topic(b, topic, 1)
     with IdemWire.to(b) as c:
@@ -367,10 +386,16 @@ def test_idle_producer_state_expires_after_producer_id_expiration_ms(broker_fact
         err(c.send(topic, 0, batch(pid, 0, 10)), OUT_OF_ORDER_SEQUENCE_NUMBER)
         assert c.producers(topic, 0) == {pid: (0, 2)}
 
-        wait_until(lambda: pid not in c.producers(topic, 0), expiration_ms / 1000 + 5, interval=0.1,
-                   message="producer state to expire")
+        wait_until(
+            lambda: pid not in c.producers(topic, 0),
+            expiration_ms / 1000 + 5,
+            interval=0.1,
+            message="producer state to expire",
+        )
         idle = time.monotonic() - written
-        assert idle >= expiration_ms / 1000 - 0.2, f"producer state expired after {idle:.2f}s, before {expiration_ms} ms"
+        assert idle >= expiration_ms / 1000 - 0.2, (
+            f"producer state expired after {idle:.2f}s, before {expiration_ms} ms"
+        )
         # expired: the producer is unknown again, so the formerly out-of-order sequence is accepted
         ok(c.send(topic, 0, batch(pid, 0, 10)), 3)
         ok(c.send(topic, 0, batch(pid, 0, 13)), 6)
@@ -424,7 +449,8 @@ def test_rebuilt_state_does_not_expire_early_for_old_record_timestamps(broker_fa
         wait_until(lambda: time.monotonic() >= idle_until, 3, message="the idle period")
         assert c.producers(topic, 0).get(pid) == (0, 2), (
             "producer state rebuilt after SIGKILL expired within a second: its idle time was "
-            "counted from the records' CreateTime (two days ago), not from when they were appended")
+            "counted from the records' CreateTime (two days ago), not from when they were appended"
+        )
         ok(c.send(topic, 0, b0), 0)  # the retry is still deduplicated
         assert c.leo(topic, 0) == 3
 

@@ -10,8 +10,8 @@ import subprocess
 import time
 
 import pytest
-
 from minibroker.pipelines.jars import KAFKA_CLIENT_VERSIONS, kafka_clients_classpath
+
 from tests.support.clients import kp_consume
 from tests.support.helpers import unique_name
 
@@ -19,13 +19,21 @@ JAVA_TIMEOUT = 90
 
 
 def java_command(version: str, *args: str) -> list[str]:
-    return ["java", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-cp", kafka_clients_classpath(version),
-            "minibroker.ClientCheck", *args]
+    return [
+        "java",
+        "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+        "-cp",
+        kafka_clients_classpath(version),
+        "minibroker.ClientCheck",
+        *args,
+    ]
 
 
 def run_check(version: str, *args: str) -> dict[str, str]:
     proc = subprocess.run(java_command(version, *args), capture_output=True, text=True, timeout=JAVA_TIMEOUT)
-    assert proc.returncode == 0, f"ClientCheck {args} failed (exit {proc.returncode}):\n{proc.stdout}\n{proc.stderr[-4000:]}"
+    assert proc.returncode == 0, (
+        f"ClientCheck {args} failed (exit {proc.returncode}):\n{proc.stdout}\n{proc.stderr[-4000:]}"
+    )
     return parse_result(proc.stdout)
 
 
@@ -51,8 +59,11 @@ def test_second_instance_fences_the_first(shared_broker, client_version):
     result = run_check(client_version, shared_broker.bootstrap, "fence", unique_name("java-fence"))
     # Kafka answers a stale-epoch produce with INVALID_PRODUCER_EPOCH and the coordinator's
     # EndTxn with PRODUCER_FENCED; only the second instance's record is visible
-    assert result == {"send_failed": "InvalidProducerEpochException", "fenced": "ProducerFencedException",
-                      "visible": "winner"}
+    assert result == {
+        "send_failed": "InvalidProducerEpochException",
+        "fenced": "ProducerFencedException",
+        "visible": "winner",
+    }
 
 
 @pytest.mark.timeout(240)
@@ -62,16 +73,20 @@ def test_idempotent_producer_survives_broker_sigkill(broker, client_version):
     count = 2000
     topic = unique_name("java-idem")
     port = broker.port
-    broker.extra_args = ["--port", str(port)]   # come back on the address the producer knows
-    proc = subprocess.Popen(java_command(client_version, broker.bootstrap, "idempotent", topic, str(count)),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    broker.extra_args = ["--port", str(port)]  # come back on the address the producer knows
+    proc = subprocess.Popen(
+        java_command(client_version, broker.bootstrap, "idempotent", topic, str(count)),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         killed_at = None
         for line in proc.stdout:
             if line.startswith("acked ") and killed_at is None and int(line.split()[1]) >= count // 3:
                 killed_at = int(line.split()[1])
                 broker.kill()
-                time.sleep(0.5)   # the producer sees the connection drop and retries meanwhile
+                time.sleep(0.5)  # the producer sees the connection drop and retries meanwhile
                 broker.start()
                 assert broker.port == port
             if line.startswith("RESULT "):
@@ -86,4 +101,5 @@ def test_idempotent_producer_survives_broker_sigkill(broker, client_version):
     values = [int(r[2]) for r in records]
     assert sorted(values) == list(range(count)), (
         f"{len(values)} records, {len(set(values))} distinct; duplicates: "
-        f"{sorted({v for v in values if values.count(v) > 1})[:10]}")
+        f"{sorted({v for v in values if values.count(v) > 1})[:10]}"
+    )

@@ -148,14 +148,17 @@ def test_queued_request_bytes_bound_holds_a_request_until_memory_frees(broker_fa
 
 
 def test_partition_limits_on_create_topics_partitions_and_auto_creation(broker_factory):
-    b = broker_factory({"minibroker.max.partitions.per.request": 100, "minibroker.max.partitions": 150,
-                        "num.partitions": 40})
+    b = broker_factory(
+        {"minibroker.max.partitions.per.request": 100, "minibroker.max.partitions": 150, "num.partitions": 40}
+    )
     with WireClient.to(b) as c:
         resp = c.create_topics([("too-many", 101)])
         assert [(t.name, t.error_code) for t in resp.topics] == [("too-many", POLICY_VIOLATION)]
         resp = c.create_topics([("a", 60), ("b", 50)])  # 110 together: all or nothing
-        assert sorted((t.name, t.error_code) for t in resp.topics) == [("a", POLICY_VIOLATION),
-                                                                       ("b", POLICY_VIOLATION)]
+        assert sorted((t.name, t.error_code) for t in resp.topics) == [
+            ("a", POLICY_VIOLATION),
+            ("b", POLICY_VIOLATION),
+        ]
         assert {t.name: t.error_code for t in c.create_topics([("a", 60)]).topics} == {"a": 0}
         req = CreatePartitionsRequest[1](topics=[("a", 161, None)], timeout_ms=5000, validate_only=False)
         resp = c.request(req, CreatePartitionsResponse, 1)
@@ -178,8 +181,10 @@ class LimitedBroker(BrokerProcess):
 
     def command(self) -> list[str]:
         cmd = super().command()
-        wrapper = ("import os, resource, sys; resource.setrlimit(resource.RLIMIT_NOFILE, "
-                   f"({self.nofile}, {self.nofile})); os.execv(sys.executable, sys.argv[1:])")
+        wrapper = (
+            "import os, resource, sys; resource.setrlimit(resource.RLIMIT_NOFILE, "
+            f"({self.nofile}, {self.nofile})); os.execv(sys.executable, sys.argv[1:])"
+        )
         return [sys.executable, "-c", wrapper, *cmd]
 
 
@@ -201,9 +206,11 @@ def test_topic_creation_cannot_exhaust_file_descriptors(tmp_path):
 def test_soft_open_file_limit_is_raised_to_the_hard_limit(tmp_path):
     class SoftLimited(BrokerProcess):
         def command(self) -> list[str]:
-            wrapper = ("import os, resource, sys; hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]; "
-                       "resource.setrlimit(resource.RLIMIT_NOFILE, (min(256, hard), hard)); "
-                       "os.execv(sys.executable, sys.argv[1:])")
+            wrapper = (
+                "import os, resource, sys; hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]; "
+                "resource.setrlimit(resource.RLIMIT_NOFILE, (min(256, hard), hard)); "
+                "os.execv(sys.executable, sys.argv[1:])"
+            )
             return [sys.executable, "-c", wrapper, *super().command()]
 
     b = SoftLimited(tmp_path / "data").start()
@@ -224,9 +231,14 @@ def test_other_clients_are_served_while_many_topics_are_created(broker):
     T = CreateTopicsRequest.CreatableTopic
     since = broker.log_size()
     with WireClient.to(broker) as creator, WireClient.to(broker) as other:
-        req = CreateTopicsRequest(topics=[T(name=f"many-{i:04d}", num_partitions=1, replication_factor=1,
-                                            assignments=[], configs=[]) for i in range(600)],
-                                  timeout_ms=60000, validate_only=False)
+        req = CreateTopicsRequest(
+            topics=[
+                T(name=f"many-{i:04d}", num_partitions=1, replication_factor=1, assignments=[], configs=[])
+                for i in range(600)
+            ],
+            timeout_ms=60000,
+            validate_only=False,
+        )
         creator.send_request(req, 5)
         broker.wait_for_log("many-0000", since)  # creation has started
         other.api_versions()
@@ -246,7 +258,7 @@ def test_two_thousand_segments_start_and_serve_under_ulimit_1024(broker_factory,
     """Startup opens no old segment: a partition of 2,000 segments comes back under `ulimit -n
     1024` (soft and hard) and a consumer reads it all from offset 0 while the broker keeps at
     most minibroker.max.open.segment.files (here a quarter of the limit) of them open."""
-    segments, value_size = 2000, 1100   # each ~1.2 kB batch is more than log.segment.bytes
+    segments, value_size = 2000, 1100  # each ~1.2 kB batch is more than log.segment.bytes
     overrides = {"log.segment.bytes": 1024}
     first = broker_factory(overrides, data_dir=tmp_path / "data")
     with WireClient.to(first) as c:

@@ -27,8 +27,11 @@ def scrape(broker) -> dict[tuple[str, tuple], float]:
         assert response.status == 200
         assert response.headers["Content-Type"].startswith("text/plain")
         text = response.read().decode()
-    return {(s.name, tuple(sorted(s.labels.items()))): s.value
-            for family in text_string_to_metric_families(text) for s in family.samples}
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+    }
 
 
 def value(samples, name: str, **labels) -> float:
@@ -36,8 +39,12 @@ def value(samples, name: str, **labels) -> float:
 
 
 def _txn_producer(broker, txn_id: str) -> KafkaProducer:
-    producer = KafkaProducer(bootstrap_servers=broker.bootstrap, transactional_id=txn_id,
-                             request_timeout_ms=10_000, max_block_ms=10_000)
+    producer = KafkaProducer(
+        bootstrap_servers=broker.bootstrap,
+        transactional_id=txn_id,
+        request_timeout_ms=10_000,
+        max_block_ms=10_000,
+    )
     producer.init_transactions()
     return producer
 
@@ -95,8 +102,13 @@ def test_metrics_for_fetch_errors_and_groups(broker_factory):
         producer.send(topic, str(i).encode())
     producer.flush(10)
     producer.close()
-    consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap, group_id="metrics-group",
-                             auto_offset_reset="earliest", enable_auto_commit=False, fetch_max_wait_ms=100)
+    consumer = KafkaConsumer(
+        bootstrap_servers=broker.bootstrap,
+        group_id="metrics-group",
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+        fetch_max_wait_ms=100,
+    )
     try:
         consumer.assign([TopicPartition(topic, 0)])
         got = 0
@@ -111,10 +123,18 @@ def test_metrics_for_fetch_errors_and_groups(broker_factory):
         assert part.error_code == 3
 
     samples = scrape(broker)
-    assert value(samples, "minibroker_group_offset_lag_messages", group="metrics-group", topic=topic, partition=0) == 3
+    assert (
+        value(
+            samples, "minibroker_group_offset_lag_messages", group="metrics-group", topic=topic, partition=0
+        )
+        == 3
+    )
     assert value(samples, "minibroker_group_members", group="metrics-group") == 0  # assigned, not subscribed
     assert value(samples, "minibroker_topic_fetched_bytes_total", topic=topic) > 0
-    assert value(samples, "minibroker_request_errors_total", api="Fetch", error="UNKNOWN_TOPIC_OR_PARTITION") == 1
+    assert (
+        value(samples, "minibroker_request_errors_total", api="Fetch", error="UNKNOWN_TOPIC_OR_PARTITION")
+        == 1
+    )
 
 
 def test_metrics_and_request_log_are_off_by_default(broker):
@@ -139,8 +159,11 @@ def test_request_log_switch_logs_one_line_per_request(broker_factory):
         client.api_versions(3)
         client.metadata(["missing-topic"])
     # each line is written just after its response: wait for both
-    wait_until(lambda: len([r for r in _request_lines(broker) if r["client_id"] == "request-log-test"]) >= 2,
-               timeout=5, message="two request log lines")
+    wait_until(
+        lambda: len([r for r in _request_lines(broker) if r["client_id"] == "request-log-test"]) >= 2,
+        timeout=5,
+        message="two request log lines",
+    )
     lines = [r for r in _request_lines(broker) if r["client_id"] == "request-log-test"]
     assert [r["api"] for r in lines] == ["ApiVersions", "Metadata"]
     api_versions, metadata = lines
@@ -155,6 +178,9 @@ def test_request_log_at_debug_level(broker_factory):
     broker = broker_factory(log_level="debug")
     with WireClient(broker.host, broker.port, client_id="debug-level") as client:
         client.api_versions(3)
-    lines = wait_until(lambda: [r for r in _request_lines(broker) if r["client_id"] == "debug-level"] or None,
-                       timeout=5, message="request log line")
+    lines = wait_until(
+        lambda: [r for r in _request_lines(broker) if r["client_id"] == "debug-level"] or None,
+        timeout=5,
+        message="request log line",
+    )
     assert lines[0]["level"] == "debug" and lines[0]["api"] == "ApiVersions"

@@ -11,9 +11,9 @@ import pytest
 from crc32c import crc32c
 
 from tests.support.broker import BrokerFactory
+from tests.support.crafted import raw_batch, record, varint
 from tests.support.helpers import unique_name
 from tests.support.wire import WireClient, read_partition
-from tests.support.crafted import raw_batch, record, varint
 
 INVALID_RECORD = 87
 INVALID_TIMESTAMP = 32

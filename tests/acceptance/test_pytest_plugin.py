@@ -20,7 +20,8 @@ def _run(pytester, *args, timeout=120):
     pytester.makeini(INI)
     return pytester.runpytest_subprocess("-q", *args, timeout=timeout)
 
-ROUNDTRIP_TESTS = '''
+
+ROUNDTRIP_TESTS = """
 import time
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
@@ -50,7 +51,7 @@ def test_topics_are_unique_and_configured(kafka_topic, kafka_admin):
     assert a.startswith("test_topics_are_unique_and_configured-")
     described = {t["name"]: len(t["partitions"]) for t in kafka_admin.describe_topics([a, b])}
     assert described == {a: 1, b: 2}
-'''
+"""
 
 
 def test_fixtures_give_a_working_broker_and_fresh_topics(pytester):
@@ -60,14 +61,16 @@ def test_fixtures_give_a_working_broker_and_fresh_topics(pytester):
 
 
 def test_failing_test_report_carries_the_broker_log(pytester):
-    pytester.makepyfile(test_fail='''
+    pytester.makepyfile(
+        test_fail="""
 def test_broken(kafka_topic):
     kafka_topic(prefix="made-by-the-failing-test")
     assert False, "deliberate failure"
 
 def test_passing(kafka_bootstrap_servers):
     pass
-''')
+"""
+    )
     result = _run(pytester, "--minibroker-log-level", "debug")
     result.assert_outcomes(passed=1, failed=1)
     out = result.stdout.str()
@@ -80,7 +83,8 @@ def test_passing(kafka_bootstrap_servers):
 
 def test_config_file_option(pytester):
     pytester.makefile(".properties", broker="num.partitions=4\n# a comment\n")
-    pytester.makepyfile(test_cfg='''
+    pytester.makepyfile(
+        test_cfg="""
 from kafka.admin import ConfigResource, ConfigResourceType
 
 def test_partitions(kafka_admin):
@@ -88,7 +92,8 @@ def test_partitions(kafka_admin):
     assert cfg["broker"]["1"]["num.partitions"]["value"] == "4"
     # the test profile still applies beneath the file
     assert cfg["broker"]["1"]["group.initial.rebalance.delay.ms"]["value"] == "0"
-''')
+"""
+    )
     result = _run(pytester, "--minibroker-config", "broker.properties")
     result.assert_outcomes(passed=1)
 
@@ -96,12 +101,14 @@ def test_partitions(kafka_admin):
 def test_external_broker_from_the_environment(pytester, monkeypatch, tmp_path):
     with minibroker.testing.broker() as outside:
         monkeypatch.setenv("MINIBROKER_BOOTSTRAP_SERVERS", outside.bootstrap_servers)
-        pytester.makepyfile(test_external=f'''
+        pytester.makepyfile(
+            test_external=f'''
 def test_uses_it(minibroker, kafka_bootstrap_servers, kafka_topic):
     assert type(minibroker).__name__ == "ExternalBroker"
     assert kafka_bootstrap_servers == "{outside.bootstrap_servers}"
     kafka_topic(partitions=2)
-''')
+'''
+        )
         result = _run(pytester)
         result.assert_outcomes(passed=1)
         assert "created topic" in outside.log_text(), "the test did not reach the external broker"
@@ -110,7 +117,8 @@ def test_uses_it(minibroker, kafka_bootstrap_servers, kafka_topic):
 def test_one_broker_per_xdist_worker(pytester, tmp_path):
     record = tmp_path / "seen"
     record.mkdir()
-    pytester.makepyfile(test_workers=f'''
+    pytester.makepyfile(
+        test_workers=f"""
 import json, os, pathlib, pytest
 
 @pytest.mark.parametrize("n", range(4))
@@ -118,7 +126,8 @@ def test_record(n, kafka_bootstrap_servers, kafka_topic):
     kafka_topic()
     worker = os.environ.get("PYTEST_XDIST_WORKER", "none")
     pathlib.Path({str(record)!r}, f"{{n}}.json").write_text(json.dumps([worker, kafka_bootstrap_servers]))
-''')
+"""
+    )
     result = _run(pytester, "-p", "xdist", "-n", "2", timeout=180)
     result.assert_outcomes(passed=4)
     seen = [json.loads(p.read_text()) for p in record.iterdir()]

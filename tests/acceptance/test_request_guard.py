@@ -12,10 +12,10 @@ from __future__ import annotations
 import struct
 
 import pytest
-
 from minibroker.broker.dispatch import HANDLERS
 from minibroker.protocol.codec import request_class
 from minibroker.protocol.schema_layout import FIXED_SIZES, layout
+
 from tests.support.broker import BrokerFactory
 from tests.support.wire import WireClient, encode_uvarint, request_header
 
@@ -95,7 +95,7 @@ def test_null_for_non_nullable_field_is_refused_at_decode(broker, key, version):
 def test_issue_reproducer_24_byte_frame(broker):
     """Metadata v12 with a compact topics array of 2**32-2 elements: SIGABRT before the guard."""
     payload = request_header(3, 12, 1, flexible=True) + encode_uvarint(0xFFFFFFFF - 1) + b"\x00\x00"
-    _assert_closed_and_alive(broker, 3, 12, payload[len(request_header(3, 12, 1, flexible=True)):])
+    _assert_closed_and_alive(broker, 3, 12, payload[len(request_header(3, 12, 1, flexible=True)) :])
 
 
 def test_huge_tagged_field_size_is_refused(broker):

@@ -18,7 +18,7 @@ from tests.support.helpers import (
     unique_name,
     wait_until,
 )
-from tests.support.wire import WireClient, ZERO_UUID, build_batch, read_partition
+from tests.support.wire import ZERO_UUID, WireClient, build_batch, read_partition
 
 
 def topic_state(broker, topics):
@@ -73,7 +73,9 @@ def test_clean_restart_keeps_everything(broker):
 
     cluster_id2, after = topic_state(broker, [a, b])
     assert cluster_id2 == cluster_id
-    assert after == before, f"topic ids / partitions / log end offsets changed across a restart:\n{before}\n{after}"
+    assert after == before, (
+        f"topic ids / partitions / log end offsets changed across a restart:\n{before}\n{after}"
+    )
     clients.compare_partitions(clients.kp_consume(broker.bootstrap, a, [0, 1, 2], 1500), exp_a)
     clients.compare_partitions(clients.ck_consume(broker.bootstrap, b, [0], 300), exp_b)
     with WireClient.to(broker) as c:
@@ -81,7 +83,9 @@ def test_clean_restart_keeps_everything(broker):
             recs, hw = read_partition(c, a, p)
             assert hw == len(exp_a[p]) == len(recs)
         r = c.produce(b, 0, build_batch([(b"after", b"restart", [])]))
-        assert (r.error_code, r.base_offset) == (0, 300), "appends after a restart continue at the old log end"
+        assert (r.error_code, r.base_offset) == (0, 300), (
+            "appends after a restart continue at the old log end"
+        )
     # topic configs survive
     admin = admin_client(broker.bootstrap)
     try:
@@ -103,8 +107,8 @@ class StreamProducer:
         self.client, self.bootstrap, self.topic, self.partitions = client, bootstrap, topic, partitions
         self.stop_flag = threading.Event()
         self.lock = threading.Lock()
-        self.sent: list[tuple[int, bytes, bytes]] = []          # (partition, key, value) in send order
-        self.acked: dict[int, tuple[int, int]] = {}              # seq -> (partition, offset)
+        self.sent: list[tuple[int, bytes, bytes]] = []  # (partition, key, value) in send order
+        self.acked: dict[int, tuple[int, int]] = {}  # seq -> (partition, offset)
         self.errors = 0
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.exc: BaseException | None = None
@@ -129,9 +133,19 @@ class StreamProducer:
     def _run_ck(self):
         from confluent_kafka import Producer
 
-        p = Producer({"bootstrap.servers": self.bootstrap, "acks": "all", "linger.ms": 2, "retries": 0,
-                      "batch.num.messages": 50, "message.timeout.ms": 5000, "socket.timeout.ms": 3000,
-                      "reconnect.backoff.max.ms": 200, "client.id": "kill-stream-ck"})
+        p = Producer(
+            {
+                "bootstrap.servers": self.bootstrap,
+                "acks": "all",
+                "linger.ms": 2,
+                "retries": 0,
+                "batch.num.messages": 50,
+                "message.timeout.ms": 5000,
+                "socket.timeout.ms": 3000,
+                "reconnect.backoff.max.ms": 200,
+                "client.id": "kill-stream-ck",
+            }
+        )
         i = 0
         while not self.stop_flag.is_set():
             part, key, value = self.record(i)
@@ -141,6 +155,7 @@ class StreamProducer:
                     self._ok(i, msg.partition(), msg.offset())
                 else:
                     self._err()
+
             try:
                 p.produce(self.topic, key=key, value=value, partition=part, on_delivery=cb)
             except BufferError:
@@ -158,9 +173,17 @@ class StreamProducer:
     def _run_kp(self):
         from kafka import KafkaProducer
 
-        p = KafkaProducer(bootstrap_servers=self.bootstrap, acks="all", linger_ms=2, retries=0,
-                          enable_idempotence=False, batch_size=4096, request_timeout_ms=3000,
-                          max_block_ms=3000, client_id="kill-stream-kp")
+        p = KafkaProducer(
+            bootstrap_servers=self.bootstrap,
+            acks="all",
+            linger_ms=2,
+            retries=0,
+            enable_idempotence=False,
+            batch_size=4096,
+            request_timeout_ms=3000,
+            max_block_ms=3000,
+            client_id="kill-stream-kp",
+        )
         i = 0
         while not self.stop_flag.is_set():
             part, key, value = self.record(i)
@@ -205,7 +228,9 @@ def test_sigkill_during_acks_all_stream_loses_nothing_acknowledged(broker, clien
     stream = StreamProducer(client, broker.bootstrap, topic, partitions)
     stream.start()
     try:
-        wait_until(lambda: stream.acked_count() >= 1500 or stream.exc, 30, message="1500 acknowledged records")
+        wait_until(
+            lambda: stream.acked_count() >= 1500 or stream.exc, 30, message="1500 acknowledged records"
+        )
         assert stream.exc is None, stream.exc
         broker.kill()  # SIGKILL while sends are in flight
         time.sleep(0.3)  # the producer keeps sending into the dead broker for a moment
@@ -227,10 +252,12 @@ def test_sigkill_during_acks_all_stream_loses_nothing_acknowledged(broker, clien
             assert hw == len(recs)
             got = [(r.key, r.value) for r in recs]
             if p == 0 and appended_to_p0:
-                assert got[-len(appended_to_p0):] == list(appended_to_p0)
+                assert got[-len(appended_to_p0) :] == list(appended_to_p0)
                 got = got[: -len(appended_to_p0)]
             # the log is exactly a prefix of what was sent to the partition (no gaps, no strays) ...
-            assert got == sent_per_part[p][: len(got)], f"partition {p}: log is not a prefix of the sent stream"
+            assert got == sent_per_part[p][: len(got)], (
+                f"partition {p}: log is not a prefix of the sent stream"
+            )
         # ... and holds every acknowledged record at its acknowledged offset
         for i, (p, off) in acked.items():
             part, key, value = stream.record(i)

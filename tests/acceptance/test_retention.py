@@ -52,8 +52,12 @@ def consume_from_zero(bootstrap, topic, expected):
     OFFSET_OUT_OF_RANGE and must follow the log start offset."""
     from kafka import KafkaConsumer, TopicPartition
 
-    c = KafkaConsumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest",
-                      enable_auto_commit=False, fetch_max_wait_ms=100)
+    c = KafkaConsumer(
+        bootstrap_servers=bootstrap,
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+        fetch_max_wait_ms=100,
+    )
     tp = TopicPartition(topic, 0)
     try:
         c.assign([tp])
@@ -77,9 +81,13 @@ def test_retention_bytes_deletes_old_segments_and_consumers_follow(broker_factor
 
     def log_bytes():
         return sum(p.stat().st_size for p in seg_dir.glob("*.log"))
+
     # checks may already have run during the produce; wait for the one after it
-    wait_until(lambda: log_bytes() < 3000 + 1000, 15,
-               message="retention to bring the log under retention.bytes + one segment")
+    wait_until(
+        lambda: log_bytes() < 3000 + 1000,
+        15,
+        message="retention to bring the log under retention.bytes + one segment",
+    )
     low, high = watermarks(broker.bootstrap, topic)
     assert high == 40 and 0 < low < 40
     with WireClient.to(broker) as c:
@@ -98,8 +106,9 @@ def test_retention_ms_deletes_by_record_timestamp(broker_factory):
     old = int(time.time() * 1000) - 2 * 3_600_000
     ck_produce_values(broker.bootstrap, topic, [b"old" + b"x" * 200] * 10, timestamp=old)
     ck_produce_values(broker.bootstrap, topic, [b"new" + b"x" * 200] * 5)
-    low, high = wait_until(lambda: (wm := watermarks(broker.bootstrap, topic))[0] >= 9 and wm,
-                           15, message="old segments deleted")
+    low, high = wait_until(
+        lambda: (wm := watermarks(broker.bootstrap, topic))[0] >= 9 and wm, 15, message="old segments deleted"
+    )
     assert high == 15 and low <= 10  # a segment holding a fresh record is kept whole
     got = consume_from_zero(broker.bootstrap, topic, 15 - low)
     assert sum(v.startswith(b"new") for _, v in got) == 5
@@ -126,6 +135,7 @@ def test_delete_records_with_both_admin_clients_persists_across_restart(broker_f
     assert [o for o, _ in got] == list(range(7, 20))
 
     from kafka import TopicPartition as KTP
+
     kp = admin_client(broker.bootstrap)
     try:
         out = kp.delete_records({KTP(topic, 0): 12})
@@ -134,8 +144,11 @@ def test_delete_records_with_both_admin_clients_persists_across_restart(broker_f
         kp.close()
     # the retention check removes the whole segments below the new start
     seg_dir = broker.data_dir / f"{topic}-0"
-    wait_until(lambda: min(int(p.name[:20]) for p in seg_dir.glob("*.log")) > 0, 10,
-               message="segments below the log start deleted")
+    wait_until(
+        lambda: min(int(p.name[:20]) for p in seg_dir.glob("*.log")) > 0,
+        10,
+        message="segments below the log start deleted",
+    )
     broker.restart()
     assert watermarks(broker.bootstrap, topic) == (12, 20)
     broker.restart(kill=True)
@@ -155,12 +168,14 @@ def test_delete_records_refused_on_internal_and_compacted_topics(broker_factory)
     with pytest.raises(Exception, match="POLICY_VIOLATION"):
         [f.result(10) for f in futures.values()]
     from kafka import TopicPartition as KTP
-    from kafka.structs import OffsetAndMetadata
     from kafka.errors import InvalidTopicError
+    from kafka.structs import OffsetAndMetadata
 
     kp = admin_client(broker.bootstrap)
     try:
-        kp.alter_group_offsets("g-" + topic, {KTP(topic, 0): OffsetAndMetadata(0, "", -1)})  # creates __consumer_offsets
+        kp.alter_group_offsets(
+            "g-" + topic, {KTP(topic, 0): OffsetAndMetadata(0, "", -1)}
+        )  # creates __consumer_offsets
         wait_for_topic(broker, "__consumer_offsets", 1)
         with pytest.raises(InvalidTopicError):
             kp.delete_records({KTP("__consumer_offsets", 0): 0})
@@ -173,10 +188,14 @@ def test_idempotent_producer_keeps_working_after_its_batches_are_deleted(broker_
     topic = unique_name("ret-idem")
     create_topic(broker, topic, 1, {"retention.ms": 3_600_000})
     old = int(time.time() * 1000) - 2 * 3_600_000
-    p = ck_produce_values(broker.bootstrap, topic, [b"old" + b"y" * 200] * 6, timestamp=old,
-                          **{"enable.idempotence": True})
-    wait_until(lambda: watermarks(broker.bootstrap, topic)[0] == 6, 15,
-               message="every old segment deleted (the log rolls)")
+    p = ck_produce_values(
+        broker.bootstrap, topic, [b"old" + b"y" * 200] * 6, timestamp=old, **{"enable.idempotence": True}
+    )
+    wait_until(
+        lambda: watermarks(broker.bootstrap, topic)[0] == 6,
+        15,
+        message="every old segment deleted (the log rolls)",
+    )
     errors = []
     for _ in range(5):
         p.produce(topic, value=b"new", partition=0, on_delivery=lambda e, m: e and errors.append(e))

@@ -22,10 +22,17 @@ def ck_admin(broker):
 def incremental(admin, resource_type, name, entries):
     from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
 
-    ops = {"SET": AlterConfigOpType.SET, "DELETE": AlterConfigOpType.DELETE,
-           "APPEND": AlterConfigOpType.APPEND, "SUBTRACT": AlterConfigOpType.SUBTRACT}
-    res = ConfigResource(resource_type, name, incremental_configs=[
-        ConfigEntry(k, v, incremental_operation=ops[op]) for k, op, v in entries])
+    ops = {
+        "SET": AlterConfigOpType.SET,
+        "DELETE": AlterConfigOpType.DELETE,
+        "APPEND": AlterConfigOpType.APPEND,
+        "SUBTRACT": AlterConfigOpType.SUBTRACT,
+    }
+    res = ConfigResource(
+        resource_type,
+        name,
+        incremental_configs=[ConfigEntry(k, v, incremental_operation=ops[op]) for k, op, v in entries],
+    )
     (fut,) = admin.incremental_alter_configs([res]).values()
     return fut.result(10)
 
@@ -49,10 +56,14 @@ def test_topic_configs_change_at_runtime_and_survive_restart(broker_factory):
 
     incremental(admin, "topic", topic, [("segment.bytes", "DELETE", None)])
     ck_produce_values(broker.bootstrap, topic, [b"x" * 300] * 20)  # now in 1000-byte segments
-    incremental(admin, "topic", topic, [("retention.bytes", "SET", "2000"),
-                                        ("cleanup.policy", "APPEND", "compact")])
-    wait_until(lambda: watermarks(broker.bootstrap, topic)[0] > 0, 15,
-               message="retention.bytes set at runtime to delete old segments")
+    incremental(
+        admin, "topic", topic, [("retention.bytes", "SET", "2000"), ("cleanup.policy", "APPEND", "compact")]
+    )
+    wait_until(
+        lambda: watermarks(broker.bootstrap, topic)[0] > 0,
+        15,
+        message="retention.bytes set at runtime to delete old segments",
+    )
     d = describe(admin, "topic", topic)
     assert d["retention.bytes"].value == "2000"
     assert d["retention.bytes"].source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value
@@ -63,8 +74,7 @@ def test_topic_configs_change_at_runtime_and_survive_restart(broker_factory):
 
     # validated like CreateTopics: nothing changes when one value is bad
     with pytest.raises(Exception, match="INVALID_CONFIG"):
-        incremental(admin, "topic", topic, [("retention.ms", "SET", "soon"),
-                                            ("retention.bytes", "SET", "5")])
+        incremental(admin, "topic", topic, [("retention.ms", "SET", "soon"), ("retention.bytes", "SET", "5")])
     with pytest.raises(Exception, match="INVALID_CONFIG"):
         incremental(admin, "topic", topic, [("no.such.config", "SET", "1")])
     with pytest.raises(Exception, match="INVALID_CONFIG"):
@@ -90,9 +100,10 @@ def test_alter_configs_replaces_the_whole_set(broker_factory):
     # kafka-python's non-incremental path reads the current set and sends it back merged
     kp = admin_client(broker.bootstrap)
     try:
-        kp.alter_configs([ConfigResource(ConfigResourceType.TOPIC, topic,
-                                         configs={"max.message.bytes": "2000"})],
-                         incremental=False)
+        kp.alter_configs(
+            [ConfigResource(ConfigResourceType.TOPIC, topic, configs={"max.message.bytes": "2000"})],
+            incremental=False,
+        )
     finally:
         kp.close()
     d = describe(ck_admin(broker), "topic", topic)
@@ -102,7 +113,8 @@ def test_alter_configs_replaces_the_whole_set(broker_factory):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         (fut,) = admin.alter_configs(
-            [CkResource("topic", topic, set_config={"retention.ms": "5000"})]).values()
+            [CkResource("topic", topic, set_config={"retention.ms": "5000"})]
+        ).values()
     fut.result(10)
     d = describe(ck_admin(broker), "topic", topic)
     assert d["retention.ms"].value == "5000" and d["segment.bytes"].value == "1073741824"
@@ -118,13 +130,20 @@ def test_dynamic_broker_configs_reach_topics_and_persist(broker_factory):
     admin = ck_admin(broker)
     ck_produce_values(broker.bootstrap, topic, [b"y" * 300] * 20)
     incremental(admin, "broker", "1", [("log.retention.bytes", "SET", "2500")])
-    wait_until(lambda: watermarks(broker.bootstrap, topic)[0] > 0, 15,
-               message="dynamic log.retention.bytes applied to the topic")
+    wait_until(
+        lambda: watermarks(broker.bootstrap, topic)[0] > 0,
+        15,
+        message="dynamic log.retention.bytes applied to the topic",
+    )
     d = describe(admin, "topic", topic)
     assert d["retention.bytes"].value == "2500"
     assert d["retention.bytes"].source == ConfigSource.DYNAMIC_BROKER_CONFIG.value
-    incremental(admin, "broker", "1", [("log.retention.bytes", "SET", "3000"),
-                                       ("log.cleanup.policy", "APPEND", "compact")])
+    incremental(
+        admin,
+        "broker",
+        "1",
+        [("log.retention.bytes", "SET", "3000"), ("log.cleanup.policy", "APPEND", "compact")],
+    )
     b = describe(admin, "broker", "1")
     assert b["log.retention.bytes"].value == "3000"
     assert b["log.retention.bytes"].source == ConfigSource.DYNAMIC_BROKER_CONFIG.value
@@ -140,7 +159,9 @@ def test_dynamic_broker_configs_reach_topics_and_persist(broker_factory):
     incremental(admin, "broker", "1", [("log.retention.bytes", "DELETE", None)])
     d = describe(admin, "topic", topic)
     assert (d["retention.bytes"].value, d["retention.bytes"].source) == (
-        "-1", ConfigSource.DEFAULT_CONFIG.value)
+        "-1",
+        ConfigSource.DEFAULT_CONFIG.value,
+    )
 
 
 def test_describe_log_dirs_reports_partition_sizes(broker_factory):
@@ -157,6 +178,9 @@ def test_describe_log_dirs_reports_partition_sizes(broker_factory):
     (log_dir,) = entry["log_dirs"]
     assert log_dir["error_code"] == 0 and log_dir["log_dir"] == str(broker.data_dir.resolve())
     assert log_dir["usable_bytes"] > 0
-    sizes = {(t["name"], p["partition_index"]): p["partition_size"]
-             for t in log_dir["topics"] for p in t["partitions"]}
+    sizes = {
+        (t["name"], p["partition_index"]): p["partition_size"]
+        for t in log_dir["topics"]
+        for p in t["partitions"]
+    }
     assert sizes[(topic, 0)] > 5000 and sizes[(topic, 1)] == 0, sizes

@@ -20,8 +20,16 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 from kafka import KafkaAdminClient
-from kafka.admin import ACL, ACLFilter, ACLOperation, ACLPermissionType, ACLResourcePatternType, ResourcePattern
-from kafka.admin import ResourcePatternFilter, ResourceType as KPResourceType
+from kafka.admin import (
+    ACL,
+    ACLFilter,
+    ACLOperation,
+    ACLPermissionType,
+    ACLResourcePatternType,
+    ResourcePattern,
+    ResourcePatternFilter,
+)
+from kafka.admin import ResourceType as KPResourceType
 
 from tests.support.security import listener_ports, plain_jaas
 
@@ -51,8 +59,14 @@ def acl_broker(broker_factory):
 def conf(broker, user: str | None, **extra) -> dict:
     if user is None:
         return {"bootstrap.servers": f"127.0.0.1:{broker.ports['PLAINTEXT']}", **extra}
-    return {"bootstrap.servers": f"127.0.0.1:{broker.ports['SASL_PLAINTEXT']}", "security.protocol": "SASL_PLAINTEXT",
-            "sasl.mechanism": "PLAIN", "sasl.username": user, "sasl.password": USERS[user], **extra}
+    return {
+        "bootstrap.servers": f"127.0.0.1:{broker.ports['SASL_PLAINTEXT']}",
+        "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanism": "PLAIN",
+        "sasl.username": user,
+        "sasl.password": USERS[user],
+        **extra,
+    }
 
 
 def allow(rt, name, principal, op, pattern=ResourcePatternType.LITERAL, perm=AclPermissionType.ALLOW):
@@ -93,15 +107,28 @@ def test_acl_apis_need_an_authorizer(broker):
 
 def test_create_describe_delete_acls_and_persistence(acl_broker):
     admin = AdminClient(conf(acl_broker, "admin"))
-    create_acls(admin, [
-        allow(ResourceType.TOPIC, "orders-", "User:alice", AclOperation.WRITE, ResourcePatternType.PREFIXED),
-        allow(ResourceType.GROUP, "g1", "User:bob", AclOperation.READ),
-    ])
-    everything = AclBindingFilter(ResourceType.ANY, None, ResourcePatternType.ANY, None, None,
-                                  AclOperation.ANY, AclPermissionType.ANY)
+    create_acls(
+        admin,
+        [
+            allow(
+                ResourceType.TOPIC, "orders-", "User:alice", AclOperation.WRITE, ResourcePatternType.PREFIXED
+            ),
+            allow(ResourceType.GROUP, "g1", "User:bob", AclOperation.READ),
+        ],
+    )
+    everything = AclBindingFilter(
+        ResourceType.ANY, None, ResourcePatternType.ANY, None, None, AclOperation.ANY, AclPermissionType.ANY
+    )
     assert len(admin.describe_acls(everything).result(15)) == 2
-    match = AclBindingFilter(ResourceType.TOPIC, "orders-eu", ResourcePatternType.MATCH, None, None,
-                             AclOperation.ANY, AclPermissionType.ANY)
+    match = AclBindingFilter(
+        ResourceType.TOPIC,
+        "orders-eu",
+        ResourcePatternType.MATCH,
+        None,
+        None,
+        AclOperation.ANY,
+        AclPermissionType.ANY,
+    )
     [found] = admin.describe_acls(match).result(15)
     assert (found.name, found.principal, found.operation) == ("orders-", "User:alice", AclOperation.WRITE)
 
@@ -115,24 +142,37 @@ def test_create_describe_delete_acls_and_persistence(acl_broker):
     acl_broker.ports = listener_ports(acl_broker)
     admin = AdminClient(conf(acl_broker, "admin"))
     assert len(admin.describe_acls(everything).result(15)) == 2
-    group_filter = AclBindingFilter(ResourceType.GROUP, None, ResourcePatternType.ANY, None, None,
-                                    AclOperation.ANY, AclPermissionType.ANY)
+    group_filter = AclBindingFilter(
+        ResourceType.GROUP, None, ResourcePatternType.ANY, None, None, AclOperation.ANY, AclPermissionType.ANY
+    )
     [deleted] = list(admin.delete_acls([group_filter]).values())[0].result(15)
     assert deleted.name == "g1"
     assert len(admin.describe_acls(everything).result(15)) == 1
 
 
 def test_kafka_python_admin_acls(acl_broker):
-    admin = KafkaAdminClient(bootstrap_servers=f"127.0.0.1:{acl_broker.ports['SASL_PLAINTEXT']}",
-                             security_protocol="SASL_PLAINTEXT", sasl_mechanism="PLAIN",
-                             sasl_plain_username="admin", sasl_plain_password=USERS["admin"])
+    admin = KafkaAdminClient(
+        bootstrap_servers=f"127.0.0.1:{acl_broker.ports['SASL_PLAINTEXT']}",
+        security_protocol="SASL_PLAINTEXT",
+        sasl_mechanism="PLAIN",
+        sasl_plain_username="admin",
+        sasl_plain_password=USERS["admin"],
+    )
     try:
         pattern = ResourcePattern(KPResourceType.TOPIC, "kp-", ACLResourcePatternType.PREFIXED)
-        result = admin.create_acls([ACL("User:bob", "*", ACLOperation.READ, ACLPermissionType.ALLOW, pattern)])
+        result = admin.create_acls(
+            [ACL("User:bob", "*", ACLOperation.READ, ACLPermissionType.ALLOW, pattern)]
+        )
         assert not result["failed"], result
-        acls, error = admin.describe_acls(ACLFilter(None, "*", ACLOperation.ANY, ACLPermissionType.ANY,
-                                                    ResourcePatternFilter(KPResourceType.TOPIC, None,
-                                                                          ACLResourcePatternType.ANY)))
+        acls, error = admin.describe_acls(
+            ACLFilter(
+                None,
+                "*",
+                ACLOperation.ANY,
+                ACLPermissionType.ANY,
+                ResourcePatternFilter(KPResourceType.TOPIC, None, ACLResourcePatternType.ANY),
+            )
+        )
         assert [(a.principal, a.resource_pattern.resource_name) for a in acls] == [("User:bob", "kp-")]
     finally:
         admin.close()
@@ -141,10 +181,15 @@ def test_kafka_python_admin_acls(acl_broker):
 def test_topic_write_read_and_group_authorization(acl_broker):
     admin = AdminClient(conf(acl_broker, "admin"))
     make_topics(admin, "orders-eu", "payroll")
-    create_acls(admin, [
-        allow(ResourceType.TOPIC, "orders-", "User:alice", AclOperation.WRITE, ResourcePatternType.PREFIXED),
-        allow(ResourceType.TOPIC, "orders-eu", "User:bob", AclOperation.READ),
-    ])
+    create_acls(
+        admin,
+        [
+            allow(
+                ResourceType.TOPIC, "orders-", "User:alice", AclOperation.WRITE, ResourcePatternType.PREFIXED
+            ),
+            allow(ResourceType.TOPIC, "orders-eu", "User:bob", AclOperation.READ),
+        ],
+    )
     assert produce_error(conf(acl_broker, "alice"), "orders-eu") is None
     assert produce_error(conf(acl_broker, "alice"), "payroll").code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
     assert produce_error(conf(acl_broker, "bob"), "orders-eu").code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
@@ -194,8 +239,18 @@ def test_transactional_id_and_idempotence_authorization(acl_broker):
         producer.init_transactions(15)
     assert err.value.args[0].code() == KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
 
-    create_acls(admin, [allow(ResourceType.TRANSACTIONAL_ID, "tx-", "User:alice", AclOperation.WRITE,
-                              ResourcePatternType.PREFIXED)])
+    create_acls(
+        admin,
+        [
+            allow(
+                ResourceType.TRANSACTIONAL_ID,
+                "tx-",
+                "User:alice",
+                AclOperation.WRITE,
+                ResourcePatternType.PREFIXED,
+            )
+        ],
+    )
     producer = Producer(conf(acl_broker, "alice", **{"transactional.id": "tx-alice"}))
     producer.init_transactions(15)
     producer.begin_transaction()
@@ -203,19 +258,27 @@ def test_transactional_id_and_idempotence_authorization(acl_broker):
     producer.commit_transaction(15)
 
     # idempotence needs WRITE on some topic (or IDEMPOTENT_WRITE on the cluster): bob has neither
-    assert produce_error(conf(acl_broker, "bob", **{"enable.idempotence": True}),
-                         "txn-out").code() in (KafkaError.CLUSTER_AUTHORIZATION_FAILED,
-                                               KafkaError.TOPIC_AUTHORIZATION_FAILED)
+    assert produce_error(conf(acl_broker, "bob", **{"enable.idempotence": True}), "txn-out").code() in (
+        KafkaError.CLUSTER_AUTHORIZATION_FAILED,
+        KafkaError.TOPIC_AUTHORIZATION_FAILED,
+    )
 
 
 def test_cluster_and_group_authorized_operations(acl_broker):
     admin = AdminClient(conf(acl_broker, "admin"))
-    create_acls(admin, [allow(ResourceType.GROUP, "ops-group", "User:alice", AclOperation.READ),
-                        allow(ResourceType.BROKER, "kafka-cluster", "User:alice", AclOperation.DESCRIBE)])
+    create_acls(
+        admin,
+        [
+            allow(ResourceType.GROUP, "ops-group", "User:alice", AclOperation.READ),
+            allow(ResourceType.BROKER, "kafka-cluster", "User:alice", AclOperation.DESCRIBE),
+        ],
+    )
     alice = AdminClient(conf(acl_broker, "alice"))
     cluster = alice.describe_cluster(include_authorized_operations=True, request_timeout=15).result(15)
     assert set(cluster.authorized_operations) == {AclOperation.DESCRIBE}
-    group = alice.describe_consumer_groups(["ops-group"], include_authorized_operations=True)["ops-group"].result(15)
+    group = alice.describe_consumer_groups(["ops-group"], include_authorized_operations=True)[
+        "ops-group"
+    ].result(15)
     assert set(group.authorized_operations) == {AclOperation.READ, AclOperation.DESCRIBE}
     with pytest.raises(KafkaException) as err:
         alice.describe_consumer_groups(["other-group"])["other-group"].result(15)

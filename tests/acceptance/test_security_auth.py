@@ -54,7 +54,7 @@ def security_overrides(certs, client_auth: str = "none") -> dict:
         "listener.name.sasl_plaintext.plain.sasl.jaas.config": plain_jaas(USERS),
         "listener.name.sasl_ssl.plain.sasl.jaas.config": plain_jaas(USERS),
         "minibroker.scram.credentials": "SCRAM-SHA-256=[name=scram256,password=pw256];"
-                                        "SCRAM-SHA-512=[name=scram512,password=pw512]",
+        "SCRAM-SHA-512=[name=scram512,password=pw512]",
     }
 
 
@@ -104,35 +104,55 @@ def test_every_listener_advertises_itself(secure_broker, certs):
     with WireClient("127.0.0.1", ports["PLAINTEXT"]) as c:
         resp = c.request(MetadataRequest[9](topics=[], allow_auto_topic_creation=False), MetadataResponse, 9)
         assert [(b[1], b[2]) for b in resp.brokers] == [("127.0.0.1", ports["PLAINTEXT"])]
-    admin = AdminClient(ck_conf(secure_broker, "SASL_SSL", certs, **{"sasl.mechanism": "PLAIN",
-                                                                      "sasl.username": "admin",
-                                                                      "sasl.password": "admin-secret"}))
+    admin = AdminClient(
+        ck_conf(
+            secure_broker,
+            "SASL_SSL",
+            certs,
+            **{"sasl.mechanism": "PLAIN", "sasl.username": "admin", "sasl.password": "admin-secret"},
+        )
+    )
     md = admin.list_topics(timeout=15)
     assert [(b.host, b.port) for b in md.brokers.values()] == [("127.0.0.1", ports["SASL_SSL"])]
 
 
 @pytest.mark.parametrize("listener", ["SASL_PLAINTEXT", "SASL_SSL"])
-@pytest.mark.parametrize("mechanism,user,password", [
-    ("PLAIN", "alice", "alice-secret"),
-    ("SCRAM-SHA-256", "scram256", "pw256"),
-    ("SCRAM-SHA-512", "scram512", "pw512"),
-])
+@pytest.mark.parametrize(
+    "mechanism,user,password",
+    [
+        ("PLAIN", "alice", "alice-secret"),
+        ("SCRAM-SHA-256", "scram256", "pw256"),
+        ("SCRAM-SHA-512", "scram512", "pw512"),
+    ],
+)
 def test_librdkafka_sasl(secure_broker, certs, listener, mechanism, user, password):
-    conf = ck_conf(secure_broker, listener, certs, **{"sasl.mechanism": mechanism, "sasl.username": user,
-                                                       "sasl.password": password})
+    conf = ck_conf(
+        secure_broker,
+        listener,
+        certs,
+        **{"sasl.mechanism": mechanism, "sasl.username": user, "sasl.password": password},
+    )
     topic = f"ck-{mechanism.lower()}-{listener.lower()}"
     assert ck_roundtrip(conf, topic) == [f"m{i}".encode() for i in range(5)]
 
 
-@pytest.mark.parametrize("mechanism,user,password", [
-    ("PLAIN", "alice", "alice-secret"),
-    ("SCRAM-SHA-256", "scram256", "pw256"),
-    ("SCRAM-SHA-512", "scram512", "pw512"),
-])
+@pytest.mark.parametrize(
+    "mechanism,user,password",
+    [
+        ("PLAIN", "alice", "alice-secret"),
+        ("SCRAM-SHA-256", "scram256", "pw256"),
+        ("SCRAM-SHA-512", "scram512", "pw512"),
+    ],
+)
 def test_kafka_python_sasl_ssl(secure_broker, certs, mechanism, user, password):
-    conf = dict(bootstrap_servers=f"127.0.0.1:{secure_broker.ports['SASL_SSL']}", security_protocol="SASL_SSL",
-                ssl_cafile=str(certs.ca), sasl_mechanism=mechanism, sasl_plain_username=user,
-                sasl_plain_password=password)
+    conf = dict(
+        bootstrap_servers=f"127.0.0.1:{secure_broker.ports['SASL_SSL']}",
+        security_protocol="SASL_SSL",
+        ssl_cafile=str(certs.ca),
+        sasl_mechanism=mechanism,
+        sasl_plain_username=user,
+        sasl_plain_password=password,
+    )
     topic = f"kp-{mechanism.lower()}"
     producer = KafkaProducer(**conf, acks="all")
     for i in range(3):
@@ -152,19 +172,30 @@ def test_kafka_python_sasl_ssl(secure_broker, certs, mechanism, user, password):
 
 def test_wrong_password_fails_for_both_clients(secure_broker, certs):
     since = secure_broker.log_size()
-    conf = ck_conf(secure_broker, "SASL_PLAINTEXT", certs, **{"sasl.mechanism": "SCRAM-SHA-256",
-                                                               "sasl.username": "scram256",
-                                                               "sasl.password": "wrong"})
+    conf = ck_conf(
+        secure_broker,
+        "SASL_PLAINTEXT",
+        certs,
+        **{"sasl.mechanism": "SCRAM-SHA-256", "sasl.username": "scram256", "sasl.password": "wrong"},
+    )
     producer = Producer(conf)
     with pytest.raises(KafkaException) as err:
         producer.list_topics(timeout=5)
-    assert "Authentication" in str(err.value) or "_TRANSPORT" in str(err.value) or "timed out" in str(err.value)
+    assert (
+        "Authentication" in str(err.value) or "_TRANSPORT" in str(err.value) or "timed out" in str(err.value)
+    )
     secure_broker.wait_for_log("authentication failed", since)
     del producer  # librdkafka would keep retrying (and logging) until the handle is freed
     with pytest.raises(KPError):
-        KafkaAdminClient(bootstrap_servers=f"127.0.0.1:{secure_broker.ports['SASL_PLAINTEXT']}",
-                         security_protocol="SASL_PLAINTEXT", sasl_mechanism="PLAIN", sasl_plain_username="alice",
-                         sasl_plain_password="nope", request_timeout_ms=5000, bootstrap_timeout_ms=5000).close()
+        KafkaAdminClient(
+            bootstrap_servers=f"127.0.0.1:{secure_broker.ports['SASL_PLAINTEXT']}",
+            security_protocol="SASL_PLAINTEXT",
+            sasl_mechanism="PLAIN",
+            sasl_plain_username="alice",
+            sasl_plain_password="nope",
+            request_timeout_ms=5000,
+            bootstrap_timeout_ms=5000,
+        ).close()
 
 
 def _sasl_handshake(client: WireClient, mechanism: str) -> bytes:
@@ -190,7 +221,9 @@ def test_wire_request_before_authentication_closes(secure_broker):
     since = secure_broker.log_size()
     with WireClient("127.0.0.1", secure_broker.ports["SASL_PLAINTEXT"]) as c:
         c.api_versions()  # allowed before authentication
-        c.send_frame(request_header(3, 9, 5, flexible=True) + b"\x01\x00\x00\x00\x00")  # Metadata v9, no topics
+        c.send_frame(
+            request_header(3, 9, 5, flexible=True) + b"\x01\x00\x00\x00\x00"
+        )  # Metadata v9, no topics
         c.wait_closed()
     secure_broker.wait_for_log("api key 3 received before SASL authentication", since)
 
@@ -206,8 +239,9 @@ def test_scram_credentials_altered_by_admin_and_kept_across_restart(broker_facto
     b = broker_factory(security_overrides(certs))
     b.ports = listener_ports(b)
     admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{b.ports['PLAINTEXT']}"})
-    upsert = UserScramCredentialUpsertion("carol", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 8192),
-                                          b"carol-secret")
+    upsert = UserScramCredentialUpsertion(
+        "carol", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 8192), b"carol-secret"
+    )
     for fut in admin.alter_user_scram_credentials([upsert]).values():
         fut.result(15)
     described = admin.describe_user_scram_credentials(["carol"])["carol"].result(15)
@@ -217,24 +251,36 @@ def test_scram_credentials_altered_by_admin_and_kept_across_restart(broker_facto
     assert "carol-secret" not in stored and "carol" in stored
     b.restart()
     b.ports = listener_ports(b)
-    conf = ck_conf(b, "SASL_PLAINTEXT", certs, **{"sasl.mechanism": "SCRAM-SHA-512", "sasl.username": "carol",
-                                                   "sasl.password": "carol-secret"})
+    conf = ck_conf(
+        b,
+        "SASL_PLAINTEXT",
+        certs,
+        **{"sasl.mechanism": "SCRAM-SHA-512", "sasl.username": "carol", "sasl.password": "carol-secret"},
+    )
     assert ck_roundtrip(conf, "carol-topic", 2) == [b"m0", b"m1"]
 
 
 def test_tls_client_certificate_required(broker_factory, certs):
     b = broker_factory(security_overrides(certs, client_auth="required"))
     b.ports = listener_ports(b)
-    with_cert = ck_conf(b, "SSL", certs, **{"ssl.certificate.location": str(certs.client_cert),
-                                            "ssl.key.location": str(certs.client_key)})
+    with_cert = ck_conf(
+        b,
+        "SSL",
+        certs,
+        **{"ssl.certificate.location": str(certs.client_cert), "ssl.key.location": str(certs.client_key)},
+    )
     assert ck_roundtrip(with_cert, "tls-topic", 2) == [b"m0", b"m1"]
     without = Producer(ck_conf(b, "SSL", certs))
     with pytest.raises(KafkaException):
         without.list_topics(timeout=4)
     # kafka-python with a client certificate
-    producer = KafkaProducer(bootstrap_servers=f"127.0.0.1:{b.ports['SSL']}", security_protocol="SSL",
-                             ssl_cafile=str(certs.ca), ssl_certfile=str(certs.client_cert),
-                             ssl_keyfile=str(certs.client_key))
+    producer = KafkaProducer(
+        bootstrap_servers=f"127.0.0.1:{b.ports['SSL']}",
+        security_protocol="SSL",
+        ssl_cafile=str(certs.ca),
+        ssl_certfile=str(certs.client_cert),
+        ssl_keyfile=str(certs.client_key),
+    )
     producer.send("tls-topic", b"kp").get(timeout=20)
     producer.close()
 
@@ -247,21 +293,44 @@ def test_sasl_handshake_on_a_plaintext_listener_is_illegal_state(secure_broker):
 
 
 def test_tls_client_certificate_is_the_principal_for_acls(broker_factory, certs):
-    overrides = {**security_overrides(certs, client_auth="required"),
-                 "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
-                 "super.users": "User:admin"}
+    overrides = {
+        **security_overrides(certs, client_auth="required"),
+        "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+        "super.users": "User:admin",
+    }
     b = broker_factory(overrides)
     b.ports = listener_ports(b)
-    admin = AdminClient(ck_conf(b, "SASL_PLAINTEXT", certs, **{"sasl.mechanism": "PLAIN", "sasl.username": "admin",
-                                                               "sasl.password": "admin-secret"}))
+    admin = AdminClient(
+        ck_conf(
+            b,
+            "SASL_PLAINTEXT",
+            certs,
+            **{"sasl.mechanism": "PLAIN", "sasl.username": "admin", "sasl.password": "admin-secret"},
+        )
+    )
     for fut in admin.create_topics([NewTopic("cert-ok", 1), NewTopic("cert-no", 1)]).values():
         fut.result(15)
-    grant = AclBinding(ResourceType.TOPIC, "cert-ok", ResourcePatternType.LITERAL, f"User:{certs.client_dn}", "*",
-                       AclOperation.WRITE, AclPermissionType.ALLOW)
+    grant = AclBinding(
+        ResourceType.TOPIC,
+        "cert-ok",
+        ResourcePatternType.LITERAL,
+        f"User:{certs.client_dn}",
+        "*",
+        AclOperation.WRITE,
+        AclPermissionType.ALLOW,
+    )
     for fut in admin.create_acls([grant]).values():
         fut.result(15)
-    conf = ck_conf(b, "SSL", certs, **{"ssl.certificate.location": str(certs.client_cert),
-                                       "ssl.key.location": str(certs.client_key), "message.timeout.ms": 8000})
+    conf = ck_conf(
+        b,
+        "SSL",
+        certs,
+        **{
+            "ssl.certificate.location": str(certs.client_cert),
+            "ssl.key.location": str(certs.client_key),
+            "message.timeout.ms": 8000,
+        },
+    )
     results = {}
     producer = Producer(conf)
     for topic in ("cert-ok", "cert-no"):
@@ -271,35 +340,68 @@ def test_tls_client_certificate_is_the_principal_for_acls(broker_factory, certs)
     assert results["cert-no"].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
 
 
-@pytest.mark.parametrize("settings,named", [
-    (["listeners=PLAINTEXT://127.0.0.1:0,FOO://127.0.0.1:0"], "FOO"),
-    (["listeners=SSL://127.0.0.1:0"], "ssl.keystore.location"),
-    (["listeners=SASL_PLAINTEXT://127.0.0.1:0"], "plain.sasl.jaas.config"),
-    (["listeners=SASL_PLAINTEXT://127.0.0.1:0", "sasl.enabled.mechanisms=GSSAPI"], "sasl.enabled.mechanisms"),
-    (["minibroker.scram.credentials=SCRAM-SHA-1=[name=a,password=b]"], "minibroker.scram.credentials"),
-    (["authorizer.class.name=com.example.MyAuthorizer"], "authorizer.class.name"),
-    (["listener.name.plaintext.ssl.client.auth=sometimes"], "listener.name.plaintext.ssl.client.auth"),
-], ids=["unmapped-listener", "tls-without-keystore", "plain-without-jaas", "gssapi", "bad-scram", "authorizer",
-        "per-listener-value"])
+@pytest.mark.parametrize(
+    "settings,named",
+    [
+        (["listeners=PLAINTEXT://127.0.0.1:0,FOO://127.0.0.1:0"], "FOO"),
+        (["listeners=SSL://127.0.0.1:0"], "ssl.keystore.location"),
+        (["listeners=SASL_PLAINTEXT://127.0.0.1:0"], "plain.sasl.jaas.config"),
+        (
+            ["listeners=SASL_PLAINTEXT://127.0.0.1:0", "sasl.enabled.mechanisms=GSSAPI"],
+            "sasl.enabled.mechanisms",
+        ),
+        (["minibroker.scram.credentials=SCRAM-SHA-1=[name=a,password=b]"], "minibroker.scram.credentials"),
+        (["authorizer.class.name=com.example.MyAuthorizer"], "authorizer.class.name"),
+        (["listener.name.plaintext.ssl.client.auth=sometimes"], "listener.name.plaintext.ssl.client.auth"),
+    ],
+    ids=[
+        "unmapped-listener",
+        "tls-without-keystore",
+        "plain-without-jaas",
+        "gssapi",
+        "bad-scram",
+        "authorizer",
+        "per-listener-value",
+    ],
+)
 def test_bad_security_settings_stop_startup(tmp_path, settings, named):
     args = [a for s in settings for a in ("--set", s)]
-    res = subprocess.run([sys.executable, "-m", "minibroker", "--data-dir", str(tmp_path / "data"),
-                          "--port-file", str(tmp_path / "port"), *args],
-                         cwd=str(REPO_ROOT), capture_output=True, text=True, timeout=30)
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "minibroker",
+            "--data-dir",
+            str(tmp_path / "data"),
+            "--port-file",
+            str(tmp_path / "port"),
+            *args,
+        ],
+        cwd=str(REPO_ROOT),
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert res.returncode == 2, res.stdout + res.stderr
     assert named in res.stdout + res.stderr
     assert not (tmp_path / "port").exists()
 
 
-@pytest.mark.parametrize("mechanism,user,password", [("PLAIN", "alice", "alice-secret"),
-                                                     ("SCRAM-SHA-256", "scram256", "pw256")])
+@pytest.mark.parametrize(
+    "mechanism,user,password", [("PLAIN", "alice", "alice-secret"), ("SCRAM-SHA-256", "scram256", "pw256")]
+)
 async def test_aiokafka_sasl_ssl(secure_broker, certs, mechanism, user, password):
     from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
     from aiokafka.helpers import create_ssl_context
 
-    conf = dict(bootstrap_servers=f"127.0.0.1:{secure_broker.ports['SASL_SSL']}", security_protocol="SASL_SSL",
-                ssl_context=create_ssl_context(cafile=str(certs.ca)), sasl_mechanism=mechanism,
-                sasl_plain_username=user, sasl_plain_password=password)
+    conf = dict(
+        bootstrap_servers=f"127.0.0.1:{secure_broker.ports['SASL_SSL']}",
+        security_protocol="SASL_SSL",
+        ssl_context=create_ssl_context(cafile=str(certs.ca)),
+        sasl_mechanism=mechanism,
+        sasl_plain_username=user,
+        sasl_plain_password=password,
+    )
     topic = f"aio-{mechanism.lower()}"
     producer = AIOKafkaProducer(**conf, acks="all")
     await producer.start()

@@ -7,10 +7,10 @@ cent with no batch written twice."""
 from __future__ import annotations
 
 import pytest
-
 from minibroker.pipelines.generator import GeneratorConfig, OrderGenerator
 from minibroker.pipelines.job import parse_args, run
 from minibroker.pipelines.verifier import verify
+
 from tests.support.spark import Driver, pipeline_args, spark_session
 
 pytestmark = pytest.mark.timeout(300)
@@ -22,16 +22,30 @@ def spark():
 
 
 def generate(bootstrap: str, orders: int, seed: int, **extra):
-    config = GeneratorConfig(bootstrap=bootstrap, orders=orders, producers=3, txn_size=25, abort_ratio=0.2,
-                             malformed_ratio=0.05, customers=20, seed=seed, **extra)
+    config = GeneratorConfig(
+        bootstrap=bootstrap,
+        orders=orders,
+        producers=3,
+        txn_size=25,
+        abort_ratio=0.2,
+        malformed_ratio=0.05,
+        customers=20,
+        seed=seed,
+        **extra,
+    )
     report = OrderGenerator(config).run()
     assert report.committed_txns and report.aborted_txns and report.committed_malformed
     return report
 
 
 def check(spark, bootstrap: str, workdir, expect_committed: int) -> dict:
-    summary = verify(spark, bootstrap, str(workdir / "orders"), str(workdir / "dead-letter"),
-                     expect_committed=expect_committed)
+    summary = verify(
+        spark,
+        bootstrap,
+        str(workdir / "orders"),
+        str(workdir / "dead-letter"),
+        expect_committed=expect_committed,
+    )
     assert summary["parquet_rows"] == summary["valid_orders"] > 0
     assert summary["dead_letter_rows"] == summary["rejected_events"] > 0
     return summary
@@ -56,8 +70,14 @@ def test_driver_sigkill_mid_batch_then_restart(broker, tmp_path):
     committed but before Spark recorded the batch. The restarted driver fences the dead one's
     producer (its open transaction is aborted) and skips the replayed batch that did commit."""
     report = generate(broker.bootstrap, 1200, seed=3)
-    args = pipeline_args(broker.bootstrap, tmp_path) + ["--max-offsets-per-trigger", "300",
-                                                        "--trigger-seconds", "0.2", "--pause-in-batch", "2"]
+    args = pipeline_args(broker.bootstrap, tmp_path) + [
+        "--max-offsets-per-trigger",
+        "300",
+        "--trigger-seconds",
+        "0.2",
+        "--pause-in-batch",
+        "2",
+    ]
     log = tmp_path / "driver.log"
 
     driver = Driver(args, log)
@@ -80,18 +100,23 @@ def test_driver_sigkill_mid_batch_then_restart(broker, tmp_path):
     finally:
         driver.close()
     assert any(f"totals batch {batch}: already committed" in line for line in driver.output), (
-        f"the replayed batch {batch} was not skipped:\n{''.join(driver.output)}")
+        f"the replayed batch {batch} was not skipped:\n{''.join(driver.output)}"
+    )
 
     from tests.support.spark import spark_session as session
+
     check(session(), broker.bootstrap, tmp_path, report.committed_events)
 
 
 def test_spark_sql_rules_agree_with_the_python_rules(spark):
     """The job's Spark SQL validation gives the same outcome as pipelines.orders.classify."""
     from minibroker.pipelines.job import classified
+
     from tests.unit.test_pipeline_rules import CASES
 
     rows = [(None, event, 0, i, None) for i, (event, _) in enumerate(CASES)]
-    df = spark.createDataFrame(rows, "key binary, value binary, partition int, offset long, timestamp timestamp")
+    df = spark.createDataFrame(
+        rows, "key binary, value binary, partition int, offset long, timestamp timestamp"
+    )
     got = {r["offset"]: r["reason"] for r in classified(df).collect()}
     assert got == {i: reason for i, (_, reason) in enumerate(CASES)}

@@ -20,8 +20,13 @@ def _roundtrip(bootstrap: str, topic: str) -> list[bytes]:
     producer = KafkaProducer(bootstrap_servers=bootstrap, request_timeout_ms=10_000, max_block_ms=10_000)
     producer.send(topic, b"hello", partition=0).get(timeout=10)
     producer.close(timeout=5)
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest", group_id=None,
-                             fetch_max_wait_ms=100, request_timeout_ms=10_000)
+    consumer = KafkaConsumer(
+        bootstrap_servers=bootstrap,
+        auto_offset_reset="earliest",
+        group_id=None,
+        fetch_max_wait_ms=100,
+        request_timeout_ms=10_000,
+    )
     try:
         consumer.assign([TopicPartition(topic, 0)])
         values: list[bytes] = []
@@ -37,8 +42,9 @@ def _roundtrip(bootstrap: str, topic: str) -> list[bytes]:
 def _broker_config(bootstrap: str, name: str) -> str:
     admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=10_000)
     try:
-        response = admin.describe_configs([ConfigResource(ConfigResourceType.BROKER, "1", [name])],
-                                         config_filter="all")
+        response = admin.describe_configs(
+            [ConfigResource(ConfigResourceType.BROKER, "1", [name])], config_filter="all"
+        )
         # kafka-python's parsed form: {'broker': {'1': {name: {'value': ...}}}}
         return response["broker"]["1"][name]["value"]
     finally:
@@ -60,8 +66,9 @@ def test_context_manager_starts_serves_and_stops():
 
 
 def test_kafka_defaults_without_the_test_profile(tmp_path):
-    with minibroker.testing.broker({"group.initial.rebalance.delay.ms": 250}, profile="default",
-                                   data_dir=tmp_path / "d") as b:
+    with minibroker.testing.broker(
+        {"group.initial.rebalance.delay.ms": 250}, profile="default", data_dir=tmp_path / "d"
+    ) as b:
         assert _broker_config(b.bootstrap_servers, "group.initial.rebalance.delay.ms") == "250"
         assert _broker_config(b.bootstrap_servers, "log.segment.bytes") == "1073741824"
     assert (tmp_path / "d" / ".kafka_cleanshutdown").exists(), "a caller's data dir is kept, stopped cleanly"
@@ -86,8 +93,9 @@ async def test_async_variant_with_aiokafka():
             await producer.send_and_wait("async-topic", b"from asyncio")
         finally:
             await producer.stop()
-        consumer = AIOKafkaConsumer("async-topic", bootstrap_servers=b.bootstrap_servers,
-                                    auto_offset_reset="earliest")
+        consumer = AIOKafkaConsumer(
+            "async-topic", bootstrap_servers=b.bootstrap_servers, auto_offset_reset="earliest"
+        )
         await consumer.start()
         try:
             record = await asyncio.wait_for(consumer.getone(), 15)
@@ -125,9 +133,15 @@ def test_sigterm_with_a_polling_consumer_attached_stops_promptly(broker):
 
     topic = unique_name("polled")
     create_topic(broker, topic, 1)
-    consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap, group_id=None, fetch_max_wait_ms=30_000,
-                             request_timeout_ms=40_000, auto_offset_reset="earliest",
-                             reconnect_backoff_ms=1000, reconnect_backoff_max_ms=1000)
+    consumer = KafkaConsumer(
+        bootstrap_servers=broker.bootstrap,
+        group_id=None,
+        fetch_max_wait_ms=30_000,
+        request_timeout_ms=40_000,
+        auto_offset_reset="earliest",
+        reconnect_backoff_ms=1000,
+        reconnect_backoff_max_ms=1000,
+    )
     consumer.assign([TopicPartition(topic, 0)])
     polls = 0
     stopping = threading.Event()
@@ -154,4 +168,6 @@ def test_sigterm_with_a_polling_consumer_attached_stops_promptly(broker):
         poller.join(10)
         consumer.close()
     assert broker.proc.returncode == 0
-    assert elapsed < 10.0, f"broker took {elapsed:.2f}s to stop with a consumer long-polling (fetch.max.wait 30 s)"
+    assert elapsed < 10.0, (
+        f"broker took {elapsed:.2f}s to stop with a consumer long-polling (fetch.max.wait 30 s)"
+    )

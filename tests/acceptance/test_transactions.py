@@ -182,8 +182,11 @@ def test_commit_and_abort_interleaved_over_two_topics(tx_broker, client):
 
         every = [(a, 0), (a, 1), (b, 0)]
         want_committed = {f"commit-{n}-{s}".encode() for n in (0, 2, 4) for s in "ab"}
-        want_all = want_committed | {f"abort-{n}-{s}".encode() for n in (1, 3) for s in "ab"} | {
-            b"open-a", b"open-b"}
+        want_all = (
+            want_committed
+            | {f"abort-{n}-{s}".encode() for n in (1, 3) for s in "ab"}
+            | {b"open-a", b"open-b"}
+        )
         got = read_with_client(client, tx_broker, "read_committed", every, len(want_committed))
         assert sorted(v for *_, v in got) == sorted(want_committed)
         got = read_with_client(client, tx_broker, "read_uncommitted", every, len(want_all))
@@ -252,8 +255,11 @@ def test_open_transaction_blocks_read_committed_until_it_ends(tx_broker, outcome
             slow.send(topic, 0, b"slow-2")
             slow.flush()
             slow.commit() if outcome == "commit" else slow.abort()
-            want = ([b"slow-1", b"fast-1", b"fast-2", b"slow-2"] if outcome == "commit"
-                    else [b"fast-1", b"fast-2"])
+            want = (
+                [b"slow-1", b"fast-1", b"fast-2", b"slow-2"]
+                if outcome == "commit"
+                else [b"fast-1", b"fast-2"]
+            )
             got = consume_kp(c, len(want))
             assert [v for *_, v in sorted(got, key=lambda r: r[2])] == want
         finally:
@@ -319,7 +325,8 @@ def test_fencing_kafka_python(tx_broker, where):
             zombie.commit_transaction()
         elif where == "send_offsets":
             zombie.send_offsets_to_transaction(
-                {TopicPartition(topic, 0): OffsetAndMetadata(1, "", -1)}, uid("group"))
+                {TopicPartition(topic, 0): OffsetAndMetadata(1, "", -1)}, uid("group")
+            )
             zombie.commit_transaction()
         else:  # a partition not yet in the transaction: AddPartitionsToTxn is fenced
             zombie.send(topic, b"zombie-3", partition=1).get(WAIT)
@@ -369,8 +376,11 @@ def test_transaction_expiry_aborts_and_fences(tx_broker, client):
     topic = uid("expire")
     create_topic(tx_broker, topic, 1)
     txn_id = uid("expiring")
-    conf = ({"transaction_timeout_ms": 1000} if client == "kafka-python"
-            else {"transaction.timeout.ms": 1000, "socket.timeout.ms": 1000})
+    conf = (
+        {"transaction_timeout_ms": 1000}
+        if client == "kafka-python"
+        else {"transaction.timeout.ms": 1000, "socket.timeout.ms": 1000}
+    )
     p = Txn(client, tx_broker, txn_id, **conf)
     p.init()
     with txn_wire(tx_broker) as w:
@@ -430,18 +440,17 @@ def test_delayed_fetch_includes_aborted_transaction(tx_broker):
     def park():
         with WireClient.to(tx_broker, timeout=15) as c:
             t0 = time.monotonic()
-            parked["resp"] = c.fetch(topic, 0, 0, isolation_level=1, min_bytes=100000,
-                                     max_wait_ms=1500)[1]
+            parked["resp"] = c.fetch(topic, 0, 0, isolation_level=1, min_bytes=100000, max_wait_ms=1500)[1]
             parked["elapsed"] = time.monotonic() - t0
 
     t = threading.Thread(target=park)
     t.start()
-    p2.send(topic, b"x1", partition=0).get(WAIT)     # 0
-    p1.send(topic, b"y1", partition=0).get(WAIT)     # 1
-    p1.send(topic, b"y2", partition=0).get(WAIT)     # 2
-    p2.send(topic, b"x2", partition=0).get(WAIT)     # 3
-    p1.abort_transaction()                            # 4
-    p2.commit_transaction()                           # 5
+    p2.send(topic, b"x1", partition=0).get(WAIT)  # 0
+    p1.send(topic, b"y1", partition=0).get(WAIT)  # 1
+    p1.send(topic, b"y2", partition=0).get(WAIT)  # 2
+    p2.send(topic, b"x2", partition=0).get(WAIT)  # 3
+    p1.abort_transaction()  # 4
+    p2.commit_transaction()  # 5
     t.join(15)
     assert not t.is_alive()
     pid1 = p1._transaction_manager.producer_id_and_epoch.producer_id
@@ -535,8 +544,9 @@ def test_transaction_state_topic_is_readable(tx_broker):
     p.close(timeout=2)
     from kafka import KafkaConsumer, TopicPartition
 
-    c = KafkaConsumer(bootstrap_servers=tx_broker.bootstrap, enable_auto_commit=False,
-                      auto_offset_reset="earliest")
+    c = KafkaConsumer(
+        bootstrap_servers=tx_broker.bootstrap, enable_auto_commit=False, auto_offset_reset="earliest"
+    )
     parts = c.partitions_for_topic("__transaction_state")
     assert parts
     c.assign([TopicPartition("__transaction_state", q) for q in parts])

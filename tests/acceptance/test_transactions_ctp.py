@@ -58,8 +58,14 @@ def _copy_kafka_python(broker, src, dst, group, txn_id, rng):
     from kafka import TopicPartition
     from kafka.structs import OffsetAndMetadata
 
-    consumer = kp_consumer(broker, "read_committed", group_id=group, max_poll_records=7,
-                           session_timeout_ms=6000, heartbeat_interval_ms=500)
+    consumer = kp_consumer(
+        broker,
+        "read_committed",
+        group_id=group,
+        max_poll_records=7,
+        session_timeout_ms=6000,
+        heartbeat_interval_ms=500,
+    )
     producer = kp_producer(broker, txn_id)
     producer.init_transactions()
     consumer.subscribe([src])
@@ -80,7 +86,8 @@ def _copy_kafka_python(broker, src, dst, group, txn_id, rng):
                 positions[tp] = max(positions.get(tp, 0), m.offset + 1)
             producer.send_offsets_to_transaction(
                 {tp: OffsetAndMetadata(off, "", -1) for tp, off in positions.items()},
-                consumer.group_metadata())
+                consumer.group_metadata(),
+            )
             if first or rng.random() < 0.3:
                 first = False
                 producer.abort_transaction()
@@ -94,8 +101,9 @@ def _copy_kafka_python(broker, src, dst, group, txn_id, rng):
             else:
                 producer.commit_transaction()
                 done += len(records)
-        committed_offsets = {tp.partition: consumer.committed(tp)
-                             for tp in (TopicPartition(src, p) for p in range(PARTS))}
+        committed_offsets = {
+            tp.partition: consumer.committed(tp) for tp in (TopicPartition(src, p) for p in range(PARTS))
+        }
     finally:
         consumer.close()
         producer.close(timeout=2)
@@ -105,8 +113,9 @@ def _copy_kafka_python(broker, src, dst, group, txn_id, rng):
 def _copy_confluent(broker, src, dst, group, txn_id, rng):
     from confluent_kafka import TopicPartition
 
-    consumer = ck_consumer(broker, "read_committed", group=group,
-                           **{"session.timeout.ms": 6000, "heartbeat.interval.ms": 500})
+    consumer = ck_consumer(
+        broker, "read_committed", group=group, **{"session.timeout.ms": 6000, "heartbeat.interval.ms": 500}
+    )
     producer = ck_producer(broker, txn_id)
     producer.init_transactions(WAIT)
     consumer.subscribe([src])
@@ -126,7 +135,9 @@ def _copy_confluent(broker, src, dst, group, txn_id, rng):
                 positions[m.partition()] = max(positions.get(m.partition(), 0), m.offset() + 1)
             producer.send_offsets_to_transaction(
                 [TopicPartition(src, p, off) for p, off in positions.items()],
-                consumer.consumer_group_metadata(), WAIT)
+                consumer.consumer_group_metadata(),
+                WAIT,
+            )
             if first or rng.random() < 0.3:
                 first = False
                 # librdkafka purges records still queued at abort; flush so the aborted attempt
@@ -154,8 +165,7 @@ def test_consume_transform_produce_exactly_once(ctp_broker, client):
     create_topic(ctp_broker, dst, PARTS)
     _seed(ctp_broker, src)
     copy = _copy_kafka_python if client == "kafka-python" else _copy_confluent
-    aborts, committed_offsets = copy(ctp_broker, src, dst, uid("copier"), uid("copier-tx"),
-                                     random.Random(4))
+    aborts, committed_offsets = copy(ctp_broker, src, dst, uid("copier"), uid("copier-tx"), random.Random(4))
     assert aborts >= 1
 
     outputs = [v for p in range(PARTS) for v in committed(ctp_broker, dst, p)]

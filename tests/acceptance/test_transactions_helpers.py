@@ -55,11 +55,18 @@ def uid(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
 
-def txn_batch(values, *, producer_id: int, producer_epoch: int, base_sequence: int,
-              transactional: bool = True) -> bytes:
-    b = DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=transactional,
-                                  producer_id=producer_id, producer_epoch=producer_epoch,
-                                  base_sequence=base_sequence, batch_size=1 << 30)
+def txn_batch(
+    values, *, producer_id: int, producer_epoch: int, base_sequence: int, transactional: bool = True
+) -> bytes:
+    b = DefaultRecordBatchBuilder(
+        magic=2,
+        compression_type=0,
+        is_transactional=transactional,
+        producer_id=producer_id,
+        producer_epoch=producer_epoch,
+        base_sequence=base_sequence,
+        batch_size=1 << 30,
+    )
     now = int(time.time() * 1000)
     for i, v in enumerate(values):
         b.append(i, timestamp=now, key=None, value=v, headers=[])
@@ -69,11 +76,15 @@ def txn_batch(values, *, producer_id: int, producer_epoch: int, base_sequence: i
 class TxnWire(WireClient):
     """WireClient plus the transaction APIs."""
 
-    def init_producer_id(self, transactional_id, timeout_ms=60000, producer_id=-1,
-                         producer_epoch=-1, version=4):
-        req = InitProducerIdRequest(transactional_id=transactional_id,
-                                    transaction_timeout_ms=timeout_ms,
-                                    producer_id=producer_id, producer_epoch=producer_epoch)
+    def init_producer_id(
+        self, transactional_id, timeout_ms=60000, producer_id=-1, producer_epoch=-1, version=4
+    ):
+        req = InitProducerIdRequest(
+            transactional_id=transactional_id,
+            transaction_timeout_ms=timeout_ms,
+            producer_id=producer_id,
+            producer_epoch=producer_epoch,
+        )
         return self.request(req, InitProducerIdResponse, version)
 
     def add_partitions(self, transactional_id, pid, epoch, partitions, version=3):
@@ -82,55 +93,76 @@ class TxnWire(WireClient):
         for t, p in partitions:
             by_topic.setdefault(t, []).append(p)
         req = AddPartitionsToTxnRequest(
-            v3_and_below_transactional_id=transactional_id, v3_and_below_producer_id=pid,
+            v3_and_below_transactional_id=transactional_id,
+            v3_and_below_producer_id=pid,
             v3_and_below_producer_epoch=epoch,
-            v3_and_below_topics=[T(name=t, partitions=ps) for t, ps in by_topic.items()])
+            v3_and_below_topics=[T(name=t, partitions=ps) for t, ps in by_topic.items()],
+        )
         resp = self.request(req, AddPartitionsToTxnResponse, version)
-        return {(t.name, r.partition_index): r.partition_error_code
-                for t in resp.results_by_topic_v3_and_below for r in t.results_by_partition}
+        return {
+            (t.name, r.partition_index): r.partition_error_code
+            for t in resp.results_by_topic_v3_and_below
+            for r in t.results_by_partition
+        }
 
     def add_offsets(self, transactional_id, pid, epoch, group_id, version=3):
-        req = AddOffsetsToTxnRequest(transactional_id=transactional_id, producer_id=pid,
-                                     producer_epoch=epoch, group_id=group_id)
+        req = AddOffsetsToTxnRequest(
+            transactional_id=transactional_id, producer_id=pid, producer_epoch=epoch, group_id=group_id
+        )
         return self.request(req, AddOffsetsToTxnResponse, version).error_code
 
     def end_txn(self, transactional_id, pid, epoch, commit, version=3):
-        req = EndTxnRequest(transactional_id=transactional_id, producer_id=pid,
-                            producer_epoch=epoch, committed=commit)
+        req = EndTxnRequest(
+            transactional_id=transactional_id, producer_id=pid, producer_epoch=epoch, committed=commit
+        )
         return self.request(req, EndTxnResponse, version).error_code
 
-    def txn_offset_commit(self, transactional_id, group_id, pid, epoch, offsets, version=3,
-                          generation_id=-1, member_id="", group_instance_id=None):
+    def txn_offset_commit(
+        self,
+        transactional_id,
+        group_id,
+        pid,
+        epoch,
+        offsets,
+        version=3,
+        generation_id=-1,
+        member_id="",
+        group_instance_id=None,
+    ):
         T = TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic
         P = T.TxnOffsetCommitRequestPartition
         by_topic: dict[str, list] = {}
         for (t, p), off in offsets.items():
-            by_topic.setdefault(t, []).append(P(partition_index=p, committed_offset=off,
-                                                committed_leader_epoch=-1,
-                                                committed_metadata=""))
+            by_topic.setdefault(t, []).append(
+                P(partition_index=p, committed_offset=off, committed_leader_epoch=-1, committed_metadata="")
+            )
         kw = {}
         if version >= 3:
-            kw = dict(generation_id=generation_id, member_id=member_id,
-                      group_instance_id=group_instance_id)
-        req = TxnOffsetCommitRequest(transactional_id=transactional_id, group_id=group_id,
-                                     producer_id=pid, producer_epoch=epoch,
-                                     topics=[T(name=t, partitions=ps) for t, ps in by_topic.items()],
-                                     **kw)
+            kw = dict(generation_id=generation_id, member_id=member_id, group_instance_id=group_instance_id)
+        req = TxnOffsetCommitRequest(
+            transactional_id=transactional_id,
+            group_id=group_id,
+            producer_id=pid,
+            producer_epoch=epoch,
+            topics=[T(name=t, partitions=ps) for t, ps in by_topic.items()],
+            **kw,
+        )
         resp = self.request(req, TxnOffsetCommitResponse, version)
-        return {(t.name, p.partition_index): p.error_code for t in resp.topics
-                for p in t.partitions}
+        return {(t.name, p.partition_index): p.error_code for t in resp.topics for p in t.partitions}
 
     def describe_transactions(self, ids):
-        resp = self.request(DescribeTransactionsRequest(transactional_ids=list(ids)),
-                            DescribeTransactionsResponse, 0)
+        resp = self.request(
+            DescribeTransactionsRequest(transactional_ids=list(ids)), DescribeTransactionsResponse, 0
+        )
         return {s.transactional_id: s for s in resp.transaction_states}
 
     def describe_transaction(self, txn_id):
         return self.describe_transactions([txn_id])[txn_id]
 
     def list_transactions(self, states=(), pids=(), duration=-1, version=1):
-        req = ListTransactionsRequest(state_filters=list(states), producer_id_filters=list(pids),
-                                      duration_filter=duration)
+        req = ListTransactionsRequest(
+            state_filters=list(states), producer_id_filters=list(pids), duration_filter=duration
+        )
         return self.request(req, ListTransactionsResponse, version)
 
     def describe_producers(self, topic, partitions):
@@ -141,9 +173,14 @@ class TxnWire(WireClient):
 
     def produce_txn(self, transactional_id, topic, partition, batch, version=9):
         T = ProduceRequest.TopicProduceData
-        req = ProduceRequest(transactional_id=transactional_id, acks=-1, timeout_ms=5000,
-                             topic_data=[T(name=topic, partition_data=[
-                                 T.PartitionProduceData(index=partition, records=batch)])])
+        req = ProduceRequest(
+            transactional_id=transactional_id,
+            acks=-1,
+            timeout_ms=5000,
+            topic_data=[
+                T(name=topic, partition_data=[T.PartitionProduceData(index=partition, records=batch)])
+            ],
+        )
         resp = self.request(req, ProduceResponse, version)
         return resp.responses[0].partition_responses[0]
 
@@ -153,8 +190,15 @@ def txn_wire(broker) -> TxnWire:
 
 
 # ------------------------------------------------------------------------------------ reading
-def read_log(client: WireClient, topic: str, partition: int, *, isolation_level: int,
-             start: int = 0, timeout: float = WAIT):
+def read_log(
+    client: WireClient,
+    topic: str,
+    partition: int,
+    *,
+    isolation_level: int,
+    start: int = 0,
+    timeout: float = WAIT,
+):
     """Read from `start` to the HWM (isolation 0) or LSO (1) with raw Fetch v12. Returns
     (values, markers, aborted, end) where values are (offset, value) of data records that a
     client would deliver (for read_committed: minus those of aborted transactions, applied with
@@ -167,15 +211,15 @@ def read_log(client: WireClient, topic: str, partition: int, *, isolation_level:
     pending_aborts: list[tuple[int, int]] = []
     while True:
         assert time.monotonic() < deadline, f"reading {topic}-{partition} timed out"
-        _, part = client.fetch(topic, partition, offset, max_wait_ms=0,
-                               isolation_level=isolation_level)
+        _, part = client.fetch(topic, partition, offset, max_wait_ms=0, isolation_level=isolation_level)
         assert part.error_code == NONE, f"fetch {topic}-{partition}@{offset}: {part.error_code}"
         limit = part.last_stable_offset if isolation_level == 1 else part.high_watermark
         if isolation_level == 1:
             assert part.aborted_transactions is not None, "read_committed: null aborted list"
             ab = sorted((a.first_offset, a.producer_id) for a in part.aborted_transactions)
-            assert ab == [(a.first_offset, a.producer_id) for a in part.aborted_transactions], \
+            assert ab == [(a.first_offset, a.producer_id) for a in part.aborted_transactions], (
                 "aborted transactions not sorted by first offset"
+            )
             for first, pid in ab:
                 if (first, pid) not in aborted_seen:
                     aborted_seen.append((first, pid))
@@ -201,8 +245,7 @@ def read_log(client: WireClient, topic: str, partition: int, *, isolation_level:
                 markers.append((batch.base_offset, batch.producer_id, kind))
                 if kind == "ABORT":
                     aborted_pids.discard(batch.producer_id)
-            elif not (isolation_level == 1 and batch.is_transactional
-                      and batch.producer_id in aborted_pids):
+            elif not (isolation_level == 1 and batch.is_transactional and batch.producer_id in aborted_pids):
                 for r in batch:
                     if r.offset >= offset:
                         values.append((r.offset, r.value))
@@ -237,6 +280,7 @@ def wait_state(broker, txn_id, state, timeout=WAIT):
         with txn_wire(broker) as w:
             d = w.describe_transaction(txn_id)
         return d if d.error_code == NONE and d.transaction_state == state else None
+
     return wait_until(check, timeout, message=f"{txn_id} in state {state}")
 
 
@@ -245,15 +289,26 @@ def kp_producer(broker, txn_id, **kw):
     from kafka import KafkaProducer
 
     kw.setdefault("transaction_timeout_ms", 30000)
-    return KafkaProducer(bootstrap_servers=broker.bootstrap, transactional_id=txn_id,
-                         request_timeout_ms=10000, max_block_ms=15000, linger_ms=0, **kw)
+    return KafkaProducer(
+        bootstrap_servers=broker.bootstrap,
+        transactional_id=txn_id,
+        request_timeout_ms=10000,
+        max_block_ms=15000,
+        linger_ms=0,
+        **kw,
+    )
 
 
 def ck_producer(broker, txn_id, **conf):
     from confluent_kafka import Producer
 
-    base = {"bootstrap.servers": broker.bootstrap, "transactional.id": txn_id,
-            "transaction.timeout.ms": 30000, "linger.ms": 0, "socket.timeout.ms": 10000}
+    base = {
+        "bootstrap.servers": broker.bootstrap,
+        "transactional.id": txn_id,
+        "transaction.timeout.ms": 30000,
+        "linger.ms": 0,
+        "socket.timeout.ms": 10000,
+    }
     base.update(conf)
     return Producer(base)
 
@@ -261,17 +316,27 @@ def ck_producer(broker, txn_id, **conf):
 def kp_consumer(broker, isolation, **kw):
     from kafka import KafkaConsumer
 
-    return KafkaConsumer(bootstrap_servers=broker.bootstrap, isolation_level=isolation,
-                         enable_auto_commit=False, auto_offset_reset="earliest",
-                         request_timeout_ms=10000, **kw)
+    return KafkaConsumer(
+        bootstrap_servers=broker.bootstrap,
+        isolation_level=isolation,
+        enable_auto_commit=False,
+        auto_offset_reset="earliest",
+        request_timeout_ms=10000,
+        **kw,
+    )
 
 
 def ck_consumer(broker, isolation, group=None, **conf):
     from confluent_kafka import Consumer
 
-    base = {"bootstrap.servers": broker.bootstrap, "group.id": group or uid("g"),
-            "isolation.level": isolation, "enable.auto.commit": False,
-            "auto.offset.reset": "earliest", "fetch.wait.max.ms": 100}
+    base = {
+        "bootstrap.servers": broker.bootstrap,
+        "group.id": group or uid("g"),
+        "isolation.level": isolation,
+        "enable.auto.commit": False,
+        "auto.offset.reset": "earliest",
+        "fetch.wait.max.ms": 100,
+    }
     base.update(conf)
     return Consumer(base)
 

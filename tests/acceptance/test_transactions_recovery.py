@@ -152,16 +152,24 @@ def test_transaction_that_expired_while_down_is_aborted_at_startup(broker_factor
     b.wait_for_log("aborting timed-out transaction")
 
 
-@pytest.mark.parametrize("fault", ["crash-after-prepare-commit", "crash-after-first-marker",
-                                   "crash-before-complete", "crash-after-prepare-abort"])
+@pytest.mark.parametrize(
+    "fault",
+    [
+        "crash-after-prepare-commit",
+        "crash-after-first-marker",
+        "crash-before-complete",
+        "crash-after-prepare-abort",
+    ],
+)
 def test_crash_during_end_txn_is_completed_at_restart(broker_factory, fault):
     from kafka import KafkaConsumer, TopicPartition
 
     commit = fault != "crash-after-prepare-abort"
     outcome = "COMMIT" if commit else "ABORT"
     topic, txn_id, group = uid("crash"), uid("crash"), uid("crashgroup")
-    b = broker_factory({**OVERRIDES, "minibroker.test.fault": f"{fault}@{txn_id}",
-                        "group.initial.rebalance.delay.ms": 0})
+    b = broker_factory(
+        {**OVERRIDES, "minibroker.test.fault": f"{fault}@{txn_id}", "group.initial.rebalance.delay.ms": 0}
+    )
     create_topic(b, topic, PARTS)
     p, pid, epoch = _produce_open(b, topic, txn_id, "decided", client="kafka-python")
     from kafka.structs import OffsetAndMetadata
@@ -216,8 +224,9 @@ def test_concurrent_transactions_answered_only_while_completing(broker_factory):
         assert w.add_partitions(txn_id, pid, epoch, [(topic, 0)]) == {(topic, 0): NONE}
         from tests.acceptance.test_transactions_helpers import txn_batch
 
-        resp = w.produce_txn(txn_id, topic, 0, txn_batch([b"v"], producer_id=pid,
-                                                          producer_epoch=epoch, base_sequence=0))
+        resp = w.produce_txn(
+            txn_id, topic, 0, txn_batch([b"v"], producer_id=pid, producer_epoch=epoch, base_sequence=0)
+        )
         assert resp.error_code == NONE
         with pytest.raises((ConnectionClosed, TimeoutError)):
             w.end_txn(txn_id, pid, epoch, True)

@@ -16,8 +16,9 @@ pytestmark = pytest.mark.timeout(60)
 
 
 def producers(broker, topic):
-    req = DescribeProducersRequest(topics=[DescribeProducersRequest.TopicRequest(
-        name=topic, partition_indexes=[0])])
+    req = DescribeProducersRequest(
+        topics=[DescribeProducersRequest.TopicRequest(name=topic, partition_indexes=[0])]
+    )
     with WireClient.to(broker) as c:
         resp = c.request(req, DescribeProducersResponse, 0)
     (part,) = resp.topics[0].partitions
@@ -26,10 +27,17 @@ def producers(broker, topic):
 
 def write_marker(broker, topic, pid, epoch, coordinator_epoch, commit=False):
     M = WriteTxnMarkersRequest.WritableTxnMarker
-    req = WriteTxnMarkersRequest(markers=[M(
-        producer_id=pid, producer_epoch=epoch, transaction_result=commit,
-        topics=[M.WritableTxnMarkerTopic(name=topic, partition_indexes=[0])],
-        coordinator_epoch=coordinator_epoch)])
+    req = WriteTxnMarkersRequest(
+        markers=[
+            M(
+                producer_id=pid,
+                producer_epoch=epoch,
+                transaction_result=commit,
+                topics=[M.WritableTxnMarkerTopic(name=topic, partition_indexes=[0])],
+                coordinator_epoch=coordinator_epoch,
+            )
+        ]
+    )
     with WireClient.to(broker) as c:
         resp = c.request(req, WriteTxnMarkersResponse, 1)
     return resp.markers[0].topics[0].partitions[0].error_code
@@ -44,8 +52,13 @@ def test_abort_a_hanging_transaction(broker_factory):
     plain = Producer({"bootstrap.servers": broker.bootstrap})
     plain.produce(topic, b"before", partition=0)
     plain.flush(10)
-    p = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": "hang-" + topic,
-                  "transaction.timeout.ms": 600_000})
+    p = Producer(
+        {
+            "bootstrap.servers": broker.bootstrap,
+            "transactional.id": "hang-" + topic,
+            "transaction.timeout.ms": 600_000,
+        }
+    )
     p.init_transactions(10)
     p.begin_transaction()
     for i in range(3):
@@ -60,13 +73,21 @@ def test_abort_a_hanging_transaction(broker_factory):
     assert hanging.current_txn_start_offset == 1
     # a marker from an older epoch is refused and changes nothing
     if hanging.producer_epoch > 0:
-        assert write_marker(broker, topic, hanging.producer_id, hanging.producer_epoch - 1,
-                            hanging.coordinator_epoch) == 47
-    assert write_marker(broker, topic, hanging.producer_id, hanging.producer_epoch,
-                        hanging.coordinator_epoch) == 0
+        assert (
+            write_marker(
+                broker, topic, hanging.producer_id, hanging.producer_epoch - 1, hanging.coordinator_epoch
+            )
+            == 47
+        )
+    assert (
+        write_marker(broker, topic, hanging.producer_id, hanging.producer_epoch, hanging.coordinator_epoch)
+        == 0
+    )
     with WireClient.to(broker) as c:
-        wait_until(lambda: c.list_offsets(topic, 0, -1, isolation_level=1).offset == 6, 5,
-                   message="LSO past the aborted transaction")
-    assert [v for _, _, v in consume_all(broker.bootstrap, topic, "read_committed")] == [
-        b"before", b"after"]
+        wait_until(
+            lambda: c.list_offsets(topic, 0, -1, isolation_level=1).offset == 6,
+            5,
+            message="LSO past the aborted transaction",
+        )
+    assert [v for _, _, v in consume_all(broker.bootstrap, topic, "read_committed")] == [b"before", b"after"]
     assert not [s for s in producers(broker, topic) if s.current_txn_start_offset >= 0]

@@ -20,7 +20,9 @@ class BrokerFactory:
         self.base_dir = base_dir
         self.brokers: list[BrokerProcess] = []
 
-    def __call__(self, overrides: dict | None = None, *, data_dir=None, start: bool = True, **kw) -> BrokerProcess:
+    def __call__(
+        self, overrides: dict | None = None, *, data_dir=None, start: bool = True, **kw
+    ) -> BrokerProcess:
         if data_dir is None:
             data_dir = self.base_dir / f"data{len(self.brokers)}"
         b = BrokerProcess(data_dir, overrides, **kw)
@@ -40,5 +42,7 @@ class BrokerFactory:
             if dump_logs or rc not in (None, 0):
                 print(b.log_tail(80), file=sys.stderr)
         if bad and not dump_logs:
-            raise AssertionError("broker did not stop cleanly on SIGTERM: "
-                                 + ", ".join(f"{b.data_dir} exit {rc}" for b, rc in bad))
+            raise AssertionError(
+                "broker did not stop cleanly on SIGTERM: "
+                + ", ".join(f"{b.data_dir} exit {rc}" for b, rc in bad)
+            )

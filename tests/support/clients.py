@@ -21,17 +21,36 @@ def _codec(codec: str):
 
 
 # ------------------------------------------------------------------------------ kafka-python
-def kp_produce(bootstrap: str, topic: str, messages: list[Msg], codec: str = "none", **extra) -> list[tuple[int, int]]:
+def kp_produce(
+    bootstrap: str, topic: str, messages: list[Msg], codec: str = "none", **extra
+) -> list[tuple[int, int]]:
     from kafka import KafkaProducer
 
-    cfg = dict(bootstrap_servers=bootstrap, compression_type=_codec(codec), linger_ms=5, acks="all",
-               enable_idempotence=False, retries=0, request_timeout_ms=CLIENT_TIMEOUT_MS,
-               max_block_ms=CLIENT_TIMEOUT_MS, client_id="acceptance-kp-producer")
+    cfg = dict(
+        bootstrap_servers=bootstrap,
+        compression_type=_codec(codec),
+        linger_ms=5,
+        acks="all",
+        enable_idempotence=False,
+        retries=0,
+        request_timeout_ms=CLIENT_TIMEOUT_MS,
+        max_block_ms=CLIENT_TIMEOUT_MS,
+        client_id="acceptance-kp-producer",
+    )
     cfg.update(extra)
     producer = KafkaProducer(**cfg)
     try:
-        futures = [producer.send(topic, key=m.key, value=m.value, headers=list(m.headers),
-                                 partition=m.partition, timestamp_ms=m.timestamp) for m in messages]
+        futures = [
+            producer.send(
+                topic,
+                key=m.key,
+                value=m.value,
+                headers=list(m.headers),
+                partition=m.partition,
+                timestamp_ms=m.timestamp,
+            )
+            for m in messages
+        ]
         producer.flush(timeout=30)
         out = []
         for f in futures:
@@ -45,15 +64,22 @@ def kp_produce(bootstrap: str, topic: str, messages: list[Msg], codec: str = "no
 def kp_consumer(bootstrap: str, **extra):
     from kafka import KafkaConsumer
 
-    cfg = dict(bootstrap_servers=bootstrap, group_id=None, auto_offset_reset="earliest",
-               enable_auto_commit=False, fetch_max_wait_ms=100, request_timeout_ms=CLIENT_TIMEOUT_MS,
-               client_id="acceptance-kp-consumer")
+    cfg = dict(
+        bootstrap_servers=bootstrap,
+        group_id=None,
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+        fetch_max_wait_ms=100,
+        request_timeout_ms=CLIENT_TIMEOUT_MS,
+        client_id="acceptance-kp-consumer",
+    )
     cfg.update(extra)
     return KafkaConsumer(**cfg)
 
 
-def kp_consume(bootstrap: str, topic: str, partitions: list[int], expected: int, timeout: float = 30.0,
-               **extra) -> dict[int, list[tuple]]:
+def kp_consume(
+    bootstrap: str, topic: str, partitions: list[int], expected: int, timeout: float = 30.0, **extra
+) -> dict[int, list[tuple]]:
     from kafka import TopicPartition
 
     consumer = kp_consumer(bootstrap, **extra)
@@ -65,24 +91,37 @@ def kp_consume(bootstrap: str, topic: str, partitions: list[int], expected: int,
         while got < expected and time.monotonic() < deadline:
             for tp, recs in consumer.poll(timeout_ms=300, max_records=2000).items():
                 for r in recs:
-                    out[tp.partition].append((r.offset, r.key, r.value, normalize_headers(r.headers), r.timestamp))
+                    out[tp.partition].append(
+                        (r.offset, r.key, r.value, normalize_headers(r.headers), r.timestamp)
+                    )
                     got += 1
         # one more short poll: nothing beyond what was produced may show up
         for tp, recs in consumer.poll(timeout_ms=200).items():
             for r in recs:
-                out[tp.partition].append((r.offset, r.key, r.value, normalize_headers(r.headers), r.timestamp))
+                out[tp.partition].append(
+                    (r.offset, r.key, r.value, normalize_headers(r.headers), r.timestamp)
+                )
         return out
     finally:
         consumer.close()
 
 
 # ------------------------------------------------------------------------------ confluent-kafka
-def ck_produce(bootstrap: str, topic: str, messages: list[Msg], codec: str = "none", **extra) -> list[tuple[int, int]]:
+def ck_produce(
+    bootstrap: str, topic: str, messages: list[Msg], codec: str = "none", **extra
+) -> list[tuple[int, int]]:
     from confluent_kafka import Producer
 
-    cfg = {"bootstrap.servers": bootstrap, "compression.type": codec, "linger.ms": 5, "acks": "all",
-           "retries": 0, "message.timeout.ms": 30000, "socket.timeout.ms": CLIENT_TIMEOUT_MS,
-           "client.id": "acceptance-ck-producer"}
+    cfg = {
+        "bootstrap.servers": bootstrap,
+        "compression.type": codec,
+        "linger.ms": 5,
+        "acks": "all",
+        "retries": 0,
+        "message.timeout.ms": 30000,
+        "socket.timeout.ms": CLIENT_TIMEOUT_MS,
+        "client.id": "acceptance-ck-producer",
+    }
     cfg.update(extra)
     producer = Producer(cfg)
     results: list = [None] * len(messages)
@@ -94,13 +133,21 @@ def ck_produce(bootstrap: str, topic: str, messages: list[Msg], codec: str = "no
                 errors.append((i, err))
             else:
                 results[i] = (msg.partition(), msg.offset())
+
         return cb
 
     for i, m in enumerate(messages):
         while True:
             try:
-                producer.produce(topic, value=m.value, key=m.key, partition=m.partition,
-                                 headers=list(m.headers), timestamp=m.timestamp, on_delivery=make_cb(i))
+                producer.produce(
+                    topic,
+                    value=m.value,
+                    key=m.key,
+                    partition=m.partition,
+                    headers=list(m.headers),
+                    timestamp=m.timestamp,
+                    on_delivery=make_cb(i),
+                )
                 break
             except BufferError:
                 producer.poll(0.05)
@@ -115,16 +162,23 @@ def ck_produce(bootstrap: str, topic: str, messages: list[Msg], codec: str = "no
 def ck_consumer(bootstrap: str, **extra):
     from confluent_kafka import Consumer
 
-    cfg = {"bootstrap.servers": bootstrap, "group.id": f"acceptance-{uuid.uuid4().hex[:8]}",
-           "enable.auto.commit": False, "auto.offset.reset": "earliest", "fetch.wait.max.ms": 100,
-           "socket.timeout.ms": CLIENT_TIMEOUT_MS, "client.id": "acceptance-ck-consumer"}
+    cfg = {
+        "bootstrap.servers": bootstrap,
+        "group.id": f"acceptance-{uuid.uuid4().hex[:8]}",
+        "enable.auto.commit": False,
+        "auto.offset.reset": "earliest",
+        "fetch.wait.max.ms": 100,
+        "socket.timeout.ms": CLIENT_TIMEOUT_MS,
+        "client.id": "acceptance-ck-consumer",
+    }
     # NB: isolation.level is left at librdkafka's default, read_committed, on purpose.
     cfg.update(extra)
     return Consumer(cfg)
 
 
-def ck_consume(bootstrap: str, topic: str, partitions: list[int], expected: int, timeout: float = 30.0,
-               **extra) -> dict[int, list[tuple]]:
+def ck_consume(
+    bootstrap: str, topic: str, partitions: list[int], expected: int, timeout: float = 30.0, **extra
+) -> dict[int, list[tuple]]:
     from confluent_kafka import OFFSET_BEGINNING, TopicPartition
 
     consumer = ck_consumer(bootstrap, **extra)
@@ -138,8 +192,9 @@ def ck_consume(bootstrap: str, topic: str, partitions: list[int], expected: int,
             nonlocal got
             for m in msgs:
                 assert m.error() is None, f"consumer error: {m.error()}"
-                out[m.partition()].append((m.offset(), m.key(), m.value(), normalize_headers(m.headers()),
-                                           m.timestamp()[1]))
+                out[m.partition()].append(
+                    (m.offset(), m.key(), m.value(), normalize_headers(m.headers()), m.timestamp()[1])
+                )
                 got += 1
 
         while got < expected and time.monotonic() < deadline:
@@ -151,20 +206,36 @@ def ck_consume(bootstrap: str, topic: str, partitions: list[int], expected: int,
 
 
 # ------------------------------------------------------------------------------ aiokafka
-async def aio_produce(bootstrap: str, topic: str, messages: list[Msg], codec: str = "none",
-                      **extra) -> list[tuple[int, int]]:
+async def aio_produce(
+    bootstrap: str, topic: str, messages: list[Msg], codec: str = "none", **extra
+) -> list[tuple[int, int]]:
     from aiokafka import AIOKafkaProducer
 
-    cfg = dict(bootstrap_servers=bootstrap, compression_type=_codec(codec), linger_ms=5, acks="all",
-               enable_idempotence=False, request_timeout_ms=CLIENT_TIMEOUT_MS, client_id="acceptance-aio-producer")
+    cfg = dict(
+        bootstrap_servers=bootstrap,
+        compression_type=_codec(codec),
+        linger_ms=5,
+        acks="all",
+        enable_idempotence=False,
+        request_timeout_ms=CLIENT_TIMEOUT_MS,
+        client_id="acceptance-aio-producer",
+    )
     cfg.update(extra)
     producer = AIOKafkaProducer(**cfg)
     await producer.start()
     try:
         futures = []
         for m in messages:
-            futures.append(await producer.send(topic, value=m.value, key=m.key, partition=m.partition,
-                                               timestamp_ms=m.timestamp, headers=list(m.headers)))
+            futures.append(
+                await producer.send(
+                    topic,
+                    value=m.value,
+                    key=m.key,
+                    partition=m.partition,
+                    timestamp_ms=m.timestamp,
+                    headers=list(m.headers),
+                )
+            )
         await asyncio.wait_for(producer.flush(), 30)
         metas = await asyncio.wait_for(asyncio.gather(*futures), 30)
         return [(md.partition, md.offset) for md in metas]
@@ -175,15 +246,22 @@ async def aio_produce(bootstrap: str, topic: str, messages: list[Msg], codec: st
 def aio_consumer(bootstrap: str, **extra):
     from aiokafka import AIOKafkaConsumer
 
-    cfg = dict(bootstrap_servers=bootstrap, group_id=None, auto_offset_reset="earliest",
-               enable_auto_commit=False, fetch_max_wait_ms=100, request_timeout_ms=CLIENT_TIMEOUT_MS,
-               client_id="acceptance-aio-consumer")
+    cfg = dict(
+        bootstrap_servers=bootstrap,
+        group_id=None,
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+        fetch_max_wait_ms=100,
+        request_timeout_ms=CLIENT_TIMEOUT_MS,
+        client_id="acceptance-aio-consumer",
+    )
     cfg.update(extra)
     return AIOKafkaConsumer(**cfg)
 
 
-async def aio_consume(bootstrap: str, topic: str, partitions: list[int], expected: int, timeout: float = 30.0,
-                      **extra) -> dict[int, list[tuple]]:
+async def aio_consume(
+    bootstrap: str, topic: str, partitions: list[int], expected: int, timeout: float = 30.0, **extra
+) -> dict[int, list[tuple]]:
     from aiokafka import TopicPartition
 
     consumer = aio_consumer(bootstrap, **extra)
@@ -198,7 +276,9 @@ async def aio_consume(bootstrap: str, topic: str, partitions: list[int], expecte
             nonlocal got
             for tp, recs in batches.items():
                 for r in recs:
-                    out[tp.partition].append((r.offset, r.key, r.value, normalize_headers(r.headers), r.timestamp))
+                    out[tp.partition].append(
+                        (r.offset, r.key, r.value, normalize_headers(r.headers), r.timestamp)
+                    )
                     got += 1
 
         while got < expected and time.monotonic() < deadline:
@@ -211,7 +291,9 @@ async def aio_consume(bootstrap: str, topic: str, partitions: list[int], expecte
 
 def compare_partitions(consumed: dict[int, list[tuple]], expected: dict[int, list[tuple]]) -> None:
     """Exact per-partition comparison with a readable first difference."""
-    assert sorted(consumed) == sorted(expected) or all(not consumed.get(p) for p in set(consumed) - set(expected))
+    assert sorted(consumed) == sorted(expected) or all(
+        not consumed.get(p) for p in set(consumed) - set(expected)
+    )
     for p in sorted(expected):
         got, want = consumed.get(p, []), expected[p]
         if got != want:
@@ -219,4 +301,5 @@ def compare_partitions(consumed: dict[int, list[tuple]], expected: dict[int, lis
             raise AssertionError(
                 f"partition {p}: consumed {len(got)} records, expected {len(want)}; first difference at "
                 f"index {first}: got {got[first] if first < len(got) else None!r}, "
-                f"want {want[first] if first < len(want) else None!r}")
+                f"want {want[first] if first < len(want) else None!r}"
+            )

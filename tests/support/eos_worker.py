@@ -57,26 +57,30 @@ def main(argv=None) -> int:
 
     signal.signal(signal.SIGTERM, on_term)
 
-    consumer = Consumer({
-        "bootstrap.servers": args.bootstrap,
-        "group.id": args.group,
-        "isolation.level": "read_committed",
-        "enable.auto.commit": False,
-        "auto.offset.reset": "earliest",
-        "session.timeout.ms": args.session_timeout_ms,
-        "heartbeat.interval.ms": max(100, args.session_timeout_ms // 5),
-        # also the JoinGroup rebalance timeout: deliberately longer than the test's per-step
-        # deadlines, so a dead member must be expired by its session timeout, not this
-        "max.poll.interval.ms": 60000,
-        "fetch.wait.max.ms": 100,
-    })
-    producer = Producer({
-        "bootstrap.servers": args.bootstrap,
-        "transactional.id": args.txn_id,
-        "transaction.timeout.ms": 30000,
-        "linger.ms": 5,
-        "socket.timeout.ms": 10000,
-    })
+    consumer = Consumer(
+        {
+            "bootstrap.servers": args.bootstrap,
+            "group.id": args.group,
+            "isolation.level": "read_committed",
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            "session.timeout.ms": args.session_timeout_ms,
+            "heartbeat.interval.ms": max(100, args.session_timeout_ms // 5),
+            # also the JoinGroup rebalance timeout: deliberately longer than the test's per-step
+            # deadlines, so a dead member must be expired by its session timeout, not this
+            "max.poll.interval.ms": 60000,
+            "fetch.wait.max.ms": 100,
+        }
+    )
+    producer = Producer(
+        {
+            "bootstrap.servers": args.bootstrap,
+            "transactional.id": args.txn_id,
+            "transaction.timeout.ms": 30000,
+            "linger.ms": 5,
+            "socket.timeout.ms": 10000,
+        }
+    )
     producer.init_transactions(OP_TIMEOUT)
     say("READY")
     consumer.subscribe([args.input])
@@ -101,16 +105,18 @@ def main(argv=None) -> int:
             producer.begin_transaction()
             try:
                 for m in msgs:
-                    producer.produce(args.output, value=b"out-" + m.value(), key=m.key(),
-                                     partition=m.partition())
+                    producer.produce(
+                        args.output, value=b"out-" + m.value(), key=m.key(), partition=m.partition()
+                    )
                 remaining = producer.flush(OP_TIMEOUT)
                 assert remaining == 0, f"{remaining} records not delivered"
                 say(f"PRODUCED {len(msgs)}")
                 if args.pause:
                     time.sleep(args.pause)
                 positions = [tp for tp in consumer.position(consumer.assignment()) if tp.offset >= 0]
-                producer.send_offsets_to_transaction(positions, consumer.consumer_group_metadata(),
-                                                     OP_TIMEOUT)
+                producer.send_offsets_to_transaction(
+                    positions, consumer.consumer_group_metadata(), OP_TIMEOUT
+                )
                 say("OFFSETS")
                 if args.pause:
                     time.sleep(args.pause)

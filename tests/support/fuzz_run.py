@@ -47,8 +47,12 @@ def main() -> int:
                 died_at = i
                 break
         sender.close()
-        report["requests"] = {"sent": sent, **sender.counts, "broker died at": died_at,
-                              "seconds": round(time.monotonic() - t0, 1)}
+        report["requests"] = {
+            "sent": sent,
+            **sender.counts,
+            "broker died at": died_at,
+            "seconds": round(time.monotonic() - t0, 1),
+        }
         t0 = time.monotonic()
         rng = random.Random(f"batches-{args.seed}")  # independent of the request phase
         outcome = fz.BatchOutcome()
@@ -60,17 +64,23 @@ def main() -> int:
                     batch = fz.mutate_batch(batch, rng)
                     mutated += 1
                 fz.produce_and_check(c, fz.BATCH_TOPIC, batch, outcome)
-        report["batches"] = {"sent": args.batches, "mutated": mutated,
-                             "accepted": outcome.accepted,
-                             "rejected by error code": dict(sorted(outcome.rejected.items())),
-                             "stored but undecodable": len(outcome.undecodable),
-                             "log end offset mismatches": len(outcome.leo_mismatch),
-                             "seconds": round(time.monotonic() - t0, 1)}
+        report["batches"] = {
+            "sent": args.batches,
+            "mutated": mutated,
+            "accepted": outcome.accepted,
+            "rejected by error code": dict(sorted(outcome.rejected.items())),
+            "stored but undecodable": len(outcome.undecodable),
+            "log end offset mismatches": len(outcome.leo_mismatch),
+            "seconds": round(time.monotonic() - t0, 1),
+        }
         with WireClient.to(broker) as c:
             end = c.list_offsets(fz.BATCH_TOPIC, 0, -1).offset
         rd = fz.librdkafka_read(broker, fz.BATCH_TOPIC, end)
-        report["librdkafka read-back"] = {**rd, "consumer errors": len(rd["consumer errors"]),
-                                          "log end offset": end}
+        report["librdkafka read-back"] = {
+            **rd,
+            "consumer errors": len(rd["consumer errors"]),
+            "log end offset": end,
+        }
         report["unhandled handler exceptions"] = len(fz.handler_failures(broker))
         report["broker alive"] = fz.alive(broker)
         print(json.dumps(report, indent=1))
@@ -80,9 +90,14 @@ def main() -> int:
             print("handler failure:", line[:500], file=sys.stderr)
     finally:
         factory.teardown(False)
-    ok = (report["broker alive"] and not outcome.undecodable and not outcome.leo_mismatch
-          and report["unhandled handler exceptions"] == 0 and rd["reached end"]
-          and not rd["consumer errors"])
+    ok = (
+        report["broker alive"]
+        and not outcome.undecodable
+        and not outcome.leo_mismatch
+        and report["unhandled handler exceptions"] == 0
+        and rd["reached end"]
+        and not rd["consumer errors"]
+    )
     return 0 if ok else 1
 
 

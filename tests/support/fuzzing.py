@@ -15,18 +15,17 @@ from __future__ import annotations
 
 import dataclasses
 import random
-import socket
 import struct
 import time
 import uuid
 
 from crc32c import crc32c
 from kafka.record.memory_records import MemoryRecords
-
 from minibroker.broker.dispatch import HANDLERS
 from minibroker.protocol.codec import build, encode_response, request_class
 from minibroker.protocol.record_batch import build_batch
 from minibroker.protocol.schema_layout import layout
+
 from tests.support.wire import WireClient, encode_uvarint, request_header
 
 FUZZ_TOPIC = "fuzz"  # named in the seed requests (which may delete it)
@@ -88,15 +87,15 @@ def mutate_frame(frame: bytes, rng: random.Random) -> bytes:
         pos = rng.randrange(lo, max(lo + 1, len(buf)))
         op = rng.randrange(8)
         if op == 0:
-            buf[pos:pos + 1] = bytes([rng.randrange(256)])
+            buf[pos : pos + 1] = bytes([rng.randrange(256)])
         elif op == 1:
-            buf[pos:pos + 1] = bytes([rng.choice([0x00, 0xFF, 0x7F, 0x80, 0x01, 0xFE])])
+            buf[pos : pos + 1] = bytes([rng.choice([0x00, 0xFF, 0x7F, 0x80, 0x01, 0xFE])])
         elif op == 2:
-            buf[pos:pos + 4] = struct.pack(">I", rng.choice(_HUGE))
+            buf[pos : pos + 4] = struct.pack(">I", rng.choice(_HUGE))
         elif op == 3:
-            buf[pos:pos + 2] = struct.pack(">H", rng.choice([0xFFFF, 0x7FFF, 0x8000, 0xFFFE]))
+            buf[pos : pos + 2] = struct.pack(">H", rng.choice([0xFFFF, 0x7FFF, 0x8000, 0xFFFE]))
         elif op == 4:
-            buf[pos:pos + 1] = encode_uvarint(rng.choice(_HUGE))
+            buf[pos : pos + 1] = encode_uvarint(rng.choice(_HUGE))
         elif op == 5:
             del buf[pos:]
         elif op == 6:
@@ -150,17 +149,29 @@ def random_batch(rng: random.Random) -> bytes:
     records = []
     for i in range(rng.randint(1, 12)):
         key = None if rng.random() < 0.2 else bytes(rng.randrange(256) for _ in range(rng.randint(0, 12)))
-        value = None if rng.random() < 0.1 else bytes(rng.randrange(97, 123)
-                                                      for _ in range(rng.randint(0, 200)))
-        headers = [(f"h{j}", None if rng.random() < 0.3 else b"x" * rng.randint(0, 5))
-                   for j in range(rng.choice([0, 0, 1, 3]))]
+        value = (
+            None if rng.random() < 0.1 else bytes(rng.randrange(97, 123) for _ in range(rng.randint(0, 200)))
+        )
+        headers = [
+            (f"h{j}", None if rng.random() < 0.3 else b"x" * rng.randint(0, 5))
+            for j in range(rng.choice([0, 0, 1, 3]))
+        ]
         records.append((key, value, headers, now + rng.randint(-5000, 5000)))
     return build_batch(records, compression=rng.choice(_CODECS))
 
 
 _HEADER_FIELDS = [  # (offset, struct format) of header fields worth mutating
-    (8, ">i"), (16, ">b"), (21, ">h"), (23, ">i"), (27, ">q"), (35, ">q"), (43, ">q"),
-    (51, ">h"), (53, ">i"), (57, ">i"), (0, ">q"),
+    (8, ">i"),
+    (16, ">b"),
+    (21, ">h"),
+    (23, ">i"),
+    (27, ">q"),
+    (35, ">q"),
+    (43, ">q"),
+    (51, ">h"),
+    (53, ">i"),
+    (57, ">i"),
+    (0, ">q"),
 ]
 
 
@@ -177,17 +188,28 @@ def mutate_batch(batch: bytes, rng: random.Random) -> bytes:
             off, fmt = rng.choice(_HEADER_FIELDS)
             size = struct.calcsize(fmt)
             bits = size * 8
-            value = rng.choice([0, 1, -1, 2, 2**(bits - 1) - 1, 2**(bits - 1) - 2, -2**(bits - 1),
-                                rng.randrange(-2**(bits - 1), 2**(bits - 1))])
+            value = rng.choice(
+                [
+                    0,
+                    1,
+                    -1,
+                    2,
+                    2 ** (bits - 1) - 1,
+                    2 ** (bits - 1) - 2,
+                    -(2 ** (bits - 1)),
+                    rng.randrange(-(2 ** (bits - 1)), 2 ** (bits - 1)),
+                ]
+            )
             struct.pack_into(fmt, buf, off, value)
         elif op == 2 and len(buf) > 62:
-            del buf[rng.randrange(61, len(buf)):]
+            del buf[rng.randrange(61, len(buf)) :]
         elif op == 3:
             buf += bytes(rng.randrange(256) for _ in range(rng.randint(1, 10)))
         elif op == 4 and len(buf) > 61:
             pos = rng.randrange(61, len(buf))
-            buf[pos:pos + 1] = encode_uvarint(rng.choice(_HUGE)) + b"\x80\x80\x80\x80\x80\x01"[
-                :rng.randint(0, 6)]
+            buf[pos : pos + 1] = (
+                encode_uvarint(rng.choice(_HUGE)) + b"\x80\x80\x80\x80\x80\x01"[: rng.randint(0, 6)]
+            )
         elif op == 5:
             count = struct.unpack_from(">i", buf, 57)[0] + rng.choice([-1, 1])
             struct.pack_into(">i", buf, 57, (count + 2**31) % 2**32 - 2**31)  # wraps like int32
@@ -218,8 +240,9 @@ class BatchOutcome:
     leo_mismatch: list = dataclasses.field(default_factory=list)
 
 
-def produce_and_check(client: WireClient, topic: str, batch: bytes, outcome: BatchOutcome,
-                      version: int = 9) -> None:
+def produce_and_check(
+    client: WireClient, topic: str, batch: bytes, outcome: BatchOutcome, version: int = 9
+) -> None:
     before = client.list_offsets(topic, 0, -1).offset
     r = client.produce(topic, 0, batch, version=version)
     after = client.list_offsets(topic, 0, -1).offset
@@ -243,8 +266,14 @@ def librdkafka_read(broker, topic: str, end_offset: int, timeout_s: float = 60.0
     returns counts of records read and of errors the consumer reported."""
     from confluent_kafka import Consumer, TopicPartition
 
-    c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "fuzz-read",
-                  "enable.auto.commit": False, "check.crcs": True})
+    c = Consumer(
+        {
+            "bootstrap.servers": broker.bootstrap,
+            "group.id": "fuzz-read",
+            "enable.auto.commit": False,
+            "check.crcs": True,
+        }
+    )
     c.assign([TopicPartition(topic, 0, 0)])
     read, errors, last = 0, [], -1
     deadline = time.monotonic() + timeout_s
@@ -260,14 +289,17 @@ def librdkafka_read(broker, topic: str, end_offset: int, timeout_s: float = 60.0
             last = msg.offset()
     finally:
         c.close()
-    return {"records read": read, "consumer errors": errors, "reached end": last + 1 >= end_offset,
-            "last offset read": last}
+    return {
+        "records read": read,
+        "consumer errors": errors,
+        "reached end": last + 1 >= end_offset,
+        "last offset read": last,
+    }
 
 
 def handler_failures(broker, since: int = 0) -> list[str]:
     """Log lines of requests that ended in an unhandled exception."""
-    return [line for line in broker.log_since(since).splitlines()
-            if "request handler failed" in line]
+    return [line for line in broker.log_since(since).splitlines() if "request handler failed" in line]
 
 
 def alive(broker) -> bool:
@@ -276,7 +308,7 @@ def alive(broker) -> bool:
     try:
         with WireClient.to(broker, timeout=5) as c:
             return c.api_versions(3).error_code == 0
-    except (OSError, socket.timeout):
+    except (TimeoutError, OSError):
         return False
 
 
@@ -284,6 +316,5 @@ def start_fuzz_broker(factory):
     """A broker of ``factory`` with the two fuzz topics (FUZZ_TOPIC, BATCH_TOPIC) created."""
     broker = factory({"auto.create.topics.enable": False, "group.initial.rebalance.delay.ms": 0})
     with WireClient.to(broker) as c:
-        assert [t.error_code for t in c.create_topics([(FUZZ_TOPIC, 1), (BATCH_TOPIC, 1)]).topics] \
-            == [0, 0]
+        assert [t.error_code for t in c.create_topics([(FUZZ_TOPIC, 1), (BATCH_TOPIC, 1)]).topics] == [0, 0]
     return broker

@@ -23,8 +23,10 @@ def wait_until(predicate, timeout: float, interval: float = 0.05, message: str =
         except Exception as exc:  # noqa: BLE001 - report the last failure on timeout
             last_exc = exc
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {message}"
-                                 + (f" (last error: {last_exc!r})" if last_exc else ""))
+            raise AssertionError(
+                f"timed out after {timeout}s waiting for {message}"
+                + (f" (last error: {last_exc!r})" if last_exc else "")
+            )
         time.sleep(interval)
 
 
@@ -33,8 +35,9 @@ def unique_name(prefix: str) -> str:
 
 
 def admin_client(bootstrap: str) -> KafkaAdminClient:
-    return KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=10000,
-                            client_id="acceptance-admin")
+    return KafkaAdminClient(
+        bootstrap_servers=bootstrap, request_timeout_ms=10000, client_id="acceptance-admin"
+    )
 
 
 def create_topic(broker, name: str, partitions: int = 3, configs: dict | None = None) -> None:
@@ -42,8 +45,15 @@ def create_topic(broker, name: str, partitions: int = 3, configs: dict | None = 
     partition with a leader."""
     admin = admin_client(broker.bootstrap)
     try:
-        admin.create_topics({name: {"num_partitions": partitions, "replication_factor": 1,
-                                    "configs": {k: str(v) for k, v in (configs or {}).items()}}})
+        admin.create_topics(
+            {
+                name: {
+                    "num_partitions": partitions,
+                    "replication_factor": 1,
+                    "configs": {k: str(v) for k, v in (configs or {}).items()},
+                }
+            }
+        )
     finally:
         admin.close()
     wait_for_topic(broker, name, partitions)
@@ -54,8 +64,13 @@ def wait_for_topic(broker, name: str, partitions: int, timeout: float = 10.0) ->
         with WireClient.to(broker) as c:
             md = c.metadata([name])
         t = [t for t in md.topics if t.name == name]
-        return (t and t[0].error_code == 0 and len(t[0].partitions) == partitions
-                and all(p.error_code == 0 and p.leader_id >= 0 for p in t[0].partitions))
+        return (
+            t
+            and t[0].error_code == 0
+            and len(t[0].partitions) == partitions
+            and all(p.error_code == 0 and p.leader_id >= 0 for p in t[0].partitions)
+        )
+
     wait_until(ready, timeout, message=f"topic {name} with {partitions} partitions in Metadata")
 
 
@@ -83,7 +98,11 @@ def make_messages(n: int, partitions: int, tag: str, base_ts: int | None = None)
         elif i % 11 == 0:
             value = b""
         else:
-            value = f"{tag}-value-{i}-".encode() + bytes((i * 31 + j * 7) % 251 for j in range(i % 97)) + b"x" * (i % 150)
+            value = (
+                f"{tag}-value-{i}-".encode()
+                + bytes((i * 31 + j * 7) % 251 for j in range(i % 97))
+                + b"x" * (i % 150)
+            )
         if i % 4 == 0:
             headers = ()
         elif i % 4 == 1:
@@ -109,11 +128,14 @@ def expected_by_partition(messages: list[Msg], offsets: list[tuple[int, int]]) -
         offs = [r[0] for r in rows]
         assert offs == list(range(len(offs))), (
             f"partition {p}: acknowledged offsets are not 0..{len(offs) - 1} in send order: "
-            f"first mismatch at index {next(i for i, o in enumerate(offs) if o != i)}")
+            f"first mismatch at index {next(i for i, o in enumerate(offs) if o != i)}"
+        )
     return per
 
 
 def normalize_headers(headers) -> tuple[tuple[str, bytes], ...]:
     if not headers:
         return ()
-    return tuple((k if isinstance(k, str) else k.decode(), bytes(v) if v is not None else None) for k, v in headers)
+    return tuple(
+        (k if isinstance(k, str) else k.decode(), bytes(v) if v is not None else None) for k, v in headers
+    )

@@ -82,7 +82,7 @@ class _Reader:
     def take(self, n: int) -> bytes:
         if n < 0 or self.pos + n > len(self.buf):
             raise ValueError(f"short frame: need {n} bytes at {self.pos} of {len(self.buf)}")
-        out = self.buf[self.pos:self.pos + n]
+        out = self.buf[self.pos : self.pos + n]
         self.pos += n
         return out
 
@@ -163,8 +163,14 @@ def parse_produce(frame: bytes):
 
 # ----------------------------------------------------------------------------- the proxy
 class KafkaFaultProxy:
-    def __init__(self, upstream: tuple[str, int] | None = None, *, host: str = "127.0.0.1",
-                 lifetime: float = 240.0, connect_timeout: float = 3.0):
+    def __init__(
+        self,
+        upstream: tuple[str, int] | None = None,
+        *,
+        host: str = "127.0.0.1",
+        lifetime: float = 240.0,
+        connect_timeout: float = 3.0,
+    ):
         self.host = host
         self.upstream = upstream
         self.lifetime = lifetime
@@ -238,13 +244,15 @@ class KafkaFaultProxy:
 
     def summary(self) -> str:
         s = self.stats
-        return (f"proxy: {s.connections} connections, {s.upstream_connect_failures} upstream connect "
-                f"failures, {s.requests} requests ({s.produce_requests} Produce), {s.responses} responses, "
-                f"{s.dropped_responses} dropped, {s.delayed_responses} delayed, "
-                f"{self.retransmitted_batches} batches sent more than once, errors: {s.errors[:3]}")
+        return (
+            f"proxy: {s.connections} connections, {s.upstream_connect_failures} upstream connect "
+            f"failures, {s.requests} requests ({s.produce_requests} Produce), {s.responses} responses, "
+            f"{s.dropped_responses} dropped, {s.delayed_responses} delayed, "
+            f"{self.retransmitted_batches} batches sent more than once, errors: {s.errors[:3]}"
+        )
 
     # ------------------------------------------------------------------ lifecycle
-    def start(self) -> "KafkaFaultProxy":
+    def start(self) -> KafkaFaultProxy:
         self._thread = threading.Thread(target=self._run, name=f"kafka-proxy-{self.port}", daemon=True)
         self._thread.start()
         if not self._ready.wait(5):
@@ -265,7 +273,7 @@ class KafkaFaultProxy:
         except OSError:
             pass
 
-    def __enter__(self) -> "KafkaFaultProxy":
+    def __enter__(self) -> KafkaFaultProxy:
         return self.start()
 
     def __exit__(self, *exc) -> None:
@@ -281,7 +289,7 @@ class KafkaFaultProxy:
         self._ready.set()
         try:
             await asyncio.wait_for(self._stop.wait(), self.lifetime)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             self.stopped_by_lifetime = True
         server.close()
         self._abort_all()
@@ -304,8 +312,9 @@ class KafkaFaultProxy:
             if upstream is None:
                 raise OSError("no upstream configured")
             u_reader, u_writer = await asyncio.wait_for(
-                asyncio.open_connection(*upstream), self.connect_timeout)
-        except (OSError, asyncio.TimeoutError):
+                asyncio.open_connection(*upstream), self.connect_timeout
+            )
+        except (TimeoutError, OSError):
             self.stats.upstream_connect_failures += 1
             c_writer.transport.abort()
             return
@@ -317,9 +326,11 @@ class KafkaFaultProxy:
         self._conns.add(pair)
         pending: collections.deque[_Pending] = collections.deque()
         outbox: asyncio.Queue = asyncio.Queue()
-        tasks = [asyncio.create_task(self._pump_requests(c_reader, u_writer, pending)),
-                 asyncio.create_task(self._pump_responses(u_reader, pending, outbox)),
-                 asyncio.create_task(self._deliver(outbox, c_writer))]
+        tasks = [
+            asyncio.create_task(self._pump_requests(c_reader, u_writer, pending)),
+            asyncio.create_task(self._pump_responses(u_reader, pending, outbox)),
+            asyncio.create_task(self._deliver(outbox, c_writer)),
+        ]
         try:
             await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
         finally:
@@ -368,8 +379,11 @@ class KafkaFaultProxy:
                 if expects_response:
                     self._produce_seen += 1
                     n = self._produce_seen
-                    if (self._drop_every and n % self._drop_every == 0
-                            and (self._drop_limit is None or self.stats.dropped_responses < self._drop_limit)):
+                    if (
+                        self._drop_every
+                        and n % self._drop_every == 0
+                        and (self._drop_limit is None or self.stats.dropped_responses < self._drop_limit)
+                    ):
                         entry.action = "drop"
                     elif self._delay_every and n % self._delay_every == 0:
                         entry.action, entry.delay = "delay", self._delay_seconds
@@ -395,7 +409,8 @@ class KafkaFaultProxy:
                 corr = struct.unpack_from(">i", frame, 0)[0] if len(frame) >= 4 else None
                 if corr != entry.correlation_id:
                     self.stats.errors.append(
-                        f"response correlation id {corr} != {entry.correlation_id} (api {entry.api_key})")
+                        f"response correlation id {corr} != {entry.correlation_id} (api {entry.api_key})"
+                    )
             now = time.monotonic()
             if entry is not None and entry.action == "drop":
                 self.stats.dropped_responses += 1

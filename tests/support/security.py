@@ -27,16 +27,26 @@ class Certs:
 
 
 def _name(cn: str) -> x509.Name:
-    return x509.Name([x509.NameAttribute(NameOID.ORGANIZATION_NAME, "minibroker-tests"),
-                      x509.NameAttribute(NameOID.COMMON_NAME, cn)])
+    return x509.Name(
+        [
+            x509.NameAttribute(NameOID.ORGANIZATION_NAME, "minibroker-tests"),
+            x509.NameAttribute(NameOID.COMMON_NAME, cn),
+        ]
+    )
 
 
 def _cert(subject, issuer, public_key, signing_key, *, ca=False, san=None):
-    now = datetime.datetime.now(datetime.timezone.utc)
-    b = (x509.CertificateBuilder().subject_name(subject).issuer_name(issuer).public_key(public_key)
-         .serial_number(x509.random_serial_number())
-         .not_valid_before(now - datetime.timedelta(minutes=5)).not_valid_after(now + datetime.timedelta(days=1))
-         .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True))
+    now = datetime.datetime.now(datetime.UTC)
+    b = (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(issuer)
+        .public_key(public_key)
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
+    )
     if san:
         b = b.add_extension(x509.SubjectAlternativeName(san), critical=False)
     return b.sign(signing_key, hashes.SHA256())
@@ -48,20 +58,36 @@ def make_certs(directory: Path) -> Certs:
     ca_key = ec.generate_private_key(ec.SECP256R1())
     ca = _cert(_name("test-ca"), _name("test-ca"), ca_key.public_key(), ca_key, ca=True)
     server_key = ec.generate_private_key(ec.SECP256R1())
-    server = _cert(_name("localhost"), ca.subject, server_key.public_key(), ca_key,
-                   san=[x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))])
+    server = _cert(
+        _name("localhost"),
+        ca.subject,
+        server_key.public_key(),
+        ca_key,
+        san=[x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))],
+    )
     client_key = ec.generate_private_key(ec.SECP256R1())
     client = _cert(_name("alice"), ca.subject, client_key.public_key(), ca_key)
-    paths = Certs(directory / "ca.pem", directory / "server.pem", directory / "client.pem",
-                  directory / "client.key", "CN=alice,O=minibroker-tests")
+    paths = Certs(
+        directory / "ca.pem",
+        directory / "server.pem",
+        directory / "client.pem",
+        directory / "client.key",
+        "CN=alice,O=minibroker-tests",
+    )
     paths.ca.write_bytes(ca.public_bytes(pem))
     paths.server.write_bytes(
-        server.public_bytes(pem) + ca.public_bytes(pem) + server_key.private_bytes(
-            pem, serialization.PrivateFormat.PKCS8,
-            serialization.BestAvailableEncryption(KEY_PASSWORD.encode())))
+        server.public_bytes(pem)
+        + ca.public_bytes(pem)
+        + server_key.private_bytes(
+            pem,
+            serialization.PrivateFormat.PKCS8,
+            serialization.BestAvailableEncryption(KEY_PASSWORD.encode()),
+        )
+    )
     paths.client_cert.write_bytes(client.public_bytes(pem))
-    paths.client_key.write_bytes(client_key.private_bytes(pem, serialization.PrivateFormat.PKCS8,
-                                                          serialization.NoEncryption()))
+    paths.client_key.write_bytes(
+        client_key.private_bytes(pem, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
     return paths
 
 

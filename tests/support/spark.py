@@ -9,22 +9,34 @@ import time
 from pathlib import Path
 
 from minibroker.pipelines.driver import DriverProcess
+
 from tests.support.broker import REPO_ROOT
 
 
 def spark_session():
     from minibroker.pipelines.job import parse_args, session
 
-    opts = parse_args(["--output", "-", "--dead-letter", "-", "--checkpoint", "-", "--shuffle-partitions", "2"])
+    opts = parse_args(
+        ["--output", "-", "--dead-letter", "-", "--checkpoint", "-", "--shuffle-partitions", "2"]
+    )
     spark = session(opts, app_name="minibroker-tests")
     spark.sparkContext.setLogLevel("ERROR")
     return spark
 
 
 def pipeline_args(bootstrap: str, workdir: Path) -> list[str]:
-    return ["--bootstrap-servers", bootstrap, "--output", str(workdir / "orders"),
-            "--dead-letter", str(workdir / "dead-letter"), "--checkpoint", str(workdir / "checkpoint"),
-            "--shuffle-partitions", "2"]
+    return [
+        "--bootstrap-servers",
+        bootstrap,
+        "--output",
+        str(workdir / "orders"),
+        "--dead-letter",
+        str(workdir / "dead-letter"),
+        "--checkpoint",
+        str(workdir / "checkpoint"),
+        "--shuffle-partitions",
+        "2",
+    ]
 
 
 class Driver(DriverProcess):
@@ -40,8 +52,10 @@ class Driver(DriverProcess):
         while True:
             remaining = deadline - time.monotonic()
             if remaining <= 0 or (self.proc.poll() is not None and self.lines.empty()):
-                raise AssertionError(f"driver printed no line matching {pattern!r} within {timeout}s "
-                                     f"(exit code {self.proc.poll()})")
+                raise AssertionError(
+                    f"driver printed no line matching {pattern!r} within {timeout}s "
+                    f"(exit code {self.proc.poll()})"
+                )
             try:
                 line = self.lines.get(timeout=min(remaining, 0.5))
             except queue.Empty:

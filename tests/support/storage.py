@@ -18,8 +18,7 @@ class Clock:
 def open_manager(path, clock: Clock, segment_bytes: int) -> LogManager:
     """An opened LogManager with fsyncs on the caller's thread. Small segments come from the
     broker default: a topic may not ask for less than 1 MiB (Kafka 4)."""
-    m = LogManager(str(path), {"log.segment.bytes": segment_bytes}, time_ms=clock,
-                   background_flush=False)
+    m = LogManager(str(path), {"log.segment.bytes": segment_bytes}, time_ms=clock, background_flush=False)
     m.open()
     return m
 

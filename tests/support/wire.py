@@ -67,8 +67,13 @@ def encode_uvarint(value: int) -> bytes:
             return bytes(out)
 
 
-def request_header(api_key: int, api_version: int, correlation_id: int,
-                   client_id: str | None = "wire-test", flexible: bool = False) -> bytes:
+def request_header(
+    api_key: int,
+    api_version: int,
+    correlation_id: int,
+    client_id: str | None = "wire-test",
+    flexible: bool = False,
+) -> bytes:
     """Request header v1 (v2 when flexible: same, plus an empty tag buffer). The client id is
     always an INT16-length string, even in header v2."""
     head = struct.pack(">hhi", api_key, api_version, correlation_id)
@@ -98,7 +103,7 @@ class WireClient:
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     @classmethod
-    def to(cls, broker, **kw) -> "WireClient":
+    def to(cls, broker, **kw) -> WireClient:
         return cls(broker.host, broker.port, **kw)
 
     def close(self) -> None:
@@ -129,7 +134,7 @@ class WireClient:
             self.sock.settimeout(remaining)
             try:
                 chunk = self.sock.recv(n - len(buf))
-            except socket.timeout:
+            except TimeoutError:
                 raise TimeoutError(f"timed out reading {n} bytes (got {len(buf)})") from None
             except (ConnectionResetError, BrokenPipeError) as exc:
                 raise ConnectionClosed(f"connection reset after {len(buf)} of {n} bytes: {exc}") from None
@@ -153,11 +158,12 @@ class WireClient:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise AssertionError(
-                    f"connection still open {timeout}s later (received {bytes(received[:64])!r})")
+                    f"connection still open {timeout}s later (received {bytes(received[:64])!r})"
+                )
             self.sock.settimeout(remaining)
             try:
                 chunk = self.sock.recv(65536)
-            except socket.timeout:
+            except TimeoutError:
                 continue
             except (ConnectionResetError, BrokenPipeError):
                 return bytes(received)
@@ -195,13 +201,25 @@ class WireClient:
         )
         return self.request(req, MetadataResponse, version)
 
-    def create_topics(self, topics: list[tuple[str, int]], version: int = 7, configs: dict | None = None,
-                      timeout_ms: int = 5000):
+    def create_topics(
+        self,
+        topics: list[tuple[str, int]],
+        version: int = 7,
+        configs: dict | None = None,
+        timeout_ms: int = 5000,
+    ):
         T = CreateTopicsRequest.CreatableTopic
         req = CreateTopicsRequest(
             topics=[
-                T(name=name, num_partitions=n, replication_factor=1, assignments=[],
-                  configs=[T.CreatableTopicConfig(name=k, value=str(v)) for k, v in (configs or {}).items()])
+                T(
+                    name=name,
+                    num_partitions=n,
+                    replication_factor=1,
+                    assignments=[],
+                    configs=[
+                        T.CreatableTopicConfig(name=k, value=str(v)) for k, v in (configs or {}).items()
+                    ],
+                )
                 for name, n in topics
             ],
             timeout_ms=timeout_ms,
@@ -209,30 +227,64 @@ class WireClient:
         )
         return self.request(req, CreateTopicsResponse, version)
 
-    def produce(self, topic: str, partition: int, records: bytes, version: int = 9, acks: int = -1,
-                timeout_ms: int = 5000):
+    def produce(
+        self,
+        topic: str,
+        partition: int,
+        records: bytes,
+        version: int = 9,
+        acks: int = -1,
+        timeout_ms: int = 5000,
+    ):
         req = build_produce_request(topic, partition, records, acks=acks, timeout_ms=timeout_ms)
         resp = self.request(req, ProduceResponse, version)
         return single_partition(resp.responses, topic, partition, "partition_responses")
 
-    def fetch(self, topic: str, partition: int, offset: int, *, version: int = 12, max_wait_ms: int = 100,
-              min_bytes: int = 1, max_bytes: int = 50 * 1024 * 1024, partition_max_bytes: int = 10 * 1024 * 1024,
-              isolation_level: int = 0, timeout: float | None = None):
-        req = build_fetch_request(topic, partition, offset, max_wait_ms=max_wait_ms, min_bytes=min_bytes,
-                                  max_bytes=max_bytes, partition_max_bytes=partition_max_bytes,
-                                  isolation_level=isolation_level)
+    def fetch(
+        self,
+        topic: str,
+        partition: int,
+        offset: int,
+        *,
+        version: int = 12,
+        max_wait_ms: int = 100,
+        min_bytes: int = 1,
+        max_bytes: int = 50 * 1024 * 1024,
+        partition_max_bytes: int = 10 * 1024 * 1024,
+        isolation_level: int = 0,
+        timeout: float | None = None,
+    ):
+        req = build_fetch_request(
+            topic,
+            partition,
+            offset,
+            max_wait_ms=max_wait_ms,
+            min_bytes=min_bytes,
+            max_bytes=max_bytes,
+            partition_max_bytes=partition_max_bytes,
+            isolation_level=isolation_level,
+        )
         t = timeout if timeout is not None else max(self.timeout, max_wait_ms / 1000 + 5)
         resp = self.request(req, FetchResponse, version, timeout=t)
         return resp, single_partition(resp.responses, topic, partition, "partitions", topic_attr="topic")
 
-    def list_offsets(self, topic: str, partition: int, timestamp: int, *, version: int = 7,
-                     isolation_level: int = 0):
+    def list_offsets(
+        self, topic: str, partition: int, timestamp: int, *, version: int = 7, isolation_level: int = 0
+    ):
         T = ListOffsetsRequest.ListOffsetsTopic
         req = ListOffsetsRequest(
             replica_id=-1,
             isolation_level=isolation_level,
-            topics=[T(name=topic, partitions=[T.ListOffsetsPartition(
-                partition_index=partition, current_leader_epoch=-1, timestamp=timestamp)])],
+            topics=[
+                T(
+                    name=topic,
+                    partitions=[
+                        T.ListOffsetsPartition(
+                            partition_index=partition, current_leader_epoch=-1, timestamp=timestamp
+                        )
+                    ],
+                )
+            ],
             timeout_ms=5000,
         )
         resp = self.request(req, ListOffsetsResponse, version)
@@ -243,12 +295,14 @@ def decode_response(response_cls, version: int, data: bytes, correlation_id: int
     """Decode a response frame (without its length prefix) including the response header."""
     resp = response_cls.decode(data, version=version, header=True)
     assert resp.header.correlation_id == correlation_id, (
-        f"correlation id {resp.header.correlation_id} != {correlation_id}")
+        f"correlation id {resp.header.correlation_id} != {correlation_id}"
+    )
     return resp
 
 
-def single_partition(topics, topic: str, partition: int, parts_attr: str, topic_attr: str = "name",
-                     index_attr: str = "index"):
+def single_partition(
+    topics, topic: str, partition: int, parts_attr: str, topic_attr: str = "name", index_attr: str = "index"
+):
     matches = [t for t in topics if getattr(t, topic_attr) == topic]
     assert len(matches) == 1, f"expected one entry for topic {topic!r} in response, got {topics!r}"
     parts = getattr(matches[0], parts_attr)
@@ -259,7 +313,9 @@ def single_partition(topics, topic: str, partition: int, parts_attr: str, topic_
     return pm[0]
 
 
-def build_produce_request(topic: str, partition: int, records: bytes, *, acks: int = -1, timeout_ms: int = 5000):
+def build_produce_request(
+    topic: str, partition: int, records: bytes, *, acks: int = -1, timeout_ms: int = 5000
+):
     T = ProduceRequest.TopicProduceData
     return ProduceRequest(
         transactional_id=None,
@@ -269,10 +325,17 @@ def build_produce_request(topic: str, partition: int, records: bytes, *, acks: i
     )
 
 
-def build_fetch_request(topic: str, partition: int | list[tuple[int, int]], offset: int | None = None, *,
-                        max_wait_ms: int = 100, min_bytes: int = 1,
-                        max_bytes: int = 50 * 1024 * 1024, partition_max_bytes: int = 10 * 1024 * 1024,
-                        isolation_level: int = 0):
+def build_fetch_request(
+    topic: str,
+    partition: int | list[tuple[int, int]],
+    offset: int | None = None,
+    *,
+    max_wait_ms: int = 100,
+    min_bytes: int = 1,
+    max_bytes: int = 50 * 1024 * 1024,
+    partition_max_bytes: int = 10 * 1024 * 1024,
+    isolation_level: int = 0,
+):
     """A Fetch for one partition at `offset`, or for a list of (partition, offset) pairs."""
     T = FetchRequest.FetchTopic
     pairs = partition if isinstance(partition, list) else [(partition, offset)]
@@ -284,9 +347,22 @@ def build_fetch_request(topic: str, partition: int | list[tuple[int, int]], offs
         isolation_level=isolation_level,
         session_id=0,
         session_epoch=-1,
-        topics=[T(topic=topic, partitions=[T.FetchPartition(
-            partition=p, current_leader_epoch=-1, fetch_offset=o, last_fetched_epoch=-1,
-            log_start_offset=-1, partition_max_bytes=partition_max_bytes) for p, o in pairs])],
+        topics=[
+            T(
+                topic=topic,
+                partitions=[
+                    T.FetchPartition(
+                        partition=p,
+                        current_leader_epoch=-1,
+                        fetch_offset=o,
+                        last_fetched_epoch=-1,
+                        log_start_offset=-1,
+                        partition_max_bytes=partition_max_bytes,
+                    )
+                    for p, o in pairs
+                ],
+            )
+        ],
         forgotten_topics_data=[],
         rack_id="",
     )
@@ -323,14 +399,27 @@ class Rec:
     headers: list[tuple[str, bytes | None]]
 
 
-def build_batch(records, *, compression: str | int = "none", timestamp: int | None = None,
-                producer_id: int = -1, producer_epoch: int = -1, base_sequence: int = -1) -> bytes:
+def build_batch(
+    records,
+    *,
+    compression: str | int = "none",
+    timestamp: int | None = None,
+    producer_id: int = -1,
+    producer_epoch: int = -1,
+    base_sequence: int = -1,
+) -> bytes:
     """A magic-2 batch built by kafka-python's builder. `records` is a list of (key, value,
     headers) or (key, value, headers, timestamp) tuples."""
     codec = COMPRESSION[compression] if isinstance(compression, str) else compression
-    b = DefaultRecordBatchBuilder(magic=2, compression_type=codec, is_transactional=False,
-                                  producer_id=producer_id, producer_epoch=producer_epoch,
-                                  base_sequence=base_sequence, batch_size=1 << 30)
+    b = DefaultRecordBatchBuilder(
+        magic=2,
+        compression_type=codec,
+        is_transactional=False,
+        producer_id=producer_id,
+        producer_epoch=producer_epoch,
+        base_sequence=base_sequence,
+        batch_size=1 << 30,
+    )
     now = int(time.time() * 1000) if timestamp is None else timestamp
     for i, rec in enumerate(records):
         key, value, headers = rec[0], rec[1], rec[2]
@@ -351,8 +440,16 @@ def batch_records(batch: DefaultRecordBatch) -> list[Rec]:
     return [Rec(r.offset, r.timestamp, r.key, r.value, [(k, v) for k, v in r.headers]) for r in batch]
 
 
-def read_partition(client: WireClient, topic: str, partition: int, start: int = 0, *,
-                   isolation_level: int = 0, timeout: float = 20.0, check_epoch: bool = True) -> tuple[list[Rec], int]:
+def read_partition(
+    client: WireClient,
+    topic: str,
+    partition: int,
+    start: int = 0,
+    *,
+    isolation_level: int = 0,
+    timeout: float = 20.0,
+    check_epoch: bool = True,
+) -> tuple[list[Rec], int]:
     """Read a partition from `start` to its high watermark with raw Fetch v12, checking that
     every batch has a valid CRC-32C, batches are contiguous (each base offset == previous last
     offset + 1), offsets inside batches are consecutive, and the leader epoch is constant.
@@ -381,10 +478,12 @@ def read_partition(client: WireClient, topic: str, partition: int, start: int = 
                 continue  # clients skip batches entirely below the fetch offset
             if expected_base is not None:
                 assert batch.base_offset == expected_base, (
-                    f"gap/overlap: batch base {batch.base_offset}, expected {expected_base}")
+                    f"gap/overlap: batch base {batch.base_offset}, expected {expected_base}"
+                )
             recs = batch_records(batch)
-            assert [r.offset for r in recs] == list(range(batch.base_offset, batch.base_offset + len(recs))), (
-                f"offsets in batch {batch.base_offset} not consecutive")
+            assert [r.offset for r in recs] == list(
+                range(batch.base_offset, batch.base_offset + len(recs))
+            ), f"offsets in batch {batch.base_offset} not consecutive"
             if not batch.is_control_batch:
                 assert len(recs) == batch.last_offset - batch.base_offset + 1
                 out.extend(r for r in recs if r.offset >= offset)

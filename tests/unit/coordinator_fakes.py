@@ -25,9 +25,15 @@ class MemoryOffsetsStore:
     def num_partitions(self) -> int:
         return self._partitions
 
-    def append(self, partition: int, records: Sequence[tuple[bytes, bytes | None]], *,
-               producer_id: int = -1, producer_epoch: int = -1,
-               transactional: bool = False) -> int:
+    def append(
+        self,
+        partition: int,
+        records: Sequence[tuple[bytes, bytes | None]],
+        *,
+        producer_id: int = -1,
+        producer_epoch: int = -1,
+        transactional: bool = False,
+    ) -> int:
         if self.fail_with is not None:
             exc, self.fail_with = self.fail_with, None
             raise exc
@@ -38,23 +44,30 @@ class MemoryOffsetsStore:
             base_sequence = next_seq if epoch == producer_epoch else 0
             self._producers[(partition, producer_id)] = (producer_epoch, base_sequence + len(records))
         base = self._next[partition]
-        batch = StoredBatch(base, producer_id, transactional, False, None,
-                            [(base + i, k, v) for i, (k, v) in enumerate(records)],
-                            producer_epoch, base_sequence)
+        batch = StoredBatch(
+            base,
+            producer_id,
+            transactional,
+            False,
+            None,
+            [(base + i, k, v) for i, (k, v) in enumerate(records)],
+            producer_epoch,
+            base_sequence,
+        )
         self.logs[partition].append(batch)
         self._next[partition] = base + len(records)
         return base
 
-    def append_marker(self, partition: int, producer_id: int, commit: bool,
-                      producer_epoch: int | None = None) -> int:
+    def append_marker(
+        self, partition: int, producer_id: int, commit: bool, producer_epoch: int | None = None
+    ) -> int:
         base = self._next[partition]
         key = (partition, producer_id)
         if producer_epoch is None:
             producer_epoch = self._producers.get(key, (0, 0))[0]
         if self._producers.get(key, (None,))[0] != producer_epoch:
             self._producers[key] = (producer_epoch, 0)
-        self.logs[partition].append(StoredBatch(base, producer_id, True, True, commit, [],
-                                                producer_epoch))
+        self.logs[partition].append(StoredBatch(base, producer_id, True, True, commit, [], producer_epoch))
         self._next[partition] = base + 1
         return base
 
@@ -67,8 +80,7 @@ class MemoryTxnStore:
 
     def __init__(self, partitions: int = 1):
         self._partitions = partitions
-        self.records: dict[int, list[tuple[bytes, bytes | None]]] = {
-            p: [] for p in range(partitions)}
+        self.records: dict[int, list[tuple[bytes, bytes | None]]] = {p: [] for p in range(partitions)}
         self.fail_with: Exception | None = None  # raise this from the next append
         self.appends = 0
 
@@ -115,6 +127,7 @@ class EveryTopicCatalog:
 def group_coordinator(config, *, store, scheduler, topics=None) -> GroupCoordinator:
     """A GroupCoordinator and its GroupMetadataManager over the given collaborators, wired as
     broker/state.py wires the real ones."""
-    manager = GroupMetadataManager(config, store=store, topics=topics or EveryTopicCatalog(),
-                                   clock=scheduler.now_ms)
+    manager = GroupMetadataManager(
+        config, store=store, topics=topics or EveryTopicCatalog(), clock=scheduler.now_ms
+    )
     return GroupCoordinator(config, manager=manager, scheduler=scheduler)

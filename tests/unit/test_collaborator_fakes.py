@@ -4,31 +4,34 @@
 from __future__ import annotations
 
 import pytest
-
 from minibroker.broker.scheduler import LoopScheduler
 from minibroker.coordinator import collaborators as c
 from minibroker.coordinator.group_store import LogOffsetsStore
 from minibroker.coordinator.producer_ids import ProducerIdManager
 from minibroker.coordinator.txn_log import LogTxnStore
 from minibroker.storage.log_manager import LogManager
+
 from tests.unit.coordinator_fakes import EveryTopicCatalog, MemoryOffsetsStore, MemoryTxnStore
 from tests.unit.test_group_commit import NoGroups, open_logs
 from tests.unit.test_groups import CONFIG, FakeScheduler, group_coordinator
 from tests.unit.test_transactions import FakeGroups, FakeIds, FakeLog, FakeLogs
 
 
-@pytest.mark.parametrize("fake, protocol", [
-    (MemoryOffsetsStore(1), c.OffsetsStore),
-    (MemoryTxnStore(1), c.TxnStore),
-    (EveryTopicCatalog(), c.TopicCatalog),
-    (FakeScheduler(), c.Scheduler),
-    (FakeScheduler().call_later(1, lambda: None), c.TimerHandle),
-    (FakeLogs([]), c.TransactionPartitions),
-    (FakeLog("t", 0, []), c.MarkerLog),
-    (FakeGroups([]), c.TxnOffsetsParticipant),
-    (NoGroups(), c.TxnOffsetsParticipant),
-    (FakeIds(), c.ProducerIdSource),
-])
+@pytest.mark.parametrize(
+    "fake, protocol",
+    [
+        (MemoryOffsetsStore(1), c.OffsetsStore),
+        (MemoryTxnStore(1), c.TxnStore),
+        (EveryTopicCatalog(), c.TopicCatalog),
+        (FakeScheduler(), c.Scheduler),
+        (FakeScheduler().call_later(1, lambda: None), c.TimerHandle),
+        (FakeLogs([]), c.TransactionPartitions),
+        (FakeLog("t", 0, []), c.MarkerLog),
+        (FakeGroups([]), c.TxnOffsetsParticipant),
+        (NoGroups(), c.TxnOffsetsParticipant),
+        (FakeIds(), c.ProducerIdSource),
+    ],
+)
 def test_fakes_implement_their_protocol(fake, protocol):
     assert isinstance(fake, protocol)
 

@@ -4,11 +4,11 @@ matching deviations (issue 11)."""
 from pathlib import Path
 
 import pytest
+from minibroker.protocol.record_batch import build_batch
 
 from conformance.compare import MISSING, diff
 from conformance.normalise import Normaliser
 from conformance.runner import Deviation, Mismatch, classify, glob, load_deviations
-from minibroker.protocol.record_batch import build_batch
 
 
 def test_list_entries_pair_by_their_identifying_field():
@@ -20,18 +20,37 @@ def test_list_entries_pair_by_their_identifying_field():
 
 def test_plain_value_lists_compare_as_sets_but_records_keep_their_order():
     assert diff({"isr_nodes": [1, 2]}, {"isr_nodes": [2, 1]}) == []
-    assert diff({"records": [{"base_offset": 0}, {"base_offset": 1}]},
-                {"records": [{"base_offset": 1}, {"base_offset": 0}]}) != []
+    assert (
+        diff(
+            {"records": [{"base_offset": 0}, {"base_offset": 1}]},
+            {"records": [{"base_offset": 1}, {"base_offset": 0}]},
+        )
+        != []
+    )
 
 
 def test_normaliser_hides_what_brokers_choose():
     norm = Normaliser()
-    answer = {"throttle_time_ms": 5, "cluster_id": "abc", "topic_id": "00000000-0000-0000-0000-000000000000",
-              "producer_id": 4000, "member_id": "c-1-uuid", "leader": "c-1-uuid", "error_message": "text",
-              "log_append_time_ms": 1_795_000_000_000, "timestamp": 5}
-    assert norm(answer) == {"cluster_id": "<cluster_id>", "topic_id": "00000000-0000-0000-0000-000000000000",
-                            "producer_id": "<producer_id>", "member_id": "<member#1>", "leader": "<member#1>",
-                            "log_append_time_ms": "<wall-clock>", "timestamp": 5}
+    answer = {
+        "throttle_time_ms": 5,
+        "cluster_id": "abc",
+        "topic_id": "00000000-0000-0000-0000-000000000000",
+        "producer_id": 4000,
+        "member_id": "c-1-uuid",
+        "leader": "c-1-uuid",
+        "error_message": "text",
+        "log_append_time_ms": 1_795_000_000_000,
+        "timestamp": 5,
+    }
+    assert norm(answer) == {
+        "cluster_id": "<cluster_id>",
+        "topic_id": "00000000-0000-0000-0000-000000000000",
+        "producer_id": "<producer_id>",
+        "member_id": "<member#1>",
+        "leader": "<member#1>",
+        "log_append_time_ms": "<wall-clock>",
+        "timestamp": 5,
+    }
 
 
 def test_record_batches_are_compared_by_header_without_producer_id_or_crc():

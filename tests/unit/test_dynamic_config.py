@@ -4,7 +4,6 @@ overrides, their precedence, validation, persistence and the logs' effective con
 import json
 
 import pytest
-
 from minibroker.broker.config import BrokerConfig
 from minibroker.broker.dynamic_config import APPEND, BROKER, DELETE, SET, SUBTRACT, TOPIC, DynamicConfigs
 from minibroker.protocol.errors import ErrorCode
@@ -27,47 +26,51 @@ def test_precedence_persistence_and_effect_on_logs(tmp_path):
     config, logs, dynamic = setup(tmp_path, **{"log.retention.bytes": "100"})
     logs.create_topic("t", 1)
     assert logs.get_log("t", 0).config.retention_bytes == 100
-    dynamic.alter(BROKER, "", [("log.retention.bytes", SET, "200")], incremental=True,
-                  validate_only=False)
+    dynamic.alter(BROKER, "", [("log.retention.bytes", SET, "200")], incremental=True, validate_only=False)
     assert config.source("log.retention.bytes") == "cluster"
     assert logs.get_log("t", 0).config.retention_bytes == 200
-    dynamic.alter(BROKER, "1", [("log.retention.bytes", SET, "300")], incremental=True,
-                  validate_only=False)
+    dynamic.alter(BROKER, "1", [("log.retention.bytes", SET, "300")], incremental=True, validate_only=False)
     assert logs.get_log("t", 0).config.retention_bytes == 300
-    dynamic.alter(TOPIC, "t", [("retention.bytes", SET, "400"),
-                               ("cleanup.policy", APPEND, "compact")], incremental=True,
-                  validate_only=False)
+    dynamic.alter(
+        TOPIC,
+        "t",
+        [("retention.bytes", SET, "400"), ("cleanup.policy", APPEND, "compact")],
+        incremental=True,
+        validate_only=False,
+    )
     plog_cfg = logs.get_log("t", 0).config
     assert (plog_cfg.retention_bytes, plog_cfg.cleanup_policy, plog_cfg.compact) == (
-        400, "delete,compact", True)
-    dynamic.alter(TOPIC, "t", [("cleanup.policy", SUBTRACT, "delete")], incremental=True,
-                  validate_only=False)
+        400,
+        "delete,compact",
+        True,
+    )
+    dynamic.alter(TOPIC, "t", [("cleanup.policy", SUBTRACT, "delete")], incremental=True, validate_only=False)
     assert logs.get_log("t", 0).config.cleanup_policy == "compact"
     logs.close()
     saved = json.loads((tmp_path / "dynamic-broker-configs.json").read_text())
-    assert saved == {"broker": {"log.retention.bytes": "300"},
-                     "cluster": {"log.retention.bytes": "200"}}
+    assert saved == {"broker": {"log.retention.bytes": "300"}, "cluster": {"log.retention.bytes": "200"}}
     config, logs, dynamic = setup(tmp_path, **{"log.retention.bytes": "100"})
     assert config["log.retention.bytes"] == 300
-    dynamic.alter(BROKER, "1", [("log.retention.bytes", DELETE, None)], incremental=True,
-                  validate_only=False)
+    dynamic.alter(BROKER, "1", [("log.retention.bytes", DELETE, None)], incremental=True, validate_only=False)
     assert config["log.retention.bytes"] == 200 and config.source("log.retention.bytes") == "cluster"
     logs.close()
 
 
-@pytest.mark.parametrize("resource,name,ops,code", [
-    (BROKER, "1", [("node.id", SET, "2")], ErrorCode.invalid_request),
-    (BROKER, "7", [("log.retention.bytes", SET, "2")], ErrorCode.invalid_request),
-    (BROKER, "1", [("no.such", SET, "2")], ErrorCode.invalid_config),
-    (BROKER, "1", [("log.retention.bytes", SET, "x")], ErrorCode.invalid_config),
-    (BROKER, "1", [("log.retention.bytes", APPEND, "1")], ErrorCode.invalid_config),
-    (TOPIC, "t", [("retention.ms", SET, "-5")], ErrorCode.invalid_config),
-    (TOPIC, "t", [("retention.ms", SET, None)], ErrorCode.invalid_config),
-    (TOPIC, "t", [("retention.ms", SET, "1"), ("retention.ms", DELETE, None)],
-     ErrorCode.invalid_request),
-    (TOPIC, "nope", [("retention.ms", SET, "1")], ErrorCode.unknown_topic_or_partition),
-    (3, "x", [], ErrorCode.invalid_request),
-])
+@pytest.mark.parametrize(
+    "resource,name,ops,code",
+    [
+        (BROKER, "1", [("node.id", SET, "2")], ErrorCode.invalid_request),
+        (BROKER, "7", [("log.retention.bytes", SET, "2")], ErrorCode.invalid_request),
+        (BROKER, "1", [("no.such", SET, "2")], ErrorCode.invalid_config),
+        (BROKER, "1", [("log.retention.bytes", SET, "x")], ErrorCode.invalid_config),
+        (BROKER, "1", [("log.retention.bytes", APPEND, "1")], ErrorCode.invalid_config),
+        (TOPIC, "t", [("retention.ms", SET, "-5")], ErrorCode.invalid_config),
+        (TOPIC, "t", [("retention.ms", SET, None)], ErrorCode.invalid_config),
+        (TOPIC, "t", [("retention.ms", SET, "1"), ("retention.ms", DELETE, None)], ErrorCode.invalid_request),
+        (TOPIC, "nope", [("retention.ms", SET, "1")], ErrorCode.unknown_topic_or_partition),
+        (3, "x", [], ErrorCode.invalid_request),
+    ],
+)
 def test_errors_change_nothing(tmp_path, resource, name, ops, code):
     config, logs, dynamic = setup(tmp_path)
     logs.create_topic("t", 1, {"retention.ms": "5000"})

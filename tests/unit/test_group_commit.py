@@ -10,7 +10,6 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-
 from minibroker.broker.durable_ops import run_durably
 from minibroker.broker.group_commit import GroupCommit
 from minibroker.coordinator.transactions import TransactionCoordinator
@@ -19,6 +18,7 @@ from minibroker.coordinator.txn_state import TxnState
 from minibroker.protocol.record_batch import CONTROL_COMMIT, build_batch, iter_batches, parse_control_record
 from minibroker.storage.log_manager import LogManager
 from minibroker.storage.segment import LogSegment
+
 from tests.support.storage import crash
 
 pytestmark = pytest.mark.timeout(20)
@@ -40,6 +40,7 @@ class GatedExecutor(ThreadPoolExecutor):
             if self.started >= self.hold_from and not self.gate.wait(10):
                 raise TimeoutError("gate never opened")
             return fn(*args, **kwargs)
+
         return super().submit(gated)
 
 
@@ -152,8 +153,9 @@ class NoGroups:
 
 
 def coordinator(logs: LogManager) -> TransactionCoordinator:
-    return TransactionCoordinator(CONFIG, store=LogTxnStore(logs, 1), logs=logs,
-                                  groups=NoGroups(), producer_ids=Ids())
+    return TransactionCoordinator(
+        CONFIG, store=LogTxnStore(logs, 1), logs=logs, groups=NoGroups(), producer_ids=Ids()
+    )
 
 
 def markers(plog) -> list[tuple[int, bool]]:
@@ -164,7 +166,7 @@ def markers(plog) -> list[tuple[int, bool]]:
     mv = memoryview(data)
     for pos, header in iter_batches(mv):
         if header.is_control:
-            control = parse_control_record(mv[pos:pos + header.size])
+            control = parse_control_record(mv[pos : pos + header.size])
             out.append((header.producer_id, control.type == CONTROL_COMMIT))
     return out
 
@@ -199,8 +201,9 @@ def test_concurrent_end_txn_share_fsync_rounds(tmp_path):
             ids[f"tx-{i}"] = (pid, epoch)
             assert await run_durably(tc.add_partitions(f"tx-{i}", pid, epoch, [("t", i % 4)]), gc) == 0
         rounds_before = gc.rounds
-        results = await asyncio.gather(*(run_durably(tc.end_txn(t, pid, epoch, True), gc)
-                                         for t, (pid, epoch) in ids.items()))
+        results = await asyncio.gather(
+            *(run_durably(tc.end_txn(t, pid, epoch, True), gc) for t, (pid, epoch) in ids.items())
+        )
         assert results == [0] * n
         return gc.rounds - rounds_before
 

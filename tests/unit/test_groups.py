@@ -8,7 +8,6 @@ import itertools
 import struct
 
 import pytest
-
 from minibroker.coordinator.group_metadata import GroupState, parse_subscription_topics
 from minibroker.coordinator.group_records import (
     GroupValue,
@@ -25,6 +24,7 @@ from minibroker.coordinator.group_store import LogOffsetsStore
 from minibroker.coordinator.partitioning import java_string_hash, partition_for
 from minibroker.protocol.errors import ErrorCode as E
 from minibroker.storage.errors import KafkaStorageError
+
 from tests.unit.coordinator_fakes import MemoryOffsetsStore, group_coordinator
 
 
@@ -113,17 +113,38 @@ def gc(clock, store):
     return group_coordinator(dict(CONFIG), scheduler=clock, store=store)
 
 
-def join(gc, group="g", member_id="", instance=None, protocols=PROTOS, session=1000,
-         rebalance=2000, require_known=True, ptype="consumer", skip=False, client="c"):
+def join(
+    gc,
+    group="g",
+    member_id="",
+    instance=None,
+    protocols=PROTOS,
+    session=1000,
+    rebalance=2000,
+    require_known=True,
+    ptype="consumer",
+    skip=False,
+    client="c",
+):
     box = Box()
-    gc.join_group(group, member_id, instance, client, "/127.0.0.1", session, rebalance, ptype,
-                  protocols, box, require_known_member_id=require_known,
-                  supports_skip_assignment=skip)
+    gc.join_group(
+        group,
+        member_id,
+        instance,
+        client,
+        "/127.0.0.1",
+        session,
+        rebalance,
+        ptype,
+        protocols,
+        box,
+        require_known_member_id=require_known,
+        supports_skip_assignment=skip,
+    )
     return box
 
 
-def sync(gc, member_id, generation, assignments=None, group="g", instance=None,
-         ptype=None, pname=None):
+def sync(gc, member_id, generation, assignments=None, group="g", instance=None, ptype=None, pname=None):
     box = Box()
     gc.sync_group(group, generation, member_id, instance, ptype, pname, assignments or {}, box)
     return box
@@ -150,8 +171,9 @@ def form_group(gc, clock, n, **kw):
     assignments = {mid: mid.encode() for mid in ids}
     sync_boxes = {}
     for mid in ids:
-        sync_boxes[mid] = sync(gc, mid, generation, assignments if mid == leader else None,
-                               group=kw.get("group", "g"))
+        sync_boxes[mid] = sync(
+            gc, mid, generation, assignments if mid == leader else None, group=kw.get("group", "g")
+        )
     for mid, box in sync_boxes.items():
         assert box.value.error == E.none
         assert box.value.assignment == mid.encode()
@@ -205,8 +227,9 @@ def test_second_member_triggers_rebalance_and_only_leader_gets_members(gc, clock
 
 
 def test_initial_rebalance_delay_collects_members(clock, store):
-    gc = group_coordinator(dict(CONFIG, **{"group.initial.rebalance.delay.ms": 300}),
-                          scheduler=clock, store=store)
+    gc = group_coordinator(
+        dict(CONFIG, **{"group.initial.rebalance.delay.ms": 300}), scheduler=clock, store=store
+    )
     a = join_new(gc, clock)
     clock.advance(200)
     b = join_new(gc, clock)
@@ -218,8 +241,9 @@ def test_initial_rebalance_delay_collects_members(clock, store):
 
 
 def test_initial_delay_is_bounded_by_rebalance_timeout(clock, store):
-    gc = group_coordinator(dict(CONFIG, **{"group.initial.rebalance.delay.ms": 300}),
-                          scheduler=clock, store=store)
+    gc = group_coordinator(
+        dict(CONFIG, **{"group.initial.rebalance.delay.ms": 300}), scheduler=clock, store=store
+    )
     boxes = [join_new(gc, clock, rebalance=1000)]
     for _ in range(10):  # keep adding members every 250 ms
         clock.advance(250)
@@ -347,7 +371,10 @@ def test_rebalance_timeout_removes_members_that_do_not_rejoin(gc, clock):
 
 
 def test_pending_sync_timeout_removes_members_that_never_sync(gc, clock):
-    ja, jb = join_new(gc, clock, rebalance=1000, session=10_000), join_new(gc, clock, rebalance=1000, session=10_000)
+    ja, jb = (
+        join_new(gc, clock, rebalance=1000, session=10_000),
+        join_new(gc, clock, rebalance=1000, session=10_000),
+    )
     clock.advance(0)
     a, b = ja.value.member_id, jb.value.member_id
     leader = ja.value.leader_id
@@ -361,7 +388,10 @@ def test_pending_sync_timeout_removes_members_that_never_sync(gc, clock):
 
 
 def test_leader_never_syncs_followers_get_rebalance_in_progress(gc, clock):
-    ja, jb = join_new(gc, clock, rebalance=1000, session=10_000), join_new(gc, clock, rebalance=1000, session=10_000)
+    ja, jb = (
+        join_new(gc, clock, rebalance=1000, session=10_000),
+        join_new(gc, clock, rebalance=1000, session=10_000),
+    )
     clock.advance(0)
     leader = ja.value.leader_id
     follower = jb.value.member_id if leader == ja.value.member_id else ja.value.member_id
@@ -475,8 +505,11 @@ def test_simple_commit_and_fetch(gc, store):
     assert res == {("t", 0): E.none, ("t", 1): E.none}
     err, parts = gc.fetch_offsets("simple", [("t", 0), ("t", 1), ("t", 2)])
     assert err == E.none
-    assert parts == [("t", 0, 42, 3, "meta", E.none), ("t", 1, 7, -1, "", E.none),
-                     ("t", 2, -1, -1, "", E.none)]
+    assert parts == [
+        ("t", 0, 42, 3, "meta", E.none),
+        ("t", 1, 7, -1, "", E.none),
+        ("t", 2, -1, -1, "", E.none),
+    ]
     assert gc.fetch_offsets("simple", None)[1] == parts[:2]
     assert gc.fetch_offsets("nobody", None) == (E.none, [])
     assert gc.fetch_offsets("nobody", [("t", 0)])[1] == [("t", 0, -1, -1, "", E.none)]
@@ -492,7 +525,9 @@ def test_commit_generation_and_member_checks(gc, clock):
     # unknown group with a generation: stale
     assert gc.commit_offsets("zz", "m", None, 3, [("t", 0, 1, -1, "")]) == {("t", 0): E.illegal_generation}
     # too much metadata
-    assert gc.commit_offsets("g", a, None, gen, [("t", 0, 1, -1, "x" * 5000)]) == {("t", 0): E.offset_metadata_too_large}
+    assert gc.commit_offsets("g", a, None, gen, [("t", 0, 1, -1, "x" * 5000)]) == {
+        ("t", 0): E.offset_metadata_too_large
+    }
 
 
 def test_commit_during_completing_rebalance(gc, clock):
@@ -504,7 +539,9 @@ def test_commit_during_completing_rebalance(gc, clock):
 
 def test_commit_storage_failure(gc, store):
     store.fail_with = KafkaStorageError(E.message_too_large, "too big")
-    assert gc.commit_offsets("s", "", None, -1, [("t", 0, 1, -1, "")]) == {("t", 0): E.invalid_commit_offset_size}
+    assert gc.commit_offsets("s", "", None, -1, [("t", 0, 1, -1, "")]) == {
+        ("t", 0): E.invalid_commit_offset_size
+    }
     assert gc.fetch_offsets("s", [("t", 0)])[1][0][2] == -1
 
 
@@ -519,7 +556,10 @@ def test_delete_offsets_and_groups(gc, clock):
     err, res = gc.delete_offsets("g", [("t", 0), ("other", 0)])
     assert res == {("t", 0): E.group_subscribed_to_topic, ("other", 0): E.none}
     assert gc.delete_groups(["s", "g", "missing"]) == {
-        "s": E.none, "g": E.non_empty_group, "missing": E.group_id_not_found}
+        "s": E.none,
+        "g": E.non_empty_group,
+        "missing": E.group_id_not_found,
+    }
     assert "s" not in gc.groups
 
 
@@ -570,7 +610,8 @@ def test_txn_offsets_member_validation(gc, clock):
     ji = join(gc, group="s", instance="inst")
     clock.advance(0)
     assert gc.stage_txn_offsets(3, 0, "s", ji.value.generation_id, "other", "inst", topics) == {
-        ("t", 0): E.fenced_instance_id}
+        ("t", 0): E.fenced_instance_id
+    }
 
 
 def test_txn_commit_older_than_plain_commit_does_not_win(gc, store):
@@ -639,21 +680,28 @@ def test_record_formats_round_trip():
     assert (k.group, k.topic, k.partition) == ("grp", "topic", 7)
     v = decode_offset_value(encode_offset_value(OffsetValue(5, 3, "meta", 1234)))
     assert (v.offset, v.leader_epoch, v.metadata, v.commit_timestamp) == (5, 3, "meta", 1234)
-    gv = GroupValue("consumer", 4, "range", "m1", 99, (
-        MemberValue("m1", "inst", "cid", "/h", 300, 100, b"sub", b"asg"),))
+    gv = GroupValue(
+        "consumer", 4, "range", "m1", 99, (MemberValue("m1", "inst", "cid", "/h", 300, 100, b"sub", b"asg"),)
+    )
     back = decode_group_value(encode_group_value(gv))
     assert back == gv
     # Kafka's OffsetCommitValue v1 (with expire timestamp)
     v1 = struct.pack(">hq", 1, 77) + struct.pack(">h", 1) + b"m" + struct.pack(">qq", 10, 20)
     d = decode_offset_value(v1)
-    assert (d.offset, d.metadata, d.commit_timestamp, d.expire_timestamp, d.leader_epoch) == (77, "m", 10, 20, -1)
+    assert (d.offset, d.metadata, d.commit_timestamp, d.expire_timestamp, d.leader_epoch) == (
+        77,
+        "m",
+        10,
+        20,
+        -1,
+    )
 
 
 def test_partition_for_matches_kafka():
     assert java_string_hash("") == 0
     assert java_string_hash("hello") == 99162322
     assert java_string_hash("polygenelubricants") == -(2**31)  # Integer.MIN_VALUE
-    assert java_string_hash("\U0001F600") == 0xD83D * 31 + 0xDE00  # UTF-16 surrogate pair
+    assert java_string_hash("\U0001f600") == 0xD83D * 31 + 0xDE00  # UTF-16 surrogate pair
     gc = group_coordinator(dict(CONFIG), scheduler=FakeScheduler(), store=MemoryOffsetsStore(50))
     assert gc.partition_for("polygenelubricants") == 0  # Utils.abs(MIN_VALUE) = 0
     assert gc.partition_for("hello") == 99162322 % 50
@@ -670,7 +718,9 @@ def test_parse_subscription_topics():
 
 
 def test_commit_to_unknown_group_with_member_id_is_rejected(gc):
-    assert gc.commit_offsets("new", "someone", None, -1, [("t", 0, 1, -1, "")]) == {("t", 0): E.unknown_member_id}
+    assert gc.commit_offsets("new", "someone", None, -1, [("t", 0, 1, -1, "")]) == {
+        ("t", 0): E.unknown_member_id
+    }
     assert "new" not in gc.groups
     topics = [("t", 0, 1, -1, "")]
     assert gc.stage_txn_offsets(1, 0, "new", 3, "m", None, topics) == {("t", 0): E.unknown_member_id}
@@ -729,7 +779,9 @@ def test_durability_through_storage_with_transactional_offsets(tmp_path):
     info = logs.topics["__consumer_offsets"]
     assert info.internal and info.configs.get("cleanup.policy") == "compact"
     assert gc.commit_offsets("g", a, None, gen, [("t", 0, 5, 1, "m"), ("nope", 0, 1, -1, "")]) == {
-        ("t", 0): E.none, ("nope", 0): E.unknown_topic_or_partition}
+        ("t", 0): E.none,
+        ("nope", 0): E.unknown_topic_or_partition,
+    }
 
     def stage(pid, epoch, offset):
         return gc.stage_txn_offsets(pid, epoch, "g", gen, a, None, [("t", 1, offset, -1, "x")])
@@ -749,11 +801,14 @@ def test_durability_through_storage_with_transactional_offsets(tmp_path):
     logs.close()
 
     logs = _logs(tmp_path)
-    gc2 = group_coordinator(dict(CONFIG), store=LogOffsetsStore(logs, 1), topics=logs,
-                           scheduler=FakeScheduler())
+    gc2 = group_coordinator(
+        dict(CONFIG), store=LogOffsetsStore(logs, 1), topics=logs, scheduler=FakeScheduler()
+    )
     gc2.load()
     assert gc2.fetch_offsets("g", [("t", 0), ("t", 1)], require_stable=True)[1] == [
-        ("t", 0, 5, 1, "m", E.none), ("t", 1, -1, -1, "", E.unstable_offset_commit)]
+        ("t", 0, 5, 1, "m", E.none),
+        ("t", 1, -1, -1, "", E.unstable_offset_commit),
+    ]
     assert gc2.fetch_offsets("g", [("t", 1)])[1] == [("t", 1, 8, -1, "x", E.none)]
     group = gc2.groups["g"]
     assert group.state is GroupState.STABLE and group.generation_id == gen and set(group.members) == {a}

@@ -54,15 +54,13 @@ def imported(path: Path) -> set[str]:
 
 @pytest.mark.parametrize("package", sorted(FORBIDDEN))
 def test_lower_layers_do_not_import_higher_ones(package):
-    offences = {str(p.relative_to(ROOT)): sorted(imported(p) & FORBIDDEN[package])
-                for p in modules(package)}
+    offences = {str(p.relative_to(ROOT)): sorted(imported(p) & FORBIDDEN[package]) for p in modules(package)}
     assert {k: v for k, v in offences.items() if v} == {}
 
 
 @pytest.mark.parametrize("package", ["coordinator", "storage", "protocol"])
 def test_only_the_broker_owns_the_event_loop(package):
-    offences = {str(p.relative_to(ROOT)): sorted(imported(p) & EVENT_LOOP)
-                for p in modules(package)}
+    offences = {str(p.relative_to(ROOT)): sorted(imported(p) & EVENT_LOOP) for p in modules(package)}
     assert {k: v for k, v in offences.items() if v} == {}
 
 
@@ -82,6 +80,8 @@ def test_project_packages_are_imported_under_minibroker(package):
     # installed, they exist only as minibroker.broker, minibroker.storage, ...: an import of the
     # bare name works in a checkout only, and would load a second copy of the module
     bare = set(PACKAGES) | {"pipelines"}
-    offences = {str(p.relative_to(ROOT)): sorted(n for n in imported_modules(p) if n.split(".")[0] in bare)
-                for p in modules(package)}
+    offences = {
+        str(p.relative_to(ROOT)): sorted(n for n in imported_modules(p) if n.split(".")[0] in bare)
+        for p in modules(package)
+    }
     assert {k: v for k, v in offences.items() if v} == {}

@@ -5,18 +5,17 @@ read_committed view unchanged, crash in the middle of a swap."""
 import os
 
 import pytest
-
 from minibroker.protocol.record_batch import ATTR_CONTROL, build_batch, crc_ok, iter_batches, iter_records
 from minibroker.storage.cleaner import CLEANER_DIR
 from minibroker.storage.log_cleaner import SWAP_FILE
 from minibroker.storage.log_manager import LogManager
+
 from tests.support import storage as storage_support
 from tests.support.storage import Clock, open_manager
 
 pytestmark = pytest.mark.timeout(20)
 
-COMPACT = {"cleanup.policy": "compact",
-           "min.cleanable.dirty.ratio": "0.01"}
+COMPACT = {"cleanup.policy": "compact", "min.cleanable.dirty.ratio": "0.01"}
 
 
 def manager(path, clock) -> LogManager:
@@ -66,7 +65,7 @@ def read_all(plog, isolation=0):
                 continue
             while pending and pending[0][1] <= h.last_offset:
                 aborted_pids.add(pending.pop(0)[0])
-            batch = data[pos:pos + h.size]
+            batch = data[pos : pos + h.size]
             if h.attributes & ATTR_CONTROL:
                 aborted_pids.discard(h.producer_id)
             elif not (isolation and h.is_transactional and h.producer_id in aborted_pids):
@@ -133,8 +132,16 @@ def test_aborted_transactions_removed_read_committed_view_unchanged(tmp_path):
     seq = {7: 0, 8: 0}
 
     def txn_put(pid, key, value):
-        put(plog, key, value, clock.now, producer_id=pid, producer_epoch=0,
-            base_sequence=seq[pid], transactional=True)
+        put(
+            plog,
+            key,
+            value,
+            clock.now,
+            producer_id=pid,
+            producer_epoch=0,
+            base_sequence=seq[pid],
+            transactional=True,
+        )
         seq[pid] += 1
 
     for rnd in range(6):
@@ -169,8 +176,7 @@ def test_interrupted_swap_completes_and_unfinished_pass_is_discarded(tmp_path):
     result = future.result(10)
     work = os.path.join(plog.dir, CLEANER_DIR)
     with open(os.path.join(work, SWAP_FILE), "w") as f:
-        f.write("".join(f"{b} {' '.join(map(str, olds))}\n"
-                        for b, olds in result.rewritten.items()))
+        f.write("".join(f"{b} {' '.join(map(str, olds))}\n" for b, olds in result.rewritten.items()))
     m.cleaner._running = None
     m.close()
     m = manager(tmp_path, clock)
@@ -194,8 +200,16 @@ def test_delete_policy_logs_and_open_transactions_are_not_cleaned(tmp_path):
     m.create_topic("t", 1, COMPACT)
     for name in ("d", "t"):
         plog = m.get_log(name, 0)
-        put(plog, b"k", b"open" + b"o" * 60, clock.now, producer_id=3, producer_epoch=0,
-            base_sequence=0, transactional=True)
+        put(
+            plog,
+            b"k",
+            b"open" + b"o" * 60,
+            clock.now,
+            producer_id=3,
+            producer_epoch=0,
+            base_sequence=0,
+            transactional=True,
+        )
         for _ in range(20):
             put(plog, b"k", b"v" * 60, clock.now)
     assert not run_pass(m)  # LSO is at offset 0 in "t"; "d" is not compacted
@@ -244,8 +258,7 @@ def test_compaction_lags_and_dirty_ratio(tmp_path):
     clock = Clock(100_000_000)
     m = manager(tmp_path, clock)
     base = {"cleanup.policy": "compact"}
-    m.create_topic("lag", 1, {**base, "min.compaction.lag.ms": "60000",
-                              "min.cleanable.dirty.ratio": "0.01"})
+    m.create_topic("lag", 1, {**base, "min.compaction.lag.ms": "60000", "min.cleanable.dirty.ratio": "0.01"})
     lag = m.get_log("lag", 0)
     for rnd in range(10):
         put(lag, b"k", b"v%d" % rnd + b"x" * 60, clock.now)
@@ -279,7 +292,7 @@ def raw_batches(plog):
         data = b"".join(c.read(c.position, c.length) for c in result.chunks)
         for pos, h in iter_batches(data):
             if h.last_offset >= offset:
-                out.append((h, data[pos:pos + h.size]))
+                out.append((h, data[pos : pos + h.size]))
                 offset = h.last_offset + 1
     return out
 
@@ -295,8 +308,11 @@ def test_kept_tombstones_carry_their_delete_horizon_in_the_batch(tmp_path):
     written_at = clock.now
     for k in range(4):
         put(plog, b"k%d" % k, b"v" * 50, written_at)
-    plog.append(build_batch([(b"k0", None, [], written_at - 7), (b"k1", None, [], written_at)],
-                            timestamp_ms=written_at))
+    plog.append(
+        build_batch(
+            [(b"k0", None, [], written_at - 7), (b"k1", None, [], written_at)], timestamp_ms=written_at
+        )
+    )
     for k in range(10):
         put(plog, b"z%d" % k, b"w" * 50, clock.now)
     clock.now += 1000
@@ -306,7 +322,9 @@ def test_kept_tombstones_carry_their_delete_horizon_in_the_batch(tmp_path):
     h, batch = stamped[0]
     assert h.attributes & 0x40 and h.base_timestamp == clock.now + 10_000
     assert [(r.key, r.timestamp) for r in iter_records(batch)] == [
-        (b"k0", written_at - 7), (b"k1", written_at)]
+        (b"k0", written_at - 7),
+        (b"k1", written_at),
+    ]
     assert crc_ok(batch)
     clock.now += 5000  # not yet past the horizon: a pass keeps them
     for k in range(10):
@@ -331,14 +349,29 @@ def test_markers_go_after_their_horizon_once_their_transaction_is_gone(tmp_path)
     m = manager(tmp_path, clock)
     m.create_topic("t", 1, {**COMPACT, "delete.retention.ms": "10000"})
     plog = m.get_log("t", 0)
-    put(plog, b"a", b"old" + b"o" * 50, clock.now, producer_id=7, producer_epoch=0,
-        base_sequence=0, transactional=True)
+    put(
+        plog,
+        b"a",
+        b"old" + b"o" * 50,
+        clock.now,
+        producer_id=7,
+        producer_epoch=0,
+        base_sequence=0,
+        transactional=True,
+    )
     plog.append_marker(7, 0, True, 0)
-    put(plog, b"b", b"kept" + b"k" * 50, clock.now, producer_id=7, producer_epoch=0,
-        base_sequence=1, transactional=True)
+    put(
+        plog,
+        b"b",
+        b"kept" + b"k" * 50,
+        clock.now,
+        producer_id=7,
+        producer_epoch=0,
+        base_sequence=1,
+        transactional=True,
+    )
     plog.append_marker(7, 0, True, 0)  # its transaction keeps a record: it stays
-    put(plog, b"a", b"new" + b"n" * 50, clock.now, producer_id=9, producer_epoch=0,
-        base_sequence=0)
+    put(plog, b"a", b"new" + b"n" * 50, clock.now, producer_id=9, producer_epoch=0, base_sequence=0)
     for k in range(10):
         put(plog, b"z%d" % k, b"w" * 50, clock.now)
     view = latest(read_all(plog, 1))
@@ -352,7 +385,9 @@ def test_markers_go_after_their_horizon_once_their_transaction_is_gone(tmp_path)
         put(plog, b"z%d" % k, b"w1" * 30, clock.now)
     assert run_pass(m)  # no batch of that txn left: the marker is stamped, still kept
     assert [(h.base_offset, bool(h.attributes & 0x40), h.base_timestamp) for h in markers()] == [
-        (1, True, clock.now + 10_000), (3, False, clock.now)]
+        (1, True, clock.now + 10_000),
+        (3, False, clock.now),
+    ]
     clock.now += 10_001
     for k in range(10):
         put(plog, b"z%d" % k, b"w2" * 30, clock.now)
@@ -373,14 +408,24 @@ def test_multi_record_batches_partly_kept_with_tombstones(tmp_path, compression)
     m.create_topic("t", 1, {**COMPACT, "delete.retention.ms": "60000"})
     plog = m.get_log("t", 0)
     for rnd in range(6):
-        records = [(b"k%d" % (i % 5), None if (rnd, i) == (5, 4) else b"v%d-%d" % (rnd, i) * 8,
-                    [], clock.now + rnd * 10 + i) for i in range(7)]
+        records = [
+            (
+                b"k%d" % (i % 5),
+                None if (rnd, i) == (5, 4) else b"v%d-%d" % (rnd, i) * 8,
+                [],
+                clock.now + rnd * 10 + i,
+            )
+            for i in range(7)
+        ]
         plog.append(build_batch(records, timestamp_ms=clock.now, compression=compression))
     for k in range(6):
         put(plog, b"z%d" % k, b"w" * 60, clock.now)
     before = read_all(plog)
-    stamps = {off: ts for h, b in raw_batches(plog) for off, ts in
-              ((r.offset, r.timestamp) for r in iter_records(b))}
+    stamps = {
+        off: ts
+        for h, b in raw_batches(plog)
+        for off, ts in ((r.offset, r.timestamp) for r in iter_records(b))
+    }
     assert run_pass(m)
     after = read_all(plog)
     assert latest(after) == latest(before) and len(after) < len(before)

@@ -8,7 +8,6 @@ import time
 
 import pytest
 from crc32c import crc32c
-
 from minibroker.protocol.errors import ErrorCode
 from minibroker.protocol.record_batch import (
     COMPRESSION_GZIP,
@@ -21,18 +20,33 @@ from minibroker.protocol.record_batch import (
 )
 from minibroker.storage.errors import KafkaStorageError
 from minibroker.storage.log_validator import first_produced_batch, validate_batch_header, validate_records
+
 from tests.support.crafted import NOW, raw_batch, record, varint
 
 HOUR = 3_600_000
 LONG_MAX = 2**63 - 1
 
 
-def run(batch: bytes, *, version: int = 9, log_append_time: bool = False,
-        before: int = LONG_MAX, after: int = HOUR, compacted: bool = False):
+def run(
+    batch: bytes,
+    *,
+    version: int = 9,
+    log_append_time: bool = False,
+    before: int = LONG_MAX,
+    after: int = HOUR,
+    compacted: bool = False,
+):
     mv = first_produced_batch(batch, version)
     h = validate_batch_header(mv, 1 << 20, client=True)
-    return validate_records(mv, h, now_ms=NOW, log_append_time=log_append_time,
-                            before_max_ms=before, after_max_ms=after, compacted=compacted)
+    return validate_records(
+        mv,
+        h,
+        now_ms=NOW,
+        log_append_time=log_append_time,
+        before_max_ms=before,
+        after_max_ms=after,
+        compacted=compacted,
+    )
 
 
 def error_of(batch: bytes, **kw) -> KafkaStorageError:
@@ -45,11 +59,13 @@ def three() -> list[bytes]:
     return [record(i, ts_delta=i) for i in range(3)]
 
 
-@pytest.mark.parametrize("codec", [COMPRESSION_NONE, COMPRESSION_GZIP, COMPRESSION_SNAPPY,
-                                   COMPRESSION_LZ4, COMPRESSION_ZSTD])
+@pytest.mark.parametrize(
+    "codec", [COMPRESSION_NONE, COMPRESSION_GZIP, COMPRESSION_SNAPPY, COMPRESSION_LZ4, COMPRESSION_ZSTD]
+)
 def test_valid_batches_pass_every_codec(codec):
-    batch = build_batch([(b"k%d" % i, b"v" * 100, [("h", b"x")]) for i in range(20)],
-                        timestamp_ms=NOW, compression=codec)
+    batch = build_batch(
+        [(b"k%d" % i, b"v" * 100, [("h", b"x")]) for i in range(20)], timestamp_ms=NOW, compression=codec
+    )
     assert run(batch).max_timestamp == NOW
     assert len(list(iter_records(batch))) == 20
 
@@ -59,39 +75,51 @@ def test_overlong_but_five_byte_varints_are_accepted():
     run(raw_batch([rec]))
 
 
-@pytest.mark.parametrize("name,batch", [
-    ("more records than the count", lambda: raw_batch(three(), count=2)),
-    ("fewer records than the count", lambda: raw_batch(three()[:2], count=3)),
-    ("garbage after the records", lambda: raw_batch(three() + [b"\x00\x00\x00"], count=3)),
-    ("offset delta gap", lambda: raw_batch([record(0), record(2)])),
-    ("offset deltas reversed", lambda: raw_batch([record(1), record(0)])),
-    ("int32 varint of 6 bytes", lambda: raw_batch([record(0, key_len=varint(1, width=6))])),
-    ("varlong of 11 bytes", lambda: raw_batch([record(0, ts_raw=b"\x80" * 10 + b"\x00")])),
-    ("negative header count", lambda: raw_batch([record(0, headers=varint(-2))])),
-    ("huge header count", lambda: raw_batch([record(0, headers=varint(2**30))])),
-    ("negative header key length", lambda: raw_batch([record(0, headers=varint(1) + varint(-1)
-                                                            + varint(-1))])),
-    ("header key not utf-8", lambda: raw_batch([record(0, headers=varint(1) + varint(2)
-                                                       + b"\xff\xfe" + varint(-1))])),
-    ("record attributes with the high bit", lambda: raw_batch([record(0, attributes=0x80)])),
-    ("key length -61 (librdkafka stalls on it)",
-     lambda: raw_batch([record(0, key=None, key_len=varint(-61))])),
-    ("header value length -2", lambda: raw_batch([record(0, headers=varint(1) + varint(1) + b"h"
-                                                        + varint(-2))])),
-    ("record length past the batch", lambda: raw_batch([varint(500) + b"\x00" * 10])),
-    ("negative record length", lambda: raw_batch([varint(-5) + b"\x00" * 10])),
-    ("truncated record", lambda: raw_batch([record(0)[:-2]])),
-    ("key runs past its record", lambda: raw_batch([record(0, key=b"k", key_len=varint(40))])),
-    ("one record claiming lastOffsetDelta 2**31-2",
-     lambda: raw_batch([record(0)], count=1, last_offset_delta=2**31 - 2)),
-    ("zero records", lambda: raw_batch(b"", count=0, last_offset_delta=-1)),
-])
+@pytest.mark.parametrize(
+    "name,batch",
+    [
+        ("more records than the count", lambda: raw_batch(three(), count=2)),
+        ("fewer records than the count", lambda: raw_batch(three()[:2], count=3)),
+        ("garbage after the records", lambda: raw_batch(three() + [b"\x00\x00\x00"], count=3)),
+        ("offset delta gap", lambda: raw_batch([record(0), record(2)])),
+        ("offset deltas reversed", lambda: raw_batch([record(1), record(0)])),
+        ("int32 varint of 6 bytes", lambda: raw_batch([record(0, key_len=varint(1, width=6))])),
+        ("varlong of 11 bytes", lambda: raw_batch([record(0, ts_raw=b"\x80" * 10 + b"\x00")])),
+        ("negative header count", lambda: raw_batch([record(0, headers=varint(-2))])),
+        ("huge header count", lambda: raw_batch([record(0, headers=varint(2**30))])),
+        (
+            "negative header key length",
+            lambda: raw_batch([record(0, headers=varint(1) + varint(-1) + varint(-1))]),
+        ),
+        (
+            "header key not utf-8",
+            lambda: raw_batch([record(0, headers=varint(1) + varint(2) + b"\xff\xfe" + varint(-1))]),
+        ),
+        ("record attributes with the high bit", lambda: raw_batch([record(0, attributes=0x80)])),
+        (
+            "key length -61 (librdkafka stalls on it)",
+            lambda: raw_batch([record(0, key=None, key_len=varint(-61))]),
+        ),
+        (
+            "header value length -2",
+            lambda: raw_batch([record(0, headers=varint(1) + varint(1) + b"h" + varint(-2))]),
+        ),
+        ("record length past the batch", lambda: raw_batch([varint(500) + b"\x00" * 10])),
+        ("negative record length", lambda: raw_batch([varint(-5) + b"\x00" * 10])),
+        ("truncated record", lambda: raw_batch([record(0)[:-2]])),
+        ("key runs past its record", lambda: raw_batch([record(0, key=b"k", key_len=varint(40))])),
+        (
+            "one record claiming lastOffsetDelta 2**31-2",
+            lambda: raw_batch([record(0)], count=1, last_offset_delta=2**31 - 2),
+        ),
+        ("zero records", lambda: raw_batch(b"", count=0, last_offset_delta=-1)),
+    ],
+)
 def test_broken_records_are_invalid_record(name, batch):
     assert error_of(batch()).error_code == ErrorCode.invalid_record, name
 
 
-@pytest.mark.parametrize("codec", [COMPRESSION_GZIP, COMPRESSION_SNAPPY, COMPRESSION_LZ4,
-                                   COMPRESSION_ZSTD])
+@pytest.mark.parametrize("codec", [COMPRESSION_GZIP, COMPRESSION_SNAPPY, COMPRESSION_LZ4, COMPRESSION_ZSTD])
 def test_compressed_records_are_walked(codec):
     e = error_of(raw_batch([record(0), record(5)], codec=codec))
     assert e.error_code == ErrorCode.invalid_record
@@ -99,8 +127,7 @@ def test_compressed_records_are_walked(codec):
     assert e.error_code == ErrorCode.invalid_record
 
 
-@pytest.mark.parametrize("codec", [COMPRESSION_GZIP, COMPRESSION_SNAPPY, COMPRESSION_LZ4,
-                                   COMPRESSION_ZSTD])
+@pytest.mark.parametrize("codec", [COMPRESSION_GZIP, COMPRESSION_SNAPPY, COMPRESSION_LZ4, COMPRESSION_ZSTD])
 def test_payload_that_does_not_decompress(codec):
     """Kafka: KafkaException("Failed to decompress record stream") -> UNKNOWN_SERVER_ERROR."""
     good = raw_batch(three(), codec=codec)
@@ -117,8 +144,7 @@ def test_zstd_needs_produce_v7():
 
 
 def test_timestamps_after_max_get_record_errors():
-    recs = [record(0), record(1, ts_delta=HOUR + 1), record(2, ts_delta=HOUR),
-            record(3, ts_delta=2 * HOUR)]
+    recs = [record(0), record(1, ts_delta=HOUR + 1), record(2, ts_delta=HOUR), record(3, ts_delta=2 * HOUR)]
     e = error_of(raw_batch(recs))
     assert e.error_code == ErrorCode.invalid_timestamp
     assert [i for i, _ in e.record_errors] == [1, 3]
@@ -155,14 +181,17 @@ def test_compacted_topic_needs_keys():
     assert e.error_code == ErrorCode.invalid_timestamp  # any timestamp error wins
 
 
-@pytest.mark.parametrize("mutate,code", [
-    (lambda b: struct.pack_into(">q", b, 0, 5), ErrorCode.invalid_record),  # base offset
-    (lambda b: struct.pack_into(">b", b, 16, 1), ErrorCode.invalid_record),  # magic 1
-    (lambda b: struct.pack_into(">b", b, 16, 3), ErrorCode.corrupt_message),  # magic 3
-    (lambda b: struct.pack_into(">b", b, 16, -1), ErrorCode.corrupt_message),  # magic -1
-    (lambda b: struct.pack_into(">i", b, 8, 13), ErrorCode.corrupt_message),  # size < 14
-    (lambda b: struct.pack_into(">I", b, 17, 1), ErrorCode.corrupt_message),  # CRC
-])
+@pytest.mark.parametrize(
+    "mutate,code",
+    [
+        (lambda b: struct.pack_into(">q", b, 0, 5), ErrorCode.invalid_record),  # base offset
+        (lambda b: struct.pack_into(">b", b, 16, 1), ErrorCode.invalid_record),  # magic 1
+        (lambda b: struct.pack_into(">b", b, 16, 3), ErrorCode.corrupt_message),  # magic 3
+        (lambda b: struct.pack_into(">b", b, 16, -1), ErrorCode.corrupt_message),  # magic -1
+        (lambda b: struct.pack_into(">i", b, 8, 13), ErrorCode.corrupt_message),  # size < 14
+        (lambda b: struct.pack_into(">I", b, 17, 1), ErrorCode.corrupt_message),  # CRC
+    ],
+)
 def test_header_answers(mutate, code):
     b = bytearray(raw_batch(three()))
     mutate(b)
@@ -186,8 +215,15 @@ def test_now_is_real_time_in_the_broker():
     batch = build_batch([(b"k", b"v")])
     mv = first_produced_batch(batch, 9)
     h = validate_batch_header(mv, 1 << 20, client=True)
-    validate_records(mv, h, now_ms=int(time.time() * 1000), log_append_time=False,
-                     before_max_ms=LONG_MAX, after_max_ms=HOUR, compacted=False)
+    validate_records(
+        mv,
+        h,
+        now_ms=int(time.time() * 1000),
+        log_append_time=False,
+        before_max_ms=LONG_MAX,
+        after_max_ms=HOUR,
+        compacted=False,
+    )
 
 
 def test_log_stores_the_recomputed_max_timestamp(tmp_path):
@@ -211,8 +247,7 @@ def test_log_stores_the_recomputed_max_timestamp(tmp_path):
     plog.close()
 
 
-@pytest.mark.parametrize("codec", [COMPRESSION_GZIP, COMPRESSION_SNAPPY, COMPRESSION_LZ4,
-                                   COMPRESSION_ZSTD])
+@pytest.mark.parametrize("codec", [COMPRESSION_GZIP, COMPRESSION_SNAPPY, COMPRESSION_LZ4, COMPRESSION_ZSTD])
 def test_decompression_bomb_is_refused_without_allocating_it(codec, monkeypatch):
     """A small payload that expands past the limit: MESSAGE_TOO_LARGE, never a huge buffer."""
     import minibroker.storage.log_validator as lv

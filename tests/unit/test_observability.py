@@ -4,7 +4,6 @@ test profile's precedence."""
 from __future__ import annotations
 
 import pytest
-
 from minibroker.broker.cli import build_config, parse_args
 from minibroker.broker.context import NO_RESPONSE, RawResponse
 from minibroker.broker.metrics import _record_count
@@ -16,10 +15,18 @@ from minibroker.protocol.record_batch import build_batch
 
 
 def test_error_codes_walk_nested_response_entities():
-    produce = build(response_class(0, 9), {"responses": [
-        {"name": "a", "partition_responses": [{"index": 0, "error_code": 0}, {"index": 1, "error_code": 3}]},
-        {"name": "b", "partition_responses": [{"index": 0, "error_code": 10}]},
-    ]})
+    produce = build(
+        response_class(0, 9),
+        {
+            "responses": [
+                {
+                    "name": "a",
+                    "partition_responses": [{"index": 0, "error_code": 0}, {"index": 1, "error_code": 3}],
+                },
+                {"name": "b", "partition_responses": [{"index": 0, "error_code": 10}]},
+            ]
+        },
+    )
     assert error_codes(produce) == [3, 10]
     api_versions = build(response_class(18, 3), {"error_code": 35, "api_keys": []})
     assert error_codes(api_versions) == [35]
@@ -36,7 +43,11 @@ def test_error_codes_of_hand_encoded_and_absent_responses():
 def test_error_counts_and_api_names():
     assert error_counts([3, 3, 10]) == {"UNKNOWN_TOPIC_OR_PARTITION": 2, "MESSAGE_TOO_LARGE": 1}
     assert error_counts([-12345]) == {"-12345": 1}
-    assert API_NAMES[0] == "Produce" and API_NAMES[23] == "OffsetForLeaderEpoch" and API_NAMES[18] == "ApiVersions"
+    assert (
+        API_NAMES[0] == "Produce"
+        and API_NAMES[23] == "OffsetForLeaderEpoch"
+        and API_NAMES[18] == "ApiVersions"
+    )
 
 
 def test_record_count_sums_every_batch_header():
@@ -47,11 +58,14 @@ def test_record_count_sums_every_batch_header():
     assert _record_count(b"") == 0 and _record_count(None) == 0
 
 
-@pytest.mark.parametrize("argv, expected", [
-    ([], 3000),
-    (["--profile", "test"], 0),
-    (["--profile", "test", "--set", "group.initial.rebalance.delay.ms=250"], 250),
-])
+@pytest.mark.parametrize(
+    "argv, expected",
+    [
+        ([], 3000),
+        (["--profile", "test"], 0),
+        (["--profile", "test", "--set", "group.initial.rebalance.delay.ms=250"], 250),
+    ],
+)
 def test_profile_sets_defaults_beneath_explicit_values(argv, expected):
     config = build_config(parse_args(argv))
     assert config["group.initial.rebalance.delay.ms"] == expected

@@ -3,9 +3,9 @@ retention period, and standalone commits older than it, expire with tombstones; 
 members keep theirs; an Empty group left without offsets is removed."""
 
 import pytest
-
 from minibroker.coordinator.group_records import decode_key
 from minibroker.protocol.errors import ErrorCode as E
+
 from tests.unit.coordinator_fakes import MemoryOffsetsStore, group_coordinator
 from tests.unit.test_groups import CONFIG, FakeScheduler, form_group
 
@@ -17,8 +17,7 @@ MINUTE = 60_000
 def coordinator():
     clock = FakeScheduler()
     store = MemoryOffsetsStore(1)
-    gc = group_coordinator({**CONFIG, "offsets.retention.minutes": 10}, scheduler=clock,
-                          store=store)
+    gc = group_coordinator({**CONFIG, "offsets.retention.minutes": 10}, scheduler=clock, store=store)
     return gc, clock, store
 
 

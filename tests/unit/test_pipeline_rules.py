@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from minibroker.pipelines import orders as rules
 from minibroker.pipelines.orders import Order, classify
 from minibroker.pipelines.verifier import VerificationFailed, check_totals, expected_from
@@ -44,8 +43,10 @@ def totals_record(offset: int, customer: str, total: int, orders: int, batch: in
 
 
 def test_totals_check_takes_the_last_record_per_customer():
-    events = [(0, 0, b"o-1", json.dumps(VALID).encode()),
-              (0, 1, b"o-2", json.dumps({**VALID, "order_id": "o-2", "amount_cents": 100}).encode())]
+    events = [
+        (0, 0, b"o-1", json.dumps(VALID).encode()),
+        (0, 1, b"o-2", json.dumps({**VALID, "order_id": "o-2", "amount_cents": 100}).encode()),
+    ]
     expected = expected_from(events)
     assert expected.totals == {"c1": (350, 2)}
     assert check_totals([totals_record(0, "c1", 250, 1, 0), totals_record(1, "c1", 350, 2, 1)], expected) == 1

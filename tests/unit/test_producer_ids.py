@@ -10,7 +10,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from minibroker.coordinator.producer_ids import ProducerIdManager, ProducerIdStateError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -67,8 +66,13 @@ def test_sigkill_of_allocating_process(tmp_path):
         "print('done', flush=True)\n"
         "sys.stdin.read()\n"  # block until killed
     )
-    p = subprocess.Popen([sys.executable, "-c", code, str(tmp_path)], cwd=ROOT,
-                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    p = subprocess.Popen(
+        [sys.executable, "-c", code, str(tmp_path)],
+        cwd=ROOT,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         handed_out = []
         for line in p.stdout:
@@ -99,11 +103,18 @@ def test_leftover_temp_file_ignored(tmp_path):
     assert not (tmp_path / "producer_ids.tmp").exists()
 
 
-@pytest.mark.parametrize("content", [
-    "", "{", "not json", '{"version": 1, "block_end": 10, "crc": 1}',
-    '{"version": 2, "block_end": 10, "crc": 0}', '{"version": 1, "block_end": -5, "crc": 0}',
-    '{"version": 1}',
-])
+@pytest.mark.parametrize(
+    "content",
+    [
+        "",
+        "{",
+        "not json",
+        '{"version": 1, "block_end": 10, "crc": 1}',
+        '{"version": 2, "block_end": 10, "crc": 0}',
+        '{"version": 1, "block_end": -5, "crc": 0}',
+        '{"version": 1}',
+    ],
+)
 def test_corrupt_counter_refuses_to_start(tmp_path, content):
     (tmp_path / "producer_ids").write_text(content)
     with pytest.raises(ProducerIdStateError):

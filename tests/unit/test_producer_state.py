@@ -7,7 +7,6 @@ import struct
 import time
 
 import pytest
-
 from minibroker.protocol.errors import ErrorCode
 from minibroker.protocol.record_batch import build_control_batch, parse_header
 from minibroker.storage.errors import KafkaStorageError
@@ -18,6 +17,7 @@ from minibroker.storage.producer_state import (
     parse_end_txn_marker,
     snapshot_path,
 )
+
 from tests.support.wire import encode_uvarint
 
 INT32_MAX = 2**31 - 1
@@ -44,21 +44,27 @@ def _record(offset_delta: int, key: bytes | None, value: bytes | None) -> bytes:
     return _varint(len(body)) + bytes(body)
 
 
-def batch_bytes(pid: int = 1, epoch: int = 0, seq: int = 0, count: int = 1, *,
-                attrs: int = 0, records: bytes | None = None, base_offset: int = 0,
-                timestamp: int = 1000) -> bytes:
+def batch_bytes(
+    pid: int = 1,
+    epoch: int = 0,
+    seq: int = 0,
+    count: int = 1,
+    *,
+    attrs: int = 0,
+    records: bytes | None = None,
+    base_offset: int = 0,
+    timestamp: int = 1000,
+) -> bytes:
     """A magic-2 batch (CRC left 0: producer state does not look at it)."""
     if records is None:
         records = b"".join(_record(i, None, b"v") for i in range(count))
-    body = struct.pack(">hiqqqhii", attrs, count - 1, timestamp, timestamp, pid, epoch, seq,
-                       count) + records
+    body = struct.pack(">hiqqqhii", attrs, count - 1, timestamp, timestamp, pid, epoch, seq, count) + records
     # baseOffset, batchLength, partitionLeaderEpoch, magic, crc
     return struct.pack(">qiibI", base_offset, len(body) + 9, 0, 2, 0) + body
 
 
 def marker_bytes(pid: int, epoch: int, *, abort: bool, coordinator_epoch: int = 0) -> bytes:
-    rec = _record(0, struct.pack(">hh", 0, 0 if abort else 1),
-                  struct.pack(">hi", 0, coordinator_epoch))
+    rec = _record(0, struct.pack(">hh", 0, 0 if abort else 1), struct.pack(">hi", 0, coordinator_epoch))
     return batch_bytes(pid, epoch, -1, 1, attrs=TXN | CTRL, records=rec)
 
 
@@ -92,8 +98,7 @@ class Log:
         self.psm.check(header, coordinator_epoch=coordinator_epoch)
         off = self.next_offset
         self.next_offset += 1
-        return self.psm.update(header, off, self.now, abort=abort,
-                               coordinator_epoch=coordinator_epoch)
+        return self.psm.update(header, off, self.now, abort=abort, coordinator_epoch=coordinator_epoch)
 
 
 @pytest.fixture
@@ -402,10 +407,19 @@ def test_producers_for_describe(log, psm):
     log.append(hdr(2, 0, 0, 1, attrs=TXN))
     entries = {e.producer_id: e for e in psm.producers()}
     e1, e2 = entries[1], entries[2]
-    assert (e1.epoch, e1.last_sequence, e1.last_timestamp, e1.coordinator_epoch,
-            e1.current_txn_first_offset) == (2, 3, 1_000_000, -1, None)
+    assert (
+        e1.epoch,
+        e1.last_sequence,
+        e1.last_timestamp,
+        e1.coordinator_epoch,
+        e1.current_txn_first_offset,
+    ) == (2, 3, 1_000_000, -1, None)
     assert (e2.epoch, e2.last_sequence, e2.last_timestamp, e2.current_txn_first_offset) == (
-        0, 0, 1_000_010, 4)
+        0,
+        0,
+        1_000_010,
+        4,
+    )
 
 
 # --------------------------------------------------------------------------- recovery replay
@@ -477,9 +491,16 @@ def _fill(log):
 
 
 def _state(psm):
-    return {e.producer_id: (e.epoch, e.coordinator_epoch, e.last_timestamp,
-                            e.current_txn_first_offset, list(e.batches))
-            for e in psm.producers()}
+    return {
+        e.producer_id: (
+            e.epoch,
+            e.coordinator_epoch,
+            e.last_timestamp,
+            e.current_txn_first_offset,
+            list(e.batches),
+        )
+        for e in psm.producers()
+    }
 
 
 def test_snapshot_round_trip(tmp_path, log, psm):

@@ -9,15 +9,23 @@ import base64
 import hashlib
 
 import pytest
-
 from minibroker.broker.limits import ConnectionLimits, RequestBudget, idle_or_stalled, partition_limit_error
 from minibroker.broker.security.acl_store import AclStore
-from minibroker.broker.security.acls import AclBinding, AclFilter, InvalidAcl, Operation as Op, PatternType as Pat
-from minibroker.broker.security.acls import Permission as Perm, ResourceType as Res
+from minibroker.broker.security.acls import AclBinding, AclFilter, InvalidAcl
+from minibroker.broker.security.acls import Operation as Op
+from minibroker.broker.security.acls import PatternType as Pat
+from minibroker.broker.security.acls import Permission as Perm
+from minibroker.broker.security.acls import ResourceType as Res
 from minibroker.broker.security.authorizer import Authorizer
 from minibroker.broker.security.listeners import tls_principal
 from minibroker.broker.security.sasl import PlainServer, jaas_users
-from minibroker.broker.security.scram import AuthenticationFailed, ScramServer, ScramStore, from_salted_password, parse_add_scram
+from minibroker.broker.security.scram import (
+    AuthenticationFailed,
+    ScramServer,
+    ScramStore,
+    from_salted_password,
+    parse_add_scram,
+)
 
 
 def rfc7677_store(tmp_path) -> ScramStore:
@@ -29,12 +37,18 @@ def rfc7677_store(tmp_path) -> ScramStore:
 
 
 def test_scram_sha256_matches_rfc7677_example(tmp_path):
-    server = ScramServer("SCRAM-SHA-256", rfc7677_store(tmp_path), server_nonce=lambda: "%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0")
+    server = ScramServer(
+        "SCRAM-SHA-256", rfc7677_store(tmp_path), server_nonce=lambda: "%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0"
+    )
     first, done = server.evaluate(b"n,,n=user,r=rOprNGfwEbeRWgbNEkqO")
-    assert (first, done) == (b"r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096",
-                             False)
-    final, done = server.evaluate(b"c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,"
-                                  b"p=dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ=")
+    assert (first, done) == (
+        b"r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096",
+        False,
+    )
+    final, done = server.evaluate(
+        b"c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,"
+        b"p=dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ="
+    )
     assert (final, done) == (b"v=6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4=", True)
     assert server.user == "user"
 
@@ -59,15 +73,18 @@ def test_scram_wrong_proof_unknown_user_and_persistence(tmp_path):
 
 
 def test_add_scram_syntax():
-    assert parse_add_scram("SCRAM-SHA-256=[name=alice,password=a-secret];SCRAM-SHA-512=[name=bob,password=b]") == [
-        ("SCRAM-SHA-256", "alice", "a-secret"), ("SCRAM-SHA-512", "bob", "b")]
+    assert parse_add_scram(
+        "SCRAM-SHA-256=[name=alice,password=a-secret];SCRAM-SHA-512=[name=bob,password=b]"
+    ) == [("SCRAM-SHA-256", "alice", "a-secret"), ("SCRAM-SHA-512", "bob", "b")]
     with pytest.raises(ValueError):
         parse_add_scram("SCRAM-SHA-1=[name=a,password=b]")
 
 
 def test_plain_and_jaas():
-    users = jaas_users('org.apache.kafka.common.security.plain.PlainLoginModule required '
-                       'username="admin" password="admin-secret" user_admin="admin-secret" user_alice="a;b";')
+    users = jaas_users(
+        "org.apache.kafka.common.security.plain.PlainLoginModule required "
+        'username="admin" password="admin-secret" user_admin="admin-secret" user_alice="a;b";'
+    )
     assert users == {"admin": "admin-secret", "alice": "a;b"}
     assert PlainServer(users).evaluate(b"\0alice\0a;b") == (b"", True)
     for bad in (b"\0alice\0wrong", b"\0nobody\0x", b"bob\0alice\0a;b", b"alice"):
@@ -82,12 +99,14 @@ def acl(rt, name, op, perm=Perm.ALLOW, principal="User:alice", pattern=Pat.LITER
 def test_authorizer_rules(tmp_path):
     store = AclStore(str(tmp_path))
     authz = Authorizer(store, "User:admin", allow_if_no_acl=False)
-    store.add([
-        acl(Res.TOPIC, "orders-", Op.WRITE, pattern=Pat.PREFIXED),
-        acl(Res.TOPIC, "orders-secret", Op.ALL, Perm.DENY),
-        acl(Res.GROUP, "*", Op.READ, principal="User:*"),
-        acl(Res.TOPIC, "local", Op.READ, host="10.0.0.1"),
-    ])
+    store.add(
+        [
+            acl(Res.TOPIC, "orders-", Op.WRITE, pattern=Pat.PREFIXED),
+            acl(Res.TOPIC, "orders-secret", Op.ALL, Perm.DENY),
+            acl(Res.GROUP, "*", Op.READ, principal="User:*"),
+            acl(Res.TOPIC, "local", Op.READ, host="10.0.0.1"),
+        ]
+    )
     ok = lambda op, rt, name, who="User:alice", host="127.0.0.1": authz.authorize(who, host, op, rt, name)  # noqa: E731
     assert ok(Op.WRITE, Res.TOPIC, "orders-eu")
     assert ok(Op.DESCRIBE, Res.TOPIC, "orders-eu")  # implied by WRITE
@@ -113,8 +132,12 @@ def test_acl_filters_and_validation():
     assert match.matches(prefixed) and match.matches(literal)
     exact = AclFilter(Res.ANY, "orders-eu", Pat.ANY, None, None, Op.ANY, Perm.ANY)
     assert exact.matches(literal) and not exact.matches(prefixed)
-    for bad in (acl(Res.CLUSTER, "other", Op.ALTER), acl(Res.TOPIC, "t", Op.ANY), acl(Res.ANY, "t", Op.READ),
-                acl(Res.TOPIC, "t", Op.READ, principal="alice")):
+    for bad in (
+        acl(Res.CLUSTER, "other", Op.ALTER),
+        acl(Res.TOPIC, "t", Op.ANY),
+        acl(Res.ANY, "t", Op.READ),
+        acl(Res.TOPIC, "t", Op.READ, principal="alice"),
+    ):
         with pytest.raises(InvalidAcl):
             bad.validate()
 

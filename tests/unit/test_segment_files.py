@@ -5,7 +5,6 @@ a FileSlice taken before its file was closed) keep returning the right bytes."""
 import os
 
 import pytest
-
 from minibroker.protocol.record_batch import build_batch, iter_batches
 from minibroker.storage.config import LogConfig
 from minibroker.storage.log import PartitionLog
@@ -63,9 +62,15 @@ def test_reading_every_segment_keeps_at_most_the_bound_open(tmp_path, small_pool
 def test_reopening_keeps_at_most_the_bound_open_and_appends(tmp_path, small_pool):
     many_segments(tmp_path / "p").close()
     baseline = open_fds()
-    plog = PartitionLog.open(str(tmp_path / "p"), "t", 0, LogConfig(segment_bytes=200),
-                             time_ms=lambda: 1_000_000, clean_shutdown=True,
-                             recovery_point=SEGMENTS)
+    plog = PartitionLog.open(
+        str(tmp_path / "p"),
+        "t",
+        0,
+        LogConfig(segment_bytes=200),
+        time_ms=lambda: 1_000_000,
+        clean_shutdown=True,
+        recovery_point=SEGMENTS,
+    )
     assert open_fds() - baseline <= BOUND + 2
     assert values(plog) == list(range(SEGMENTS))
     # the active segment is outside the pool and still appends

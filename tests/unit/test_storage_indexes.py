@@ -3,7 +3,6 @@
 import struct
 
 import pytest
-
 from minibroker.storage.offset_index import CorruptIndexError, OffsetIndex
 from minibroker.storage.time_index import TimeIndex
 from minibroker.storage.transaction_index import AbortedTxn, TransactionIndex

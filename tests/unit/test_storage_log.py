@@ -5,7 +5,6 @@ import struct
 
 import pytest
 from crc32c import crc32c
-
 from minibroker.protocol.errors import ErrorCode
 from minibroker.protocol.record_batch import (
     ATTR_LOG_APPEND_TIME,
@@ -21,6 +20,7 @@ from minibroker.storage.errors import KafkaStorageError
 from minibroker.storage.file_slice import FileSlice
 from minibroker.storage.log import LEADER_EPOCH, PartitionLog
 from minibroker.storage.log_validator import first_produced_batch
+
 from tests.support.storage import Clock
 
 pytestmark = pytest.mark.timeout(10)
@@ -58,8 +58,8 @@ def test_append_assigns_offsets_and_stamps_header(tmp_path):
     batches = list(iter_batches(data))
     assert [h.base_offset for _, h in batches] == [0, 3]
     assert all(h.partition_leader_epoch == LEADER_EPOCH for _, h in batches)
-    assert crc_ok(data[:batches[1][0]]) and crc_ok(data[batches[1][0]:])
-    assert [r.offset for r in iter_records(data[batches[1][0]:])] == [3, 4]
+    assert crc_ok(data[: batches[1][0]]) and crc_ok(data[batches[1][0] :])
+    assert [r.offset for r in iter_records(data[batches[1][0] :])] == [3, 4]
 
 
 def test_append_accepts_memoryview_and_keeps_compressed_bytes(tmp_path):
@@ -117,8 +117,14 @@ def test_read_with_many_small_batches_uses_index_and_stays_exact(tmp_path):
     for _ in range(400):
         plog.append(batch(1))
     assert len(plog.segments[0].index) > 10
-    for offset, max_bytes in [(0, 1000), (17, 5 * size), (123, 3 * size + 5), (390, 1 << 20),
-                              (250, 1), (0, 1 << 20)]:
+    for offset, max_bytes in [
+        (0, 1000),
+        (17, 5 * size),
+        (123, 3 * size + 5),
+        (390, 1 << 20),
+        (250, 1),
+        (0, 1 << 20),
+    ]:
         r = plog.read(offset, max_bytes)
         got = [h.base_offset for _, h in iter_batches(read_bytes(r))]
         expected_n = min(max(max_bytes // size, 1), 400 - offset)
@@ -171,24 +177,41 @@ def _short_length():
     return bytes(b[:32])
 
 
-@pytest.mark.parametrize("payload,code", [
-    (lambda: b"", ErrorCode.invalid_record),
-    (lambda: batch(1)[:40], ErrorCode.invalid_record),
-    (lambda: batch(1)[:-3], ErrorCode.invalid_record),
-    (lambda: batch(1) + batch(1), ErrorCode.invalid_record),
-    (lambda: batch(1) + b"\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x05", ErrorCode.corrupt_message),
-    (_short_length, ErrorCode.corrupt_message),
-    (_bad_magic, ErrorCode.invalid_record),
-    (_bad_crc, ErrorCode.corrupt_message),
-    (_count_mismatch, ErrorCode.invalid_record),
-    (_zero_records, ErrorCode.invalid_record),
-    (lambda: build_control_batch(1, 0, True, 0, 5), ErrorCode.invalid_record),
-    (_pid_without_sequence, ErrorCode.invalid_record),
-    (_transactional_without_pid, ErrorCode.invalid_record),
-    (lambda: batch(1, value=b"x" * 2000), ErrorCode.message_too_large),
-], ids=["empty", "short-header", "truncated", "two-batches", "trailing-size-below-14", "bad-length",
-        "magic-1", "crc", "count-mismatch", "zero-records", "control-from-client",
-        "pid-without-sequence", "transactional-without-pid", "too-large"])
+@pytest.mark.parametrize(
+    "payload,code",
+    [
+        (lambda: b"", ErrorCode.invalid_record),
+        (lambda: batch(1)[:40], ErrorCode.invalid_record),
+        (lambda: batch(1)[:-3], ErrorCode.invalid_record),
+        (lambda: batch(1) + batch(1), ErrorCode.invalid_record),
+        (lambda: batch(1) + b"\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x05", ErrorCode.corrupt_message),
+        (_short_length, ErrorCode.corrupt_message),
+        (_bad_magic, ErrorCode.invalid_record),
+        (_bad_crc, ErrorCode.corrupt_message),
+        (_count_mismatch, ErrorCode.invalid_record),
+        (_zero_records, ErrorCode.invalid_record),
+        (lambda: build_control_batch(1, 0, True, 0, 5), ErrorCode.invalid_record),
+        (_pid_without_sequence, ErrorCode.invalid_record),
+        (_transactional_without_pid, ErrorCode.invalid_record),
+        (lambda: batch(1, value=b"x" * 2000), ErrorCode.message_too_large),
+    ],
+    ids=[
+        "empty",
+        "short-header",
+        "truncated",
+        "two-batches",
+        "trailing-size-below-14",
+        "bad-length",
+        "magic-1",
+        "crc",
+        "count-mismatch",
+        "zero-records",
+        "control-from-client",
+        "pid-without-sequence",
+        "transactional-without-pid",
+        "too-large",
+    ],
+)
 def test_rejected_append_changes_nothing(tmp_path, payload, code):
     plog = open_log(tmp_path / "p", max_message_bytes=1000)
     plog.append(batch(2))
@@ -323,7 +346,10 @@ def test_retry_of_a_recent_batch_returns_original_offsets(tmp_path):
     again = plog.append(batch(2, producer_id=8, producer_epoch=0, base_sequence=0))
     assert again.duplicate
     assert (again.base_offset, again.last_offset, again.log_append_time_ms) == (
-        first.base_offset, first.last_offset, 42_000)
+        first.base_offset,
+        first.last_offset,
+        42_000,
+    )
     assert dir_state(tmp_path / "p") == before and plog.log_end_offset == 4
 
 
@@ -351,9 +377,16 @@ class Txns:
     def send(self, pid, n=1, value=b"v" * 20):
         s = self.seq.get(pid, 0)
         self.seq[pid] = s + n
-        return self.plog.append(build_batch([(b"k", value, [])] * n, producer_id=pid,
-                                            producer_epoch=0, base_sequence=s,
-                                            transactional=True, timestamp_ms=1000)).base_offset
+        return self.plog.append(
+            build_batch(
+                [(b"k", value, [])] * n,
+                producer_id=pid,
+                producer_epoch=0,
+                base_sequence=s,
+                transactional=True,
+                timestamp_ms=1000,
+            )
+        ).base_offset
 
     def end(self, pid, commit):
         return self.plog.append_marker(pid, 0, commit, 0)
@@ -481,14 +514,17 @@ def test_read_boundaries_match_a_brute_force_model(tmp_path):
             continue
         i = next(k for k, m in enumerate(model) if m[2] >= offset)
         chosen = [model[i]]
-        for m in model[i + 1:]:
+        for m in model[i + 1 :]:
             if m[0] != model[i][0] or m[1] >= limit:
                 break
             if m[3] + m[4] - model[i][3] > max_bytes:
                 break
             chosen.append(m)
         c = r.chunks[0]
-        assert (c.position, c.length) == (chosen[0][3], chosen[-1][3] + chosen[-1][4]
-                                          - chosen[0][3]), (offset, max_bytes, iso)
+        assert (c.position, c.length) == (chosen[0][3], chosen[-1][3] + chosen[-1][4] - chosen[0][3]), (
+            offset,
+            max_bytes,
+            iso,
+        )
         if iso:
             assert r.aborted == plog.aborted_transactions(offset, chosen[-1][2] + 1)

@@ -7,7 +7,6 @@ import uuid
 
 import pytest
 import structlog
-
 from minibroker.protocol.errors import ErrorCode
 from minibroker.protocol.record_batch import build_batch
 from minibroker.storage.errors import KafkaStorageError
@@ -16,6 +15,7 @@ from minibroker.storage.log_manager import (
     RECOVERY_POINT_FILE,
     LogManager,
 )
+
 from tests.support.storage import crash
 
 pytestmark = pytest.mark.timeout(10)
@@ -58,7 +58,10 @@ def test_create_topic_persists_id_partitions_and_configs(tmp_path):
     m = manager(tmp_path)
     again = m.topics["orders"]
     assert (again.topic_id, again.num_partitions, again.configs) == (
-        info.topic_id, 3, {"segment.bytes": "2097152", "cleanup.policy": "compact"})
+        info.topic_id,
+        3,
+        {"segment.bytes": "2097152", "cleanup.policy": "compact"},
+    )
     assert m.get_log("orders", 0).config.segment_bytes == 2097152
     m.close()
 
@@ -74,8 +77,9 @@ def test_internal_topics_are_flagged(tmp_path):
     m.close()
 
 
-@pytest.mark.parametrize("name", ["", ".", "..", "a" * 250, "has space", "slash/name", "ümlaut",
-                                  "semi;colon"])
+@pytest.mark.parametrize(
+    "name", ["", ".", "..", "a" * 250, "has space", "slash/name", "ümlaut", "semi;colon"]
+)
 def test_invalid_topic_names(tmp_path, name):
     m = manager(tmp_path)
     with pytest.raises(KafkaStorageError) as e:
@@ -98,8 +102,7 @@ def test_topic_creation_errors(tmp_path):
         (lambda: m.create_topic("cfg", 1, {"segment.bytes": "ten"}), ErrorCode.invalid_config),
         (lambda: m.create_topic("cfg", 1, {"segment.bytes": "5"}), ErrorCode.invalid_config),
         (lambda: m.create_topic("cfg", 1, {"segment.bytes": str(1024 * 1024 - 1)}), ErrorCode.invalid_config),
-        (lambda: m.create_topic("cfg", 1, {"message.timestamp.type": "Now"}),
-         ErrorCode.invalid_config),
+        (lambda: m.create_topic("cfg", 1, {"message.timestamp.type": "Now"}), ErrorCode.invalid_config),
         (lambda: m.create_topic("cfg", 1, {"retention.ms": None}), ErrorCode.invalid_config),
         (lambda: m.validate_new_topic("a.b", 1, {}), ErrorCode.topic_already_exists),
         (lambda: m.create_partitions("missing", 3), ErrorCode.unknown_topic_or_partition),
@@ -242,7 +245,6 @@ def test_internal_topics_from_older_versions_get_compaction_sized_segments(tmp_p
     m.create_topic("__consumer_offsets", 1, {"cleanup.policy": "compact"})  # as before
     m.close()
     m = manager(tmp_path, **{"offsets.topic.segment.bytes": 4096})
-    assert m.topics["__consumer_offsets"].configs == {"cleanup.policy": "compact",
-                                                      "segment.bytes": "4096"}
+    assert m.topics["__consumer_offsets"].configs == {"cleanup.policy": "compact", "segment.bytes": "4096"}
     assert m.get_log("__consumer_offsets", 0).config.segment_bytes == 4096
     m.close()

@@ -5,11 +5,11 @@ import os
 
 import pytest
 import structlog
-
 from minibroker.protocol.record_batch import build_batch, iter_batches
 from minibroker.storage import segment as segment_module
 from minibroker.storage.config import LogConfig
 from minibroker.storage.log import PartitionLog
+
 from tests.support.storage import Clock
 
 pytestmark = pytest.mark.timeout(10)
@@ -18,8 +18,15 @@ pytestmark = pytest.mark.timeout(10)
 def open_log(path, *, clean=False, recovery_point=0, **cfg) -> PartitionLog:
     cfg.setdefault("segment_bytes", 1000)
     cfg.setdefault("index_interval_bytes", 200)
-    return PartitionLog.open(str(path), "t", 0, LogConfig(**cfg), clean_shutdown=clean,
-                             recovery_point=recovery_point, time_ms=Clock())
+    return PartitionLog.open(
+        str(path),
+        "t",
+        0,
+        LogConfig(**cfg),
+        clean_shutdown=clean,
+        recovery_point=recovery_point,
+        time_ms=Clock(),
+    )
 
 
 def crash(plog: PartitionLog) -> None:
@@ -55,8 +62,9 @@ class Txns:
     def send(self, pid, n=1):
         s = self.seq.get(pid, 0)
         self.seq[pid] = s + n
-        return self.plog.append(batch(n, producer_id=pid, producer_epoch=0, base_sequence=s,
-                                      transactional=True)).base_offset
+        return self.plog.append(
+            batch(n, producer_id=pid, producer_epoch=0, base_sequence=s, transactional=True)
+        ).base_offset
 
     def end(self, pid, commit):
         return self.plog.append_marker(pid, 0, commit, 0)
@@ -88,8 +96,14 @@ def build_txn_log(path):
 # ----------------------------------------------------------------------------- clean restart
 def test_clean_restart_reads_no_segment(tmp_path, monkeypatch):
     plog = build_txn_log(tmp_path / "p")
-    expect = (plog.log_end_offset, plog.last_stable_offset, all_offsets(plog),
-              aborted_views(plog), plog.offset_for_timestamp(-3), plog.offset_for_timestamp(999))
+    expect = (
+        plog.log_end_offset,
+        plog.last_stable_offset,
+        all_offsets(plog),
+        aborted_views(plog),
+        plog.offset_for_timestamp(-3),
+        plog.offset_for_timestamp(999),
+    )
     plog.close()
 
     scanned = []
@@ -99,16 +113,23 @@ def test_clean_restart_reads_no_segment(tmp_path, monkeypatch):
         scanned.append((start, end))
         return real_scan(fd, start, end, stop, **kw)
 
-    monkeypatch.setattr(segment_module.LogSegment, "recover",
-                        lambda self: pytest.fail("recovery after a clean shutdown"))
+    monkeypatch.setattr(
+        segment_module.LogSegment, "recover", lambda self: pytest.fail("recovery after a clean shutdown")
+    )
     monkeypatch.setattr(segment_module, "scan_batches", counting_scan)
     plog = open_log(tmp_path / "p", clean=True, segment_bytes=600)
     # only each segment's tail after its last index entry was read (to find where it ends)
     assert len(scanned) == len(plog.segments)
     assert all(end - start <= 600 for start, end in scanned)
     assert plog.recovery_point == plog.log_end_offset
-    got = (plog.log_end_offset, plog.last_stable_offset, all_offsets(plog), aborted_views(plog),
-           plog.offset_for_timestamp(-3), plog.offset_for_timestamp(999))
+    got = (
+        plog.log_end_offset,
+        plog.last_stable_offset,
+        all_offsets(plog),
+        aborted_views(plog),
+        plog.offset_for_timestamp(-3),
+        plog.offset_for_timestamp(999),
+    )
     assert got == expect
     assert plog.append(batch(1)).base_offset == expect[0]
 
@@ -221,9 +242,12 @@ def test_damaged_indexes_are_rebuilt_after_clean_shutdown(tmp_path, damage):
     plog = open_log(tmp_path / "p")
     for i in range(40):
         plog.append(batch(2, ts=1000 + i))
-    expect = (all_offsets(plog), [plog.offset_for_timestamp(t) for t in (1000, 1013, 1039)],
-              [s.index.entries() for s in plog.segments],
-              [s.time_index.entries() for s in plog.segments])
+    expect = (
+        all_offsets(plog),
+        [plog.offset_for_timestamp(t) for t in (1000, 1013, 1039)],
+        [s.index.entries() for s in plog.segments],
+        [s.time_index.entries() for s in plog.segments],
+    )
     plog.close()
     d = tmp_path / "p"
     targets = sorted(n for n in os.listdir(d) if n.endswith((".index", ".timeindex")))
@@ -242,13 +266,16 @@ def test_damaged_indexes_are_rebuilt_after_clean_shutdown(tmp_path, damage):
 
     plog = open_log(tmp_path / "p", clean=True)
     assert sorted(n for n in os.listdir(d) if n.endswith((".index", ".timeindex"))) == targets
-    got = (all_offsets(plog), [plog.offset_for_timestamp(t) for t in (1000, 1013, 1039)],
-           [s.index.entries() for s in plog.segments],
-           [s.time_index.entries() for s in plog.segments])
+    got = (
+        all_offsets(plog),
+        [plog.offset_for_timestamp(t) for t in (1000, 1013, 1039)],
+        [s.index.entries() for s in plog.segments],
+        [s.time_index.entries() for s in plog.segments],
+    )
     assert got[0] == expect[0] and got[1] == expect[1] and got[2] == expect[2]
     # a rebuilt time index may lack the final entry written at roll, never a needed one
     for before, after in zip(expect[3], got[3]):
-        assert after == before[:len(after)] and len(after) >= len(before) - 1
+        assert after == before[: len(after)] and len(after) >= len(before) - 1
 
 
 # ----------------------------------------------------------------------------- transactions
@@ -263,8 +290,9 @@ def test_aborted_transactions_and_open_txn_survive_clean_restart(tmp_path):
     assert plog.aborted_transactions(0, plog.log_end_offset)[-1][0] == 6
 
 
-@pytest.mark.parametrize("damage", ["none", "delete-txnindex", "delete-snapshots",
-                                    "recovery-point-in-last-segment"])
+@pytest.mark.parametrize(
+    "damage", ["none", "delete-txnindex", "delete-snapshots", "recovery-point-in-last-segment"]
+)
 def test_aborted_transactions_rebuilt_after_unclean_restart(tmp_path, damage):
     plog = build_txn_log(tmp_path / "p")
     expect = (aborted_views(plog), plog.last_stable_offset, plog.log_end_offset)
@@ -273,8 +301,9 @@ def test_aborted_transactions_rebuilt_after_unclean_restart(tmp_path, damage):
     crash(plog)
     d = tmp_path / "p"
     for name in os.listdir(d):
-        if (damage == "delete-txnindex" and name.endswith(".txnindex")) or \
-                (damage == "delete-snapshots" and name.endswith(".snapshot")):
+        if (damage == "delete-txnindex" and name.endswith(".txnindex")) or (
+            damage == "delete-snapshots" and name.endswith(".snapshot")
+        ):
             os.unlink(d / name)
     plog = open_log(d, segment_bytes=600, recovery_point=rp)
     assert (aborted_views(plog), plog.last_stable_offset, plog.log_end_offset) == expect

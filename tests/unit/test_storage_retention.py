@@ -5,11 +5,11 @@ state and aborted-transaction lists across deleted segments."""
 import os
 
 import pytest
-
 from minibroker.protocol.errors import ErrorCode
 from minibroker.protocol.record_batch import build_batch
 from minibroker.storage.errors import KafkaStorageError
 from minibroker.storage.log_manager import LOG_START_OFFSET_FILE, LogManager
+
 from tests.support import storage as storage_support
 from tests.support.storage import open_manager
 
@@ -25,8 +25,14 @@ def new_topic(tmp_path, configs=None):
 
 
 def batch(ts: int, *, pid=-1, epoch=-1, seq=-1, txn=False, n=1) -> bytes:
-    return build_batch([(b"k", b"v" * 100, [])] * n, timestamp_ms=ts, producer_id=pid,
-                       producer_epoch=epoch, base_sequence=seq, transactional=txn)
+    return build_batch(
+        [(b"k", b"v" * 100, [])] * n,
+        timestamp_ms=ts,
+        producer_id=pid,
+        producer_epoch=epoch,
+        base_sequence=seq,
+        transactional=txn,
+    )
 
 
 def fill(plog, count: int, ts: int) -> None:
@@ -142,16 +148,16 @@ def test_aborted_transaction_kept_while_its_marker_segment_lives(tmp_path):
 
 
 def test_compact_only_policy_ignores_time_and_size(tmp_path):
-    clock, m, plog = new_topic(tmp_path, {**SMALL, "retention.ms": "1", "retention.bytes": "0",
-                            "cleanup.policy": "compact"})
+    clock, m, plog = new_topic(
+        tmp_path, {**SMALL, "retention.ms": "1", "retention.bytes": "0", "cleanup.policy": "compact"}
+    )
     fill(plog, 6, clock.now - 5000)
     assert m.delete_old_segments() == 0
     m.close()
 
 
 def test_deleted_segment_stays_readable_until_the_delay_passes(tmp_path):
-    clock, m, plog = new_topic(tmp_path, {"retention.bytes": "0",
-                            "file.delete.delay.ms": "60000"})
+    clock, m, plog = new_topic(tmp_path, {"retention.bytes": "0", "file.delete.delay.ms": "60000"})
     fill(plog, 4, clock.now)
     held = plog.read(0, 1000).chunks[0]
     assert m.delete_old_segments() > 0

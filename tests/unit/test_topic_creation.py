@@ -7,16 +7,17 @@ import errno
 import os
 
 import pytest
-
 from minibroker.protocol.errors import ErrorCode
 from minibroker.storage import log as log_module
 from minibroker.storage.errors import KafkaStorageError
 from minibroker.storage.log_manager import validate_topic_name
+
 from tests.unit.test_storage_log_manager import manager
 
 
-@pytest.mark.parametrize("name", ["x\n", "..\n", "ok\n", "a b", "é", ".", "..", "", "x" * 250,
-                                  "a/b", "tab\t"])
+@pytest.mark.parametrize(
+    "name", ["x\n", "..\n", "ok\n", "a b", "é", ".", "..", "", "x" * 250, "a/b", "tab\t"]
+)
 def test_illegal_names(name):
     with pytest.raises(KafkaStorageError) as e:
         validate_topic_name(name)
@@ -43,6 +44,7 @@ def full_disk_after(monkeypatch):
             return real_open(cls, *args, **kw)
 
         monkeypatch.setattr(log_module.PartitionLog, "open", classmethod(failing))
+
     return arm
 
 

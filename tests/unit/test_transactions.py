@@ -10,7 +10,6 @@ import struct
 from types import SimpleNamespace
 
 import pytest
-
 from minibroker.coordinator.partitioning import java_string_hash, partition_for
 from minibroker.coordinator.transactions import OFFSETS_TOPIC, TransactionCoordinator
 from minibroker.coordinator.txn_state import (
@@ -24,6 +23,7 @@ from minibroker.coordinator.txn_state import (
 )
 from minibroker.protocol.errors import ErrorCode as E
 from minibroker.storage.errors import KafkaStorageError
+
 from tests.unit.coordinator_fakes import MemoryTxnStore
 
 # --------------------------------------------------------------------------- fakes
@@ -149,8 +149,14 @@ class Env:
         self.tc = self.coordinator()
 
     def coordinator(self):
-        return TransactionCoordinator(self.config, store=self.store, logs=self.logs,
-                                      groups=self.groups, producer_ids=self.ids, clock=self.clock)
+        return TransactionCoordinator(
+            self.config,
+            store=self.store,
+            logs=self.logs,
+            groups=self.groups,
+            producer_ids=self.ids,
+            clock=self.clock,
+        )
 
     def restart(self):
         self.tc = self.coordinator()
@@ -216,15 +222,28 @@ def test_key_format_is_kafka_transaction_log_key_v0():
 
 
 def test_value_v0_layout_and_round_trip():
-    meta = TransactionMetadata("tx", producer_id=7, producer_epoch=3, timeout_ms=60000,
-                               state=TxnState.ONGOING,
-                               partitions=frozenset({("b", 1), ("a", 0), ("a", 2)}),
-                               txn_start_ms=111, last_update_ms=222)
+    meta = TransactionMetadata(
+        "tx",
+        producer_id=7,
+        producer_epoch=3,
+        timeout_ms=60000,
+        state=TxnState.ONGOING,
+        partitions=frozenset({("b", 1), ("a", 0), ("a", 2)}),
+        txn_start_ms=111,
+        last_update_ms=222,
+    )
     raw = encode_value(meta)
-    expected = (struct.pack(">hqhib", 0, 7, 3, 60000, 1) + struct.pack(">i", 2)
-                + struct.pack(">h", 1) + b"a" + struct.pack(">iii", 2, 0, 2)
-                + struct.pack(">h", 1) + b"b" + struct.pack(">ii", 1, 1)
-                + struct.pack(">qq", 222, 111))
+    expected = (
+        struct.pack(">hqhib", 0, 7, 3, 60000, 1)
+        + struct.pack(">i", 2)
+        + struct.pack(">h", 1)
+        + b"a"
+        + struct.pack(">iii", 2, 0, 2)
+        + struct.pack(">h", 1)
+        + b"b"
+        + struct.pack(">ii", 1, 1)
+        + struct.pack(">qq", 222, 111)
+    )
     assert raw == expected
     back = decode_value("tx", raw)
     assert back.partitions == meta.partitions and back.state == TxnState.ONGOING
@@ -235,21 +254,33 @@ def test_value_v0_layout_and_round_trip():
 def test_empty_state_writes_null_partition_array():
     meta = TransactionMetadata("tx", producer_id=7, producer_epoch=0, state=TxnState.EMPTY)
     raw = encode_value(meta)
-    assert raw[2 + 8 + 2 + 4 + 1:][:4] == b"\xff\xff\xff\xff"
+    assert raw[2 + 8 + 2 + 4 + 1 :][:4] == b"\xff\xff\xff\xff"
     assert decode_value("tx", raw).partitions == frozenset()
 
 
 def test_value_v1_carries_previous_producer_id_and_last_epoch_as_tagged_fields():
-    meta = TransactionMetadata("tx", producer_id=9, producer_epoch=0, state=TxnState.EMPTY,
-                               last_producer_id=8, last_producer_epoch=32766,
-                               last_update_ms=5)
+    meta = TransactionMetadata(
+        "tx",
+        producer_id=9,
+        producer_epoch=0,
+        state=TxnState.EMPTY,
+        last_producer_id=8,
+        last_producer_epoch=32766,
+        last_update_ms=5,
+    )
     raw = encode_value(meta)
     assert raw[:2] == b"\x00\x01"
     back = decode_value("tx", raw)
     assert (back.last_producer_id, back.last_producer_epoch) == (8, 32766)
     # v1 with partitions
-    meta2 = TransactionMetadata("tx", producer_id=9, producer_epoch=4, state=TxnState.PREPARE_COMMIT,
-                                partitions=frozenset({("x", 3)}), last_producer_epoch=3)
+    meta2 = TransactionMetadata(
+        "tx",
+        producer_id=9,
+        producer_epoch=4,
+        state=TxnState.PREPARE_COMMIT,
+        partitions=frozenset({("x", 3)}),
+        last_producer_epoch=3,
+    )
     back2 = decode_value("tx", encode_value(meta2))
     assert back2.partitions == frozenset({("x", 3)}) and back2.state == TxnState.PREPARE_COMMIT
     assert back2.last_producer_epoch == 3
@@ -419,8 +450,14 @@ def test_two_phase_commit_order_and_retries():
     env.events.clear()
     assert end(env, "tx", pid, epoch, True) == E.none
     kinds = [e[0] if e[0] != "state" else e[2] for e in env.events]
-    assert kinds == [TxnState.PREPARE_COMMIT, "marker", "marker", "marker", "groups",
-                     TxnState.COMPLETE_COMMIT]
+    assert kinds == [
+        TxnState.PREPARE_COMMIT,
+        "marker",
+        "marker",
+        "marker",
+        "groups",
+        TxnState.COMPLETE_COMMIT,
+    ]
     assert env.markers(OFFSETS_TOPIC, gp) == [(pid, epoch, True, 0)]
     assert env.markers("t", 2) == [(pid, epoch, True, 0)]
     assert env.logs.get_log("t", 2).flushes == 1
@@ -662,16 +699,14 @@ def test_list_and_describe():
     add(env, "a", p1, e1, [("t", 0), ("t", 2), ("u", 1)])
     _, p2, _ = init(env, "b")
     unknown, rows = env.tc.list_transactions([], [])
-    assert {r["transactional_id"]: r["transaction_state"] for r in rows} == {
-        "a": "Ongoing", "b": "Empty"}
+    assert {r["transactional_id"]: r["transaction_state"] for r in rows} == {"a": "Ongoing", "b": "Empty"}
     unknown, rows = env.tc.list_transactions(["Ongoing", "Bogus"], [])
     assert unknown == ["Bogus"] and [r["transactional_id"] for r in rows] == ["a"]
     assert [r["transactional_id"] for r in env.tc.list_transactions([], [p2])[1]] == ["b"]
     env.clock.now += 5000
     # Kafka (KIP-994) keeps entries with now - start > duration; Empty has start -1
     assert [r["transactional_id"] for r in env.tc.list_transactions([], [], 4000)[1]] == ["a", "b"]
-    assert [r["transactional_id"]
-            for r in env.tc.list_transactions(["Ongoing"], [], 4000)[1]] == ["a"]
+    assert [r["transactional_id"] for r in env.tc.list_transactions(["Ongoing"], [], 4000)[1]] == ["a"]
     assert env.tc.list_transactions(["Ongoing"], [], 6000)[1] == []
     d = env.tc.describe_transaction("a")
     assert d["error_code"] == E.none and d["transaction_state"] == "Ongoing"

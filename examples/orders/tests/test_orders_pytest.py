@@ -13,7 +13,12 @@ def test_committed_orders_are_visible(kafka_bootstrap_servers, kafka_topic):
 
 def test_aborted_orders_are_not(kafka_bootstrap_servers, kafka_topic):
     topic = kafka_topic()
-    publish_orders(kafka_bootstrap_servers, topic, [{"id": "a", "qty": 1}, {"id": "b", "qty": 2}],
-                   transactional_id="orders-aborted", fail_after=1)
+    publish_orders(
+        kafka_bootstrap_servers,
+        topic,
+        [{"id": "a", "qty": 1}, {"id": "b", "qty": 2}],
+        transactional_id="orders-aborted",
+        fail_after=1,
+    )
     publish_orders(kafka_bootstrap_servers, topic, [{"id": "c", "qty": 3}], transactional_id="orders-after")
     assert committed_orders(kafka_bootstrap_servers, topic, expected=1) == [{"id": "c", "qty": 3}]

@@ -2,9 +2,9 @@
 
 import unittest
 
-import minibroker.testing
-
 from orders import committed_orders, publish_orders
+
+import minibroker.testing
 
 
 class OrdersTest(unittest.TestCase):
@@ -16,7 +16,9 @@ class OrdersTest(unittest.TestCase):
 
     def test_roundtrip(self):
         publish_orders(self.bootstrap, "unittest-orders", [{"id": "u1", "qty": 7}], transactional_id="ut")
-        self.assertEqual(committed_orders(self.bootstrap, "unittest-orders", expected=1), [{"id": "u1", "qty": 7}])
+        self.assertEqual(
+            committed_orders(self.bootstrap, "unittest-orders", expected=1), [{"id": "u1", "qty": 7}]
+        )
 
 
 if __name__ == "__main__":
