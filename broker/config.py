@@ -127,7 +127,8 @@ PROPERTIES: dict[str, Property] = {
             "log.retention.ms",
             "int",
             None,
-            "Delete segments whose newest record is older than this (overrides log.retention.minutes/hours; -1: never).",
+            "Delete segments whose newest record is older than this (overrides "
+            "log.retention.minutes/hours; -1: never).",
             lambda v: v >= -1,
             ">= -1",
         ),
@@ -166,7 +167,8 @@ PROPERTIES: dict[str, Property] = {
             "log.cleaner.enable",
             "bool",
             True,
-            "Run the log cleaner (compaction of topics with cleanup.policy=compact, internal topics included).",
+            "Run the log cleaner (compaction of topics with cleanup.policy=compact, internal topics "
+            "included).",
         ),
         Property(
             "log.cleaner.backoff.ms",
@@ -204,7 +206,8 @@ PROPERTIES: dict[str, Property] = {
             "offsets.topic.segment.bytes",
             "int",
             1048576,
-            "segment.bytes of __consumer_offsets (Kafka: 104857600; smaller here so compaction keeps it small).",
+            "segment.bytes of __consumer_offsets (Kafka: 104857600; smaller here so compaction keeps it "
+            "small).",
             lambda v: v >= 14,
             ">= 14",
         ),
@@ -212,7 +215,8 @@ PROPERTIES: dict[str, Property] = {
             "transaction.state.log.segment.bytes",
             "int",
             1048576,
-            "segment.bytes of __transaction_state (Kafka: 104857600; smaller here so compaction keeps it small).",
+            "segment.bytes of __transaction_state (Kafka: 104857600; smaller here so compaction keeps it "
+            "small).",
             lambda v: v >= 14,
             ">= 14",
         ),

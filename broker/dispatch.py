@@ -3,7 +3,8 @@
 ApiVersions advertises exactly this table, so a key is advertised if and only if it is served.
 """
 
-from minibroker.broker.handlers import (  # consumer groups (coordinator/groups.py)  # transactions (coordinator/transactions.py)  # security (broker/security/)
+# every handler module; HANDLERS below groups them by API key
+from minibroker.broker.handlers import (
     add_offsets_to_txn,
     add_partitions_to_txn,
     alter_configs,

@@ -292,16 +292,19 @@ def _kv(d: dict, skip: tuple = ()) -> str:
     )
 
 
-def render_text(dump: dict, out) -> None:
+def render_text(dump: dict, out) -> None:  # noqa: C901 - one section per kind of state, in order
     w = out.write
     w(f"Data directory {dump['data_dir']}\n")
     for key in ("meta.properties", "recovery_point_checkpoint", "producer_ids"):
         if dump.get(key):
             w(f"{key}:\n" + "".join(f"  {line}\n" for line in dump[key].splitlines()))
     if "clean_shutdown_marker" in dump:
-        w(
-            f"clean shutdown marker: {'present' if dump['clean_shutdown_marker'] else 'absent (last stop was not clean, or the broker is running)'}\n"
+        marker = (
+            "present"
+            if dump["clean_shutdown_marker"]
+            else ("absent (last stop was not clean, or the broker is running)")
         )
+        w(f"clean shutdown marker: {marker}\n")
     for part in dump["partitions"]:
         w(f"\n=== {part['topic']}-{part['partition']} ({part['dir']})\n")
         for seg in part["segments"]:

@@ -124,7 +124,8 @@ def idle_or_stalled(
         return None
     if frame_started is not None:
         if now - frame_started > receive_timeout_s:
-            return f"request not received in full within minibroker.request.receive.timeout.ms={int(receive_timeout_s * 1000)}"
+            timeout_ms = int(receive_timeout_s * 1000)
+            return f"request not received in full within minibroker.request.receive.timeout.ms={timeout_ms}"
         return None
     if not busy and now - last_activity > idle_s:
         return f"idle for longer than connections.max.idle.ms={int(idle_s * 1000)}"

@@ -100,7 +100,8 @@ class BrokerMetrics:
         )
         self.fenced = Counter(
             "minibroker_producers_fenced",
-            "InitProducerId calls that bumped the epoch of a transactional id in use, fencing its previous instance.",
+            "InitProducerId calls that bumped the epoch of a transactional id in use, fencing its "
+            "previous instance.",
             registry=reg,
         )
         self.records_in = _PerLabel(
@@ -312,7 +313,8 @@ class _StateCollector:
         idle = max((now_ms - ts for ts in producer_ids.values() if ts >= 0), default=0)
         yield GaugeMetricFamily(
             "minibroker_producer_id_max_idle_seconds",
-            "Longest time since an active producer id last wrote (state expires at producer.id.expiration.ms).",
+            "Longest time since an active producer id last wrote (state expires at "
+            "producer.id.expiration.ms).",
             value=max(idle, 0) / 1000,
         )
 

@@ -66,7 +66,7 @@ def diff(a, b, path: str = "") -> list[tuple[str, object, object]]:
             return [] if sorted(map(repr, a)) == sorted(map(repr, b)) else [(path, a, b)]
         if len(a) != len(b):
             return [(f"{path}.length", len(a), len(b))] + [
-                d for i, (x, y) in enumerate(zip(a, b)) for d in diff(x, y, f"{path}[{i}]")
+                d for i, (x, y) in enumerate(zip(a, b, strict=False)) for d in diff(x, y, f"{path}[{i}]")
             ]
-        return [d for i, (x, y) in enumerate(zip(a, b)) for d in diff(x, y, f"{path}[{i}]")]
+        return [d for i, (x, y) in enumerate(zip(a, b, strict=False)) for d in diff(x, y, f"{path}[{i}]")]
     return [] if a == b else [(path, a, b)]

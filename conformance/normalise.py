@@ -3,8 +3,8 @@
 What may differ (and why): cluster and topic ids, producer ids and member ids (chosen by the
 broker at random or from counters), listener ports, throttle times, broker-chosen timestamps
 (append time, transaction start), error message texts and config documentation (clients only
-show them), fetch session ids. Everything else a client can read, including list contents, must be equal; list order is
-compared only where the protocol gives it a meaning (records).
+show them), fetch session ids. Everything else a client can read, including list contents, must
+be equal; list order is compared only where the protocol gives it a meaning (records).
 """
 
 from __future__ import annotations

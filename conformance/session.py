@@ -139,7 +139,7 @@ class Session:
 
         for key_type in (0, 1):
             self.wait_until(
-                lambda: ready(
+                lambda key_type=key_type: ready(
                     10,
                     4,
                     {"key_type": key_type, "coordinator_keys": ["warm-up"]},
@@ -150,7 +150,7 @@ class Session:
             )
         for tid in (None, "warm-up"):
             self.wait_until(
-                lambda: ready(
+                lambda tid=tid: ready(
                     22,
                     4,
                     {

@@ -151,7 +151,8 @@ def _wait_for_topic(admin, name: str, partitions: int) -> None:
             return
         if time.monotonic() > deadline:
             raise TimeoutError(
-                f"topic {name} not visible with {partitions} partitions after {_TOPIC_TIMEOUT_S}s: {described}"
+                f"topic {name} not visible with {partitions} partitions after {_TOPIC_TIMEOUT_S}s: "
+                f"{described}"
             )
         time.sleep(0.02)
 

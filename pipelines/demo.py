@@ -72,7 +72,7 @@ class Broker:
         self.log.close()
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None) -> int:  # noqa: C901 - the demo script, step by step
     p = argparse.ArgumentParser(
         prog="python -m minibroker.pipelines demo",
         description=__doc__,
@@ -195,7 +195,8 @@ def main(argv: list[str] | None = None) -> int:
                 r = generator.report
                 say(
                     f"generator: {r.committed_events:,} committed, {r.aborted_events:,} aborted events | "
-                    f"spark: {orders_rows[0]:,} rows through the orders query, totals batch {last_batch[0]} | "
+                    f"spark: {orders_rows[0]:,} rows through the orders query, totals batch "
+                    f"{last_batch[0]} | "
                     f"kills survived: {kills}"
                 )
                 next_report = time.monotonic() + 5
@@ -236,16 +237,19 @@ def main(argv: list[str] | None = None) -> int:
         print(f"orders committed        {r.committed_events:>9,}  ({r.committed_txns} transactions)")
         print(f"orders aborted          {r.aborted_events:>9,}  ({r.aborted_txns} transactions)")
         print(
-            f"zombie fenced           {'yes' if r.zombie_fenced else 'NO':>9}  ({r.fenced_events} events refused, {r.fenced_error})"
+            f"zombie fenced           {'yes' if r.zombie_fenced else 'NO':>9}  ({r.fenced_events} events "
+            f"refused, {r.fenced_error})"
         )
         print(
-            f"rejected (dead letter)  {summary['dead_letter_rows']:>9,}  (expected {summary['rejected_events']:,})"
+            f"rejected (dead letter)  {summary['dead_letter_rows']:>9,}  (expected "
+            f"{summary['rejected_events']:,})"
         )
         print(
             f"rows in Parquet         {summary['parquet_rows']:>9,}  (expected {summary['valid_orders']:,})"
         )
         print(
-            f"customer totals matched {summary['customers_matched']:>9,}  ({summary['totals_records']:,} records, no batch twice)"
+            f"customer totals matched {summary['customers_matched']:>9,}  ({summary['totals_records']:,} "
+            "records, no batch twice)"
         )
         print(f"driver kills survived   {kills:>9}")
         print(f"wall time               {wall:>8.0f}s")

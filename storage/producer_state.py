@@ -324,7 +324,7 @@ class ProducerStateManager:
         return None
 
     # ------------------------------------------------------------------ state change
-    def update(
+    def update(  # noqa: C901 - Kafka's ProducerAppendInfo rules, kept together to compare
         self,
         header,
         first_offset: int,

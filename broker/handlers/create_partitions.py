@@ -20,7 +20,8 @@ def _grow(broker, t, validate_only: bool) -> dict:
         return dict(
             name=t.name,
             error_code=ErrorCode.invalid_partitions,
-            error_message=f"topic has {info.num_partitions} partitions; the new count must be larger, got {t.count}",
+            error_message=f"topic has {info.num_partitions} partitions; "
+            f"the new count must be larger, got {t.count}",
         )
     if t.assignments is not None and len(t.assignments) != t.count - info.num_partitions:
         return dict(

@@ -101,7 +101,8 @@ def _describe(broker, resource, synonyms: bool, documentation: bool) -> dict:
                 return {
                     **out,
                     "error_code": ErrorCode.invalid_request,
-                    "error_message": f"unknown broker {resource.resource_name}; this is node {broker.node_id}",
+                    "error_message": f"unknown broker {resource.resource_name}; "
+                    f"this is node {broker.node_id}",
                 }
             configs = _broker(broker, synonyms, documentation, cluster_defaults=not resource.resource_name)
         else:

@@ -1,6 +1,6 @@
 """DescribeGroups (15): state, protocol and members of each group. Member metadata is only
-shown for Stable groups; assignments (the last one synced) always (as Kafka does). An unknown group is reported in
-state Dead (v0-5) or with GROUP_ID_NOT_FOUND (v6, KIP-1043)."""
+shown for Stable groups; assignments (the last one synced) always (as Kafka does). An unknown
+group is reported in state Dead (v0-5) or with GROUP_ID_NOT_FOUND (v6, KIP-1043)."""
 
 from minibroker.broker.security.acls import Operation as Op
 from minibroker.broker.security.acls import ResourceType as Res

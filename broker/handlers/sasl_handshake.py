@@ -1,7 +1,8 @@
 """SaslHandshake (17): pick the SASL mechanism for this connection's SaslAuthenticate exchange.
 
 After v0 the client sends the SASL tokens as bare length-prefixed frames instead of
-SaslAuthenticate requests (Kafka before 1.0; broker/server.py passes them to the session). An unknown mechanism gets UNSUPPORTED_SASL_MECHANISM with the offered list and the connection is
+SaslAuthenticate requests (Kafka before 1.0; broker/connection.py passes them to the session).
+An unknown mechanism gets UNSUPPORTED_SASL_MECHANISM with the offered list and the connection is
 closed; a handshake on a non-SASL listener or after authentication gets ILLEGAL_SASL_STATE.
 """
 

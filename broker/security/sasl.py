@@ -98,7 +98,10 @@ class Session:
             return None
         if api_key == SASL_AUTHENTICATE and self.mechanism_server is not None:
             return None
-        return f"api key {api_key} received before SASL authentication completed on listener {self.listener.name}"
+        return (
+            f"api key {api_key} received before SASL authentication completed "
+            f"on listener {self.listener.name}"
+        )
 
     def evaluate_raw_token(self, token: bytes) -> bytes:
         """One SASL token after a SaslHandshake v0 (no Kafka header); returns the server's token.

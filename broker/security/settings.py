@@ -58,7 +58,8 @@ SECURITY_AND_LIMIT_PROPERTIES = [
         "minibroker.scram.credentials",
         "str",
         "",
-        "SCRAM users created at startup, kafka-storage --add-scram syntax: SCRAM-SHA-256=[name=alice,password=secret];...",
+        "SCRAM users created at startup, kafka-storage --add-scram syntax: "
+        "SCRAM-SHA-256=[name=alice,password=secret];...",
     ),
     Property(
         "ssl.keystore.location",
@@ -166,7 +167,8 @@ SECURITY_AND_LIMIT_PROPERTIES = [
         "minibroker.max.partitions.per.request",
         "int",
         10000,
-        "CreateTopics/CreatePartitions/auto-creation creating more partitions in one request are refused (Kafka's fixed batch limit).",
+        "CreateTopics/CreatePartitions/auto-creation creating more partitions in one request are refused "
+        "(Kafka's fixed batch limit).",
         _positive,
         "> 0",
     ),
@@ -174,7 +176,8 @@ SECURITY_AND_LIMIT_PROPERTIES = [
         "minibroker.max.open.segment.files",
         "int",
         1000,
-        "Most open .log files of inactive segments (at most a quarter of the open-files limit); older segments open on read and close least recently used first. Active segments are always open.",
+        "Most open .log files of inactive segments (at most a quarter of the open-files limit); older "
+        "segments open on read and close least recently used first. Active segments are always open.",
         _positive,
         "> 0",
     ),

@@ -186,7 +186,7 @@ def librdkafka_transactions(s):
         try:
             consumer.subscribe(["cl-txn"])
 
-            def poll(timeout):
+            def poll(timeout, consumer=consumer):
                 return [m for m in consumer.consume(10, timeout) if m.error() is None]
 
             expected = 6 if isolation == "read_committed" else 9

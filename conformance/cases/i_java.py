@@ -1,6 +1,6 @@
 """Client scenarios with Apache Kafka's Java client: kafka-clients 4.4.0 (the reference Kafka's
-jars) and 3.9.2 (what Spark 4.2 ships, fetched by `make jvm`), running conformance/java/Scenarios.java in Java's
-source-file mode against each broker."""
+jars) and 3.9.2 (what Spark 4.2 ships, fetched by `make jvm`), running
+conformance/java/Scenarios.java in Java's source-file mode against each broker."""
 
 import subprocess
 from pathlib import Path

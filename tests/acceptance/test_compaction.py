@@ -221,7 +221,7 @@ def test_internal_topics_are_compacted(broker_factory):
     create_topic(broker, topic, 1)
     p = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": "tx-" + topic})
     p.init_transactions(10)
-    for i in range(150):
+    for _ in range(150):
         p.begin_transaction()
         p.produce(topic, value=b"x", partition=0)
         p.commit_transaction(10)

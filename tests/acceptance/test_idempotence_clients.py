@@ -274,7 +274,8 @@ def verify(s: Setup, run: Run, *, all_delivered: bool = True) -> dict[int, list[
                     break
                 seen.add(n)
             problems.append(
-                f"partition {p}: {dups} duplicate records (first: record {first[1]} again at offset {first[0]})"
+                f"partition {p}: {dups} duplicate records (first: record {first[1]} again at offset "
+                f"{first[0]})"
             )
         wrong = [n for n in nums if n % PARTITIONS != p]
         if wrong:
@@ -374,7 +375,8 @@ def test_dropped_produce_responses_no_duplicates_no_gaps(setup, client):
     assert s.proxy.stats.dropped_responses >= 5, s.proxy.summary()
     lost, resent = s.proxy.lost_and_resent()
     assert lost >= 5 and resent == lost, (
-        f"{client}: of {lost} written-but-unacknowledged batches {resent} were sent again: {s.proxy.summary()}"
+        f"{client}: of {lost} written-but-unacknowledged batches {resent} were sent again: "
+        f"{s.proxy.summary()}"
     )
     assert not s.proxy.stats.errors, s.proxy.stats.errors
 

@@ -270,7 +270,7 @@ def test_sequence_wraps_at_int32_max(wire, topic):
     # five more batches after the wrap push the wrapping batch out of the window; resent, it is
     # out of order (Kafka 4 has no DUPLICATE_SEQUENCE_NUMBER answer)
     seq = 2
-    for i in range(WINDOW):
+    for _i in range(WINDOW):
         ok(wire.send(topic, 0, batch(pid, 0, seq, n=1)))
         seq += 1
     err(wire.send(topic, 0, b_end), OUT_OF_ORDER_SEQUENCE_NUMBER)

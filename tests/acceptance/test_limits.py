@@ -74,7 +74,7 @@ def test_half_sent_frame_is_closed_after_the_receive_timeout(broker_factory):
 
 
 def _fill(client: WireClient, topic: str, batches: int, value_size: int) -> None:
-    for i in range(batches):
+    for _i in range(batches):
         resp = client.produce(topic, 0, build_batch([(None, os.urandom(value_size), [])]))
         assert resp.error_code == 0, resp
 

@@ -297,7 +297,10 @@ def compare_partitions(consumed: dict[int, list[tuple]], expected: dict[int, lis
     for p in sorted(expected):
         got, want = consumed.get(p, []), expected[p]
         if got != want:
-            first = next((i for i, (a, b) in enumerate(zip(got, want)) if a != b), min(len(got), len(want)))
+            first = next(
+                (i for i, (a, b) in enumerate(zip(got, want, strict=False)) if a != b),
+                min(len(got), len(want)),
+            )
             raise AssertionError(
                 f"partition {p}: consumed {len(got)} records, expected {len(want)}; first difference at "
                 f"index {first}: got {got[first] if first < len(got) else None!r}, "

@@ -147,7 +147,7 @@ _CODECS = [0, 0, 1, 2, 3, 4]
 def random_batch(rng: random.Random) -> bytes:
     now = int(time.time() * 1000)
     records = []
-    for i in range(rng.randint(1, 12)):
+    for _i in range(rng.randint(1, 12)):
         key = None if rng.random() < 0.2 else bytes(rng.randrange(256) for _ in range(rng.randint(0, 12)))
         value = (
             None if rng.random() < 0.1 else bytes(rng.randrange(97, 123) for _ in range(rng.randint(0, 200)))

@@ -121,7 +121,7 @@ def expected_by_partition(messages: list[Msg], offsets: list[tuple[int, int]]) -
     [(offset, key, value, headers, timestamp)] in offset order."""
     assert len(messages) == len(offsets)
     per: dict[int, list[tuple]] = {}
-    for m, (p, off) in zip(messages, offsets):
+    for m, (p, off) in zip(messages, offsets, strict=False):
         assert p == m.partition, f"record for partition {m.partition} acknowledged on partition {p}"
         per.setdefault(p, []).append((off, m.key, m.value, m.headers, m.timestamp))
     for p, rows in per.items():
