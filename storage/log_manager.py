@@ -655,7 +655,7 @@ class LogManager:
             decision = segments_to_delete(plog.segments, plog.config, plog.log_start_offset, now)
             if decision is None:
                 continue
-            doomed = plog.delete_oldest_segments(decision.count)
+            doomed = plog.delete_oldest_segments(decision.segments)
             for seg in doomed:
                 self.retire_segment(plog, seg)
             deleted += len(doomed)

@@ -26,7 +26,7 @@ __all__ = ["RetentionDecision", "segments_to_delete"]
 
 
 class RetentionDecision(NamedTuple):
-    count: int  # how many segments, from the oldest
+    segments: int  # how many, from the oldest
     reason: str  # for the log line
 
 

@@ -78,7 +78,7 @@ def _broker(broker, synonyms: bool, documentation: bool, cluster_defaults: bool)
                 config_source=source,
                 config_type=describe.broker_type(prop),
                 synonyms=[dict(name=key, value=text, source=source)] if synonyms and text is not None else [],
-                documentation=prop.doc if documentation else None,
+                documentation=prop.doc if documentation and prop is not None else None,
             )
         )
     return out

@@ -81,7 +81,7 @@ def _request_error(ctx, req) -> ErrorCode | None:
 
 
 def _error_response(ctx, req, error: ErrorCode):
-    topics = [
+    topics: list[dict] = [
         dict(error_code=error, name=t.name or "", topic_id=_topic_id(t), partitions=[]) for t in req.topics
     ]
     return ctx.response(
@@ -99,7 +99,7 @@ def _unknown_topic(ctx, name: str, allow_create: bool, budget: list) -> ErrorCod
     return ErrorCode.unknown_topic_or_partition
 
 
-def _created_or_refused(ctx, name: str, budget: list[int]) -> ErrorCode:
+def _created_or_refused(ctx, name: str, budget: list) -> ErrorCode:
     """Auto-create `name` if the principal may and the per-request partition budget allows."""
     # authorization (Kafka: CREATE on the cluster or on the topic)
     if not (ctx.allowed(Op.CREATE, Res.CLUSTER, CLUSTER_NAME) or ctx.allowed(Op.CREATE, Res.TOPIC, name)):

@@ -69,7 +69,9 @@ def _refused(topic: str, index: int, exc: KafkaStorageError, log_start_offset: i
     log.info(
         "produce refused", topic=topic, partition=index, error=exc.error_code.name.upper(), reason=exc.message
     )
-    answer = dict(index=index, error_code=exc.error_code, base_offset=-1, log_start_offset=log_start_offset)
+    answer: dict[str, object] = dict(
+        index=index, error_code=exc.error_code, base_offset=-1, log_start_offset=log_start_offset
+    )
     if exc.in_answer:
         answer["error_message"] = exc.message
     if exc.record_errors:

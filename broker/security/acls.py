@@ -60,7 +60,7 @@ WILDCARD = "*"
 CLUSTER_NAME = "kafka-cluster"
 
 # Kafka's AclEntry.supportedOperations: what authorized-operations fields may contain.
-SUPPORTED_OPERATIONS = {
+SUPPORTED_OPERATIONS: dict[int, tuple[Operation, ...]] = {
     ResourceType.TOPIC: (
         Operation.READ,
         Operation.WRITE,

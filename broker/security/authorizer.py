@@ -14,7 +14,7 @@ from minibroker.broker.security.acls import SUPPORTED_OPERATIONS, WILDCARD, Oper
 
 log = structlog.get_logger("minibroker.broker.security")
 
-_IMPLIED_BY = {
+_IMPLIED_BY: dict[int, tuple[Operation, ...]] = {
     Operation.DESCRIBE: (Operation.READ, Operation.WRITE, Operation.DELETE, Operation.ALTER),
     Operation.DESCRIBE_CONFIGS: (Operation.ALTER_CONFIGS,),
 }
