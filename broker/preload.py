@@ -14,8 +14,9 @@ from protocol.codec import request_class, response_class
 
 __all__ = ["preload_request_path"]
 
-# imported inside functions on the compressed-batch path (protocol/record_batch.py)
-_LAZY_MODULES = ("cramjam",)
+# imported inside functions on the compressed-batch path (protocol/record_batch.py) and on the
+# first Produce (storage/canonical_walk.py: aiokafka's record reader)
+_LAZY_MODULES = ("cramjam", "aiokafka.record._crecords")
 
 
 def preload_request_path(handlers: dict) -> int:
@@ -24,7 +25,8 @@ def preload_request_path(handlers: dict) -> int:
     loaded = 0
     for api_key, module in handlers.items():
         for version in range(module.MIN_VERSION, module.MAX_VERSION + 1):
-            loaded += (request_class(api_key, version) is not None) + (response_class(api_key, version) is not None)
+            loaded += request_class(api_key, version) is not None
+            loaded += response_class(api_key, version) is not None
     for name in _LAZY_MODULES:
         importlib.import_module(name)
     return loaded

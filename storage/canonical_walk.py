@@ -56,9 +56,10 @@ _engine: list[_Engine | None] = []  # empty until the first batch
 
 
 def _load() -> _Engine | None:
-    """aiokafka's compiled reader and writer, imported at the first Produce (importing aiokafka
-    costs tens of milliseconds of broker start-up otherwise). None where aiokafka is installed
-    without its extensions: then every batch takes the reference walk."""
+    """aiokafka's compiled reader and record sizer, imported at the first Produce (broker start-up
+    does not wait for aiokafka's imports; broker/preload.py loads them in the background). None
+    where aiokafka is installed without its extensions: then every batch takes the reference
+    walk."""
     if not _engine:
         try:
             from aiokafka.record._crecords import DefaultRecordBatch, DefaultRecordBatchBuilder
