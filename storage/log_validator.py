@@ -53,7 +53,7 @@ from protocol.record_batch import (
     DecompressedTooLarge,
     decompress,
 )
-from storage.canonical_walk import PADDING, walk_canonical
+from storage.canonical_walk import padded_copy, walk_canonical
 from storage.errors import KafkaStorageError
 
 __all__ = ["first_produced_batch", "validate_batch_header", "validate_records", "RecordsInfo"]
@@ -358,12 +358,12 @@ def _reference_walk(buf: bytes, count: int) -> tuple[list, list]:
                     "incorrect declared batch size, premature EOF reached") from None
 
 
-def _uncompressed(mv, h: BatchHeader) -> bytes:
+def _uncompressed(mv, h: BatchHeader) -> tuple[bytearray, int]:
     """The batch with its records decompressed (and the codec bits cleared), followed by the
-    fast walk's ``PADDING``."""
+    fast walk's ``PADDING`` (``padded_copy``), and its size."""
     codec = h.attributes & ATTR_COMPRESSION_MASK
     if not codec:
-        return b"".join((mv, PADDING))
+        return padded_copy(mv)
     try:
         records = decompress(codec, mv[HEADER_SIZE:], MAX_DECOMPRESSED_BYTES)
     except DecompressedTooLarge as exc:
@@ -373,11 +373,12 @@ def _uncompressed(mv, h: BatchHeader) -> bytes:
                     f"failed to decompress record stream: {exc}") from None
     head = bytearray(mv[:HEADER_SIZE])
     head[22] &= ~ATTR_COMPRESSION_MASK
-    return b"".join((head, records, PADDING))
+    return padded_copy(head, records)
 
 
 class _Walked(NamedTuple):
-    padded: bytes  # see _uncompressed
+    padded: bytearray  # see _uncompressed
+    size: int
     low: int  # the smallest and largest timestamp delta
     high: int
     null_keys: list[int]
@@ -386,20 +387,20 @@ class _Walked(NamedTuple):
     def all_deltas(self, count: int) -> list[int]:
         if self.deltas is not None:
             return self.deltas
-        return _reference_walk(self.padded[HEADER_SIZE:-len(PADDING)], count)[0]
+        return _reference_walk(bytes(self.padded[HEADER_SIZE:self.size]), count)[0]
 
 
 def _walk_records(mv, h: BatchHeader) -> _Walked:
     """Every record walked: at C speed when the record area is canonical (every client's), by
     the reference walk otherwise. Raises KafkaStorageError."""
-    padded = _uncompressed(mv, h)
+    padded, size = _uncompressed(mv, h)
     base = h.base_timestamp
-    fast = walk_canonical(padded, len(padded) - len(PADDING))
+    fast = walk_canonical(padded, size)
     if fast is not None:
-        return _Walked(padded, fast.min_timestamp - base, fast.max_timestamp - base,
+        return _Walked(padded, size, fast.min_timestamp - base, fast.max_timestamp - base,
                        fast.null_keys, None)
-    deltas, null_keys = _reference_walk(padded[HEADER_SIZE:-len(PADDING)], h.records_count)
-    return _Walked(padded, min(deltas), max(deltas), null_keys, deltas)
+    deltas, null_keys = _reference_walk(bytes(padded[HEADER_SIZE:size]), h.records_count)
+    return _Walked(padded, size, min(deltas), max(deltas), null_keys, deltas)
 
 
 def validate_records(mv, h: BatchHeader, *, now_ms: int, log_append_time: bool,

@@ -126,3 +126,16 @@ def test_fast_walk_never_vouches_for_what_the_reference_refuses(seed):
     got = fast(batch)
     if got is not None:
         assert tuple(got) == reference(batch)
+
+
+def test_padded_copy_reuses_its_buffer_and_pads_with_zeros():
+    from storage.canonical_walk import padded_copy
+
+    first, size = padded_copy(b"\xff" * 1000)
+    assert size == 1000
+    second, size = padded_copy(b"ab", memoryview(b"cd"))
+    assert second is first and size == 4
+    assert bytes(second[:4 + len(PADDING)]) == b"abcd" + PADDING
+    big, size = padded_copy(bytes(5 << 20))
+    assert big is not first and size == 5 << 20
+    assert padded_copy(b"x")[0] is first  # a batch that large is not kept
