@@ -82,9 +82,10 @@ def padded_copy(*parts) -> tuple[bytearray, int]:
     need = size + len(PADDING)
     buf = _scratch
     if len(buf) < need:
-        buf = bytearray(need)
-        if need <= _KEPT_SCRATCH:
-            _scratch = buf
+        if need <= _KEPT_SCRATCH:  # grown in powers of two: batches of a run grow gradually
+            buf = _scratch = bytearray(min(_KEPT_SCRATCH, 1 << (need - 1).bit_length()))
+        else:
+            buf = bytearray(need)
     pos = 0
     for part in parts:
         end = pos + len(part)
