@@ -15,8 +15,9 @@ for a batch only if, besides offset deltas 0, 1, 2..., the canonical sizes add u
 record area (no field can be shorter than canonical, so every field is canonical) and each
 null key or value is the byte -1 itself (-2..-64 also take one byte). Then Kafka's
 LogValidator and every consumer read exactly what aiokafka read. Anything else (non-minimal
-varints, which Kafka accepts up to 5 bytes, a null header value, a malformed or hostile batch,
-any reader error) returns None and the reference walk decides, with Kafka's error and message.
+varints, which Kafka accepts up to 5 bytes, a null header value, a producer's LogAppendTime
+flag, a malformed or hostile batch, any reader error) returns None and the reference walk
+decides, with Kafka's error and message.
 
 The batch is handed over with 16 zero bytes after it, inside the same buffer: aiokafka reads a
 varint's continuation bytes and header-key lengths without a bounds check, up to two bytes past
@@ -41,6 +42,7 @@ _TIMESTAMP = struct.Struct(">q")
 _INT64_MAX = (1 << 63) - 1
 _INT64_MIN = -(1 << 63)
 _NULL = 1  # -1, zig-zag encoded
+_LOG_APPEND_TIME = 0x08  # in the attributes' low byte
 _NO_LIMIT = 1 << 62  # the builder's batch size: never refuse a record
 
 
@@ -114,6 +116,8 @@ def walk_canonical(padded: bytes | bytearray, size: int) -> CanonicalRecords | N
     engine = _load()
     if engine is None:
         return None
+    if padded[22] & _LOG_APPEND_TIME:  # the reader then reports maxTimestamp, not the deltas
+        return None
     base = _TIMESTAMP.unpack_from(padded, 27)[0]
     try:
         walked = _walk(engine, padded, size, base)
@@ -163,7 +167,7 @@ def _nulls_are_minus_one(padded: bytes | bytearray, base: int, nulls: list) -> b
     """Each null key or value is the byte for -1 (the sizes cannot tell -2..-64 from it)."""
     for start, n, i, ts, key, value in nulls:
         at = _HEADER_SIZE + start + _length_size(n) + 1  # length, attributes
-        d = ts - base
+        d = (ts - base + (1 << 63)) % (1 << 64) - (1 << 63)  # the reader's int64 arithmetic
         at += _varint_size((d << 1) ^ (d >> 63)) + _varint_size(2 * i)
         if key is None:
             if padded[at] != _NULL:

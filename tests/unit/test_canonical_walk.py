@@ -80,6 +80,7 @@ def test_compressed_batches_are_walked_fast_too(codec, monkeypatch):
     ("more records than the count", raw_batch([record(i) for i in range(3)], count=2)),
     ("fewer records than the count", raw_batch([record(i) for i in range(2)], count=3)),
     ("truncated record", raw_batch([record(0)[:-2]])),
+    ("LogAppendTime set by the producer", raw_batch([record(0)], attributes=0x08)),
     ("varlong of 11 bytes", raw_batch([record(0, ts_raw=b"\x80" * 10 + b"\x00")])),
 ])
 def test_what_is_not_canonical_goes_to_the_reference_walk(name, batch):
