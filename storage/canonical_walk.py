@@ -123,16 +123,13 @@ def walk_canonical(padded: bytes | bytearray, size: int) -> CanonicalRecords | N
         walked = _walk(engine, padded, size, base)
     except Exception:  # noqa: BLE001 - any reader complaint: the reference walk gives the verdict
         return None
-    if walked is None or not _nulls_are_minus_one(padded, base, walked[1]):
-        return None
-    return walked[0]
+    return walked
 
 
 def _walk(engine: _Engine, padded: bytes | bytearray, size: int, base: int
-          ) -> tuple[CanonicalRecords, list] | None:
+          ) -> CanonicalRecords | None:
     """The records read and sized; None as soon as one is not canonical."""
     null_keys: list[int] = []
-    nulls = []  # (record start, record size, index, timestamp, key, value) to look at
     low, high = _INT64_MAX, _INT64_MIN
     pos = i = 0
     sizer = engine.builder(2, 0, 0, -1, -1, -1, _NO_LIMIT)
@@ -151,7 +148,8 @@ def _walk(engine: _Engine, padded: bytes | bytearray, size: int, base: int
         headers = r.headers
         n = canonical_size(i, ts, key, value, headers)
         if key is None or value is None:
-            nulls.append((pos, n, i, ts, key, value))
+            if not _nulls_are_minus_one(padded, pos, n, i, ts - base, key, value):
+                return None
             if key is None:
                 null_keys.append(i)
         if headers and any(v is None for _, v in headers):
@@ -160,21 +158,20 @@ def _walk(engine: _Engine, padded: bytes | bytearray, size: int, base: int
         i += 1
     if not i or pos != size - _HEADER_SIZE:
         return None
-    return CanonicalRecords(low, high, null_keys), nulls
+    return CanonicalRecords(low, high, null_keys)
 
 
-def _nulls_are_minus_one(padded: bytes | bytearray, base: int, nulls: list) -> bool:
-    """Each null key or value is the byte for -1 (the sizes cannot tell -2..-64 from it)."""
-    for start, n, i, ts, key, value in nulls:
-        at = _HEADER_SIZE + start + _length_size(n) + 1  # length, attributes
-        d = (ts - base + (1 << 63)) % (1 << 64) - (1 << 63)  # the reader's int64 arithmetic
-        at += _varint_size((d << 1) ^ (d >> 63)) + _varint_size(2 * i)
-        if key is None:
-            if padded[at] != _NULL:
-                return False
-            at += 1
-        else:
-            at += _varint_size(2 * len(key)) + len(key)
-        if value is None and padded[at] != _NULL:
+def _nulls_are_minus_one(padded: bytes | bytearray, start: int, n: int, i: int, delta: int,
+                         key: bytes | None, value: bytes | None) -> bool:
+    """Record ``i`` (``n`` bytes at ``start`` in the record area) has its null key or value
+    written as the byte for -1 (its canonical size cannot tell -2..-64 from it)."""
+    at = _HEADER_SIZE + start + _length_size(n) + 1  # length, attributes
+    delta = (delta + (1 << 63)) % (1 << 64) - (1 << 63)  # the reader's int64 arithmetic
+    at += _varint_size((delta << 1) ^ (delta >> 63)) + _varint_size(2 * i)
+    if key is None:
+        if padded[at] != _NULL:
             return False
-    return True
+        at += 1
+    else:
+        at += _varint_size(2 * len(key)) + len(key)
+    return value is not None or padded[at] == _NULL
