@@ -126,9 +126,10 @@ def walk_canonical(padded: bytes | bytearray, size: int) -> CanonicalRecords | N
     return walked
 
 
-def _walk(engine: _Engine, padded: bytes | bytearray, size: int, base: int
+def _walk(engine: _Engine, padded: bytes | bytearray, size: int, base: int  # noqa: C901
           ) -> CanonicalRecords | None:
-    """The records read and sized; None as soon as one is not canonical."""
+    """The records read and sized; None as soon as one is not canonical. The loop is the
+    per-record cost of a Produce: the common cases are inline, not calls."""
     null_keys: list[int] = []
     low, high = _INT64_MAX, _INT64_MIN
     pos = i = 0
@@ -147,11 +148,18 @@ def _walk(engine: _Engine, padded: bytes | bytearray, size: int, base: int
         value = r.value
         headers = r.headers
         n = canonical_size(i, ts, key, value, headers)
-        if key is None or value is None:
-            if not _nulls_are_minus_one(padded, pos, n, i, ts - base, key, value):
+        if key is None:
+            if value is not None and not headers:  # a keyless producer's record: inline
+                lv = len(value)  # the key's length byte is just before the value's length
+                at = _HEADER_SIZE + pos + n - lv - (3 if lv < 64 else 4 if lv < 8192 else
+                                                     2 + _varint_size(2 * lv))
+                if padded[at] != _NULL:
+                    return None
+            elif not _nulls_are_minus_one(padded, pos, n, i, ts - base, key, value):
                 return None
-            if key is None:
-                null_keys.append(i)
+            null_keys.append(i)
+        elif value is None and not _nulls_are_minus_one(padded, pos, n, i, ts - base, key, value):
+            return None
         if headers and any(v is None for _, v in headers):
             return None
         pos += n
