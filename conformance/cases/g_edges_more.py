@@ -42,6 +42,10 @@ def old_group_versions(s):
     )
     s.check("leave-v0", LEAVE, 0, {"group_id": "og", "member_id": member})
     s.check("leave-v0-again", LEAVE, 0, {"group_id": "og", "member_id": member})
+    # listed before og4 exists: Kafka 4's group coordinator lists groups as of its last committed
+    # offset, so a group only created in memory (a JoinGroup answered MEMBER_ID_REQUIRED) shows
+    # up there after some later write, a timing no client can rely on
+    s.check("list-v0", LIST_GROUPS, 0, {})
     s.check(
         "join-v4-needs-id",
         JOIN,
@@ -55,7 +59,6 @@ def old_group_versions(s):
             "protocols": [{"name": "range", "metadata": b""}],
         },
     )
-    s.check("list-v0", LIST_GROUPS, 0, {})
 
 
 @case("edges/config-resources")
