@@ -16,8 +16,6 @@ import argparse
 import json
 import os
 import signal
-import subprocess
-import sys
 import tempfile
 import time
 from datetime import datetime
@@ -94,73 +92,47 @@ def cleaner_throughput(data_dir: str, args: tuple, megabytes: int) -> dict:
     # restart with the cleaner on; while its first pass runs, probe produce latency on another
     # topic, then probe again once it is done (p99 with and without the cleaner running)
     log_path = os.path.join(data_dir, "cleaner-bench.log")
-    port_file = os.path.join(data_dir, "port")
-    os.unlink(port_file)
-    with open(log_path, "wb") as out:
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "minibroker",
-                "--port",
-                "0",
-                "--port-file",
-                port_file,
-                "--data-dir",
-                data_dir,
-                "--log-format",
-                "json",
-                "--set",
-                "log.cleaner.backoff.ms=1000",
-                *args,
-            ],
-            cwd=ROOT,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-        try:
-            deadline = time.monotonic() + 30
-            while not os.path.exists(port_file) and time.monotonic() < deadline:
-                time.sleep(0.01)
-            bootstrap = f"127.0.0.1:{Path(port_file).read_text().strip()}"
-            probe = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0, "acks": 1})
-            admin = AdminClient({"bootstrap.servers": bootstrap})
-            admin.create_topics([NewTopic("probe", 1, 1)])["probe"].result(10)
-            for _ in range(50):  # warm up
-                _probe_once(probe)
-            samples = []  # (wall clock, latency ms)
-            event, deadline = None, time.monotonic() + 600
-            while event is None and time.monotonic() < deadline:
-                for _ in range(50):
-                    samples.append((time.time(), _probe_once(probe)))
-                event = _pass_event(log_path)
-            if event is None:
-                raise RuntimeError("no cleaner pass seen")
-            for _ in range(1000):
+    proc, port, _ = start_broker(data_dir, ("--set", "log.cleaner.backoff.ms=1000", *args), log_path)
+    try:
+        bootstrap = f"127.0.0.1:{port}"
+        probe = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0, "acks": 1})
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        admin.create_topics([NewTopic("probe", 1, 1)])["probe"].result(10)
+        for _ in range(50):  # warm up
+            _probe_once(probe)
+        samples = []  # (wall clock, latency ms)
+        event, deadline = None, time.monotonic() + 600
+        while event is None and time.monotonic() < deadline:
+            for _ in range(50):
                 samples.append((time.time(), _probe_once(probe)))
-            end = datetime.fromisoformat(event["timestamp"].replace("Z", "+00:00")).timestamp()
-            begin = end - event["ms"] / 1000
-            during = [lat for t, lat in samples if begin <= t <= end]
-            without = [lat for t, lat in samples if t > end]
-            mb = event["bytes_read"] / (1 << 20)
-            # pass_s includes starting the worker process on the first pass; mb_per_s is the
-            # clean itself (the worker's own time), as Kafka's cleaner reports its throughput
-            return {
-                "log_mb": round(mb, 1),
-                "pass_s": round(event["ms"] / 1000, 2),
-                "worker_s": round(event["worker_ms"] / 1000, 2),
-                "mb_per_s": round(mb / (event["worker_ms"] / 1000), 1),
-                # per CPU second of the worker: what the cleaner costs, whatever else the
-                # (shared, 2-core) machine runs; the worker is niced, so wall time is not
-                "worker_cpu_s": round(event["worker_cpu_ms"] / 1000, 2),
-                "mb_per_cpu_s": round(mb / (event["worker_cpu_ms"] / 1000), 1),
-                "produce_p99_ms_during_pass": _p99(during),
-                "produce_p99_ms_without": _p99(without),
-                "samples_during": len(during),
-            }
-        finally:
-            proc.send_signal(signal.SIGTERM)
-            proc.wait(60)
+            event = _pass_event(log_path)
+        if event is None:
+            raise RuntimeError("no cleaner pass seen")
+        for _ in range(1000):
+            samples.append((time.time(), _probe_once(probe)))
+        end = datetime.fromisoformat(event["timestamp"].replace("Z", "+00:00")).timestamp()
+        begin = end - event["ms"] / 1000
+        during = [lat for t, lat in samples if begin <= t <= end]
+        without = [lat for t, lat in samples if t > end]
+        mb = event["bytes_read"] / (1 << 20)
+        # pass_s includes starting the worker process on the first pass; mb_per_s is the
+        # clean itself (the worker's own time), as Kafka's cleaner reports its throughput
+        return {
+            "log_mb": round(mb, 1),
+            "pass_s": round(event["ms"] / 1000, 2),
+            "worker_s": round(event["worker_ms"] / 1000, 2),
+            "mb_per_s": round(mb / (event["worker_ms"] / 1000), 1),
+            # per CPU second of the worker: what the cleaner costs, whatever else the
+            # (shared, 2-core) machine runs; the worker is niced, so wall time is not
+            "worker_cpu_s": round(event["worker_cpu_ms"] / 1000, 2),
+            "mb_per_cpu_s": round(mb / (event["worker_cpu_ms"] / 1000), 1),
+            "produce_p99_ms_during_pass": _p99(during),
+            "produce_p99_ms_without": _p99(without),
+            "samples_during": len(during),
+        }
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(60)
 
 
 def _pass_event(log_path: str) -> dict | None:

@@ -67,32 +67,40 @@ def wait_for_metadata(address, proc: subprocess.Popen, launched_at: float, timeo
     raise RuntimeError(f"broker at {address} did not answer Metadata within {timeout}s")
 
 
-def start_broker(data_dir: str, extra_args: tuple = ()) -> tuple[subprocess.Popen, int, float]:
+def start_broker(
+    data_dir: str, extra_args: tuple = (), log_path: str | None = None
+) -> tuple[subprocess.Popen, int, float]:
     """A minibroker on `data_dir` with --port 0: (process, port, seconds until its port file
-    appeared). For scripts that keep one data directory across restarts (bench/growth.py)."""
+    appeared). For scripts that keep one data directory across restarts (bench/growth.py).
+    With `log_path`, its log goes there as JSON at info level (for scripts that read events)."""
     port_file = os.path.join(data_dir, "port")
     if os.path.exists(port_file):
         os.unlink(port_file)
+    logging = ("--log-format", "json") if log_path else ("--log-level", "warning")
+    out = open(log_path, "wb") if log_path else subprocess.DEVNULL  # closed below: the child keeps its own
     t0 = time.perf_counter()
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "minibroker",
-            "--port",
-            "0",
-            "--port-file",
-            port_file,
-            "--data-dir",
-            data_dir,
-            "--log-level",
-            "warning",
-            *extra_args,
-        ],
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    try:
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "minibroker",
+                "--port",
+                "0",
+                "--port-file",
+                port_file,
+                "--data-dir",
+                data_dir,
+                *logging,
+                *extra_args,
+            ],
+            cwd=ROOT,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    finally:
+        if log_path:
+            out.close()  # the child has its own descriptor
     deadline = time.monotonic() + 60
     while not os.path.exists(port_file):
         if proc.poll() is not None or time.monotonic() > deadline:
