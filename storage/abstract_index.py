@@ -136,6 +136,24 @@ class AbstractIndex:
         self._on_disk = 0
         self._last = None
 
+    def _entries_below(self, offset: int) -> int:
+        """How many entries (from the start) index offsets below ``offset`` (subclasses)."""
+        raise NotImplementedError
+
+    def truncate_to(self, offset: int) -> None:
+        """Kafka's truncateTo: drop the entries for offsets >= ``offset`` (before the log after
+        them is checked again), in memory and in the file."""
+        keys, values = self._loaded()
+        keep = self._entries_below(offset)
+        if keep >= len(keys):
+            return
+        del keys[keep:]
+        del values[keep:]
+        if self._on_disk > keep:
+            os.truncate(self.path, keep * self.ENTRY_SIZE)
+            self._on_disk = keep
+            self._synced = -1
+
     def write_pending(self) -> None:
         """Append the entries not yet in the file (page cache only; see ``sync``)."""
         keys, values = self._keys, self._values

@@ -207,9 +207,9 @@ def test_unclean_restart_checks_only_segments_after_recovery_point(tmp_path, mon
     recovered = []
     real = segment_module.LogSegment.recover
 
-    def spy(self):
+    def spy(self, from_offset=None):
         recovered.append(self.base_offset)
-        return real(self)
+        return real(self, from_offset)
 
     monkeypatch.setattr(segment_module.LogSegment, "recover", spy)
     plog = open_log(tmp_path / "p", recovery_point=rp)
