@@ -190,7 +190,9 @@ class PartitionLog:
         self._aborted_last = [e.last_offset for e in loaded.aborted]  # the same, for bisect
         self._unflushed_messages = 0
         self._last_flush_ms = time_ms()
-        self._snapshot_offset = self._leo  # the loader left a snapshot (or nothing) at the end
+        # offset of the last snapshot planned: the loader leaves one at the end, or (unclean
+        # start) the next checkpoint takes one and moves the recovery point to the end
+        self._snapshot_offset = self._leo if loaded.recovery_point >= self._leo else -1
         self._closed = False
 
     # ====================================================================== offsets

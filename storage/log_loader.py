@@ -145,10 +145,18 @@ class LogLoader:
         aborted = [e for seg in segments for e in seg.txn_index.entries]
 
         if found.recovered or found.dropped:
-            for seg in found.recovered:
-                seg.flush()
-            fsync_dir(self.dir)
-            self.producer_state.take_snapshot(leo)
+            if clean:
+                # a clean start rebuilt an index: made durable now, as the log end it trusts
+                for seg in found.recovered:
+                    seg.flush()
+                fsync_dir(self.dir)
+                self.producer_state.take_snapshot(leo)
+                recovered_to = leo
+            else:
+                # As Kafka's LogLoader: an unclean start does not move the recovery point (it
+                # moves only after an fsync). What recovery rewrote (a cut tail, indexes) is in
+                # the page cache: a crash before the next checkpoint checks the same bytes again.
+                recovered_to = min(recovery_point, leo)
             log.info(
                 "recovered partition log",
                 topic=self.topic,
@@ -163,7 +171,7 @@ class LogLoader:
                 batches_replayed=replayed,
                 ms=round((time.monotonic() - started) * 1000, 1),
             )
-            return LoadedLog(segments, leo, aborted)
+            return LoadedLog(segments, recovered_to, aborted)
         if replayed:
             self.producer_state.take_snapshot(leo)
         return LoadedLog(segments, leo if clean else min(recovery_point, leo), aborted)

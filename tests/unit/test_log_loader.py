@@ -136,6 +136,11 @@ def test_recovery_starts_at_the_recovery_point_inside_the_segment(tmp_path, monk
     # the snapshot at the recovery point was loaded: only the batches after it were replayed
     assert event["batches_replayed"] == 2 * 15 + 1
     assert state(plog) == expect
+    # as Kafka, the recovery point moves only after an fsync: the next checkpoint's, which
+    # also takes the snapshot a later crash will start from
+    assert plog.recovery_point == rp
+    assert checkpoint(plog) == expect[0]
+    assert (tmp_path / "p" / f"{expect[0]:020d}.snapshot").exists()
     # indexes as a full recovery builds them
     index, time_index = plog.segments[-1].index.entries(), plog.segments[-1].time_index.entries()
     crash(plog)
