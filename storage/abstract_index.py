@@ -3,10 +3,10 @@
 An index is a file of fixed-size big-endian entries ``(key, value)`` that only ever grows at the
 end, with keys strictly increasing. Entries live in memory (two compact arrays) and reach the
 file only at flush, roll or close: that costs nothing on the append path and loses nothing,
-because a segment that was not flushed when the process died lies after the recovery point and
-has its indexes rebuilt from the .log. Loading is lazy: opening reads only the last entry (for a
-sanity check, and to find the tail of the active segment); the whole file is read the first time
-the index is searched or extended.
+because the flush that moves the recovery point writes them first, and after a crash the entries
+from the recovery point on are cut (``truncate_to``) and rebuilt from the .log. Loading is
+lazy: opening reads only the last entry (for a sanity check, and to find the tail of the
+active segment); the whole file is read the first time the index is searched or extended.
 
 A subclass says what an entry is: its byte format (``_decode``/``_encode``), how a raw entry
 reads to callers (``_entry``) and what makes a last entry insane (``_check_last``).

@@ -737,8 +737,8 @@ class PartitionLog:
         executor: Executor | None = None,
     ) -> PartitionLog:
         """Open (creating if needed) the log in ``directory``: ``storage/log_loader.py`` loads
-        and, after an unclean shutdown (segments from ``recovery_point`` on) or where an index
-        is broken, recovers it. The log start offset is the checkpointed ``log_start_offset``
+        and, after an unclean shutdown (from ``recovery_point`` on) or where an index is
+        broken, recovers it. The log start offset is the checkpointed ``log_start_offset``
         (DeleteRecords) or the first segment's base, whichever is larger."""
         time_ms = time_ms or _now_ms
         os.makedirs(directory, exist_ok=True)

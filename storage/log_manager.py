@@ -17,7 +17,7 @@ directory), so a crash leaves either the old or the new version. Topic ids are r
 chosen once at creation and kept in the topic's file, so they survive restarts.
 
 Startup decides how much to check: with the clean-shutdown marker nothing is scanned; without
-it every partition recovers the segments at or after its recovery point (see PartitionLog.open).
+it every partition recovers what follows its recovery point (see storage/log_loader.py).
 The marker is removed right after startup, so a crash at any later time is seen as unclean.
 """
 
