@@ -277,3 +277,14 @@ def test_checkpoint_plans_nothing_when_nothing_was_appended(tmp_path):
     plog.close()
     snaps = sorted(n for n in os.listdir(tmp_path / "p") if n.endswith(".snapshot"))
     assert snaps == [f"{plog.log_end_offset:020d}.snapshot"]
+
+
+def test_checkpoints_keep_only_the_newest_snapshots(tmp_path):
+    plog = open_log(tmp_path / "p")
+    producer = Producer(plog, 1)
+    ends = []
+    for _ in range(5):
+        producer.txn()
+        ends.append(checkpoint(plog))
+    snaps = sorted(int(n[:20]) for n in os.listdir(tmp_path / "p") if n.endswith(".snapshot"))
+    assert snaps == ends[-3:]  # as Kafka, a few are kept; the newest is at the recovery point
