@@ -517,6 +517,11 @@ class PartitionLog:
         self._unflushed_messages = 0
         self._last_flush_ms = self._time_ms()
 
+    @property
+    def closed(self) -> bool:
+        """Closed (clean stop) or deleted: nothing may be written for it any more."""
+        return self._closed
+
     def checkpoint_snapshot(self) -> tuple[int, bytes] | None:
         """For the periodic recovery-point checkpoint (``storage/recovery_checkpoint.py``):
         (log end offset, producer state encoded as of it), or None if nothing was appended

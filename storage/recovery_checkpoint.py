@@ -27,7 +27,7 @@ from typing import NamedTuple
 import structlog
 from minibroker.storage.log import PartitionLog
 
-__all__ = ["PendingSnapshot", "plan_snapshots", "write_snapshots"]
+__all__ = ["PendingSnapshot", "plan_snapshots", "still_open", "write_snapshots"]
 
 log = structlog.get_logger(__name__)
 
@@ -46,6 +46,12 @@ def plan_snapshots(logs: Iterable[PartitionLog]) -> list[PendingSnapshot]:
         if taken is not None:
             out.append(PendingSnapshot(plog, *taken))
     return out
+
+
+def still_open(pending: Iterable[PendingSnapshot]) -> list[PendingSnapshot]:
+    """On the event loop, right before ``write_snapshots``: drop the logs closed or deleted
+    while their fsync ran (a topic created again under the same name must not get them)."""
+    return [item for item in pending if not item.log.closed]
 
 
 def write_snapshots(pending: Iterable[PendingSnapshot]) -> None:

@@ -13,7 +13,7 @@ from minibroker.protocol.record_batch import build_batch, iter_batches
 from minibroker.storage import segment as segment_module
 from minibroker.storage.config import LogConfig
 from minibroker.storage.log import PartitionLog
-from minibroker.storage.recovery_checkpoint import plan_snapshots, write_snapshots
+from minibroker.storage.recovery_checkpoint import plan_snapshots, still_open, write_snapshots
 
 from tests.support.storage import Clock
 
@@ -288,3 +288,11 @@ def test_checkpoints_keep_only_the_newest_snapshots(tmp_path):
         ends.append(checkpoint(plog))
     snaps = sorted(int(n[:20]) for n in os.listdir(tmp_path / "p") if n.endswith(".snapshot"))
     assert snaps == ends[-3:]  # as Kafka, a few are kept; the newest is at the recovery point
+
+
+def test_no_snapshot_is_written_for_a_log_deleted_during_its_fsync(tmp_path):
+    plog = open_log(tmp_path / "p")
+    Producer(plog, 1).txn()
+    pending = plan_snapshots([plog])
+    plog.delete_files()  # DeleteTopics while the checkpoint's fsync ran
+    assert still_open(pending) == []
