@@ -29,8 +29,12 @@ Then the real broker process (`python -m minibroker`) is started on that data di
 from launch to its first Metadata answer: after a clean stop, and after a SIGKILL (each the
 median of ``--runs`` starts), with the broker's own per-phase figures from its log.
 
+Last, the SIGKILL that matters after a long history: ``--tail`` transactions appended after the
+last recovery-point checkpoint (``append_unflushed_tail``), then a start, ``--runs`` times.
+
     python -m bench.history [--transactions 1000000] [--commits 1000000] [--runs 3]
                             [--data-dir DIR]  (keep the generated history; reused if present)
+                            [--tail 27000]
 
 Results go to bench/history-results.json. `make bench BENCH_ARGS="history [options]"` runs it
 (as does the command above); never part of `make test`.
@@ -102,18 +106,18 @@ async def _generate(data_dir: str, transactions: int, commits: int, backoff_ms: 
         parse_args(["--port", "0", "--data-dir", data_dir, "--set", f"log.cleaner.backoff.ms={backoff_ms}"])
     )
     broker = Broker(config)
-    broker.durability = broker.txns.durability = _NoFsync()  # type: ignore[assignment]
+    broker.durability = _NoFsync()  # type: ignore[assignment]
     await broker.start()
     out: dict = {}
     try:
         broker.logs.create_topic(TOPIC, 1, {})
         plog = broker.get_log(TOPIC, 0)
         txns = broker.txns
-        err, pid, epoch = await txns.init_producer_id(TXN_ID, 60_000)
+        err, pid, epoch = await broker.run_durably(txns.init_producer_id(TXN_ID, 60_000))
         assert err == ErrorCode.none, err
         started = time.perf_counter()
         for seq in range(transactions):
-            err = await txns.add_partitions(TXN_ID, pid, epoch, [(TOPIC, 0)])
+            err = await broker.run_durably(txns.add_partitions(TXN_ID, pid, epoch, [(TOPIC, 0)]))
             assert err == ErrorCode.none, err
             batch = build_batch(
                 [(None, b"x")],
@@ -124,7 +128,7 @@ async def _generate(data_dir: str, transactions: int, commits: int, backoff_ms: 
             )
             txns.verify_produce(TXN_ID, TOPIC, 0, batch, 11)
             plog.append(batch)
-            err = await txns.end_txn(TXN_ID, pid, epoch, True)
+            err = await broker.run_durably(txns.end_txn(TXN_ID, pid, epoch, True))
             assert err == ErrorCode.none, err
             if seq % 200 == 0:
                 await asyncio.sleep(0)  # the broker's duties (cleaner, timers) get their turn
@@ -242,12 +246,71 @@ def measure_startups(data_dir: str, runs: int, workdir: str) -> dict:
     return out
 
 
+def append_unflushed_tail(data_dir: str, transactions: int) -> None:
+    """Leave ``data_dir`` as a SIGKILL leaves it ``transactions`` one-record transactions after
+    the last recovery-point checkpoint: the history topic's log is opened in-process, the
+    history's producer continues (data batch + COMMIT marker each, as the coordinator writes
+    them) and the files are closed without a flush, a snapshot or the clean-shutdown marker."""
+    from minibroker.protocol.record_batch import build_batch
+    from minibroker.storage.log_manager import LogManager
+
+    manager = LogManager(data_dir, {}, background_flush=False)
+    manager.open()
+    plog = manager.get_log(TOPIC, 0)
+    assert plog is not None
+    producer = max(plog.producer_state.producers(), key=lambda e: e.producer_id)
+    pid, epoch, seq = producer.producer_id, producer.epoch, producer.last_sequence + 1
+    for i in range(transactions):
+        batch = build_batch(
+            [(None, b"x")],
+            producer_id=pid,
+            producer_epoch=epoch,
+            base_sequence=(seq + i) % (1 << 31),
+            transactional=True,
+        )
+        plog.append(batch)
+        plog.append_marker(pid, epoch, True, producer.coordinator_epoch)
+    for each in manager.all_logs():  # the kill: files as written, nothing else
+        for seg in each.segments:
+            seg.close()
+
+
+def measure_tail_starts(data_dir: str, tail: int, runs: int, workdir: str) -> dict:
+    """Starts after a SIGKILL that left ``tail`` transactions after the recovery point (at
+    most one checkpoint interval's worth: log.flush.offset.checkpoint.interval.ms)."""
+    log_path = os.path.join(workdir, "broker.log")
+    seconds, cpu, phases = [], [], []
+    for _ in range(runs):
+        append_unflushed_tail(data_dir, tail)
+        Path(log_path).write_text("")
+        proc, s, c = _start(data_dir, log_path)
+        seconds.append(s)
+        cpu.append(c)
+        phases.append(_phases(log_path))
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(60)
+    return {
+        "tail_transactions": tail,
+        "startup_after_sigkill_with_tail_s": round(statistics.median(seconds), 3),
+        "startup_after_sigkill_with_tail_all_s": [round(s, 3) for s in seconds],
+        "startup_after_sigkill_with_tail_cpu_s": round(statistics.median(cpu), 3),
+        "startup_after_sigkill_with_tail_phases": phases[len(phases) // 2],
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.history", description=__doc__.split("\n\n")[0])
     ap.add_argument("--transactions", type=int, default=1_000_000)
     ap.add_argument("--commits", type=int, default=1_000_000)
     ap.add_argument("--runs", type=int, default=3, help="starts per kind of stop (median)")
     ap.add_argument("--data-dir", help="keep the generated history here (reused if it exists)")
+    ap.add_argument(
+        "--tail",
+        type=int,
+        default=27_000,
+        help="transactions after the last recovery-point checkpoint for the last SIGKILL starts "
+        "(27,000: one 60 s checkpoint interval at 450 transactions/s; 0: skip)",
+    )
     ap.add_argument("--out", default=str(ROOT / "bench" / "history-results.json"))
     args = ap.parse_args(argv)
     compile_sources()
@@ -271,6 +334,8 @@ def main(argv: list[str] | None = None) -> int:
             results["generation"] = generate(data_dir, args.transactions, args.commits)
             results["generation"]["seconds"] = round(time.monotonic() - started)
         results.update(measure_startups(data_dir, args.runs, tmp))
+        if args.tail:
+            results.update(measure_tail_starts(data_dir, args.tail, args.runs, tmp))
     results["loadavg_after"] = os.getloadavg()
     print(json.dumps(results, indent=2))
     Path(args.out).write_text(json.dumps(results, indent=2) + "\n")

@@ -124,6 +124,16 @@ PROPERTIES: dict[str, Property] = {
             "> 0",
         ),
         Property(
+            "log.flush.offset.checkpoint.interval.ms",
+            "int",
+            60000,
+            "How often each log's recovery point is checkpointed (after an fsync of what was "
+            "appended since, with a producer-state snapshot); an unclean start checks only "
+            "what follows it.",
+            _positive,
+            "> 0",
+        ),
+        Property(
             "log.retention.ms",
             "int",
             None,

@@ -19,6 +19,7 @@ from minibroker.broker.dynamic_config import DynamicConfigs
 from minibroker.broker.group_commit import GroupCommit
 from minibroker.broker.limits import raise_open_file_limit
 from minibroker.broker.observe import build_request_observer
+from minibroker.broker.recovery_checkpoint import checkpoint_recovery_points
 from minibroker.broker.scheduler import LoopScheduler
 from minibroker.broker.security.service import Security
 from minibroker.broker.server import Server
@@ -185,6 +186,11 @@ class Broker:
         flush_ms = self.config["log.flush.interval.ms"]
         if flush_ms is not None:
             self.every(max(flush_ms, 10), self.logs.flush, "log-flush")
+        self.every(
+            self.config["log.flush.offset.checkpoint.interval.ms"],
+            lambda: checkpoint_recovery_points(self.logs, self.durability),
+            "recovery-point-checkpoint",
+        )
         self.every(
             self.config["log.retention.check.interval.ms"], self.logs.delete_old_segments, "log-retention"
         )

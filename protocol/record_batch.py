@@ -708,8 +708,21 @@ def iter_record_keys(batch) -> Iterator[tuple[int, bytes | None, bool]]:  # noqa
         raise CorruptBatchError("record runs past the end of the batch") from None
 
 
+# The one record of an end-transaction marker as Kafka and build_control_batch lay it out
+# (uncompressed; varints one byte each: record length 16, deltas 0, key length 4, value length
+# 6, no headers): parse_control_record reads it in place; any other layout is decoded in full.
+_MARKER_BATCH_SIZE = HEADER_SIZE + 17
+_MARKER_LAYOUT = struct.Struct(">bxbbb hh b hi b")  # from HEADER_SIZE
+
+
 def parse_control_record(batch) -> ControlRecord:
     """The end-transaction marker of a control batch. Raises CorruptBatchError."""
+    if len(batch) == _MARKER_BATCH_SIZE and batch[22] & 0x07 == 0 and batch[57:61] == b"\x00\x00\x00\x01":
+        length, ts_delta, offset_delta, key_len, version, kind, value_len, _, epoch, headers = (
+            _MARKER_LAYOUT.unpack_from(batch, HEADER_SIZE)
+        )
+        if (length, ts_delta, offset_delta, key_len, value_len, headers) == (32, 0, 0, 8, 12, 0):
+            return ControlRecord(version, kind, epoch)
     for rec in iter_records(batch):
         key = rec.key
         if key is None or len(key) < 4:

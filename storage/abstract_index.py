@@ -3,10 +3,10 @@
 An index is a file of fixed-size big-endian entries ``(key, value)`` that only ever grows at the
 end, with keys strictly increasing. Entries live in memory (two compact arrays) and reach the
 file only at flush, roll or close: that costs nothing on the append path and loses nothing,
-because a segment that was not flushed when the process died lies after the recovery point and
-has its indexes rebuilt from the .log. Loading is lazy: opening reads only the last entry (for a
-sanity check, and to find the tail of the active segment); the whole file is read the first time
-the index is searched or extended.
+because the flush that moves the recovery point writes them first, and after a crash the entries
+from the recovery point on are cut (``truncate_to``) and rebuilt from the .log. Loading is
+lazy: opening reads only the last entry (for a sanity check, and to find the tail of the
+active segment); the whole file is read the first time the index is searched or extended.
 
 A subclass says what an entry is: its byte format (``_decode``/``_encode``), how a raw entry
 reads to callers (``_entry``) and what makes a last entry insane (``_check_last``).
@@ -135,6 +135,24 @@ class AbstractIndex:
         self._set_empty()
         self._on_disk = 0
         self._last = None
+
+    def _entries_below(self, offset: int) -> int:
+        """How many entries (from the start) index offsets below ``offset`` (subclasses)."""
+        raise NotImplementedError
+
+    def truncate_to(self, offset: int) -> None:
+        """Kafka's truncateTo: drop the entries for offsets >= ``offset`` (before the log after
+        them is checked again), in memory and in the file."""
+        keys, values = self._loaded()
+        keep = self._entries_below(offset)
+        if keep >= len(keys):
+            return
+        del keys[keep:]
+        del values[keep:]
+        if self._on_disk > keep:
+            os.truncate(self.path, keep * self.ENTRY_SIZE)
+            self._on_disk = keep
+            self._synced = -1
 
     def write_pending(self) -> None:
         """Append the entries not yet in the file (page cache only; see ``sync``)."""

@@ -16,9 +16,10 @@ to) plus the partition's producer state. It owns every rule about offsets:
 
 Durability: appends reach the page cache before ``append`` returns (a SIGKILL loses nothing that
 was acknowledged); fsync happens per flush.messages / flush.ms, at segment roll (in a worker
-thread when an executor is given) and at close. The *recovery point* is the offset below which
-everything is known to be on disk; after an unclean shutdown only segments at or after it are
-re-read (``open``).
+thread when an executor is given), at each recovery-point checkpoint
+(``log.flush.offset.checkpoint.interval.ms``, off the event loop) and at close. The *recovery
+point* is the offset below which everything is known to be on disk (it moves only after an
+fsync); after an unclean shutdown only the batches from it on are re-read (``open``).
 
 All methods run on the event loop thread; no locks.
 """
@@ -148,6 +149,7 @@ class PartitionLog:
         "_aborted_last",
         "_unflushed_messages",
         "_last_flush_ms",
+        "_snapshot_offset",
         "_closed",
     )
 
@@ -188,6 +190,9 @@ class PartitionLog:
         self._aborted_last = [e.last_offset for e in loaded.aborted]  # the same, for bisect
         self._unflushed_messages = 0
         self._last_flush_ms = time_ms()
+        # offset of the last snapshot planned: the loader leaves one at the end, or (unclean
+        # start) the next checkpoint takes one and moves the recovery point to the end
+        self._snapshot_offset = self._leo if loaded.recovery_point >= self._leo else -1
         self._closed = False
 
     # ====================================================================== offsets
@@ -512,6 +517,23 @@ class PartitionLog:
         self._unflushed_messages = 0
         self._last_flush_ms = self._time_ms()
 
+    @property
+    def closed(self) -> bool:
+        """Closed (clean stop) or deleted: nothing may be written for it any more."""
+        return self._closed
+
+    def checkpoint_snapshot(self) -> tuple[int, bytes] | None:
+        """For the periodic recovery-point checkpoint (``storage/recovery_checkpoint.py``):
+        (log end offset, producer state encoded as of it), or None if nothing was appended
+        since the last one. The caller writes it (``producer_state.write_snapshot``) once
+        everything below that offset is on disk, so an unclean start finds a snapshot at or
+        below the recovery point and replays only what follows it."""
+        leo = self._leo
+        if leo == self._snapshot_offset:
+            return None
+        self._snapshot_offset = leo
+        return leo, self.producer_state.encode_snapshot(leo)
+
     def close(self, *, flush: bool = True) -> None:
         """Clean close: final time-index entry, flush, producer snapshot at the log end (so the
         next start replays nothing), close the files. ``flush=False`` only closes (deletion)."""
@@ -720,8 +742,8 @@ class PartitionLog:
         executor: Executor | None = None,
     ) -> PartitionLog:
         """Open (creating if needed) the log in ``directory``: ``storage/log_loader.py`` loads
-        and, after an unclean shutdown (segments from ``recovery_point`` on) or where an index
-        is broken, recovers it. The log start offset is the checkpointed ``log_start_offset``
+        and, after an unclean shutdown (from ``recovery_point`` on) or where an index is
+        broken, recovers it. The log start offset is the checkpointed ``log_start_offset``
         (DeleteRecords) or the first segment's base, whichever is larger."""
         time_ms = time_ms or _now_ms
         os.makedirs(directory, exist_ok=True)

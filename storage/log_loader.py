@@ -1,12 +1,20 @@
 """Loading a partition log from disk, with recovery (Kafka's ``LogLoader``).
 
 After a clean shutdown nothing is scanned: indexes are opened lazily and the active segment's
-tail after its last index entry is read to find the log end. Otherwise every segment holding
-offsets at or above the recovery point is recovered (CRCs checked, indexes rebuilt, a torn or
-corrupt tail cut, every later segment dropped). A segment with a missing or broken index is
-recovered in either case. Then producer state is loaded from the newest usable snapshot and the
-log is replayed from it, rebuilding the transaction index of every recovered segment from its
-abort markers. The loader hands ``PartitionLog`` a ``LoadedLog``; it keeps no state after that.
+tail after its last index entry is read to find the log end. Otherwise only what lies at or
+after the recovery point is recovered (CRCs checked, indexes rebuilt, a torn or corrupt tail
+cut, every later segment dropped): in the segment holding the recovery point, from the batch at
+it (found through the offset index), so the work is proportional to the data written since the
+last checkpoint, not to the segment. A segment with a missing or broken index is recovered
+whole in either case. Then producer state is loaded from the newest usable snapshot at or below
+the first recovered offset and the log after it is replayed (read in 1 MiB pieces), rebuilding
+the transaction index from that offset on. The loader hands ``PartitionLog`` a ``LoadedLog``;
+it keeps no state after that.
+
+What an unclean start trusts (as Kafka): the bytes below the recovery point are not read again.
+The recovery point only moves after an fsync (``PartitionLog.finish_flush``), so they survived
+even a power loss; a byte damaged there later (a disk error, a hand edit) is served as it is and
+the consumer's CRC check reports it. A clean start checks no CRC at all.
 """
 
 from __future__ import annotations
@@ -77,13 +85,16 @@ def apply_txn_marker(
 class _Recovery:
     """What checking the segments found (for the log line and the producer-state rebuild)."""
 
-    __slots__ = ("recovered", "dropped", "bytes_cut", "cut")
+    __slots__ = ("recovered", "dropped", "bytes_cut", "bytes_checked", "cut", "rebuild_from")
 
     def __init__(self) -> None:
         self.recovered: list[LogSegment] = []
         self.dropped: list[int] = []
         self.bytes_cut = 0
+        self.bytes_checked = 0
         self.cut = False  # a segment's tail was cut: every later segment is dropped
+        # first offset whose transaction-index entries must be rebuilt (None: none)
+        self.rebuild_from: int | None = None
 
 
 class LogLoader:
@@ -130,27 +141,37 @@ class LogLoader:
             )
         segments[-1].keep_open = True  # the active segment; older ones open files on demand
         leo = segments[-1].next_offset
-        replayed = self._load_producer_state(segments, found.recovered)
+        replayed = self._load_producer_state(segments, found.rebuild_from)
         aborted = [e for seg in segments for e in seg.txn_index.entries]
 
         if found.recovered or found.dropped:
-            for seg in found.recovered:
-                seg.flush()
-            fsync_dir(self.dir)
-            self.producer_state.take_snapshot(leo)
+            if clean:
+                # a clean start rebuilt an index: made durable now, as the log end it trusts
+                for seg in found.recovered:
+                    seg.flush()
+                fsync_dir(self.dir)
+                self.producer_state.take_snapshot(leo)
+                recovered_to = leo
+            else:
+                # As Kafka's LogLoader: an unclean start does not move the recovery point (it
+                # moves only after an fsync). What recovery rewrote (a cut tail, indexes) is in
+                # the page cache: a crash before the next checkpoint checks the same bytes again.
+                recovered_to = min(recovery_point, leo)
             log.info(
                 "recovered partition log",
                 topic=self.topic,
                 partition=self.partition,
                 clean_shutdown=clean,
+                recovery_point=recovery_point,
                 segments_checked=len(found.recovered),
+                bytes_checked=found.bytes_checked,
                 segments_dropped=len(found.dropped),
                 bytes_cut=found.bytes_cut,
                 log_end_offset=leo,
                 batches_replayed=replayed,
                 ms=round((time.monotonic() - started) * 1000, 1),
             )
-            return LoadedLog(segments, leo, aborted)
+            return LoadedLog(segments, recovered_to, aborted)
         if replayed:
             self.producer_state.take_snapshot(leo)
         return LoadedLog(segments, leo if clean else min(recovery_point, leo), aborted)
@@ -169,8 +190,10 @@ class LogLoader:
             seg = LogSegment.open(self.dir, base, self.config.index_interval_bytes, now)
             next_base = bases[i + 1] if i + 1 < len(bases) else None
             why = seg.suspect
+            from_offset = None  # recover the whole segment
             if why is None and not clean and (next_base is None or next_base > recovery_point):
                 why = "unclean shutdown"
+                from_offset = recovery_point
             if why is None:
                 # the tail after the last index entry (a few KiB) tells where the segment
                 # really ends: a gap before the next one means a segment file was lost
@@ -178,13 +201,21 @@ class LogLoader:
                 if why is None and next_base is not None:
                     self._check_gap(seg, next_base)
             if why is not None:
-                self._recover(seg, why, next_base, found)
+                self._recover(seg, why, from_offset, next_base, found)
             segments.append(seg)
         return segments
 
-    def _recover(self, seg: LogSegment, why: str, next_base: int | None, found: _Recovery) -> None:
-        result = seg.recover()
+    def _recover(
+        self, seg: LogSegment, why: str, from_offset: int | None, next_base: int | None, found: _Recovery
+    ) -> None:
+        result = seg.recover(from_offset)
         found.recovered.append(seg)
+        found.bytes_checked += result.valid_bytes + result.truncated_bytes - result.checked_from
+        if found.rebuild_from is None:
+            # the transaction index below what was checked is intact (written with its batches)
+            found.rebuild_from = (
+                seg.base_offset if result.checked_from == 0 else max(seg.base_offset, from_offset or 0)
+            )
         if result.truncated_bytes:
             found.bytes_cut += result.truncated_bytes
             log.warning(
@@ -221,16 +252,18 @@ class LogLoader:
         seg.next_offset = next_base
 
     # ------------------------------------------------------------------ producer state
-    def _load_producer_state(self, segments: list[LogSegment], recovered: list[LogSegment]) -> int:
-        """Producer state and aborted-transaction indexes. Recovered segments may have lost or
-        never written txnindex entries: rebuild them from the abort markers, replaying from a
-        snapshot taken at or before the first recovered segment. Returns the batches replayed."""
+    def _load_producer_state(self, segments: list[LogSegment], rebuild_from: int | None) -> int:
+        """Producer state and aborted-transaction indexes. From ``rebuild_from`` (the first
+        recovered offset) on, txnindex entries may be lost or never written: drop them and
+        rebuild them from the abort markers, replaying from a snapshot taken at or before that
+        offset. Returns the batches replayed."""
         leo = segments[-1].next_offset
-        rebuild_from = recovered[0].base_offset if recovered else None
         if rebuild_from is not None:
             for seg in segments:
                 if seg.base_offset >= rebuild_from:
-                    seg.txn_index.reset()
+                    seg.txn_index.reset()  # (re)creates the file: a missing one means lost
+                elif seg.next_offset > rebuild_from:
+                    seg.txn_index.truncate_to(rebuild_from)
         start = self.producer_state.load_snapshot(leo if rebuild_from is None else rebuild_from)
         replayed = self._replay(segments, max(start, segments[0].base_offset), rebuild_from)
         self.producer_state.truncate_snapshots_after(leo)
@@ -238,13 +271,16 @@ class LogLoader:
 
     def _replay(self, segments: list[LogSegment], start: int, rebuild_from: int | None) -> int:
         """Feed every batch header from ``start`` to the end to the producer state (Kafka's
-        rebuildProducerState); abort markers in segments >= ``rebuild_from`` re-create their
-        txnindex entries. Returns the number of batches replayed."""
+        rebuildProducerState); abort markers at or after ``rebuild_from`` re-create their
+        txnindex entries. The segments are read in 1 MiB pieces (a marker's record comes from
+        the piece, not from a read of its own). Returns the number of batches replayed."""
         if start >= segments[-1].next_offset:
             return 0
         count = 0
         loaded_at = self._time_ms()  # replayed producers' idle time starts now (see update())
+        rebuild_at = segments[-1].next_offset if rebuild_from is None else rebuild_from
         first = bisect_right([s.base_offset for s in segments], start) - 1
+        update = self.producer_state.update
         for seg in segments[max(first, 0) :]:
             pos = 0
             if seg.base_offset < start:
@@ -252,22 +288,20 @@ class LogLoader:
                 if found is None:
                     continue
                 pos = found[0]
-            rebuild = rebuild_from is not None and seg.base_offset >= rebuild_from
-            for p, h, _ in scan_batches(seg.fd, pos, seg.size, ScanStop()):
+            for _, h, data in scan_batches(seg.fd, pos, seg.size, ScanStop(), with_bytes=True):
                 count += 1
-                if h.producer_id >= 0 and h.base_offset >= start:
-                    self._replay_batch(seg, p, h, rebuild, loaded_at)
+                if h.producer_id < 0 or h.base_offset < start:
+                    continue
+                if h.attributes & ATTR_CONTROL:
+                    self._replay_marker(seg, h, data, h.base_offset >= rebuild_at, loaded_at)
+                else:
+                    update(h, h.base_offset, h.max_timestamp, last_seen_ms=loaded_at)
         return count
 
-    def _replay_batch(
-        self, seg: LogSegment, position: int, h: BatchHeader, rebuild: bool, loaded_at: int
-    ) -> None:
+    def _replay_marker(self, seg: LogSegment, h: BatchHeader, batch, rebuild: bool, loaded_at: int) -> None:
         psm = self.producer_state
-        if not h.attributes & ATTR_CONTROL:
-            psm.update(h, h.base_offset, h.max_timestamp, last_seen_ms=loaded_at)
-            return
         try:
-            ctrl = parse_control_record(seg.read_batch(position, h.size))
+            ctrl = parse_control_record(batch)
         except CorruptBatchError as exc:
             log.warning(
                 "unreadable transaction marker; treated as a commit",

@@ -17,7 +17,7 @@ directory), so a crash leaves either the old or the new version. Topic ids are r
 chosen once at creation and kept in the topic's file, so they survive restarts.
 
 Startup decides how much to check: with the clean-shutdown marker nothing is scanned; without
-it every partition recovers the segments at or after its recovery point (see PartitionLog.open).
+it every partition recovers what follows its recovery point (see storage/log_loader.py).
 The marker is removed right after startup, so a crash at any later time is seen as unclean.
 """
 
@@ -158,6 +158,7 @@ class LogManager:
         # segments deleted by retention whose fds stay open a while: (close after ms, segment)
         self._retired: list[tuple[int, Any]] = []
         self._log_starts: dict[tuple[str, int], int] = {}  # as last checkpointed
+        self._recovery_points: dict[tuple[str, int], int] | None = None  # as last checkpointed
         self.cleaner = LogCleaner(
             self,
             time_ms=self._time_ms,
@@ -392,11 +393,12 @@ class LogManager:
         )
 
     def checkpoint_recovery_points(self) -> None:
-        """Persist each partition's recovery point (cheap: one small file)."""
-        write_offset_checkpoint(
-            os.path.join(self.data_dir, RECOVERY_POINT_FILE),
-            {key: plog.recovery_point for key, plog in self._logs.items()},
-        )
+        """Persist each partition's recovery point (cheap: one small file, written only when
+        one moved; see storage/recovery_checkpoint.py for the periodic checkpoint)."""
+        points = {key: plog.recovery_point for key, plog in self._logs.items()}
+        if points != self._recovery_points:
+            write_offset_checkpoint(os.path.join(self.data_dir, RECOVERY_POINT_FILE), points)
+            self._recovery_points = points
 
     def _partition_dir(self, topic: str, partition: int) -> str:
         return os.path.join(self.data_dir, f"{topic}-{partition}")

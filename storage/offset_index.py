@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import sys
 from array import array
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 
 from minibroker.storage.abstract_index import AbstractIndex, CorruptIndexError
 
@@ -74,6 +74,9 @@ class OffsetIndex(AbstractIndex):
         if i < 0:
             return self.base_offset, 0
         return self.base_offset + offsets[i], positions[i]
+
+    def _entries_below(self, offset: int) -> int:
+        return bisect_left(self._loaded()[0], offset - self.base_offset)
 
     def append(self, offset: int, position: int) -> None:
         self._append(offset - self.base_offset, position)

@@ -526,9 +526,18 @@ class ProducerStateManager:
         """Atomically write the state as of ``next_offset`` (every batch below it applied) to
         ``<next_offset, 20 digits>.snapshot``; keep only the newest few snapshots."""
         os.makedirs(self.partition_dir, exist_ok=True)
-        data = self._encode(next_offset)
-        path = snapshot_path(self.partition_dir, next_offset)
-        atomic_write(path, data)
+        self.write_snapshot(next_offset, self._encode(next_offset))
+
+    def encode_snapshot(self, next_offset: int) -> bytes:
+        """The state now, as a snapshot file for ``next_offset`` (see ``write_snapshot``)."""
+        return self._encode(next_offset)
+
+    def write_snapshot(self, next_offset: int, data: bytes) -> None:
+        """Write ``data`` (from ``encode_snapshot``) atomically as the snapshot at
+        ``next_offset`` and keep only the newest few snapshots (Kafka keeps a few, deleting
+        older ones as the log start moves). Touches no in-memory state, so a worker thread may
+        run it; raises OSError (FileNotFoundError if the partition was deleted meanwhile)."""
+        atomic_write(snapshot_path(self.partition_dir, next_offset), data)
         offsets = self.snapshot_offsets()
         for off in offsets[:-SNAPSHOTS_TO_KEEP]:
             self._delete_snapshot(off)

@@ -150,7 +150,8 @@ class RecoveryResult(NamedTuple):
     truncated_bytes: int
     next_offset: int
     reason: str | None  # why the tail was cut (None if nothing was cut)
-    batches: int
+    batches: int  # batches checked
+    checked_from: int  # position the check started at (0: the whole segment)
 
 
 class LogSegment:
@@ -357,22 +358,34 @@ class LogSegment:
         return None
 
     # ------------------------------------------------------------------ recovery
-    def recover(self) -> RecoveryResult:
+    def recover(self, from_offset: int | None = None) -> RecoveryResult:
         """Kafka's LogSegment.recover: read every batch, check structure, offset continuity and
         CRC, rebuild the offset and time indexes, and cut the file at the first bad batch. The
-        transaction index is rebuilt by the caller (it needs producer state)."""
-        self.index.reset()
-        self.time_index.reset()
-        self.max_timestamp = self.offset_of_max_timestamp = -1
-        self.rolling_timestamp = None
-        self.bytes_since_last_index_entry = 0
+        transaction index is rebuilt by the caller (it needs producer state).
+
+        With ``from_offset`` (the log's recovery point, inside this segment) only the batches
+        from that offset on are checked: the ones below were checked or flushed before the
+        recovery point was checkpointed. Their index entries are kept and the batch at
+        ``from_offset`` is found from the offset index with a short walk of headers; if that
+        walk does not land on it (a damaged or missing part below it) the whole segment is
+        recovered instead."""
         file_size = os.fstat(self.fd).st_size
-        expected = self.base_offset
+        start = None
+        if from_offset is not None and from_offset > self.base_offset:
+            start = self._resume_point(from_offset, file_size)
+        if start is None:
+            self.index.reset()
+            self.time_index.reset()
+            self.max_timestamp = self.offset_of_max_timestamp = -1
+            self.bytes_since_last_index_entry = 0
+            start = (0, self.base_offset)
+        self.rolling_timestamp = None
+        position, expected = start
         stop = ScanStop()
         reason = None
-        valid = 0
+        valid = position
         batches = 0
-        for pos, h, data in scan_batches(self.fd, 0, file_size, stop, with_bytes=True):
+        for pos, h, data in scan_batches(self.fd, position, file_size, stop, with_bytes=True):
             if h.base_offset < expected:  # compaction leaves gaps between batches, never overlaps
                 reason = f"batch at position {pos} has offset {h.base_offset}, expected at least {expected}"
                 break
@@ -389,8 +402,6 @@ class LogSegment:
                 self.index.append(h.base_offset, pos)
                 self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
                 self.bytes_since_last_index_entry = 0
-            if pos == 0:
-                self.rolling_timestamp = h.max_timestamp
             self.bytes_since_last_index_entry += h.size
             expected = h.last_offset + 1
             valid = pos + h.size
@@ -407,7 +418,41 @@ class LogSegment:
         self.time_index.write_pending()
         self.suspect = None
         self.dirty = True
-        return RecoveryResult(valid, truncated, expected, reason if truncated else None, batches)
+        return RecoveryResult(valid, truncated, expected, reason if truncated else None, batches, position)
+
+    def _resume_point(self, offset: int, file_size: int) -> tuple[int, int] | None:
+        """(position, offset) of the first batch at or after ``offset``, with the indexes cut
+        back to the entries before it and the segment's running state (largest timestamp,
+        bytes since the last index entry) as of that batch; None if the batches before it do
+        not lead there (then the caller recovers the whole segment)."""
+        index_offset, index_position = self.index.lookup(offset)
+        expected = index_offset
+        max_ts, max_ts_offset = -1, -1
+        stop = ScanStop()
+        for p, h, _ in scan_batches(self.fd, index_position, file_size, stop, chunk=_SEEK_CHUNK * 4):
+            if h.base_offset < expected:
+                return None
+            if h.last_offset >= offset:
+                if h.base_offset < offset:
+                    return None  # the recovery point is not a batch boundary: check it all
+                position = p  # the first batch at or after it (compaction leaves gaps)
+                break
+            if h.max_timestamp > max_ts:
+                max_ts, max_ts_offset = h.max_timestamp, h.base_offset
+            expected = h.last_offset + 1
+        else:
+            if stop.reason is not None or expected != offset:
+                return None  # torn, or the log ends below the recovery point
+            position = stop.position
+        self.index.truncate_to(offset)
+        self.time_index.truncate_to(offset)
+        last_time = self.time_index.last_entry()
+        self.max_timestamp, self.offset_of_max_timestamp = last_time if last_time is not None else (-1, -1)
+        if max_ts > self.max_timestamp:
+            self.max_timestamp, self.offset_of_max_timestamp = max_ts, max_ts_offset
+        last = self.index.last_entry()
+        self.bytes_since_last_index_entry = position - (last[1] if last is not None else 0)
+        return position, offset
 
     # ------------------------------------------------------------------ lifecycle
     def on_become_inactive(self) -> None:

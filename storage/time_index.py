@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import struct
 from array import array
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 
 from minibroker.storage.abstract_index import AbstractIndex, CorruptIndexError
 
@@ -59,6 +59,10 @@ class TimeIndex(AbstractIndex):
         if i < 0:
             return None
         return timestamps[i], self.base_offset + offsets[i]
+
+    def _entries_below(self, offset: int) -> int:
+        # offsets grow with the timestamps: an entry is added only for a larger timestamp
+        return bisect_left(self._loaded()[1], offset - self.base_offset)
 
     def maybe_append(self, timestamp: int, offset: int) -> None:
         """Add (timestamp, offset) if the timestamp is larger than the last entry's."""

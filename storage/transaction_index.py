@@ -16,6 +16,7 @@ is rebuilt from the abort markers in its .log.
 
 from __future__ import annotations
 
+import os
 import struct
 from typing import NamedTuple
 
@@ -74,6 +75,16 @@ class TransactionIndex:
         self.entries.clear()
         with open(self.path, "wb"):
             pass
+
+    def truncate_to(self, offset: int) -> None:
+        """Drop the entries whose marker is at or after ``offset`` (before the log after it is
+        replayed and its aborts indexed again), in memory and in the file."""
+        keep = [e for e in self.entries if e.last_offset < offset]
+        if len(keep) == len(self.entries):
+            return
+        self.entries[:] = keep
+        os.truncate(self.path, len(keep) * ENTRY_SIZE)
+        self._synced = 0
 
     def collect(self, fetch_offset: int, upper_bound: int) -> tuple[list[AbortedTxn], bool]:
         """Kafka's TransactionIndex.collectAbortedTxns: entries with last_offset >=

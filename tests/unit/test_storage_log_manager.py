@@ -229,6 +229,23 @@ def test_roll_in_background_advances_recovery_point_checkpoint(tmp_path):
     m.close()
 
 
+def test_recovery_point_checkpoint_file_is_written_when_a_point_moved(tmp_path):
+    m = manager(tmp_path)
+    m.create_topic("t", 1)
+    path = tmp_path / "recovery-point-offset-checkpoint"
+    m.checkpoint_recovery_points()
+    before = path.read_text()
+    os.utime(path, ns=(1, 1))
+    m.checkpoint_recovery_points()  # nothing moved: not rewritten
+    assert path.stat().st_mtime_ns == 1
+    plog = m.get_log("t", 0)
+    plog.append(batch(2))
+    plog.flush()
+    m.checkpoint_recovery_points()
+    assert path.read_text() != before and "t 0 2" in path.read_text()
+    m.close()
+
+
 def test_remove_expired_producers(tmp_path):
     m = manager(tmp_path, **{"producer.id.expiration.ms": 1000})
     m.create_topic("t", 1)

@@ -1,0 +1,298 @@
+"""LogLoader after an unclean stop: work proportional to what follows the recovery point.
+
+Recovery starts at the recovery point inside its segment, producer state loads the snapshot a
+recovery-point checkpoint wrote and replays only what follows, a torn tail after the recovery
+point is still cut, a missing or garbage snapshot falls back to a full replay, and (as in
+Kafka) a byte damaged below the recovery point is not looked at by an unclean start."""
+
+import os
+
+import pytest
+import structlog
+from minibroker.protocol.record_batch import build_batch, iter_batches
+from minibroker.storage import segment as segment_module
+from minibroker.storage.config import LogConfig
+from minibroker.storage.log import PartitionLog
+from minibroker.storage.recovery_checkpoint import plan_snapshots, still_open, write_snapshots
+
+from tests.support.storage import Clock
+
+pytestmark = pytest.mark.timeout(20)
+
+BIG = 1 << 20  # one segment for everything below
+
+
+def open_log(path, *, clean=False, recovery_point=0, **cfg) -> PartitionLog:
+    cfg.setdefault("segment_bytes", BIG)
+    cfg.setdefault("index_interval_bytes", 300)
+    return PartitionLog.open(
+        str(path),
+        "t",
+        0,
+        LogConfig(**cfg),
+        clean_shutdown=clean,
+        recovery_point=recovery_point,
+        time_ms=Clock(),
+    )
+
+
+def crash(plog: PartitionLog) -> None:
+    """A SIGKILL: files as written (page cache), in-memory state and pending index entries lost."""
+    for seg in plog.segments:
+        seg.close()
+
+
+def checkpoint(plog: PartitionLog) -> int:
+    """What the broker's periodic checkpoint does, synchronously: plan the snapshot, fsync
+    (recovery point moves), write the snapshot. Returns the recovery point."""
+    pending = plan_snapshots([plog])
+    plog.flush()
+    write_snapshots(pending)
+    return plog.recovery_point
+
+
+class Producer:
+    """A transactional producer writing one-record transactions into ``plog``."""
+
+    def __init__(self, plog, pid):
+        self.plog, self.pid, self.seq = plog, pid, 0
+
+    def batch(self, seq):
+        return build_batch(
+            [(b"k", b"v" * 40)],
+            timestamp_ms=1000 + seq,
+            producer_id=self.pid,
+            producer_epoch=0,
+            base_sequence=seq,
+            transactional=True,
+        )
+
+    def txn(self, commit=True):
+        self.plog.append(self.batch(self.seq))
+        self.seq += 1
+        return self.plog.append_marker(self.pid, 0, commit, 0)
+
+
+def state(plog):
+    """Everything a restart must preserve."""
+    ends = [plog.read(o, 1 << 20, 1).aborted for o in range(0, plog.log_end_offset, 7)]
+    seg = plog.segments[-1]
+    return (
+        plog.log_end_offset,
+        plog.last_stable_offset,
+        ends,
+        [
+            (e.producer_id, e.epoch, e.last_sequence, e.current_txn_first_offset)
+            for e in plog.producer_state.producers()
+        ],
+        plog.offset_for_timestamp(1010),
+        plog.offset_for_timestamp(-3),
+        [e for s in plog.segments for e in s.txn_index.entries],
+        seg.max_timestamp,
+    )
+
+
+def recovered_event(logs):
+    found = [e for e in logs if e["event"] == "recovered partition log"]
+    assert len(found) == 1
+    return found[0]
+
+
+def build(path, before=60, after=15, aborts_every=4):
+    """One segment: ``before`` transactions, a checkpoint, ``after`` more (some aborted, one
+    left open), then a SIGKILL. Returns (expected state, recovery point, bytes after it)."""
+    plog = open_log(path)
+    p1, p2 = Producer(plog, 1), Producer(plog, 2)
+    for i in range(before):
+        (p1 if i % 2 else p2).txn(commit=i % aborts_every != 0)
+    rp = checkpoint(plog)
+    size_at_rp = plog.segments[-1].size
+    for i in range(after):
+        (p1 if i % 2 else p2).txn(commit=i % aborts_every != 1)
+    plog.append(p1.batch(p1.seq))  # an open transaction
+    p1.seq += 1
+    expect = state(plog)
+    tail = plog.segments[-1].size - size_at_rp
+    crash(plog)
+    return expect, rp, tail
+
+
+def test_recovery_starts_at_the_recovery_point_inside_the_segment(tmp_path, monkeypatch):
+    expect, rp, tail = build(tmp_path / "p")
+    checked = []
+    real = segment_module.LogSegment.recover
+
+    def spy(self, from_offset=None):
+        result = real(self, from_offset)
+        checked.append(result)
+        return result
+
+    monkeypatch.setattr(segment_module.LogSegment, "recover", spy)
+    with structlog.testing.capture_logs() as logs:
+        plog = open_log(tmp_path / "p", recovery_point=rp)
+    assert len(checked) == 1 and checked[0].checked_from > 0 and checked[0].truncated_bytes == 0
+    event = recovered_event(logs)
+    assert event["bytes_checked"] == tail
+    # the snapshot at the recovery point was loaded: only the batches after it were replayed
+    assert event["batches_replayed"] == 2 * 15 + 1
+    assert state(plog) == expect
+    # as Kafka, the recovery point moves only after an fsync: the next checkpoint's, which
+    # also takes the snapshot a later crash will start from
+    assert plog.recovery_point == rp
+    assert checkpoint(plog) == expect[0]
+    assert (tmp_path / "p" / f"{expect[0]:020d}.snapshot").exists()
+    # indexes as a full recovery builds them
+    index, time_index = plog.segments[-1].index.entries(), plog.segments[-1].time_index.entries()
+    crash(plog)
+    full = open_log(tmp_path / "p", recovery_point=0)
+    assert state(full) == expect
+    assert full.segments[-1].index.entries() == index
+    assert full.segments[-1].time_index.entries() == time_index
+    # and what recovery wrote reads back the same after a clean stop
+    full.close()
+    assert state(open_log(tmp_path / "p", clean=True)) == expect
+
+
+def test_producer_dedup_and_appends_continue_after_a_partial_recovery(tmp_path):
+    expect, rp, _ = build(tmp_path / "p")
+    plog = open_log(tmp_path / "p", recovery_point=rp)
+    p1 = Producer(plog, 1)
+    p1.seq = 38  # 30 before + 7 after the checkpoint + the open one
+    retry = plog.append(p1.batch(p1.seq - 1))
+    assert retry.duplicate and retry.base_offset == expect[0] - 1
+    assert plog.append_marker(1, 0, True, 0) == expect[0]
+    assert plog.append(p1.batch(p1.seq)).base_offset == expect[0] + 1
+
+
+def test_torn_tail_after_the_recovery_point_is_still_cut(tmp_path):
+    expect, rp, _ = build(tmp_path / "p")
+    path = os.path.join(tmp_path / "p", f"{0:020d}.log")
+    size = os.path.getsize(path)
+    os.truncate(path, size - 10)  # the open transaction's batch is torn
+    with structlog.testing.capture_logs() as logs:
+        plog = open_log(tmp_path / "p", recovery_point=rp)
+    cut = [e for e in logs if "torn or corrupt tail" in e["event"]]
+    assert len(cut) == 1 and cut[0]["from_offset"] == expect[0] - 1
+    assert plog.log_end_offset == expect[0] - 1
+    assert plog.last_stable_offset == plog.log_end_offset  # the open transaction is gone
+    assert os.path.getsize(path) < size - 10
+
+
+def test_a_flipped_byte_after_the_recovery_point_cuts_from_there(tmp_path):
+    expect, rp, tail = build(tmp_path / "p")
+    path = os.path.join(tmp_path / "p", f"{0:020d}.log")
+    size = os.path.getsize(path)
+    at = size - tail + 260  # in the records of the third batch after the recovery point
+    with open(path, "r+b") as f:
+        f.seek(at)
+        b = f.read(1)
+        f.seek(at)
+        f.write(bytes([b[0] ^ 0x10]))
+    plog = open_log(tmp_path / "p", recovery_point=rp)
+    assert rp < plog.log_end_offset < expect[0]
+    assert os.path.getsize(path) <= at
+
+
+@pytest.mark.parametrize("damage", ["delete", "garbage"])
+def test_missing_or_garbage_snapshot_falls_back_to_a_full_replay(tmp_path, damage):
+    expect, rp, _ = build(tmp_path / "p")
+    d = tmp_path / "p"
+    snap = d / f"{rp:020d}.snapshot"
+    assert snap.exists()
+    if damage == "delete":
+        for name in os.listdir(d):
+            if name.endswith(".snapshot"):
+                os.unlink(d / name)
+    else:
+        snap.write_bytes(b"MBPS" + os.urandom(40))
+    with structlog.testing.capture_logs() as logs:
+        plog = open_log(d, recovery_point=rp)
+    assert recovered_event(logs)["batches_replayed"] == 2 * 75 + 1  # the whole log
+    assert state(plog) == expect
+
+
+def test_snapshot_above_the_recovery_point_is_not_trusted(tmp_path):
+    """A checkpoint that wrote its snapshot but died before the checkpoint file: the loader
+    replays from the snapshot at or below the recovery point it was given."""
+    plog = open_log(tmp_path / "p")
+    p1 = Producer(plog, 1)
+    for _ in range(10):
+        p1.txn()
+    rp = checkpoint(plog)
+    for _ in range(10):
+        p1.txn(commit=False)
+    pending = plan_snapshots([plog])
+    write_snapshots(pending)  # no flush: the recovery point stays
+    expect = state(plog)
+    crash(plog)
+    with structlog.testing.capture_logs() as logs:
+        plog = open_log(tmp_path / "p", recovery_point=rp)
+    assert recovered_event(logs)["batches_replayed"] == 20
+    assert state(plog) == expect
+
+
+def test_damaged_byte_below_the_recovery_point_is_not_checked_on_an_unclean_start(tmp_path):
+    """As Kafka's LogLoader: an unclean start recovers only from the recovery point; bytes below
+    it were fsynced before it moved. A record damaged there later is served as stored (the
+    consumer's CRC check reports it), not silently cut along with everything after it."""
+    expect, rp, tail = build(tmp_path / "p")
+    path = os.path.join(tmp_path / "p", f"{0:020d}.log")
+    at = 100  # a record of the first batch
+    with open(path, "r+b") as f:
+        f.seek(at)
+        b = f.read(1)
+        f.seek(at)
+        f.write(bytes([b[0] ^ 0x01]))
+    plog = open_log(tmp_path / "p", recovery_point=rp)
+    assert plog.log_end_offset == expect[0]
+    data = b"".join(c.read(c.position, c.length) for c in plog.read(0, 100).chunks)
+    assert data[at : at + 1] == bytes([b[0] ^ 0x01])
+    assert [h.base_offset for _, h in iter_batches(data)][:1] == [0]
+
+
+def test_recovery_point_not_on_a_batch_boundary_recovers_the_whole_segment(tmp_path, monkeypatch):
+    plog = open_log(tmp_path / "p")
+    for i in range(30):
+        plog.append(build_batch([(b"k", b"v")] * 3, timestamp_ms=1000 + i))
+    leo = plog.log_end_offset
+    crash(plog)
+    checked = []
+    real = segment_module.LogSegment.recover
+
+    def spy(self, from_offset=None):
+        checked.append(real(self, from_offset))
+        return checked[-1]
+
+    monkeypatch.setattr(segment_module.LogSegment, "recover", spy)
+    plog = open_log(tmp_path / "p", recovery_point=31)  # inside a batch of 3
+    assert checked[0].checked_from == 0 and plog.log_end_offset == leo
+
+
+def test_checkpoint_plans_nothing_when_nothing_was_appended(tmp_path):
+    plog = open_log(tmp_path / "p")
+    assert plan_snapshots([plog]) == []  # empty log: the loader's state is the snapshot
+    Producer(plog, 1).txn()
+    assert checkpoint(plog) == plog.log_end_offset
+    assert plan_snapshots([plog]) == []
+    plog.close()
+    snaps = sorted(n for n in os.listdir(tmp_path / "p") if n.endswith(".snapshot"))
+    assert snaps == [f"{plog.log_end_offset:020d}.snapshot"]
+
+
+def test_checkpoints_keep_only_the_newest_snapshots(tmp_path):
+    plog = open_log(tmp_path / "p")
+    producer = Producer(plog, 1)
+    ends = []
+    for _ in range(5):
+        producer.txn()
+        ends.append(checkpoint(plog))
+    snaps = sorted(int(n[:20]) for n in os.listdir(tmp_path / "p") if n.endswith(".snapshot"))
+    assert snaps == ends[-3:]  # as Kafka, a few are kept; the newest is at the recovery point
+
+
+def test_no_snapshot_is_written_for_a_log_deleted_during_its_fsync(tmp_path):
+    plog = open_log(tmp_path / "p")
+    Producer(plog, 1).txn()
+    pending = plan_snapshots([plog])
+    plog.delete_files()  # DeleteTopics while the checkpoint's fsync ran
+    assert still_open(pending) == []
