@@ -19,12 +19,9 @@ varints, which Kafka accepts up to 5 bytes, a null header value, a producer's Lo
 flag, a malformed or hostile batch, any reader error) returns None and the reference walk
 decides, with Kafka's error and message.
 
-aiokafka reads a varint's continuation bytes, and a header key's or value's length, without a
-bounds check: up to the first byte below 0x80 past the end of a truncated batch. That must not
-run past the end of the allocation, so the reader gets either a copy followed by 16 zero bytes
-(``padded_copy``) or, without a copy (``reader_input``), a batch inside a ``bytes`` object whose
-last byte is below 0x80: every unchecked read then starts at most one byte past the batch and
-stops at the latest at the NUL byte CPython keeps after every ``bytes`` object's data.
+The batch is handed over with 16 zero bytes after it, inside the same buffer: aiokafka reads a
+varint's continuation bytes and header-key lengths without a bounds check, up to two bytes past
+the end of a truncated batch, which must not be past the end of the allocation.
 """
 
 from __future__ import annotations
@@ -36,14 +33,7 @@ import sys
 import types
 from typing import NamedTuple
 
-__all__ = [
-    "CanonicalRecords",
-    "PADDING",
-    "padded_copy",
-    "reader_input",
-    "walk_canonical",
-    "load_reader_without_client",
-]
+__all__ = ["CanonicalRecords", "PADDING", "padded_copy", "walk_canonical", "load_reader_without_client"]
 
 #: zero bytes after the batch (see the module docstring)
 PADDING = bytes(16)
@@ -146,17 +136,6 @@ def padded_copy(*parts) -> tuple[bytearray, int]:
     return buf, size
 
 
-def reader_input(batch: memoryview | bytes) -> tuple[memoryview | bytes | bytearray, int]:
-    """An uncompressed batch as ``walk_canonical`` takes it, and its size: the batch itself when
-    the reader cannot read past its allocation (see the module docstring), else a padded copy.
-    A Produce request's batch is a slice of a ``bytes`` object (the decoded request) and almost
-    always ends with a byte below 0x80 (the last record's header count): no copy."""
-    base = batch.obj if isinstance(batch, memoryview) else batch
-    if type(base) is bytes and len(batch) and batch[-1] < 0x80:
-        return batch, len(batch)
-    return padded_copy(batch)
-
-
 def _varint_size(zigzag: int) -> int:
     return max(1, (zigzag.bit_length() + 6) // 7)
 
@@ -169,10 +148,10 @@ def _length_size(record_size: int) -> int:
     return k
 
 
-def walk_canonical(padded: bytes | bytearray | memoryview, size: int) -> CanonicalRecords | None:
+def walk_canonical(padded: bytes | bytearray, size: int) -> CanonicalRecords | None:
     """``padded``: an uncompressed batch of ``size`` bytes (header and records; the caller has
-    checked the header) as ``reader_input`` or ``padded_copy`` gives it. The records'
-    timestamps and null keys when the record area is canonical (see above), else None."""
+    checked the header) followed by ``PADDING`` (``padded_copy``). The records' timestamps and
+    null keys when the record area is canonical (see above), else None."""
     engine = _load()
     if engine is None:
         return None
@@ -188,7 +167,7 @@ def walk_canonical(padded: bytes | bytearray | memoryview, size: int) -> Canonic
 
 def _walk(
     engine: _Engine,
-    padded: bytes | bytearray | memoryview,
+    padded: bytes | bytearray,
     size: int,
     base: int,  # noqa: C901
 ) -> CanonicalRecords | None:
@@ -239,13 +218,7 @@ def _walk(
 
 
 def _nulls_are_minus_one(
-    padded: bytes | bytearray | memoryview,
-    start: int,
-    n: int,
-    i: int,
-    delta: int,
-    key: bytes | None,
-    value: bytes | None,
+    padded: bytes | bytearray, start: int, n: int, i: int, delta: int, key: bytes | None, value: bytes | None
 ) -> bool:
     """Record ``i`` (``n`` bytes at ``start`` in the record area) has its null key or value
     written as the byte for -1 (its canonical size cannot tell -2..-64 from it)."""

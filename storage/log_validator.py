@@ -52,7 +52,7 @@ from minibroker.protocol.record_batch import (
     DecompressedTooLarge,
     decompress,
 )
-from minibroker.storage.canonical_walk import padded_copy, reader_input, walk_canonical
+from minibroker.storage.canonical_walk import padded_copy, walk_canonical
 from minibroker.storage.errors import KafkaStorageError
 
 __all__ = ["first_produced_batch", "validate_batch_header", "validate_records", "RecordsInfo"]
@@ -382,12 +382,12 @@ def _reference_walk(buf: bytes, count: int) -> tuple[list, list]:
         ) from None
 
 
-def _uncompressed(mv, h: BatchHeader) -> tuple[bytes | bytearray | memoryview, int]:
-    """The batch with its records decompressed (and the codec bits cleared) as the fast walk
-    reads it (``reader_input``, ``padded_copy``), and its size."""
+def _uncompressed(mv, h: BatchHeader) -> tuple[bytearray, int]:
+    """The batch with its records decompressed (and the codec bits cleared), followed by the
+    fast walk's ``PADDING`` (``padded_copy``), and its size."""
     codec = h.attributes & ATTR_COMPRESSION_MASK
     if not codec:
-        return reader_input(mv)
+        return padded_copy(mv)
     try:
         records = decompress(codec, mv[HEADER_SIZE:], MAX_DECOMPRESSED_BYTES)
     except DecompressedTooLarge as exc:
@@ -400,7 +400,7 @@ def _uncompressed(mv, h: BatchHeader) -> tuple[bytes | bytearray | memoryview, i
 
 
 class _Walked(NamedTuple):
-    padded: bytes | bytearray | memoryview  # see _uncompressed
+    padded: bytearray  # see _uncompressed
     size: int
     low: int  # the smallest and largest timestamp delta
     high: int

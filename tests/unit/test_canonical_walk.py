@@ -22,7 +22,7 @@ from minibroker.protocol.record_batch import (
     build_batch,
 )
 from minibroker.storage import log_validator
-from minibroker.storage.canonical_walk import PADDING, reader_input, walk_canonical
+from minibroker.storage.canonical_walk import PADDING, walk_canonical
 
 from tests.support.crafted import NOW, raw_batch, record, varint
 from tests.unit.test_log_validator import run
@@ -171,24 +171,6 @@ def test_fast_walk_never_vouches_for_what_the_reference_refuses(seed):
     got = fast(batch)
     if got is not None:
         assert tuple(got) == reference(batch)
-    # read in place (inside the bytes object) or from a padded copy: the same verdict
-    assert walk_canonical(*reader_input(memoryview(batch))) == got
-
-
-def test_reader_input_copies_only_what_could_be_read_past_its_allocation():
-    batch = build_batch([(b"k", b"v" * 100)] * 3, timestamp_ms=NOW)
-    assert batch[-1] < 0x80
-    request = b"head" + batch + b"tail"
-    inside = memoryview(request)[4 : 4 + len(batch)]
-    got, size = reader_input(inside)
-    assert got is inside and size == len(batch)  # a slice of the decoded request: no copy
-    for other in (
-        memoryview(bytearray(batch)),  # not a bytes object: no NUL kept after it
-        memoryview(batch[:-1] + b"\x80"),  # a varint may run on past the end
-    ):
-        got, size = reader_input(other)
-        assert got is not other and size == len(batch)
-        assert bytes(got[size : size + len(PADDING)]) == PADDING
 
 
 def test_padded_copy_reuses_its_buffer_and_pads_with_zeros():
