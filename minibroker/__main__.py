@@ -11,7 +11,9 @@ def main() -> int:
     if "hypothesis" not in sys.modules:
         sys.modules["hypothesis"] = None  # type: ignore[assignment]
     from minibroker.broker.cli import main as cli_main  # noqa: PLC0415 - after the line above
+    from minibroker.storage.canonical_walk import load_reader_without_client  # noqa: PLC0415
 
+    load_reader_without_client()  # this process never uses aiokafka's client, only its reader
     return cli_main()
 
 

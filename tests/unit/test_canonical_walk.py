@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import random
 import struct
+import subprocess
+import sys
 
 import pytest
 from crc32c import crc32c
@@ -182,3 +184,20 @@ def test_padded_copy_reuses_its_buffer_and_pads_with_zeros():
     big, size = padded_copy(bytes(5 << 20))
     assert big is not first and size == 5 << 20
     assert padded_copy(b"x")[0] is first  # a batch that large is not kept
+
+
+def test_the_broker_process_loads_the_reader_without_aiokafkas_client():
+    """``python -m minibroker`` calls load_reader_without_client: the first batch then loads
+    only the reader (not aiokafka's asyncio client) and is walked by it."""
+    code = f"""
+import sys
+from minibroker.storage import canonical_walk
+canonical_walk.load_reader_without_client()
+batch = {build_batch([(b"k", b"v" * 100)] * 3, timestamp_ms=NOW)!r}
+walked = canonical_walk.walk_canonical(batch + canonical_walk.PADDING, len(batch))
+assert walked is not None and walked.max_timestamp == {NOW}, walked
+loaded = sorted(m for m in sys.modules if m.startswith("aiokafka"))
+assert "aiokafka.client" not in loaded and "aiokafka.producer" not in loaded, loaded
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr

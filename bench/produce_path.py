@@ -1,0 +1,181 @@
+"""Broker CPU per record on the Produce path alone, without a client library's variance.
+
+    python -m bench.produce_path [--records 1000] [--batches 300] [--rounds 7] [--partitions 1]
+
+One fresh broker; this process writes pipelined Produce v9 requests (5 in flight, acks=-1), each
+with one idempotent batch per partition of ``--records`` records (100 B values, keys of one or two
+bytes, as bench/workloads.py sends), and reads the answers. The broker's CPU comes from
+/proc/PID/task/*/schedstat (nanoseconds, every thread), user and system time from /proc/PID/stat;
+each round's figure is CPU / records, and the median of the rounds is printed. A warm-up round
+first pays the one-time costs (the record reader's import at the first Produce). This is the
+micro-benchmark of the validator and append path (storage/log_validator.py,
+storage/canonical_walk.py); `make bench` gives the side-by-side figures with librdkafka.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import statistics
+import struct
+import tempfile
+import time
+from pathlib import Path
+
+from crc32c import crc32c
+from minibroker.protocol.record_batch import build_batch
+
+from bench.targets import TICK, start_broker
+from conformance.wire import encode_request
+
+_IN_FLIGHT = 5
+_INT32 = struct.Struct(">i")
+
+
+def cpu_ns(pid: int) -> int:
+    """CPU nanoseconds of every thread of the process (finer than /proc/PID/stat's ticks)."""
+    total = 0
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            total += int(Path(f"/proc/{pid}/task/{tid}/schedstat").read_text().split()[0])
+        except (OSError, ValueError):  # a thread that ended meanwhile
+            pass
+    return total
+
+
+def user_system_ticks(pid: int) -> tuple[int, int]:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return int(fields[11]), int(fields[12])
+
+
+def _recv(s: socket.socket, n: int) -> bytes:
+    buf = bytearray()
+    while len(buf) < n:
+        chunk = s.recv(n - len(buf))
+        if not chunk:
+            raise OSError("broker closed the connection")
+        buf += chunk
+    return bytes(buf)
+
+
+def _answer(s: socket.socket) -> bytes:
+    return _recv(s, _INT32.unpack(_recv(s, 4))[0])
+
+
+def _round_trip(s: socket.socket, request: bytes) -> bytes:
+    s.sendall(_INT32.pack(len(request)) + request)
+    return _answer(s)
+
+
+class ProduceLoad:
+    """Frames of Produce requests for one idempotent producer, sequences continuing."""
+
+    def __init__(self, s: socket.socket, records: int, partitions: int) -> None:
+        self.s, self.records, self.partitions = s, records, partitions
+        self.correlation = 100
+        self.sequence = 0
+        self.producer_id, self.epoch = self._init_producer_id()
+        keys = [str(i % 64).encode() for i in range(records)]
+        self.template = bytearray(
+            build_batch(
+                [(k, b"x" * 100) for k in keys],
+                producer_id=self.producer_id,
+                producer_epoch=self.epoch,
+                base_sequence=0,
+            )
+        )
+
+    def _init_producer_id(self) -> tuple[int, int]:
+        fields = dict(transactional_id=None, transaction_timeout_ms=60000, producer_id=-1, producer_epoch=-1)
+        body = _round_trip(self.s, encode_request(22, 4, 2, fields))
+        # InitProducerId v4: correlation id, header tags, throttle, error, producer id, epoch
+        error, producer_id, epoch = struct.unpack_from(">hqh", body, 9)
+        if error:
+            raise RuntimeError(f"InitProducerId failed with error {error}")
+        return producer_id, epoch
+
+    def frames(self, count: int) -> list[bytes]:
+        out = []
+        for _ in range(count):
+            batch = self.template
+            now = int(time.time() * 1000)
+            struct.pack_into(">i", batch, 53, self.sequence)  # baseSequence
+            struct.pack_into(">qq", batch, 27, now, now)  # baseTimestamp, maxTimestamp
+            struct.pack_into(">I", batch, 17, crc32c(bytes(batch[21:])))
+            self.sequence += self.records
+            self.correlation += 1
+            data = [dict(index=p, records=bytes(batch)) for p in range(self.partitions)]
+            fields = dict(
+                transactional_id=None,
+                acks=-1,
+                timeout_ms=30000,
+                topic_data=[dict(name="t", partition_data=data)],
+            )
+            request = encode_request(0, 9, self.correlation, fields)
+            out.append(_INT32.pack(len(request)) + request)
+        return out
+
+    def send(self, frames: list[bytes]) -> None:
+        """Send with at most _IN_FLIGHT requests unanswered; raise on an error answer."""
+        waiting = 0
+        last = b""
+        for frame in frames:
+            self.s.sendall(frame)
+            waiting += 1
+            if waiting >= _IN_FLIGHT:
+                last = _answer(self.s)
+                waiting -= 1
+        while waiting:
+            last = _answer(self.s)
+            waiting -= 1
+        # Produce v9: correlation id, header tags, topics (1), name "t", partitions (n), index, error
+        error = struct.unpack_from(">h", last, 13)[0]
+        if error:
+            raise RuntimeError(f"Produce answered error {error}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bench.produce_path", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--records", type=int, default=1000, help="records per batch")
+    ap.add_argument("--batches", type=int, default=300, help="requests per round")
+    ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--partitions", type=int, default=1, help="batches (partitions) per request")
+    args = ap.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="produce-path-") as data_dir:
+        proc, port, _ = start_broker(data_dir)
+        try:
+            with socket.create_connection(("127.0.0.1", port)) as s:
+                s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                topic = dict(
+                    name="t", num_partitions=args.partitions, replication_factor=1, assignments=[], configs=[]
+                )
+                _round_trip(
+                    s, encode_request(19, 4, 1, dict(topics=[topic], timeout_ms=10000, validate_only=False))
+                )
+                load = ProduceLoad(s, args.records, args.partitions)
+                load.send(load.frames(20))  # warm-up: one-time costs
+                per_record, user, system = [], [], []
+                records = args.batches * args.records * args.partitions
+                for _ in range(args.rounds):
+                    frames = load.frames(args.batches)
+                    cpu0, (user0, sys0) = cpu_ns(proc.pid), user_system_ticks(proc.pid)
+                    load.send(frames)
+                    cpu1, (user1, sys1) = cpu_ns(proc.pid), user_system_ticks(proc.pid)
+                    per_record.append((cpu1 - cpu0) / records / 1000)
+                    user.append((user1 - user0) / TICK / records * 1e6)
+                    system.append((sys1 - sys0) / TICK / records * 1e6)
+        finally:
+            proc.terminate()
+            proc.wait(30)
+    print("broker CPU per record (us), by round:", " ".join(f"{x:.3f}" for x in per_record))
+    print(
+        f"median {statistics.median(per_record):.3f} us/record "
+        f"(user {statistics.median(user):.2f}, system {statistics.median(system):.2f}); "
+        f"{args.records} records x {args.partitions} partitions per request"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
