@@ -25,7 +25,7 @@ from minibroker.broker.dispatch import HANDLERS, supports
 from minibroker.broker.handlers import api_versions
 from minibroker.broker.limits import RequestBudget
 from minibroker.broker.security.sasl import Session
-from minibroker.broker.security.scram import AuthenticationFailed
+from minibroker.broker.security.scram_store import AuthenticationFailed
 from minibroker.protocol.codec import DecodeError, decode_request, encode_response, request_class
 from minibroker.protocol.frames import API_VERSIONS_KEY, RequestHeader, parse_request_header, response_header
 from minibroker.storage.file_slice import FileSlice, ShortSliceError
@@ -179,7 +179,7 @@ class Connection:
         except (ImportError, OSError) as exc:  # a lazy schema import with no descriptor left
             raise ClosingConnection(f"cannot load the schema of api key {key} v{version}: {exc}") from None
         if schema is None and key != API_VERSIONS_KEY:
-            name = HANDLERS[key].__name__.rsplit(".", 1)[-1] if key in HANDLERS else "unknown"
+            name = HANDLERS[key].name if key in HANDLERS else "unknown"
             raise ClosingConnection(f"unsupported request: api key {key} ({name}) version {version}")
         return schema
 

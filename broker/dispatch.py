@@ -1,107 +1,95 @@
-"""The one table from API key to handler module (broker/handlers/<api_name>.py).
+"""The one table from API key to handler (broker/handlers/<api_name>.py) and its version range.
 
 ApiVersions advertises exactly this table, so a key is advertised if and only if it is served.
+The versions live here, not in the handler modules, so that advertising them imports nothing:
+a handler module (and what only it needs: SCRAM's hashing, the ACL store, the cleaner's process
+pool...) is imported at its API's first request, as protocol/codec.py does for schemas. A broker
+that a test suite starts for a few APIs never loads the rest (start time and idle memory, issue
+14). tests/unit/test_dispatch.py imports every module and checks it against this table.
 """
 
-# every handler module; HANDLERS below groups them by API key
-from minibroker.broker.handlers import (
-    add_offsets_to_txn,
-    add_partitions_to_txn,
-    alter_configs,
-    alter_user_scram_credentials,
-    api_versions,
-    create_acls,
-    create_partitions,
-    create_topics,
-    delete_acls,
-    delete_groups,
-    delete_records,
-    delete_topics,
-    describe_acls,
-    describe_cluster,
-    describe_configs,
-    describe_groups,
-    describe_log_dirs,
-    describe_producers,
-    describe_topic_partitions,
-    describe_transactions,
-    describe_user_scram_credentials,
-    elect_leaders,
-    end_txn,
-    fetch,
-    find_coordinator,
-    heartbeat,
-    incremental_alter_configs,
-    init_producer_id,
-    join_group,
-    leave_group,
-    list_groups,
-    list_offsets,
-    list_transactions,
-    metadata,
-    offset_commit,
-    offset_delete,
-    offset_fetch,
-    offset_for_leader_epoch,
-    produce,
-    sasl_authenticate,
-    sasl_handshake,
-    sync_group,
-    txn_offset_commit,
-    write_txn_markers,
+from __future__ import annotations
+
+import importlib
+from collections.abc import Awaitable, Callable
+
+
+class Handler:
+    """One API key's entry: the handler module's name and the versions it serves."""
+
+    __slots__ = ("api_key", "name", "min_version", "max_version", "_handle")
+
+    def __init__(self, api_key: int, name: str, min_version: int, max_version: int) -> None:
+        self.api_key = api_key
+        self.name = name  # the module in broker/handlers/, e.g. "offset_for_leader_epoch"
+        self.min_version = min_version
+        self.max_version = max_version
+        self._handle: Callable[..., Awaitable[object]] | None = None
+
+    @property
+    def module_name(self) -> str:
+        return f"minibroker.broker.handlers.{self.name}"
+
+    @property
+    def handle(self) -> Callable[..., Awaitable[object]]:
+        """The module's `async def handle(ctx, request)`, importing the module the first time."""
+        if self._handle is None:
+            self._handle = importlib.import_module(self.module_name).handle
+        return self._handle
+
+
+def _table(*rows: tuple[int, str, int, int]) -> dict[int, Handler]:
+    return {key: Handler(key, name, low, high) for key, name, low, high in rows}
+
+
+HANDLERS = _table(
+    (0, "produce", 0, 12),
+    (1, "fetch", 4, 12),
+    (2, "list_offsets", 1, 10),
+    (3, "metadata", 0, 13),
+    (8, "offset_commit", 2, 9),
+    (9, "offset_fetch", 1, 9),
+    (10, "find_coordinator", 0, 6),
+    (11, "join_group", 0, 9),
+    (12, "heartbeat", 0, 4),
+    (13, "leave_group", 0, 5),
+    (14, "sync_group", 0, 5),
+    (15, "describe_groups", 0, 6),
+    (16, "list_groups", 0, 5),
+    (17, "sasl_handshake", 0, 1),
+    (18, "api_versions", 0, 5),
+    (19, "create_topics", 2, 7),
+    (20, "delete_topics", 1, 6),
+    (21, "delete_records", 0, 2),
+    (22, "init_producer_id", 0, 5),
+    (23, "offset_for_leader_epoch", 2, 4),
+    (24, "add_partitions_to_txn", 0, 3),
+    (25, "add_offsets_to_txn", 0, 4),
+    (26, "end_txn", 0, 4),
+    (27, "write_txn_markers", 1, 2),
+    (28, "txn_offset_commit", 0, 4),
+    (29, "describe_acls", 1, 3),
+    (30, "create_acls", 1, 3),
+    (31, "delete_acls", 1, 3),
+    (32, "describe_configs", 1, 4),
+    (33, "alter_configs", 0, 2),
+    (35, "describe_log_dirs", 1, 5),  # v5 adds is_cordoned: never, one directory
+    (36, "sasl_authenticate", 0, 2),
+    (37, "create_partitions", 0, 3),
+    (42, "delete_groups", 0, 2),
+    (43, "elect_leaders", 0, 2),
+    (44, "incremental_alter_configs", 0, 1),
+    (47, "offset_delete", 0, 0),
+    (50, "describe_user_scram_credentials", 0, 0),
+    (51, "alter_user_scram_credentials", 0, 0),
+    (60, "describe_cluster", 0, 1),
+    (61, "describe_producers", 0, 0),
+    (65, "describe_transactions", 0, 0),
+    (66, "list_transactions", 0, 1),
+    (75, "describe_topic_partitions", 0, 0),
 )
-
-HANDLERS = {
-    0: produce,
-    1: fetch,
-    2: list_offsets,
-    3: metadata,
-    8: offset_commit,
-    9: offset_fetch,
-    10: find_coordinator,
-    11: join_group,
-    12: heartbeat,
-    13: leave_group,
-    14: sync_group,
-    15: describe_groups,
-    16: list_groups,
-    17: sasl_handshake,
-    18: api_versions,
-    19: create_topics,
-    20: delete_topics,
-    21: delete_records,
-    22: init_producer_id,
-    23: offset_for_leader_epoch,
-    24: add_partitions_to_txn,
-    25: add_offsets_to_txn,
-    26: end_txn,
-    27: write_txn_markers,
-    28: txn_offset_commit,
-    29: describe_acls,
-    30: create_acls,
-    31: delete_acls,
-    32: describe_configs,
-    33: alter_configs,
-    35: describe_log_dirs,
-    36: sasl_authenticate,
-    37: create_partitions,
-    42: delete_groups,
-    43: elect_leaders,
-    44: incremental_alter_configs,
-    47: offset_delete,
-    50: describe_user_scram_credentials,
-    51: alter_user_scram_credentials,
-    60: describe_cluster,
-    61: describe_producers,
-    65: describe_transactions,
-    66: list_transactions,
-    75: describe_topic_partitions,
-}
-
-for _key, _module in HANDLERS.items():
-    assert _module.API_KEY == _key, f"{_module.__name__} registered under key {_key}"
 
 
 def supports(api_key: int, api_version: int) -> bool:
-    module = HANDLERS.get(api_key)
-    return module is not None and module.MIN_VERSION <= api_version <= module.MAX_VERSION
+    handler = HANDLERS.get(api_key)
+    return handler is not None and handler.min_version <= api_version <= handler.max_version

@@ -14,12 +14,12 @@ from minibroker.protocol.errors import ErrorCode
 log = structlog.get_logger("broker.requests")
 
 
-def _api_name(module) -> str:
-    # broker/handlers/offset_for_leader_epoch.py -> OffsetForLeaderEpoch (Kafka's ApiKeys name)
-    return "".join(part.title() for part in module.__name__.rsplit(".", 1)[-1].split("_"))
+def _api_name(handler_name: str) -> str:
+    # offset_for_leader_epoch -> OffsetForLeaderEpoch (Kafka's ApiKeys name)
+    return "".join(part.title() for part in handler_name.split("_"))
 
 
-API_NAMES: dict[int, str] = {key: _api_name(module) for key, module in HANDLERS.items()}
+API_NAMES: dict[int, str] = {key: _api_name(handler.name) for key, handler in HANDLERS.items()}
 
 
 def error_counts(codes: list[int]) -> dict[str, int]:

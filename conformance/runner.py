@@ -152,7 +152,7 @@ def uncovered(covered: set[tuple[int, int]]) -> list[tuple[int, int]]:
 
     return [
         (k, v)
-        for k, m in sorted(HANDLERS.items())
-        for v in range(m.MIN_VERSION, m.MAX_VERSION + 1)
+        for k, handler in sorted(HANDLERS.items())
+        for v in range(handler.min_version, handler.max_version + 1)
         if (k, v) not in covered and not (k == 0 and v < 3)
     ]

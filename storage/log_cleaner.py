@@ -27,14 +27,12 @@ discards any other leftover: a crash at any point leaves either the old or the n
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import shutil
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Executor, Future, ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
+from concurrent.futures import BrokenExecutor, Executor, Future
 from typing import Any
 
 import structlog
@@ -225,7 +223,7 @@ class LogCleaner:
         self._started = time.monotonic()
         try:
             future = self._worker().submit(clean, job)
-        except BrokenProcessPool:  # the worker died between passes: start a fresh one
+        except BrokenExecutor:  # the worker died between passes: start a fresh one
             self._executor = None
             future = self._worker().submit(clean, job)
         self._nice_new_workers()
@@ -247,6 +245,11 @@ class LogCleaner:
 
     def _worker(self) -> Executor:
         if self._executor is None:
+            # Imported here, at the first pass: multiprocessing and the process pool cost the
+            # broker's start ~5 ms and its idle memory ~1 MB, and most brokers compact nothing.
+            import multiprocessing  # noqa: PLC0415
+            from concurrent.futures import ProcessPoolExecutor  # noqa: PLC0415
+
             # spawn: a fresh interpreter, not a fork of a process running an event loop
             self._executor = ProcessPoolExecutor(
                 max_workers=1,
@@ -308,7 +311,7 @@ class LogCleaner:
                 error=repr(exc),
             )
             shutil.rmtree(work, ignore_errors=True)
-            if isinstance(exc, BrokenProcessPool) and self._executor is not None:
+            if isinstance(exc, BrokenExecutor) and self._executor is not None:
                 self._executor.shutdown(wait=False)  # the worker died: start a fresh one
                 self._executor = None
             return

@@ -8,7 +8,6 @@ from minibroker.broker.txn_answers import answer_when_durable
 from minibroker.protocol.errors import ErrorCode
 
 API_KEY = 25
-MIN_VERSION, MAX_VERSION = 0, 4
 
 
 async def handle(ctx, req):

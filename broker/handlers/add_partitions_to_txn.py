@@ -10,7 +10,6 @@ from minibroker.broker.txn_answers import client_error
 from minibroker.protocol.errors import ErrorCode
 
 API_KEY = 24
-MIN_VERSION, MAX_VERSION = 0, 3
 
 
 def _results(topics, code_for) -> list[dict]:

@@ -4,7 +4,6 @@ configs (the older Admin.alterConfigs); see broker/dynamic_config.py."""
 from minibroker.broker.dynamic_config import SET, alter_configs_response
 
 API_KEY = 33
-MIN_VERSION, MAX_VERSION = 0, 2
 
 
 async def handle(ctx, req):

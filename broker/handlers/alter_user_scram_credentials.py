@@ -6,11 +6,11 @@ from collections import Counter
 from minibroker.broker.security.acls import CLUSTER_NAME
 from minibroker.broker.security.acls import Operation as Op
 from minibroker.broker.security.acls import ResourceType as Res
-from minibroker.broker.security.scram import MAX_ITERATIONS, MECHANISMS, MIN_ITERATIONS, from_salted_password
+from minibroker.broker.security.scram import from_salted_password
+from minibroker.broker.security.scram_store import MAX_ITERATIONS, MECHANISMS, MIN_ITERATIONS
 from minibroker.protocol.errors import ErrorCode
 
 API_KEY = 51
-MIN_VERSION, MAX_VERSION = 0, 0
 
 
 def _check(item, counts: Counter) -> tuple[ErrorCode, str] | None:

@@ -6,19 +6,17 @@ transaction flow; KIP-890 v2 is not offered.
 
 import re
 
+from minibroker.broker.dispatch import HANDLERS
 from minibroker.protocol.codec import build, encode_response, response_class
 from minibroker.protocol.errors import ErrorCode
 
 API_KEY = 18
-MIN_VERSION, MAX_VERSION = 0, 5
 
 
 def _api_keys() -> list[dict]:
-    from minibroker.broker.dispatch import HANDLERS  # the table imports this module
-
     return [
-        dict(api_key=key, min_version=m.MIN_VERSION, max_version=m.MAX_VERSION)
-        for key, m in sorted(HANDLERS.items())
+        dict(api_key=key, min_version=h.min_version, max_version=h.max_version)
+        for key, h in sorted(HANDLERS.items())
     ]
 
 

@@ -7,7 +7,6 @@ from minibroker.broker.security.acls import ResourceType as Res
 from minibroker.protocol.errors import ErrorCode
 
 API_KEY = 30
-MIN_VERSION, MAX_VERSION = 1, 3
 
 
 def _result(error: ErrorCode, message: str | None = None) -> dict:

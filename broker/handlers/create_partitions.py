@@ -9,7 +9,6 @@ from minibroker.protocol.errors import ErrorCode
 from minibroker.storage.errors import KafkaStorageError
 
 API_KEY = 37
-MIN_VERSION, MAX_VERSION = 0, 3
 
 
 def _grow(broker, t, validate_only: bool) -> dict:

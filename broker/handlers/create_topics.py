@@ -18,7 +18,6 @@ from minibroker.storage.errors import KafkaStorageError
 from minibroker.storage.log_manager import INTERNAL_TOPICS
 
 API_KEY = 19
-MIN_VERSION, MAX_VERSION = 2, 7
 
 # DescribeConfigsResponse ConfigSource values.
 TOPIC_CONFIG, DEFAULT_CONFIG = 1, 5

@@ -6,7 +6,6 @@ from minibroker.broker.security.acls import ResourceType as Res
 from minibroker.protocol.errors import ErrorCode
 
 API_KEY = 31
-MIN_VERSION, MAX_VERSION = 1, 3
 
 
 def _failed(error: ErrorCode, message: str | None) -> dict:

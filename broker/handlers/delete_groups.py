@@ -6,7 +6,6 @@ from minibroker.broker.security.acls import ResourceType as Res
 from minibroker.protocol.errors import ErrorCode
 
 API_KEY = 42
-MIN_VERSION, MAX_VERSION = 0, 2
 
 
 async def handle(ctx, req):

@@ -10,7 +10,6 @@ from minibroker.protocol.errors import ErrorCode
 from minibroker.storage.errors import KafkaStorageError
 
 API_KEY = 21
-MIN_VERSION, MAX_VERSION = 0, 2
 
 
 def _delete(broker, topic: str, p) -> dict:

@@ -6,7 +6,6 @@ from minibroker.protocol.errors import ErrorCode
 from minibroker.storage.errors import KafkaStorageError
 
 API_KEY = 20
-MIN_VERSION, MAX_VERSION = 1, 6
 
 
 def _delete(ctx, name, topic_id) -> dict:

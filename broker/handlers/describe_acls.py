@@ -8,7 +8,6 @@ from minibroker.broker.security.acls import ResourceType as Res
 from minibroker.protocol.errors import ErrorCode
 
 API_KEY = 29
-MIN_VERSION, MAX_VERSION = 1, 3
 
 
 async def handle(ctx, req):

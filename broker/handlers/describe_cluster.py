@@ -6,7 +6,6 @@ from minibroker.broker.security.authorizer import OPERATIONS_NOT_REQUESTED
 from minibroker.protocol.errors import ErrorCode
 
 API_KEY = 60
-MIN_VERSION, MAX_VERSION = 0, 1
 
 
 async def handle(ctx, req):

@@ -13,7 +13,6 @@ from minibroker.storage.errors import KafkaStorageError
 from minibroker.storage.log_manager import validate_topic_name
 
 API_KEY = 32
-MIN_VERSION, MAX_VERSION = 1, 4
 
 TOPIC, BROKER = 2, 4
 # ConfigSource values from DescribeConfigsResponse.

@@ -8,7 +8,6 @@ from minibroker.broker.security.authorizer import OPERATIONS_NOT_REQUESTED
 from minibroker.protocol.errors import ErrorCode
 
 API_KEY = 15
-MIN_VERSION, MAX_VERSION = 0, 6
 
 
 async def handle(ctx, req):

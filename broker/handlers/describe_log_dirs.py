@@ -9,7 +9,6 @@ from minibroker.broker.security.acls import ResourceType as Res
 from minibroker.protocol.errors import ErrorCode
 
 API_KEY = 35
-MIN_VERSION, MAX_VERSION = 1, 5  # v5 adds is_cordoned: never, one directory
 
 
 def _partitions(broker, wanted) -> dict[str, list[dict]]:

@@ -7,7 +7,6 @@ from minibroker.broker.security.acls import ResourceType as Res
 from minibroker.protocol.errors import ErrorCode
 
 API_KEY = 61
-MIN_VERSION, MAX_VERSION = 0, 0
 
 
 def _partition(broker, topic: str, index: int) -> dict:

@@ -15,7 +15,6 @@ from minibroker.storage.errors import KafkaStorageError
 from minibroker.storage.log_manager import LEADER_EPOCH, validate_topic_name
 
 API_KEY = 75
-MIN_VERSION, MAX_VERSION = 0, 0
 
 MAX_PARTITIONS_PER_RESPONSE = 2000
 _ZERO_UUID = uuid.UUID(int=0)

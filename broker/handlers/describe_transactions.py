@@ -9,7 +9,6 @@ from minibroker.broker.security.acls import ResourceType as Res
 from minibroker.protocol.errors import ErrorCode
 
 API_KEY = 65
-MIN_VERSION, MAX_VERSION = 0, 0
 
 _UTC = datetime.UTC
 

@@ -4,11 +4,10 @@
 from minibroker.broker.security.acls import CLUSTER_NAME
 from minibroker.broker.security.acls import Operation as Op
 from minibroker.broker.security.acls import ResourceType as Res
-from minibroker.broker.security.scram import BY_NAME
+from minibroker.broker.security.scram_store import BY_NAME
 from minibroker.protocol.errors import ErrorCode
 
 API_KEY = 50
-MIN_VERSION, MAX_VERSION = 0, 0
 
 
 async def handle(ctx, req):

@@ -6,7 +6,6 @@ in it, as Kafka answers."""
 from minibroker.protocol.errors import ErrorCode
 
 API_KEY = 43
-MIN_VERSION, MAX_VERSION = 0, 2
 
 _PREFERRED, _UNCLEAN = 0, 1
 

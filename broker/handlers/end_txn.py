@@ -10,7 +10,6 @@ from minibroker.broker.txn_answers import answer_when_durable
 from minibroker.protocol.errors import ErrorCode
 
 API_KEY = 26
-MIN_VERSION, MAX_VERSION = 0, 4
 
 
 async def handle(ctx, req):

@@ -19,7 +19,6 @@ from minibroker.protocol.fetch_response import PartitionData, encode
 from minibroker.storage.errors import KafkaStorageError
 
 API_KEY = 1
-MIN_VERSION, MAX_VERSION = 4, 12
 
 
 def leader_epoch_error(current_leader_epoch: int, leader_epoch: int) -> ErrorCode:

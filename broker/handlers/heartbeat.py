@@ -5,7 +5,6 @@ from minibroker.broker.security.acls import ResourceType as Res
 from minibroker.protocol.errors import ErrorCode
 
 API_KEY = 12
-MIN_VERSION, MAX_VERSION = 0, 4
 
 
 async def handle(ctx, req):

@@ -5,7 +5,6 @@ broker/dynamic_config.py."""
 from minibroker.broker.dynamic_config import alter_configs_response
 
 API_KEY = 44
-MIN_VERSION, MAX_VERSION = 0, 1
 
 
 async def handle(ctx, req):

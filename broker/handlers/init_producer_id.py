@@ -12,7 +12,6 @@ from minibroker.protocol.codec import millis
 from minibroker.protocol.errors import ErrorCode
 
 API_KEY = 22
-MIN_VERSION, MAX_VERSION = 0, 5
 
 
 async def handle(ctx, req):

@@ -9,7 +9,6 @@ from minibroker.protocol.codec import millis
 from minibroker.protocol.errors import ErrorCode
 
 API_KEY = 11
-MIN_VERSION, MAX_VERSION = 0, 9
 
 
 def client_host(peer: str) -> str:

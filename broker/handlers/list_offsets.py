@@ -12,7 +12,6 @@ from minibroker.protocol.errors import ErrorCode
 from minibroker.storage.errors import KafkaStorageError
 
 API_KEY = 2
-MIN_VERSION, MAX_VERSION = 1, 10
 
 
 #: Special timestamps and the first version that may send them.

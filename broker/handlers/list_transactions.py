@@ -7,7 +7,6 @@ from minibroker.broker.security.acls import ResourceType as Res
 from minibroker.protocol.errors import ErrorCode
 
 API_KEY = 66
-MIN_VERSION, MAX_VERSION = 0, 1
 
 
 async def handle(ctx, req):

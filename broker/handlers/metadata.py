@@ -21,7 +21,6 @@ from minibroker.storage.errors import KafkaStorageError
 from minibroker.storage.log_manager import LEADER_EPOCH, validate_topic_name
 
 API_KEY = 3
-MIN_VERSION, MAX_VERSION = 0, 13
 
 _ZERO_UUID = uuid.UUID(int=0)
 log = structlog.get_logger("broker.metadata")

@@ -6,7 +6,6 @@ from minibroker.broker.security.acls import ResourceType as Res
 from minibroker.protocol.errors import ErrorCode
 
 API_KEY = 47
-MIN_VERSION, MAX_VERSION = 0, 0
 
 
 async def handle(ctx, req):

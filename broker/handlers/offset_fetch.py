@@ -7,7 +7,6 @@ from minibroker.broker.security.acls import ResourceType as Res
 from minibroker.protocol.errors import ErrorCode
 
 API_KEY = 9
-MIN_VERSION, MAX_VERSION = 1, 9
 
 
 def _fetch(ctx, group_id: str, topics, require_stable: bool) -> tuple[int, list[dict]]:

@@ -7,7 +7,6 @@ from minibroker.broker.security.acls import ResourceType as Res
 from minibroker.protocol.errors import ErrorCode
 
 API_KEY = 23
-MIN_VERSION, MAX_VERSION = 2, 4
 
 
 def _answer(broker, topic: str, p) -> dict:

@@ -31,7 +31,6 @@ _ERRORS_WITHOUT_LOG_START = frozenset(
 log = structlog.get_logger("broker.produce")
 
 API_KEY = 0
-MIN_VERSION, MAX_VERSION = 0, 12
 
 
 def _append(ctx, topic: str, index: int, records, transactional_id) -> dict:

@@ -6,11 +6,10 @@ lifetime is set (KIP-368 re-authentication is not required).
 """
 
 import structlog
-from minibroker.broker.security.scram import AuthenticationFailed
+from minibroker.broker.security.scram_store import AuthenticationFailed
 from minibroker.protocol.errors import ErrorCode
 
 API_KEY = 36
-MIN_VERSION, MAX_VERSION = 0, 2
 
 log = structlog.get_logger("minibroker.broker.security")
 

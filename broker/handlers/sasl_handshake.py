@@ -9,7 +9,6 @@ closed; a handshake on a non-SASL listener or after authentication gets ILLEGAL_
 from minibroker.protocol.errors import ErrorCode
 
 API_KEY = 17
-MIN_VERSION, MAX_VERSION = 0, 1
 
 
 async def handle(ctx, req):

@@ -12,7 +12,6 @@ from minibroker.broker.security.acls import ResourceType as Res
 from minibroker.protocol.errors import ErrorCode
 
 API_KEY = 28
-MIN_VERSION, MAX_VERSION = 0, 4
 
 
 async def handle(ctx, req):

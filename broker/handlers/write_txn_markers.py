@@ -14,7 +14,6 @@ from minibroker.protocol.errors import ErrorCode
 from minibroker.storage.errors import KafkaStorageError
 
 API_KEY = 27
-MIN_VERSION, MAX_VERSION = 1, 2
 
 OFFSETS_TOPIC = "__consumer_offsets"
 

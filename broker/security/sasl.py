@@ -7,12 +7,15 @@ SaslAuthenticate is served until authentication succeeds; anything else closes t
 
 from __future__ import annotations
 
-import hmac
 import re
+from typing import TYPE_CHECKING
 
 from minibroker.broker.config import ConfigError
-from minibroker.broker.security.scram import BY_NAME as SCRAM_MECHANISMS
-from minibroker.broker.security.scram import AuthenticationFailed, ScramServer, ScramStore
+from minibroker.broker.security.scram_store import BY_NAME as SCRAM_MECHANISMS
+from minibroker.broker.security.scram_store import AuthenticationFailed, ScramStore
+
+if TYPE_CHECKING:
+    from minibroker.broker.security.scram import ScramServer
 
 API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE = 18, 17, 36
 ANONYMOUS = "User:ANONYMOUS"
@@ -47,6 +50,8 @@ class PlainServer:
             raise AuthenticationFailed(
                 "Authentication failed: Client requested an authorization id that is different from username"
             )
+        import hmac  # noqa: PLC0415 - at the first PLAIN login, not at every broker's start
+
         expected = self.users.get(user)
         if expected is None or not hmac.compare_digest(expected.encode(), password.encode()):
             raise AuthenticationFailed("Authentication failed: Invalid username or password")
@@ -74,6 +79,8 @@ class SaslMechanisms:
         if mechanism == "PLAIN":
             return PlainServer(self.plain_users.get(listener_name, {}))
         if mechanism in SCRAM_MECHANISMS:
+            from minibroker.broker.security.scram import ScramServer  # noqa: PLC0415 - hashing, lazily
+
             return ScramServer(mechanism, self.scram_store)
         raise AssertionError(mechanism)
 

@@ -1,8 +1,5 @@
-"""SCRAM-SHA-256/512 (RFC 5802, RFC 7677): credentials and the server side of the exchange.
-
-Only what RFC 5802 calls StoredKey and ServerKey are kept, with the salt and iteration count
-(as Kafka does): the password and the salted password are never stored. The store is one JSON
-file in the data directory, replaced atomically on every change.
+"""SCRAM-SHA-256/512 (RFC 5802, RFC 7677): deriving credentials and the server side of the
+exchange. The credentials and their store are in broker/security/scram_store.py.
 """
 
 from __future__ import annotations
@@ -10,43 +7,15 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
-import json
-import os
 import secrets
-from dataclasses import dataclass
 
-from minibroker.storage.durable_files import atomic_write
-
-# AlterUserScramCredentials mechanism codes -> (SASL name, hashlib name)
-MECHANISMS = {1: ("SCRAM-SHA-256", "sha256"), 2: ("SCRAM-SHA-512", "sha512")}
-BY_NAME = {name: (code, digest) for code, (name, digest) in MECHANISMS.items()}
-MIN_ITERATIONS, MAX_ITERATIONS = 4096, 16384  # Kafka's ScramMechanism bounds
-
-
-class AuthenticationFailed(Exception):
-    """Wrong or unknown credentials, or a malformed exchange; the message is safe to send."""
-
-
-@dataclass(frozen=True)
-class ScramCredential:
-    salt: bytes
-    stored_key: bytes
-    server_key: bytes
-    iterations: int
-
-    def to_json(self) -> dict:
-        enc = lambda b: base64.b64encode(b).decode()  # noqa: E731
-        return dict(
-            salt=enc(self.salt),
-            stored_key=enc(self.stored_key),
-            server_key=enc(self.server_key),
-            iterations=self.iterations,
-        )
-
-    @classmethod
-    def from_json(cls, d: dict) -> ScramCredential:
-        dec = base64.b64decode
-        return cls(dec(d["salt"]), dec(d["stored_key"]), dec(d["server_key"]), int(d["iterations"]))
+from minibroker.broker.security.scram_store import (
+    BY_NAME,
+    MIN_ITERATIONS,
+    AuthenticationFailed,
+    ScramCredential,
+    ScramStore,
+)
 
 
 def _hmac(digest: str, key: bytes, msg: bytes) -> bytes:
@@ -69,61 +38,6 @@ def from_password(digest: str, password: str, iterations: int = MIN_ITERATIONS) 
     salt = secrets.token_bytes(24)
     salted = hashlib.pbkdf2_hmac(digest, password.encode(), salt, iterations)
     return from_salted_password(digest, salt, salted, iterations)
-
-
-class ScramStore:
-    """user -> mechanism name -> credential, persisted in `<data_dir>/security/scram-credentials.json`."""
-
-    def __init__(self, data_dir: str) -> None:
-        self.path = os.path.join(data_dir, "security", "scram-credentials.json")
-        self.users: dict[str, dict[str, ScramCredential]] = {}
-        if os.path.exists(self.path):
-            with open(self.path, encoding="utf-8") as f:
-                raw = json.load(f)
-            self.users = {
-                u: {m: ScramCredential.from_json(c) for m, c in mechs.items()} for u, mechs in raw.items()
-            }
-
-    def get(self, user: str, mechanism: str) -> ScramCredential | None:
-        return self.users.get(user, {}).get(mechanism)
-
-    def put(self, user: str, mechanism: str, credential: ScramCredential) -> None:
-        self.users.setdefault(user, {})[mechanism] = credential
-
-    def delete(self, user: str, mechanism: str) -> bool:
-        mechs = self.users.get(user)
-        if not mechs or mechanism not in mechs:
-            return False
-        del mechs[mechanism]
-        if not mechs:
-            del self.users[user]
-        return True
-
-    def save(self) -> None:
-        os.makedirs(os.path.dirname(self.path), exist_ok=True)
-        atomic_write(
-            self.path,
-            json.dumps(
-                {u: {m: c.to_json() for m, c in mechs.items()} for u, mechs in self.users.items()}
-            ).encode(),
-        )
-
-
-def parse_add_scram(value: str) -> list[tuple[str, str, str]]:
-    """`SCRAM-SHA-256=[name=alice,password=secret];...` -> [(mechanism, user, password)]."""
-    out = []
-    for item in filter(None, (i.strip() for i in value.split(";"))):
-        mech, sep, body = item.partition("=")
-        mech = mech.strip().upper()
-        if not sep or mech not in BY_NAME or not (body.startswith("[") and body.endswith("]")):
-            raise ValueError(
-                f"expected SCRAM-SHA-256=[name=U,password=P] or SCRAM-SHA-512=[...], got {item!r}"
-            )
-        fields = dict(kv.split("=", 1) for kv in body[1:-1].split(",") if "=" in kv)
-        if not fields.get("name") or "password" not in fields:
-            raise ValueError(f"{item!r}: name and password are required")
-        out.append((mech, fields["name"].strip('"'), fields["password"].strip('"')))
-    return out
 
 
 def _attributes(message: str) -> dict[str, str]:

@@ -10,7 +10,7 @@ from minibroker.broker.security.acl_store import AclStore
 from minibroker.broker.security.authorizer import Authorizer, all_operations
 from minibroker.broker.security.listeners import parse_listeners
 from minibroker.broker.security.sasl import ANONYMOUS, SaslMechanisms
-from minibroker.broker.security.scram import BY_NAME, ScramStore, from_password, parse_add_scram
+from minibroker.broker.security.scram_store import BY_NAME, ScramStore, parse_add_scram
 
 log = structlog.get_logger("minibroker.broker.security")
 
@@ -32,6 +32,9 @@ class Security:
             users = parse_add_scram(value)
         except ValueError as exc:
             raise ConfigError(f"minibroker.scram.credentials: {exc}") from None
+        if users:
+            # hashing is imported only for this (broker/security/scram_store.py says why)
+            from minibroker.broker.security.scram import from_password  # noqa: PLC0415
         for mechanism, user, password in users:
             self.scram.put(user, mechanism, from_password(BY_NAME[mechanism][1], password))
         if users:

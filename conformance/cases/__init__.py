@@ -21,8 +21,8 @@ def versions(api_key: int) -> range:
     """The versions minibroker advertises for `api_key` (what every case must cover)."""
     from minibroker.broker.dispatch import HANDLERS  # noqa: PLC0415
 
-    m = HANDLERS[api_key]
-    return range(m.MIN_VERSION, m.MAX_VERSION + 1)
+    handler = HANDLERS[api_key]
+    return range(handler.min_version, handler.max_version + 1)
 
 
 for _mod in sorted(m.name for m in pkgutil.iter_modules(__path__)):

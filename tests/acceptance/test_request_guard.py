@@ -30,9 +30,9 @@ def broker(request, tmp_path_factory):
 
 def _cases() -> list[tuple[int, int]]:
     out = []
-    for key, module in sorted(HANDLERS.items()):
-        low = max(module.MIN_VERSION, 3) if key == 0 else module.MIN_VERSION
-        for version in sorted({low, module.MAX_VERSION}):
+    for key, handler in sorted(HANDLERS.items()):
+        low = max(handler.min_version, 3) if key == 0 else handler.min_version
+        for version in sorted({low, handler.max_version}):
             if request_class(key, version) is not None:
                 out.append((key, version))
     return out

@@ -65,8 +65,8 @@ def _sample(cls: type, rng: random.Random):
 def seed_frames(rng: random.Random) -> list[tuple[int, int, bytes]]:
     """(api key, version, whole request frame without the size prefix) per served version."""
     out = []
-    for key, module in sorted(HANDLERS.items()):
-        for version in range(module.MIN_VERSION, module.MAX_VERSION + 1):
+    for key, handler in sorted(HANDLERS.items()):
+        for version in range(handler.min_version, handler.max_version + 1):
             cls = request_class(key, version)
             if cls is None:
                 continue

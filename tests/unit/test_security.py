@@ -19,13 +19,8 @@ from minibroker.broker.security.acls import ResourceType as Res
 from minibroker.broker.security.authorizer import Authorizer
 from minibroker.broker.security.listeners import tls_principal
 from minibroker.broker.security.sasl import PlainServer, jaas_users
-from minibroker.broker.security.scram import (
-    AuthenticationFailed,
-    ScramServer,
-    ScramStore,
-    from_salted_password,
-    parse_add_scram,
-)
+from minibroker.broker.security.scram import ScramServer, from_salted_password
+from minibroker.broker.security.scram_store import AuthenticationFailed, ScramStore, parse_add_scram
 
 
 def rfc7677_store(tmp_path) -> ScramStore:

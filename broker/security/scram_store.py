@@ -1,0 +1,103 @@
+"""SCRAM credentials (RFC 5802) and their store; the exchange is in broker/security/scram.py.
+
+Only what RFC 5802 calls StoredKey and ServerKey are kept, with the salt and iteration count
+(as Kafka does): the password and the salted password are never stored. The store is one JSON
+file in the data directory, replaced atomically on every change. This module hashes nothing, so
+that a broker's start (which loads the store) does not import hashlib/hmac/secrets: scram.py,
+which does, is imported when a SCRAM exchange starts or a credential is made.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+from dataclasses import dataclass
+
+from minibroker.storage.durable_files import atomic_write
+
+# AlterUserScramCredentials mechanism codes -> (SASL name, hashlib name)
+MECHANISMS = {1: ("SCRAM-SHA-256", "sha256"), 2: ("SCRAM-SHA-512", "sha512")}
+BY_NAME = {name: (code, digest) for code, (name, digest) in MECHANISMS.items()}
+MIN_ITERATIONS, MAX_ITERATIONS = 4096, 16384  # Kafka's ScramMechanism bounds
+
+
+class AuthenticationFailed(Exception):
+    """Wrong or unknown credentials, or a malformed exchange; the message is safe to send."""
+
+
+@dataclass(frozen=True)
+class ScramCredential:
+    salt: bytes
+    stored_key: bytes
+    server_key: bytes
+    iterations: int
+
+    def to_json(self) -> dict:
+        enc = lambda b: base64.b64encode(b).decode()  # noqa: E731
+        return dict(
+            salt=enc(self.salt),
+            stored_key=enc(self.stored_key),
+            server_key=enc(self.server_key),
+            iterations=self.iterations,
+        )
+
+    @classmethod
+    def from_json(cls, d: dict) -> ScramCredential:
+        dec = base64.b64decode
+        return cls(dec(d["salt"]), dec(d["stored_key"]), dec(d["server_key"]), int(d["iterations"]))
+
+
+class ScramStore:
+    """user -> mechanism name -> credential, persisted in `<data_dir>/security/scram-credentials.json`."""
+
+    def __init__(self, data_dir: str) -> None:
+        self.path = os.path.join(data_dir, "security", "scram-credentials.json")
+        self.users: dict[str, dict[str, ScramCredential]] = {}
+        if os.path.exists(self.path):
+            with open(self.path, encoding="utf-8") as f:
+                raw = json.load(f)
+            self.users = {
+                u: {m: ScramCredential.from_json(c) for m, c in mechs.items()} for u, mechs in raw.items()
+            }
+
+    def get(self, user: str, mechanism: str) -> ScramCredential | None:
+        return self.users.get(user, {}).get(mechanism)
+
+    def put(self, user: str, mechanism: str, credential: ScramCredential) -> None:
+        self.users.setdefault(user, {})[mechanism] = credential
+
+    def delete(self, user: str, mechanism: str) -> bool:
+        mechs = self.users.get(user)
+        if not mechs or mechanism not in mechs:
+            return False
+        del mechs[mechanism]
+        if not mechs:
+            del self.users[user]
+        return True
+
+    def save(self) -> None:
+        os.makedirs(os.path.dirname(self.path), exist_ok=True)
+        atomic_write(
+            self.path,
+            json.dumps(
+                {u: {m: c.to_json() for m, c in mechs.items()} for u, mechs in self.users.items()}
+            ).encode(),
+        )
+
+
+def parse_add_scram(value: str) -> list[tuple[str, str, str]]:
+    """`SCRAM-SHA-256=[name=alice,password=secret];...` -> [(mechanism, user, password)]."""
+    out = []
+    for item in filter(None, (i.strip() for i in value.split(";"))):
+        mech, sep, body = item.partition("=")
+        mech = mech.strip().upper()
+        if not sep or mech not in BY_NAME or not (body.startswith("[") and body.endswith("]")):
+            raise ValueError(
+                f"expected SCRAM-SHA-256=[name=U,password=P] or SCRAM-SHA-512=[...], got {item!r}"
+            )
+        fields = dict(kv.split("=", 1) for kv in body[1:-1].split(",") if "=" in kv)
+        if not fields.get("name") or "password" not in fields:
+            raise ValueError(f"{item!r}: name and password are required")
+        out.append((mech, fields["name"].strip('"'), fields["password"].strip('"')))
+    return out
