@@ -132,7 +132,7 @@ def compile_sources() -> None:
     editable checkout under PYTHONDONTWRITEBYTECODE=1 compiles every module at every start)."""
     import compileall  # noqa: PLC0415
 
-    for package in ("broker", "coordinator", "protocol", "storage"):
+    for package in ("minibroker", "broker", "coordinator", "protocol", "storage"):
         compileall.compile_dir(str(ROOT / package), quiet=1)
 
 

@@ -58,11 +58,12 @@ def build_config(args: argparse.Namespace) -> BrokerConfig:
 
 
 def write_port_file(path: str, port: int) -> None:
+    # Renamed into place, so a reader sees all of it or nothing. Not fsynced: it is a readiness
+    # signal for the processes on this machine, meaningless after a crash, and the fsync would
+    # delay the first request (it runs before the event loop serves anything).
     tmp = f"{path}.tmp{os.getpid()}"
     with open(tmp, "w") as f:
         f.write(f"{port}\n")
-        f.flush()
-        os.fsync(f.fileno())
     os.replace(tmp, path)
 
 

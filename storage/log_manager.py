@@ -197,7 +197,8 @@ class LogManager:
         if clean:
             os.unlink(marker)
             fsync_dir(self.data_dir)
-        self.checkpoint_recovery_points()
+        if {key: plog.recovery_point for key, plog in self._logs.items()} != recovery_points:
+            self.checkpoint_recovery_points()  # else the file already says it: no write, no fsync
         self._log_starts = {
             key: plog.log_start_offset for key, plog in self._logs.items() if plog.log_start_offset > 0
         }
