@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import os
 import signal
 import sys
@@ -68,7 +69,7 @@ def write_port_file(path: str, port: int) -> None:
 
 
 async def serve(config: BrokerConfig, port_file: str | None) -> None:
-    from minibroker.broker.state import Broker  # imported here so --help stays fast
+    from minibroker.broker.state import Broker  # noqa: PLC0415 - imported by main, after parse_args
 
     broker = Broker(config)
     # Handlers first: a SIGTERM that arrives as soon as the port file exists (a test harness
@@ -88,6 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
 
     if argv[:1] == ["dump"]:  # `minibroker dump DIR`: offline inspection, no broker started
+        gc.enable()  # paused by minibroker/__main__.py for the imports
         from minibroker.broker.dump import main as dump_main
 
         return dump_main(argv[1:])
@@ -106,6 +108,9 @@ def main(argv: list[str] | None = None) -> int:
         runner = uvloop.run
     except ImportError:
         pass
+    import minibroker.broker.state  # noqa: F401, PLC0415 - the broker's code; after parse_args: --help stays fast
+
+    gc.enable()  # every start-up import is done: minibroker/__main__.py paused the collector for them
     try:
         runner(serve(config, args.port_file))
     except ConfigError as exc:
