@@ -197,8 +197,8 @@ class LogManager:
         if clean:
             os.unlink(marker)
             fsync_dir(self.data_dir)
-        if {key: plog.recovery_point for key, plog in self._logs.items()} != recovery_points:
-            self.checkpoint_recovery_points()  # else the file already says it: no write, no fsync
+        self._recovery_points = recovery_points  # what the file says: rewritten only if a point moved
+        self.checkpoint_recovery_points()
         self._log_starts = {
             key: plog.log_start_offset for key, plog in self._logs.items() if plog.log_start_offset > 0
         }
