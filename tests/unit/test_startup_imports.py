@@ -52,8 +52,8 @@ NEVER_AT_START = {
     "minibroker.broker.dump": "`minibroker dump` only",
     "minibroker.pipelines": "the Spark pipeline is a client application",
     "pyspark": "the Spark pipeline is a client application",
-    "kafka": "client libraries are for tests and tools",
-    "aiokafka": "client libraries are for tests and tools",
+    "kafka": "a client library, for tests and tools",
+    "aiokafka": "its record reader (storage/canonical_walk.py) loads at the first Produce",
 }
 
 #: the two APIs the broker is asked below; every other handler module stays unloaded
