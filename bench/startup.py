@@ -24,7 +24,10 @@ def cpu_ns(pid: int) -> int:
     in 10 ms ticks, too coarse for a start of ~100 ms)."""
     total = 0
     for task in Path(f"/proc/{pid}/task").iterdir():
-        total += int((task / "schedstat").read_text().split()[0])
+        try:
+            total += int((task / "schedstat").read_text().split()[0])
+        except FileNotFoundError:  # a thread that ended meanwhile
+            continue
     return total
 
 
