@@ -58,7 +58,10 @@ class GroupCommit:
         await asyncio.shield(done)
 
     def _start_round(self, loop: asyncio.AbstractEventLoop) -> None:
-        logs, done = list(self._waiting.values()), self._waiting_done
+        # a log deleted while it waited has nothing left to make durable, and its pending index
+        # entries must not be written: its path may name a re-created topic's files by now
+        logs = [plog for plog in self._waiting.values() if not plog.closed]
+        done = self._waiting_done
         assert done is not None  # created with the first waiting log
         self._waiting, self._waiting_done = {}, None
         self._running = True

@@ -8,7 +8,7 @@ import asyncio
 
 from minibroker.broker.group_commit import GroupCommit
 from minibroker.storage.log_manager import LogManager
-from minibroker.storage.recovery_checkpoint import plan_snapshots, still_open, write_snapshots
+from minibroker.storage.recovery_checkpoint import plan_snapshots, write_snapshots
 
 __all__ = ["checkpoint_recovery_points"]
 
@@ -18,5 +18,7 @@ async def checkpoint_recovery_points(logs: LogManager, durability: GroupCommit) 
     if pending:
         # everything appended before the plan reaches the disk: recovery points >= the offsets
         await durability.sync(item.log for item in pending)
-        await asyncio.get_running_loop().run_in_executor(None, write_snapshots, still_open(pending))
+        written = await asyncio.get_running_loop().run_in_executor(None, write_snapshots, pending)
+        for item in written:
+            item.log.snapshot_written(item.offset)
     logs.checkpoint_recovery_points()

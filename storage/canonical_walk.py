@@ -33,7 +33,11 @@ import sys
 import types
 from typing import NamedTuple
 
+import structlog
+
 __all__ = ["CanonicalRecords", "PADDING", "padded_copy", "walk_canonical", "load_reader_without_client"]
+
+log = structlog.get_logger(__name__)
 
 #: zero bytes after the batch (see the module docstring)
 PADDING = bytes(16)
@@ -107,7 +111,12 @@ def _load() -> _Engine | None:
                 DefaultRecordBatch,
                 DefaultRecordBatchBuilder,
             )
-        except ImportError:
+        except ImportError as exc:
+            log.warning(
+                "aiokafka's compiled record reader could not be loaded: every Produce batch takes"
+                " the reference walk, 2-3 times slower (reinstall aiokafka from a wheel)",
+                error=str(exc),
+            )
             _engine.append(None)
         else:
             _engine.append(_Engine(DefaultRecordBatch, DefaultRecordBatchBuilder))

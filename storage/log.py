@@ -21,12 +21,15 @@ thread when an executor is given), at each recovery-point checkpoint
 point* is the offset below which everything is known to be on disk (it moves only after an
 fsync); after an unclean shutdown only the batches from it on are re-read (``open``).
 
-All methods run on the event loop thread; no locks.
+All methods run on the event loop thread except ``write_checkpoint_snapshot`` (a worker thread
+of the recovery-point checkpoint); it and ``close`` share one lock, so no snapshot is written for
+a log once it is closed (its directory may be renamed away and a new topic's created in its place).
 """
 
 from __future__ import annotations
 
 import os
+import threading
 import time
 from bisect import bisect_left, bisect_right
 from collections import deque
@@ -151,6 +154,7 @@ class PartitionLog:
         "_last_flush_ms",
         "_snapshot_offset",
         "_closed",
+        "_snapshot_lock",
     )
 
     def __init__(
@@ -190,10 +194,11 @@ class PartitionLog:
         self._aborted_last = [e.last_offset for e in loaded.aborted]  # the same, for bisect
         self._unflushed_messages = 0
         self._last_flush_ms = time_ms()
-        # offset of the last snapshot planned: the loader leaves one at the end, or (unclean
-        # start) the next checkpoint takes one and moves the recovery point to the end
-        self._snapshot_offset = self._leo if loaded.recovery_point >= self._leo else -1
+        # offset of the last producer-state snapshot written: at the log end if the loader left
+        # one there; otherwise the next checkpoint writes one
+        self._snapshot_offset = self._leo if loaded.snapshot_at_end else -1
         self._closed = False
+        self._snapshot_lock = threading.Lock()  # see the module docstring
 
     # ====================================================================== offsets
     @property
@@ -531,15 +536,28 @@ class PartitionLog:
         leo = self._leo
         if leo == self._snapshot_offset:
             return None
-        self._snapshot_offset = leo
         return leo, self.producer_state.encode_snapshot(leo)
+
+    def write_checkpoint_snapshot(self, offset: int, data: bytes) -> bool:
+        """Any thread: write a snapshot from ``checkpoint_snapshot``; False if the log was closed
+        (or deleted) first. Raises OSError if the write failed."""
+        with self._snapshot_lock:
+            if self._closed:
+                return False
+            self.producer_state.write_snapshot(offset, data)
+            return True
+
+    def snapshot_written(self, offset: int) -> None:
+        """On the loop, after ``write_checkpoint_snapshot`` succeeded."""
+        self._snapshot_offset = max(self._snapshot_offset, offset)
 
     def close(self, *, flush: bool = True) -> None:
         """Clean close: final time-index entry, flush, producer snapshot at the log end (so the
         next start replays nothing), close the files. ``flush=False`` only closes (deletion)."""
-        if self._closed:
-            return
-        self._closed = True
+        with self._snapshot_lock:  # waits for a checkpoint snapshot being written
+            if self._closed:
+                return
+            self._closed = True
         self._wait_pending_flushes()
         if flush:
             active = self._active

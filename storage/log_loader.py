@@ -56,6 +56,7 @@ class LoadedLog(NamedTuple):
     segments: list[LogSegment]  # never empty; the last is the active one
     recovery_point: int
     aborted: list[AbortedTxn]  # every segment's aborted transactions, by marker offset
+    snapshot_at_end: bool  # a producer-state snapshot at the log end is on disk
 
 
 def apply_txn_marker(
@@ -128,7 +129,7 @@ class LogLoader:
         if not bases:
             seg = LogSegment.create(self.dir, 0, self.config.index_interval_bytes, self._time_ms())
             self.producer_state.load_snapshot(0)
-            return LoadedLog([seg], 0, [])
+            return LoadedLog([seg], 0, [], True)
 
         found = _Recovery()
         segments = self._open_segments(bases, recovery_point, clean, found)
@@ -171,10 +172,11 @@ class LogLoader:
                 batches_replayed=replayed,
                 ms=round((time.monotonic() - started) * 1000, 1),
             )
-            return LoadedLog(segments, recovered_to, aborted)
+            # (unclean: replaying nothing means the snapshot loaded is the one at the log end)
+            return LoadedLog(segments, recovered_to, aborted, clean or not replayed)
         if replayed:
             self.producer_state.take_snapshot(leo)
-        return LoadedLog(segments, leo if clean else min(recovery_point, leo), aborted)
+        return LoadedLog(segments, leo if clean else min(recovery_point, leo), aborted, True)
 
     # ------------------------------------------------------------------ segments
     def _open_segments(

@@ -27,7 +27,7 @@ from typing import NamedTuple
 import structlog
 from minibroker.storage.log import PartitionLog
 
-__all__ = ["PendingSnapshot", "plan_snapshots", "still_open", "write_snapshots"]
+__all__ = ["PendingSnapshot", "plan_snapshots", "write_snapshots"]
 
 log = structlog.get_logger(__name__)
 
@@ -48,21 +48,17 @@ def plan_snapshots(logs: Iterable[PartitionLog]) -> list[PendingSnapshot]:
     return out
 
 
-def still_open(pending: Iterable[PendingSnapshot]) -> list[PendingSnapshot]:
-    """On the event loop, right before ``write_snapshots``: drop the logs closed or deleted
-    while their fsync ran (a topic created again under the same name must not get them)."""
-    return [item for item in pending if not item.log.closed]
-
-
-def write_snapshots(pending: Iterable[PendingSnapshot]) -> None:
-    """Write the planned snapshots once their logs are durable up to them (touches no
-    in-memory state: runs in a worker thread). A failure costs a longer replay after a crash,
-    nothing else: it is logged and the other snapshots are still written."""
+def write_snapshots(pending: Iterable[PendingSnapshot]) -> list[PendingSnapshot]:
+    """Write the planned snapshots once their logs are durable up to them (a worker thread).
+    Returns those written; a log closed or deleted meanwhile gets none (the lock it shares with
+    ``PartitionLog.close`` keeps a snapshot out of a directory a new topic may have taken). A
+    failure costs a longer replay after a crash, nothing else: it is logged and the other
+    snapshots are still written."""
+    written = []
     for item in pending:
         try:
-            item.log.producer_state.write_snapshot(item.offset, item.data)
-        except FileNotFoundError:
-            pass  # the partition was deleted meanwhile
+            if item.log.write_checkpoint_snapshot(item.offset, item.data):
+                written.append(item)
         except OSError as exc:
             log.warning(
                 "could not write a producer-state snapshot; an unclean start will replay more",
@@ -71,3 +67,4 @@ def write_snapshots(pending: Iterable[PendingSnapshot]) -> None:
                 offset=item.offset,
                 error=str(exc),
             )
+    return written

@@ -195,6 +195,7 @@ from minibroker.storage import canonical_walk
 canonical_walk.load_reader_without_client()
 batch = {build_batch([(b"k", b"v" * 100)] * 3, timestamp_ms=NOW)!r}
 walked = canonical_walk.walk_canonical(batch + canonical_walk.PADDING, len(batch))
+assert canonical_walk._load() is not None, "the compiled reader did not load"
 assert walked is not None and walked.max_timestamp == {NOW}, walked
 loaded = sorted(m for m in sys.modules if m.startswith("aiokafka"))
 assert "aiokafka.client" not in loaded and "aiokafka.producer" not in loaded, loaded

@@ -6,6 +6,7 @@ transaction's markers are being fsynced still ends in a completed transaction.""
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
@@ -82,6 +83,39 @@ def test_concurrent_callers_share_one_round_and_loop_keeps_running(tmp_path):
     assert gc.rounds == 2  # 13 callers, two fsync rounds
     assert [plog.recovery_point for plog in parts] == [2, 1, 1]
     assert [plog.log_end_offset for plog in parts] == [2, 1, 1]
+    gc.close()
+    logs.close()
+
+
+def test_a_log_deleted_while_it_waited_for_a_round_is_left_out(tmp_path):
+    """DeleteTopics and CreateTopics of the same name while a log waits for the next round: its
+    pending index entries must not be written into the new topic's files, and the other callers
+    of the round succeed."""
+    logs = open_logs(tmp_path)
+    logs.create_topic("t", 1, {})
+    logs.create_topic("u", 1, {})
+    old, other = logs.get_log("t", 0), logs.get_log("u", 0)
+    executor = GatedExecutor()
+    gc = GroupCommit(executor)
+
+    async def scenario():
+        other.append(build_batch([(b"k", b"v")]))
+        first = asyncio.ensure_future(gc.sync([other]))  # a round running: the next ones wait
+        await until(lambda: executor.started == 1)
+        for _ in range(100):  # enough batches for offset-index entries waiting to be written
+            old.append(build_batch([(b"k", b"v" * 100)]))
+            other.append(build_batch([(b"k", b"v")]))
+        waiting = asyncio.ensure_future(gc.sync([old, other]))
+        logs.delete_topic("t")
+        logs.create_topic("t", 1, {})
+        executor.gate.set()
+        await asyncio.gather(first, waiting)
+
+    asyncio.run(scenario())
+    new = logs.get_log("t", 0)
+    assert new is not old and new.log_end_offset == 0
+    assert os.path.getsize(new.segments[0].index.path) == 0, "the deleted log's index entries landed"
+    assert other.recovery_point == other.log_end_offset == 101
     gc.close()
     logs.close()
 

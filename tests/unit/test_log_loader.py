@@ -6,6 +6,7 @@ point is still cut, a missing or garbage snapshot falls back to a full replay, a
 Kafka) a byte damaged below the recovery point is not looked at by an unclean start."""
 
 import os
+import threading
 
 import pytest
 import structlog
@@ -13,7 +14,8 @@ from minibroker.protocol.record_batch import build_batch, iter_batches
 from minibroker.storage import segment as segment_module
 from minibroker.storage.config import LogConfig
 from minibroker.storage.log import PartitionLog
-from minibroker.storage.recovery_checkpoint import plan_snapshots, still_open, write_snapshots
+from minibroker.storage.producer_state import ProducerStateManager
+from minibroker.storage.recovery_checkpoint import plan_snapshots, write_snapshots
 
 from tests.support.storage import Clock
 
@@ -47,7 +49,8 @@ def checkpoint(plog: PartitionLog) -> int:
     (recovery point moves), write the snapshot. Returns the recovery point."""
     pending = plan_snapshots([plog])
     plog.flush()
-    write_snapshots(pending)
+    for item in write_snapshots(pending):
+        plog.snapshot_written(item.offset)
     return plog.recovery_point
 
 
@@ -295,4 +298,52 @@ def test_no_snapshot_is_written_for_a_log_deleted_during_its_fsync(tmp_path):
     Producer(plog, 1).txn()
     pending = plan_snapshots([plog])
     plog.delete_files()  # DeleteTopics while the checkpoint's fsync ran
-    assert still_open(pending) == []
+    assert write_snapshots(pending) == []
+    assert not (tmp_path / "p").exists() or not any(
+        n.endswith(".snapshot") for n in os.listdir(tmp_path / "p")
+    )
+
+
+def test_close_waits_for_a_checkpoint_snapshot_being_written(tmp_path, monkeypatch):
+    """The snapshot is written in a worker thread while the loop goes on: a DeleteTopics (close,
+    then the directory renamed away) must not let it land in a directory a new topic took."""
+    plog = open_log(tmp_path / "p")
+    Producer(plog, 1).txn()
+    pending = plan_snapshots([plog])
+    entered, release = threading.Event(), threading.Event()
+    real = ProducerStateManager.write_snapshot
+
+    def slow(self, offset, data):
+        entered.set()
+        assert release.wait(10)
+        real(self, offset, data)
+
+    monkeypatch.setattr(ProducerStateManager, "write_snapshot", slow)
+    written: list = []
+    writer = threading.Thread(target=lambda: written.extend(write_snapshots(pending)))
+    writer.start()
+    assert entered.wait(10)
+    closer = threading.Thread(target=plog.close, kwargs={"flush": False})
+    closer.start()
+    closer.join(0.2)
+    assert closer.is_alive(), "close() did not wait for the snapshot being written"
+    release.set()
+    writer.join(10)
+    closer.join(10)
+    assert not closer.is_alive() and written == pending
+    assert write_snapshots(pending) == []  # closed: no snapshot any more
+
+
+def test_an_unclean_start_without_a_snapshot_at_the_end_takes_one_at_the_next_checkpoint(tmp_path):
+    """The recovery point can reach the log end through a flush that writes no snapshot; the
+    loader then replays from an older one, and the next checkpoint must write one at the end."""
+    plog = open_log(tmp_path / "p")
+    p1 = Producer(plog, 1)
+    p1.txn()
+    checkpoint(plog)
+    p1.txn()
+    plog.flush()  # the recovery point moves to the end, no snapshot there
+    rp = plog.recovery_point
+    crash(plog)
+    plog = open_log(tmp_path / "p", recovery_point=rp)
+    assert [item.offset for item in plan_snapshots([plog])] == [plog.log_end_offset]
