@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 
 from bench import workloads as w
-from bench.targets import Minibroker, cpu_seconds, metadata_answered, status
+from bench.targets import Minibroker, cpu_seconds, metadata_answered, recv_exactly, status
 
 MAX_PER_TOPIC = 5000
 
@@ -40,20 +40,9 @@ def metadata_seconds(address: tuple[str, int], topics: list[str]) -> float:
     with socket.create_connection(address, timeout=60) as s:
         t0 = time.perf_counter()
         s.sendall(frame)
-        size = struct.unpack(">i", _recv(s, 4))[0]
-        _recv(s, size)
+        size = struct.unpack(">i", recv_exactly(s, 4))[0]
+        recv_exactly(s, size)
         return time.perf_counter() - t0
-
-
-def _recv(s: socket.socket, n: int) -> bytes:
-    parts, got = [], 0
-    while got < n:
-        chunk = s.recv(min(n - got, 1 << 20))
-        if not chunk:
-            raise OSError("connection closed")
-        parts.append(chunk)
-        got += len(chunk)
-    return b"".join(parts)
 
 
 def partitions_curve(workdir: Path, out_dir: Path, points=(10, 1000, 10000)) -> dict:
@@ -104,7 +93,7 @@ def connections_curve(workdir: Path, out_dir: Path, points=(10, 1000, 5000)) -> 
                 s.sendall(_metadata_frame([]))
                 conns.append(s)
             for s in conns:  # every connection answered once
-                _recv(s, struct.unpack(">i", _recv(s, 4))[0])
+                recv_exactly(s, struct.unpack(">i", recv_exactly(s, 4))[0])
             cpu0 = cpu_seconds(broker.pid)
             time.sleep(2)
             idle_cpu_ms = (cpu_seconds(broker.pid) - cpu0) * 1000 / 2
@@ -245,7 +234,7 @@ def fetch_seconds(address: tuple[str, int], topic: str, partition: int, offset: 
     with socket.create_connection(address, timeout=60) as s:
         t0 = time.perf_counter()
         s.sendall(struct.pack(">i", len(body)) + body)
-        _recv(s, struct.unpack(">i", _recv(s, 4))[0])
+        recv_exactly(s, struct.unpack(">i", recv_exactly(s, 4))[0])
         return time.perf_counter() - t0
 
 

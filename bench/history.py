@@ -224,26 +224,38 @@ def measure_startups(data_dir: str, runs: int, workdir: str) -> dict:
     log_path = os.path.join(workdir, "broker.log")
     out: dict = {}
     for kind in ("clean_stop", "sigkill"):
-        seconds, cpu, phases = [], [], []
+        starts = []
         for _ in range(runs):
             # the stop before this start: SIGTERM (clean) or SIGKILL after a ready broker
             proc, _s, _c = _start(data_dir, log_path)
             time.sleep(0.5)
             proc.send_signal(signal.SIGTERM if kind == "clean_stop" else signal.SIGKILL)
             proc.wait(60)
-            Path(log_path).write_text("")  # _phases reads this start only
-            proc, s, c = _start(data_dir, log_path)
-            seconds.append(s)
-            cpu.append(c)
-            phases.append(_phases(log_path))
-            proc.send_signal(signal.SIGTERM)
-            proc.wait(60)
-        out[f"startup_after_{kind}_s"] = round(statistics.median(seconds), 3)
-        out[f"startup_after_{kind}_all_s"] = [round(s, 3) for s in seconds]
-        out[f"startup_after_{kind}_cpu_s"] = round(statistics.median(cpu), 3)
-        out[f"startup_after_{kind}_phases"] = phases[len(phases) // 2]
+            starts.append(_timed_start(data_dir, log_path))
+        out.update(_summary(f"startup_after_{kind}", starts))
     out["after_measurements"] = internal_sizes(data_dir)
     return out
+
+
+def _timed_start(data_dir: str, log_path: str) -> tuple[float, float, dict]:
+    """(seconds to the first Metadata answer, broker CPU seconds, phases) of one start; the
+    broker is stopped cleanly afterwards."""
+    Path(log_path).write_text("")  # _phases reads this start only
+    proc, seconds, cpu = _start(data_dir, log_path)
+    phases = _phases(log_path)
+    proc.send_signal(signal.SIGTERM)
+    proc.wait(60)
+    return seconds, cpu, phases
+
+
+def _summary(prefix: str, starts: list[tuple[float, float, dict]]) -> dict:
+    seconds = [s for s, _, _ in starts]
+    return {
+        f"{prefix}_s": round(statistics.median(seconds), 3),
+        f"{prefix}_all_s": [round(s, 3) for s in seconds],
+        f"{prefix}_cpu_s": round(statistics.median(c for _, c, _ in starts), 3),
+        f"{prefix}_phases": starts[len(starts) // 2][2],
+    }
 
 
 def append_unflushed_tail(data_dir: str, transactions: int) -> None:
@@ -279,23 +291,11 @@ def measure_tail_starts(data_dir: str, tail: int, runs: int, workdir: str) -> di
     """Starts after a SIGKILL that left ``tail`` transactions after the recovery point (at
     most one checkpoint interval's worth: log.flush.offset.checkpoint.interval.ms)."""
     log_path = os.path.join(workdir, "broker.log")
-    seconds, cpu, phases = [], [], []
+    starts = []
     for _ in range(runs):
         append_unflushed_tail(data_dir, tail)
-        Path(log_path).write_text("")
-        proc, s, c = _start(data_dir, log_path)
-        seconds.append(s)
-        cpu.append(c)
-        phases.append(_phases(log_path))
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(60)
-    return {
-        "tail_transactions": tail,
-        "startup_after_sigkill_with_tail_s": round(statistics.median(seconds), 3),
-        "startup_after_sigkill_with_tail_all_s": [round(s, 3) for s in seconds],
-        "startup_after_sigkill_with_tail_cpu_s": round(statistics.median(cpu), 3),
-        "startup_after_sigkill_with_tail_phases": phases[len(phases) // 2],
-    }
+        starts.append(_timed_start(data_dir, log_path))
+    return {"tail_transactions": tail, **_summary("startup_after_sigkill_with_tail", starts)}
 
 
 def main(argv: list[str] | None = None) -> int:

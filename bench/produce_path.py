@@ -15,7 +15,6 @@ storage/canonical_walk.py); `make bench` gives the side-by-side figures with lib
 from __future__ import annotations
 
 import argparse
-import os
 import socket
 import statistics
 import struct
@@ -26,22 +25,11 @@ from pathlib import Path
 from crc32c import crc32c
 from minibroker.protocol.record_batch import build_batch
 
-from bench.targets import TICK, start_broker
+from bench.targets import TICK, cpu_ns, recv_exactly, start_broker
 from conformance.wire import encode_request
 
 _IN_FLIGHT = 5
 _INT32 = struct.Struct(">i")
-
-
-def cpu_ns(pid: int) -> int:
-    """CPU nanoseconds of every thread of the process (finer than /proc/PID/stat's ticks)."""
-    total = 0
-    for tid in os.listdir(f"/proc/{pid}/task"):
-        try:
-            total += int(Path(f"/proc/{pid}/task/{tid}/schedstat").read_text().split()[0])
-        except (OSError, ValueError):  # a thread that ended meanwhile
-            pass
-    return total
 
 
 def user_system_ticks(pid: int) -> tuple[int, int]:
@@ -49,18 +37,8 @@ def user_system_ticks(pid: int) -> tuple[int, int]:
     return int(fields[11]), int(fields[12])
 
 
-def _recv(s: socket.socket, n: int) -> bytes:
-    buf = bytearray()
-    while len(buf) < n:
-        chunk = s.recv(n - len(buf))
-        if not chunk:
-            raise OSError("broker closed the connection")
-        buf += chunk
-    return bytes(buf)
-
-
 def _answer(s: socket.socket) -> bytes:
-    return _recv(s, _INT32.unpack(_recv(s, 4))[0])
+    return recv_exactly(s, _INT32.unpack(recv_exactly(s, 4))[0])
 
 
 def _round_trip(s: socket.socket, request: bytes) -> bytes:

@@ -16,19 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.targets import Minibroker, compile_sources, status
-
-
-def cpu_ns(pid: int) -> int:
-    """CPU time of every live thread, in ns (/proc/PID/task/*/schedstat; /proc/PID/stat counts
-    in 10 ms ticks, too coarse for a start of ~100 ms)."""
-    total = 0
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        try:
-            total += int((task / "schedstat").read_text().split()[0])
-        except FileNotFoundError:  # a thread that ended meanwhile
-            continue
-    return total
+from bench.targets import Minibroker, compile_sources, cpu_ns, status
 
 
 def one_start(workdir: Path, idle_s: float) -> dict[str, float]:

@@ -473,7 +473,8 @@ class ProducerStateManager:
         offsets = self.snapshot_offsets()
         return offsets[-1] if offsets else None
 
-    def _encode(self, next_offset: int) -> bytes:
+    def encode_snapshot(self, next_offset: int) -> bytes:
+        """The state now, as a snapshot file for ``next_offset`` (see ``write_snapshot``)."""
         parts = [_PAYLOAD_HEADER.pack(next_offset, len(self._producers))]
         pack_p = _PRODUCER.pack
         pack_b = _BATCH.pack
@@ -526,11 +527,7 @@ class ProducerStateManager:
         """Atomically write the state as of ``next_offset`` (every batch below it applied) to
         ``<next_offset, 20 digits>.snapshot``; keep only the newest few snapshots."""
         os.makedirs(self.partition_dir, exist_ok=True)
-        self.write_snapshot(next_offset, self._encode(next_offset))
-
-    def encode_snapshot(self, next_offset: int) -> bytes:
-        """The state now, as a snapshot file for ``next_offset`` (see ``write_snapshot``)."""
-        return self._encode(next_offset)
+        self.write_snapshot(next_offset, self.encode_snapshot(next_offset))
 
     def write_snapshot(self, next_offset: int, data: bytes) -> None:
         """Write ``data`` (from ``encode_snapshot``) atomically as the snapshot at

@@ -1,7 +1,10 @@
-"""Helpers of the storage unit tests: a settable clock and a LogManager in a temp dir."""
+"""Helpers of the storage unit tests: a settable clock, a LogManager or a PartitionLog in a temp
+dir, a SIGKILL and a damaged byte."""
 
 from __future__ import annotations
 
+from minibroker.storage.config import LogConfig
+from minibroker.storage.log import PartitionLog
 from minibroker.storage.log_manager import LogManager
 
 
@@ -46,3 +49,33 @@ def new_topic(path, segment_bytes: int, configs: dict, now: int):
     clock = Clock(now)
     m, plog = manager_with_topic(path, clock, segment_bytes, configs)
     return clock, m, plog
+
+
+def open_partition_log(path, *, clean=False, recovery_point=0, **cfg) -> PartitionLog:
+    """PartitionLog.open of "t"-0 in ``path`` with ``LogConfig(**cfg)`` and a fresh Clock."""
+    return PartitionLog.open(
+        str(path),
+        "t",
+        0,
+        LogConfig(**cfg),
+        clean_shutdown=clean,
+        recovery_point=recovery_point,
+        time_ms=Clock(),
+    )
+
+
+def crash_log(plog: PartitionLog) -> None:
+    """What a SIGKILL leaves of one log: the files as written so far (page cache); in-memory
+    state and pending index entries are lost."""
+    for seg in plog.segments:
+        seg.close()
+
+
+def flip_byte(path, at: int, mask: int) -> int:
+    """XOR the byte at ``at`` of the file with ``mask``; returns the byte as it was."""
+    with open(path, "r+b") as f:
+        f.seek(at)
+        old = f.read(1)[0]
+        f.seek(at)
+        f.write(bytes([old ^ mask]))
+    return old

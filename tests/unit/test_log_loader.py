@@ -12,36 +12,19 @@ import pytest
 import structlog
 from minibroker.protocol.record_batch import build_batch, iter_batches
 from minibroker.storage import segment as segment_module
-from minibroker.storage.config import LogConfig
 from minibroker.storage.log import PartitionLog
 from minibroker.storage.producer_state import ProducerStateManager
 from minibroker.storage.recovery_checkpoint import plan_snapshots, write_snapshots
 
-from tests.support.storage import Clock
+from tests.support.storage import crash_log, flip_byte, open_partition_log
 
 pytestmark = pytest.mark.timeout(20)
 
 BIG = 1 << 20  # one segment for everything below
 
 
-def open_log(path, *, clean=False, recovery_point=0, **cfg) -> PartitionLog:
-    cfg.setdefault("segment_bytes", BIG)
-    cfg.setdefault("index_interval_bytes", 300)
-    return PartitionLog.open(
-        str(path),
-        "t",
-        0,
-        LogConfig(**cfg),
-        clean_shutdown=clean,
-        recovery_point=recovery_point,
-        time_ms=Clock(),
-    )
-
-
-def crash(plog: PartitionLog) -> None:
-    """A SIGKILL: files as written (page cache), in-memory state and pending index entries lost."""
-    for seg in plog.segments:
-        seg.close()
+def open_log(path, **kw) -> PartitionLog:
+    return open_partition_log(path, **{"segment_bytes": BIG, "index_interval_bytes": 300, **kw})
 
 
 def checkpoint(plog: PartitionLog) -> int:
@@ -116,7 +99,7 @@ def build(path, before=60, after=15, aborts_every=4):
     p1.seq += 1
     expect = state(plog)
     tail = plog.segments[-1].size - size_at_rp
-    crash(plog)
+    crash_log(plog)
     return expect, rp, tail
 
 
@@ -146,7 +129,7 @@ def test_recovery_starts_at_the_recovery_point_inside_the_segment(tmp_path, monk
     assert (tmp_path / "p" / f"{expect[0]:020d}.snapshot").exists()
     # indexes as a full recovery builds them
     index, time_index = plog.segments[-1].index.entries(), plog.segments[-1].time_index.entries()
-    crash(plog)
+    crash_log(plog)
     full = open_log(tmp_path / "p", recovery_point=0)
     assert state(full) == expect
     assert full.segments[-1].index.entries() == index
@@ -186,11 +169,7 @@ def test_a_flipped_byte_after_the_recovery_point_cuts_from_there(tmp_path):
     path = os.path.join(tmp_path / "p", f"{0:020d}.log")
     size = os.path.getsize(path)
     at = size - tail + 260  # in the records of the third batch after the recovery point
-    with open(path, "r+b") as f:
-        f.seek(at)
-        b = f.read(1)
-        f.seek(at)
-        f.write(bytes([b[0] ^ 0x10]))
+    flip_byte(path, at, 0x10)
     plog = open_log(tmp_path / "p", recovery_point=rp)
     assert rp < plog.log_end_offset < expect[0]
     assert os.path.getsize(path) <= at
@@ -227,7 +206,7 @@ def test_snapshot_above_the_recovery_point_is_not_trusted(tmp_path):
     pending = plan_snapshots([plog])
     write_snapshots(pending)  # no flush: the recovery point stays
     expect = state(plog)
-    crash(plog)
+    crash_log(plog)
     with structlog.testing.capture_logs() as logs:
         plog = open_log(tmp_path / "p", recovery_point=rp)
     assert recovered_event(logs)["batches_replayed"] == 20
@@ -241,15 +220,11 @@ def test_damaged_byte_below_the_recovery_point_is_not_checked_on_an_unclean_star
     expect, rp, tail = build(tmp_path / "p")
     path = os.path.join(tmp_path / "p", f"{0:020d}.log")
     at = 100  # a record of the first batch
-    with open(path, "r+b") as f:
-        f.seek(at)
-        b = f.read(1)
-        f.seek(at)
-        f.write(bytes([b[0] ^ 0x01]))
+    was = flip_byte(path, at, 0x01)
     plog = open_log(tmp_path / "p", recovery_point=rp)
     assert plog.log_end_offset == expect[0]
     data = b"".join(c.read(c.position, c.length) for c in plog.read(0, 100).chunks)
-    assert data[at : at + 1] == bytes([b[0] ^ 0x01])
+    assert data[at : at + 1] == bytes([was ^ 0x01])
     assert [h.base_offset for _, h in iter_batches(data)][:1] == [0]
 
 
@@ -258,7 +233,7 @@ def test_recovery_point_not_on_a_batch_boundary_recovers_the_whole_segment(tmp_p
     for i in range(30):
         plog.append(build_batch([(b"k", b"v")] * 3, timestamp_ms=1000 + i))
     leo = plog.log_end_offset
-    crash(plog)
+    crash_log(plog)
     checked = []
     real = segment_module.LogSegment.recover
 
@@ -344,6 +319,6 @@ def test_an_unclean_start_without_a_snapshot_at_the_end_takes_one_at_the_next_ch
     p1.txn()
     plog.flush()  # the recovery point moves to the end, no snapshot there
     rp = plog.recovery_point
-    crash(plog)
+    crash_log(plog)
     plog = open_log(tmp_path / "p", recovery_point=rp)
     assert [item.offset for item in plan_snapshots([plog])] == [plog.log_end_offset]

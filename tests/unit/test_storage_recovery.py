@@ -7,33 +7,15 @@ import pytest
 import structlog
 from minibroker.protocol.record_batch import build_batch, iter_batches
 from minibroker.storage import segment as segment_module
-from minibroker.storage.config import LogConfig
 from minibroker.storage.log import PartitionLog
 
-from tests.support.storage import Clock
+from tests.support.storage import crash_log, flip_byte, open_partition_log
 
 pytestmark = pytest.mark.timeout(10)
 
 
-def open_log(path, *, clean=False, recovery_point=0, **cfg) -> PartitionLog:
-    cfg.setdefault("segment_bytes", 1000)
-    cfg.setdefault("index_interval_bytes", 200)
-    return PartitionLog.open(
-        str(path),
-        "t",
-        0,
-        LogConfig(**cfg),
-        clean_shutdown=clean,
-        recovery_point=recovery_point,
-        time_ms=Clock(),
-    )
-
-
-def crash(plog: PartitionLog) -> None:
-    """What a SIGKILL leaves: the files as written so far; in-memory state and pending index
-    entries are lost."""
-    for seg in plog.segments:
-        seg.close()
+def open_log(path, **kw) -> PartitionLog:
+    return open_partition_log(path, **{"segment_bytes": 1000, "index_interval_bytes": 200, **kw})
 
 
 def batch(n=1, ts=1000, **kw) -> bytes:
@@ -142,7 +124,7 @@ def test_dedup_survives_clean_and_unclean_restart(tmp_path):
     plog = open_log(tmp_path / "p", clean=True)
     assert plog.append(batch(1, producer_id=7, producer_epoch=0, base_sequence=2)).duplicate
     plog.append(batch(1, producer_id=7, producer_epoch=0, base_sequence=3))
-    crash(plog)
+    crash_log(plog)
     plog = open_log(tmp_path / "p")
     info = plog.append(batch(1, producer_id=7, producer_epoch=0, base_sequence=3))
     assert info.duplicate and info.base_offset == 3
@@ -155,7 +137,7 @@ def test_truncated_mid_batch_tail_is_cut_and_logged(tmp_path):
         plog.append(batch(2))
     last = plog.segments[-1]
     path, size = last.log_path, last.size
-    crash(plog)
+    crash_log(plog)
     os.truncate(path, size - 17)  # the last batch is torn
 
     with structlog.testing.capture_logs() as logs:
@@ -178,12 +160,8 @@ def test_flipped_byte_cuts_from_corrupt_batch_and_drops_later_segments(tmp_path)
     bsize = len(batch(2))
     flip_at = 3 * bsize + 70  # inside the 4th batch of the 2nd segment
     corrupt_offset = victim.base_offset + 6
-    crash(plog)
-    with open(victim.log_path, "r+b") as f:
-        f.seek(flip_at)
-        b = f.read(1)
-        f.seek(flip_at)
-        f.write(bytes([b[0] ^ 0x40]))
+    crash_log(plog)
+    flip_byte(victim.log_path, flip_at, 0x40)
 
     with structlog.testing.capture_logs() as logs:
         plog = open_log(tmp_path / "p")
@@ -203,7 +181,7 @@ def test_unclean_restart_checks_only_segments_after_recovery_point(tmp_path, mon
         plog.append(batch(2))
     bases = [s.base_offset for s in plog.segments]
     rp = bases[-2] + 1  # inside the second-to-last segment
-    crash(plog)
+    crash_log(plog)
     recovered = []
     real = segment_module.LogSegment.recover
 
@@ -222,7 +200,7 @@ def test_garbage_after_last_batch_is_cut(tmp_path):
     plog = open_log(tmp_path / "p")
     plog.append(batch(1))
     path = plog.segments[-1].log_path
-    crash(plog)
+    crash_log(plog)
     with open(path, "ab") as f:
         f.write(b"\x00" * 100)  # e.g. a file system extending the file with zeros
     plog = open_log(tmp_path / "p")
@@ -231,7 +209,7 @@ def test_garbage_after_last_batch_is_cut(tmp_path):
 
 def test_empty_log_files_after_crash(tmp_path):
     plog = open_log(tmp_path / "p")
-    crash(plog)
+    crash_log(plog)
     plog = open_log(tmp_path / "p")
     assert plog.log_end_offset == 0
     assert plog.append(batch(1)).base_offset == 0
@@ -299,7 +277,7 @@ def test_aborted_transactions_rebuilt_after_unclean_restart(tmp_path, damage):
     expect = (aborted_views(plog), plog.last_stable_offset, plog.log_end_offset)
     assert any(expect[0])
     rp = plog.segments[-1].base_offset if damage == "recovery-point-in-last-segment" else 0
-    crash(plog)
+    crash_log(plog)
     d = tmp_path / "p"
     for name in os.listdir(d):
         if (damage == "delete-txnindex" and name.endswith(".txnindex")) or (
@@ -308,7 +286,7 @@ def test_aborted_transactions_rebuilt_after_unclean_restart(tmp_path, damage):
             os.unlink(d / name)
     plog = open_log(d, segment_bytes=600, recovery_point=rp)
     assert (aborted_views(plog), plog.last_stable_offset, plog.log_end_offset) == expect
-    crash(plog)
+    crash_log(plog)
     plog = open_log(d, clean=True, segment_bytes=600)  # what recovery wrote is consistent
     assert (aborted_views(plog), plog.last_stable_offset, plog.log_end_offset) == expect
 
@@ -321,7 +299,7 @@ def test_cut_abort_marker_reopens_the_transaction(tmp_path):
     marker = tx.end(9, False)
     assert plog.aborted_transactions(0, 10) == [(9, first)]
     path, size = plog.segments[-1].log_path, plog.segments[-1].size
-    crash(plog)
+    crash_log(plog)
     os.truncate(path, size - 5)  # the marker is torn: it never happened
     plog = open_log(tmp_path / "p")
     assert plog.log_end_offset == marker
