@@ -8,7 +8,11 @@ COPY minibroker ./minibroker
 COPY pipelines ./pipelines
 COPY protocol ./protocol
 COPY storage ./storage
-# Every dependency ships manylinux wheels for x86-64 and arm64: the slim image has no compiler.
+# Every dependency ships manylinux wheels for x86-64 and arm64; the compiler is for minibroker's
+# own record walk (storage/_record_walk.c) and stays in this stage.
+# hadolint ignore=DL3008
+RUN apt-get update && apt-get install -y --no-install-recommends gcc libc6-dev \
+    && rm -rf /var/lib/apt/lists/*
 RUN pip wheel --no-cache-dir --wheel-dir /wheels .
 
 FROM python:3.11-slim

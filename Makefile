@@ -10,7 +10,7 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 
-$(STAMP): pyproject.toml | $(BIN)/python
+$(STAMP): pyproject.toml storage/_record_walk.c | $(BIN)/python
 	$(BIN)/pip install -q -e '.[test]'
 	touch $(STAMP)
 
@@ -46,7 +46,7 @@ demo: $(STAMP) jvm
 
 # Side-by-side benchmark (minibroker and a reference Apache Kafka; needs java and mvn for Kafka;
 # BENCH_ARGS="--brokers minibroker" for quick profiling). Never part of `make test`.
-$(VENV)/.bench-installed: pyproject.toml | $(STAMP)
+$(VENV)/.bench-installed: pyproject.toml storage/_record_walk.c | $(STAMP)
 	$(BIN)/pip install -q -e '.[test,bench]'
 	touch $@
 

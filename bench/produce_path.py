@@ -7,9 +7,9 @@ with one idempotent batch per partition of ``--records`` records (100 B values, 
 bytes, as bench/workloads.py sends), and reads the answers. The broker's CPU comes from
 /proc/PID/task/*/schedstat (nanoseconds, every thread), user and system time from /proc/PID/stat;
 each round's figure is CPU / records, and the median of the rounds is printed. A warm-up round
-first pays the one-time costs (the record reader's import at the first Produce). This is the
+first pays the one-time costs (the Produce handler's imports). This is the
 micro-benchmark of the validator and append path (storage/log_validator.py,
-storage/canonical_walk.py); `make bench` gives the side-by-side figures with librdkafka.
+storage/_record_walk.c); `make bench` gives the side-by-side figures with librdkafka.
 """
 
 from __future__ import annotations

@@ -16,9 +16,7 @@ def main() -> int:
     # CPU). broker/cli.py turns it back on once the broker's code is imported.
     gc.disable()
     from minibroker.broker.cli import main as cli_main  # noqa: PLC0415 - after the line above
-    from minibroker.storage.canonical_walk import load_reader_without_client  # noqa: PLC0415
 
-    load_reader_without_client()  # this process never uses aiokafka's client, only its reader
     return cli_main()
 
 

@@ -53,7 +53,7 @@ NEVER_AT_START = {
     "minibroker.pipelines": "the Spark pipeline is a client application",
     "pyspark": "the Spark pipeline is a client application",
     "kafka": "a client library, for tests and tools",
-    "aiokafka": "its record reader (storage/canonical_walk.py) loads at the first Produce",
+    "aiokafka": "a client library, for tests and tools",
 }
 
 #: the two APIs the broker is asked below; every other handler module stays unloaded
