@@ -13,9 +13,9 @@
  * buffer: any bytes, hostile ones included, are safe to pass (tests/unit/test_record_walk.py
  * compares it with the reference on random and mutated batches).
  *
- * Why C: this walk is the per-record cost of a Produce. In Python it cost about 0.75 us per
- * record, three times the rest of the Produce path, and no package on PyPI walks Kafka's v2
- * records in compiled code. The extension is optional: without a compiler the package installs
+ * Why C: this walk is the per-record cost of a Produce. In Python it costs about 0.9 us per
+ * 100 B record, four times the rest of the Produce path, and no package on PyPI walks Kafka's
+ * v2 records in compiled code. The extension is optional: without a compiler the package installs
  * and the reference walk does the work (README, "Bad input").
  */
 #define PY_SSIZE_T_CLEAN
