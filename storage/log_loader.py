@@ -5,10 +5,11 @@ tail after its last index entry is read to find the log end. Otherwise only what
 after the recovery point is recovered (CRCs checked, indexes rebuilt, a torn or corrupt tail
 cut, every later segment dropped): in the segment holding the recovery point, from the batch at
 it (found through the offset index), so the work is proportional to the data written since the
-last checkpoint, not to the segment. A segment with a missing or broken index is recovered
-whole in either case. Then producer state is loaded from the newest usable snapshot at or below
-the first recovered offset and the log after it is replayed (read in 1 MiB pieces), rebuilding
-the transaction index from that offset on. The loader hands ``PartitionLog`` a ``LoadedLog``;
+last checkpoint, not to the segment; a segment that ends exactly at the recovery point (nothing
+appended since) is opened as after a clean shutdown. A segment with a missing or broken index
+is recovered whole in either case. Then producer state is loaded from the newest usable snapshot
+at or below the first recovered offset and the log after it is replayed (read in 1 MiB pieces),
+rebuilding the transaction index from that offset on. The loader hands ``PartitionLog`` a ``LoadedLog``;
 it keeps no state after that.
 
 What an unclean start trusts (as Kafka): the bytes below the recovery point are not read again.
@@ -174,9 +175,13 @@ class LogLoader:
             )
             # (unclean: replaying nothing means the snapshot loaded is the one at the log end)
             return LoadedLog(segments, recovered_to, aborted, clean or not replayed)
+        if not clean:
+            # nothing followed the recovery point (== leo); a snapshot at the end, if the one
+            # loaded is older, is the next checkpoint's, as after a recovery
+            return LoadedLog(segments, min(recovery_point, leo), aborted, not replayed)
         if replayed:
             self.producer_state.take_snapshot(leo)
-        return LoadedLog(segments, leo if clean else min(recovery_point, leo), aborted, True)
+        return LoadedLog(segments, leo, aborted, True)
 
     # ------------------------------------------------------------------ segments
     def _open_segments(
@@ -192,15 +197,18 @@ class LogLoader:
             seg = LogSegment.open(self.dir, base, self.config.index_interval_bytes, now)
             next_base = bases[i + 1] if i + 1 < len(bases) else None
             why = seg.suspect
-            from_offset = None  # recover the whole segment
-            if why is None and not clean and (next_base is None or next_base > recovery_point):
-                why = "unclean shutdown"
-                from_offset = recovery_point
+            from_offset = None  # recover the whole segment (always when an index is suspect)
+            unflushed = not clean and (next_base is None or next_base > recovery_point)
             if why is None:
-                # the tail after the last index entry (a few KiB) tells where the segment
-                # really ends: a gap before the next one means a segment file was lost
-                why = seg.load_tail()
-                if why is None and next_base is not None:
+                # The tail after the last index entry (a few KiB) tells where the segment
+                # really ends: a gap before the next one means a segment file was lost.
+                # Unclean: a segment ending exactly at the recovery point holds only bytes
+                # fsynced before the point moved (trusted, as below it), so an unclean start
+                # with nothing appended since the last checkpoint costs what a clean one does.
+                why = seg.load_tail(recovery_point if unflushed else None)
+                if why is not None and unflushed:
+                    from_offset = recovery_point
+                elif why is None and next_base is not None:
                     self._check_gap(seg, next_base)
             if why is not None:
                 self._recover(seg, why, from_offset, next_base, found)

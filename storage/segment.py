@@ -276,21 +276,29 @@ class LogSegment:
             seg.max_timestamp, seg.offset_of_max_timestamp = last_time
         return seg
 
-    def load_tail(self) -> str | None:
+    def load_tail(self, recovery_point: int | None = None) -> str | None:
         """For the active segment after a clean shutdown: read the batches after the last
         offset-index entry (a few KiB) to learn the next offset and the index state. Returns a
-        problem description if the tail is not clean (the caller then recovers)."""
+        problem description if the tail is not clean (the caller then recovers).
+
+        After an unclean shutdown (``recovery_point`` given) the segment must also end exactly
+        at the recovery point: the scan stops at the first batch reaching it (so an unflushed
+        tail is read once, by the recovery that follows, not here too)."""
         last = self.index.last_entry()
         expected, pos = last if last is not None else (self.base_offset, 0)
         stop = ScanStop()
         for p, h, _ in scan_batches(self.fd, pos, self.size, stop, chunk=_SEEK_CHUNK * 4):
             if h.base_offset < expected:  # compaction leaves gaps; never overlaps
                 return f"batch at position {p} has offset {h.base_offset}, expected at least {expected}"
+            if recovery_point is not None and h.last_offset >= recovery_point:
+                return "unclean shutdown"
             if h.max_timestamp > self.max_timestamp:
                 self.max_timestamp, self.offset_of_max_timestamp = h.max_timestamp, h.base_offset
             expected = h.last_offset + 1
         if stop.reason is not None:
             return stop.reason
+        if recovery_point is not None and expected != recovery_point:
+            return "unclean shutdown"  # the segment ends below the recovery point
         self.next_offset = expected
         # as if appended in this process: bytes written since the last indexed batch started
         self.bytes_since_last_index_entry = self.size - pos

@@ -25,6 +25,12 @@ def recovery_points(broker) -> dict[tuple[str, int], int]:
     return out
 
 
+def recovery_events(broker, since: int, topic: str) -> list[dict]:
+    """The broker's "recovered partition log" events for ``topic`` logged after ``since``."""
+    events = [json.loads(line) for line in broker.log_since(since).splitlines() if line.startswith("{")]
+    return [e for e in events if e.get("event") == "recovered partition log" and e.get("topic") == topic]
+
+
 def test_sigkill_start_checks_only_what_follows_the_last_checkpoint(broker_factory):
     broker = broker_factory({"log.flush.offset.checkpoint.interval.ms": 200})
     topic = unique_name("rp-checkpoint")
@@ -41,14 +47,39 @@ def test_sigkill_start_checks_only_what_follows_the_last_checkpoint(broker_facto
             assert c.produce(topic, 0, one).error_code == 0
     since = broker.log_size()
     broker.restart(kill=True)
-    events = [json.loads(line) for line in broker.log_since(since).splitlines() if line.startswith("{")]
-    recovered = [e for e in events if e.get("event") == "recovered partition log" and e.get("topic") == topic]
-    assert len(recovered) == 1, recovered
-    event = recovered[0]
-    # a checkpoint may have run between the last send and the kill: then nothing was left
-    assert event["recovery_point"] >= 20
-    assert event["bytes_checked"] <= 5 * len(one)
-    assert event["batches_replayed"] <= 5
-    assert event["log_end_offset"] == 25
+    recovered = recovery_events(broker, since, topic)
+    if recovered:
+        assert len(recovered) == 1, recovered
+        event = recovered[0]
+        assert event["recovery_point"] >= 20
+        assert event["bytes_checked"] <= 5 * len(one)
+        assert event["batches_replayed"] <= 5
+        assert event["log_end_offset"] == 25
+    else:
+        # a checkpoint ran between the last send and the kill and covered all 25 records: the
+        # log ends at its recovery point, so the start checked nothing (and logged no recovery)
+        assert recovery_points(broker)[(topic, 0)] == 25
     with WireClient.to(broker) as c:
         assert c.list_offsets(topic, 0, -1).offset == 25
+
+
+def test_sigkill_start_after_a_checkpoint_that_caught_up_checks_nothing(broker_factory):
+    """Nothing appended since the last checkpoint: the start after a SIGKILL opens the log as a
+    clean start does (no recovery logged) and serves every record and producer sequence."""
+    broker = broker_factory({"log.flush.offset.checkpoint.interval.ms": 200})
+    topic = unique_name("rp-caught-up")
+    create_topic(broker, topic, 1)
+    with WireClient.to(broker) as c:
+        for seq in range(20):
+            batch = build_batch([(b"k", b"v" * 100, [])], producer_id=1, producer_epoch=0, base_sequence=seq)
+            assert c.produce(topic, 0, batch).error_code == 0
+    wait_until(lambda: recovery_points(broker).get((topic, 0)) == 20, 10, message="recovery point 20")
+    since = broker.log_size()
+    broker.restart(kill=True)
+    assert recovery_events(broker, since, topic) == []
+    with WireClient.to(broker) as c:
+        assert c.list_offsets(topic, 0, -1).offset == 20
+        retry = build_batch([(b"k", b"v" * 100, [])], producer_id=1, producer_epoch=0, base_sequence=19)
+        answer = c.produce(topic, 0, retry)  # a resent batch is still known as a duplicate
+        assert answer.error_code == 0 and answer.base_offset == 19
+        assert c.list_offsets(topic, 0, -1).offset == 20

@@ -3,7 +3,8 @@
 Recovery starts at the recovery point inside its segment, producer state loads the snapshot a
 recovery-point checkpoint wrote and replays only what follows, a torn tail after the recovery
 point is still cut, a missing or garbage snapshot falls back to a full replay, and (as in
-Kafka) a byte damaged below the recovery point is not looked at by an unclean start."""
+Kafka) a byte damaged below the recovery point is not looked at by an unclean start; with
+nothing after the recovery point nothing is checked or rewritten."""
 
 import os
 import threading
@@ -322,3 +323,64 @@ def test_an_unclean_start_without_a_snapshot_at_the_end_takes_one_at_the_next_ch
     crash_log(plog)
     plog = open_log(tmp_path / "p", recovery_point=rp)
     assert [item.offset for item in plan_snapshots([plog])] == [plog.log_end_offset]
+
+
+def _spy_recover(monkeypatch) -> list:
+    checked = []
+    real = segment_module.LogSegment.recover
+
+    def spy(self, from_offset=None):
+        checked.append(real(self, from_offset))
+        return checked[-1]
+
+    monkeypatch.setattr(segment_module.LogSegment, "recover", spy)
+    return checked
+
+
+@pytest.mark.parametrize("transactions", [0, 20])
+def test_an_unclean_start_with_nothing_after_the_recovery_point_checks_nothing(
+    tmp_path, monkeypatch, transactions
+):
+    """A SIGKILL after the last checkpoint caught up (or of a log never written to) costs what
+    a clean start does: the segment ends at the recovery point, so no batch is checked, no
+    index file is rewritten and no recovery is logged."""
+    plog = open_log(tmp_path / "p")
+    p1 = Producer(plog, 1)
+    for i in range(transactions):
+        p1.txn(commit=i % 3 != 0)
+    rp = checkpoint(plog)
+    expect = state(plog)
+    crash_log(plog)
+    files = {n: (tmp_path / "p" / n).read_bytes() for n in os.listdir(tmp_path / "p")}
+    checked = _spy_recover(monkeypatch)
+    with structlog.testing.capture_logs() as logs:
+        plog = open_log(tmp_path / "p", recovery_point=rp)
+    assert checked == []
+    assert [e for e in logs if e["event"] == "recovered partition log"] == []
+    assert state(plog) == expect and plog.recovery_point == rp == expect[0]
+    assert {n: (tmp_path / "p" / n).read_bytes() for n in os.listdir(tmp_path / "p")} == files
+    # appends and producer dedup carry on; a crash after them recovers only those
+    p1.plog = plog
+    if transactions:
+        assert plog.append(p1.batch(p1.seq - 1)).duplicate
+    size_at_rp = plog.segments[-1].size
+    p1.txn(commit=False)
+    expect = state(plog)
+    crash_log(plog)
+    plog = open_log(tmp_path / "p", recovery_point=rp)
+    assert [(r.checked_from, r.valid_bytes, r.batches) for r in checked] == [
+        (size_at_rp, plog.segments[-1].size, 2)
+    ]
+    assert state(plog) == expect
+
+
+def test_an_unclean_start_recovers_a_log_that_ends_below_its_recovery_point(tmp_path, monkeypatch):
+    """Bytes the recovery point says were fsynced are missing (a lost write): not taken as a
+    log that ends at its recovery point; the segment is recovered (here: found intact)."""
+    plog = open_log(tmp_path / "p")
+    for i in range(5):
+        plog.append(build_batch([(b"k", b"v")], timestamp_ms=1000 + i))
+    crash_log(plog)
+    checked = _spy_recover(monkeypatch)
+    plog = open_log(tmp_path / "p", recovery_point=9)
+    assert [r.checked_from for r in checked] == [0] and plog.log_end_offset == 5
