@@ -21,7 +21,8 @@ RUN useradd --system --uid 10001 --user-group --home-dir /data --shell /usr/sbin
 COPY --from=build /wheels /wheels
 # The wheel directory holds exactly the versions resolved above: nothing to pin here.
 # hadolint ignore=DL3013
-RUN pip install --no-cache-dir --no-index --find-links=/wheels minibroker && rm -rf /wheels
+RUN pip install --no-cache-dir --no-index --find-links=/wheels minibroker && rm -rf /wheels \
+    && python -c "import minibroker.storage._record_walk"
 USER 10001:10001
 ENV PYTHONUNBUFFERED=1
 VOLUME /data

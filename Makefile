@@ -10,8 +10,13 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 
+# The C record walk is an optional extension: a failed build would leave an old .so in place
+# (or none, silently), so it is removed first and its import checked after.
 $(STAMP): pyproject.toml storage/_record_walk.c | $(BIN)/python
+	rm -f storage/_record_walk*.so
 	$(BIN)/pip install -q -e '.[test]'
+	$(BIN)/python -c 'import minibroker.storage._record_walk' || \
+	  { echo "storage/_record_walk.c did not build: is a C compiler installed?" >&2; exit 1; }
 	touch $(STAMP)
 
 run: $(STAMP)
@@ -55,4 +60,4 @@ bench: $(VENV)/.bench-installed
 	$(BIN)/python -m bench $(BENCH_ARGS)
 
 clean:
-	rm -rf $(VENV) data *.egg-info
+	rm -rf $(VENV) data *.egg-info build storage/_record_walk*.so

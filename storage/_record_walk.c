@@ -4,10 +4,11 @@
  * walk(records, count) reads the record area of a magic-2 batch (the bytes after its 61-byte
  * header, decompressed) the way Kafka's DefaultRecord.readFrom does, and returns
  * (smallest timestamp delta, largest timestamp delta, [indexes of null-key records]) when the
- * area is exactly `count` well-formed records filling it; None otherwise. None carries no
- * verdict: the caller then runs the Python reference walk (log_validator._walk), which is the
- * definition and gives Kafka's error and message. This function may decline more than the
- * reference refuses, never less, and where both accept they return the same values.
+ * area is exactly `count` well-formed records filling it; None otherwise. It accepts exactly
+ * what the Python reference walk (log_validator._walk, the definition) accepts, with the same
+ * values; on None the caller runs the reference, which refuses with Kafka's error and message.
+ * (It bounds a header count by the rest of the record, the reference by the rest of the
+ * batch: a header takes at least two bytes, so the verdicts agree.)
  *
  * Every read is bounded by the end of the record being read, itself bounded by the end of the
  * buffer: any bytes, hostile ones included, are safe to pass (tests/unit/test_record_walk.py
@@ -209,13 +210,20 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
+static PyModuleDef_Slot slots[] = {
+#ifdef Py_GIL_DISABLED
+    {Py_mod_gil, Py_MOD_GIL_NOT_USED}, /* no state: walk() only reads its buffer */
+#endif
+    {0, NULL},
+};
+
 static struct PyModuleDef module_def = {
     PyModuleDef_HEAD_INIT,
     "minibroker.storage._record_walk",
     "The Produce record walk at C speed (see storage/log_validator.py).",
     0,
     methods,
-    NULL,
+    slots,
     NULL,
     NULL,
     NULL,

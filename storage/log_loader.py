@@ -272,7 +272,8 @@ class LogLoader:
             for seg in segments:
                 if seg.base_offset >= rebuild_from:
                     seg.txn_index.reset()  # (re)creates the file: a missing one means lost
-                elif seg.next_offset > rebuild_from:
+                else:  # also where the log ends at rebuild_from: a power loss can keep
+                    # entries whose markers were lost
                     seg.txn_index.truncate_to(rebuild_from)
         start = self.producer_state.load_snapshot(leo if rebuild_from is None else rebuild_from)
         replayed = self._replay(segments, max(start, segments[0].base_offset), rebuild_from)

@@ -297,12 +297,26 @@ class LogSegment:
             expected = h.last_offset + 1
         if stop.reason is not None:
             return stop.reason
-        if recovery_point is not None and expected != recovery_point:
-            return "unclean shutdown"  # the segment ends below the recovery point
+        if recovery_point is not None:
+            if expected != recovery_point:
+                return "unclean shutdown"  # the segment ends below the recovery point
+            if self._indexed_past(recovery_point):
+                return "unclean shutdown"
         self.next_offset = expected
         # as if appended in this process: bytes written since the last indexed batch started
         self.bytes_since_last_index_entry = self.size - pos
         return None
+
+    def _indexed_past(self, recovery_point: int) -> bool:
+        """Index entries at or past the recovery point although the log ends there: after a
+        power loss the index files (written as the log was, fsynced with it) can keep entries
+        whose batches were lost, e.g. an aborted transaction that read_committed consumers
+        would then skip. The recovery rebuilds them from the log."""
+        txns = self.txn_index.entries
+        if txns and txns[-1].last_offset >= recovery_point:
+            return True
+        last_time = self.time_index.last_entry()
+        return last_time is not None and last_time[1] >= recovery_point
 
     # ------------------------------------------------------------------ appending
     def append(self, parts: list, size: int, base_offset: int, next_offset: int, max_timestamp: int) -> int:

@@ -7,6 +7,7 @@ Kafka) a byte damaged below the recovery point is not looked at by an unclean st
 nothing after the recovery point nothing is checked or rewritten."""
 
 import os
+import struct
 import threading
 
 import pytest
@@ -384,3 +385,37 @@ def test_an_unclean_start_recovers_a_log_that_ends_below_its_recovery_point(tmp_
     checked = _spy_recover(monkeypatch)
     plog = open_log(tmp_path / "p", recovery_point=9)
     assert [r.checked_from for r in checked] == [0] and plog.log_end_offset == 5
+
+
+@pytest.mark.parametrize("lost", ["aborted transaction", "time index entry"])
+def test_index_entries_past_a_recovery_point_the_log_ends_at_are_rebuilt(tmp_path, lost):
+    """A power loss can keep index entries written after the last checkpoint while the log
+    bytes behind them are lost. The log then ends at its recovery point, but the segment is
+    recovered, not trusted: a stale aborted-transaction entry would make read_committed
+    consumers skip the producer's next, committed records at those offsets."""
+    plog = open_log(tmp_path / "p")
+    p1 = Producer(plog, 1)
+    for _ in range(3):
+        p1.txn()
+    rp = checkpoint(plog)
+    size_at_rp = plog.segments[-1].size
+    if lost == "aborted transaction":
+        p1.txn(commit=False)
+        assert plog.segments[-1].txn_index.entries[-1].last_offset >= rp
+    crash_log(plog)
+    directory = tmp_path / "p"
+    log_file = next(n for n in os.listdir(directory) if n.endswith(".log"))
+    os.truncate(directory / log_file, size_at_rp)  # the log's unsynced tail is lost
+    if lost == "time index entry":  # the page of an entry for a batch past rp was kept
+        with open(directory / log_file.replace(".log", ".timeindex"), "ab") as f:
+            f.write(struct.pack(">qi", 9999, rp + 3))
+    plog = open_log(tmp_path / "p", recovery_point=rp)
+    seg = plog.segments[-1]
+    assert plog.log_end_offset == rp
+    assert all(t.last_offset < rp for t in seg.txn_index.entries)
+    last_time = seg.time_index.last_entry()
+    assert last_time is None or last_time[1] < rp
+    p1.plog = plog
+    p1.seq -= 1 if lost == "aborted transaction" else 0
+    p1.txn(commit=True)  # the producer's retry, committed this time
+    assert plog.read(rp, 1 << 20, 1).aborted == []
