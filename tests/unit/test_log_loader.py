@@ -105,17 +105,22 @@ def build(path, before=60, after=15, aborts_every=4):
     return expect, rp, tail
 
 
-def test_recovery_starts_at_the_recovery_point_inside_the_segment(tmp_path, monkeypatch):
-    expect, rp, tail = build(tmp_path / "p")
+def _spy_recover(monkeypatch) -> list:
+    """Every LogSegment.recover result, in call order."""
     checked = []
     real = segment_module.LogSegment.recover
 
     def spy(self, from_offset=None):
-        result = real(self, from_offset)
-        checked.append(result)
-        return result
+        checked.append(real(self, from_offset))
+        return checked[-1]
 
     monkeypatch.setattr(segment_module.LogSegment, "recover", spy)
+    return checked
+
+
+def test_recovery_starts_at_the_recovery_point_inside_the_segment(tmp_path, monkeypatch):
+    expect, rp, tail = build(tmp_path / "p")
+    checked = _spy_recover(monkeypatch)
     with structlog.testing.capture_logs() as logs:
         plog = open_log(tmp_path / "p", recovery_point=rp)
     assert len(checked) == 1 and checked[0].checked_from > 0 and checked[0].truncated_bytes == 0
@@ -236,14 +241,7 @@ def test_recovery_point_not_on_a_batch_boundary_recovers_the_whole_segment(tmp_p
         plog.append(build_batch([(b"k", b"v")] * 3, timestamp_ms=1000 + i))
     leo = plog.log_end_offset
     crash_log(plog)
-    checked = []
-    real = segment_module.LogSegment.recover
-
-    def spy(self, from_offset=None):
-        checked.append(real(self, from_offset))
-        return checked[-1]
-
-    monkeypatch.setattr(segment_module.LogSegment, "recover", spy)
+    checked = _spy_recover(monkeypatch)
     plog = open_log(tmp_path / "p", recovery_point=31)  # inside a batch of 3
     assert checked[0].checked_from == 0 and plog.log_end_offset == leo
 
@@ -324,18 +322,6 @@ def test_an_unclean_start_without_a_snapshot_at_the_end_takes_one_at_the_next_ch
     crash_log(plog)
     plog = open_log(tmp_path / "p", recovery_point=rp)
     assert [item.offset for item in plan_snapshots([plog])] == [plog.log_end_offset]
-
-
-def _spy_recover(monkeypatch) -> list:
-    checked = []
-    real = segment_module.LogSegment.recover
-
-    def spy(self, from_offset=None):
-        checked.append(real(self, from_offset))
-        return checked[-1]
-
-    monkeypatch.setattr(segment_module.LogSegment, "recover", spy)
-    return checked
 
 
 @pytest.mark.parametrize("transactions", [0, 20])
