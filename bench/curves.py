@@ -300,6 +300,7 @@ def _plot(path: Path, name: str, columns: list[str], rows: list[list]) -> str | 
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt  # noqa: PLC0415
+        import matplotlib.ticker  # noqa: PLC0415
     except ImportError:
         return None
     xs = [r[0] for r in rows]
@@ -310,6 +311,12 @@ def _plot(path: Path, name: str, columns: list[str], rows: list[list]) -> str | 
         ax.set_xscale("log")
         if min(ys) > 0:
             ax.set_yscale("log")  # log-log: slope 1 is linear growth, flat is constant
+            low, high = min(ys), max(ys)
+            if high < 10 * low:  # at least a decade shown, or noise on a flat line looks steep
+                middle = (low * high) ** 0.5
+                ax.set_ylim(middle / 10**0.5, middle * 10**0.5)
+            ax.yaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
+            ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
         ax.set_xlabel(columns[0])
         ax.set_title(columns[i], fontsize=9)
         ax.grid(True, alpha=0.3)

@@ -15,11 +15,14 @@ storage/_record_walk.c); `make bench` gives the side-by-side figures with librdk
 from __future__ import annotations
 
 import argparse
+import contextlib
 import socket
 import statistics
 import struct
+import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from crc32c import crc32c
@@ -44,6 +47,30 @@ def _answer(s: socket.socket) -> bytes:
 def _round_trip(s: socket.socket, request: bytes) -> bytes:
     s.sendall(_INT32.pack(len(request)) + request)
     return _answer(s)
+
+
+def produce_request(
+    correlation: int,
+    batch: bytearray,
+    sequence: int,
+    topic: str,
+    partitions: int,
+    transactional_id: str | None = None,
+) -> bytes:
+    """A Produce v9 request (acks=-1) with `batch`, given `sequence` as its baseSequence and now
+    as its timestamps (CRC recomputed), for each of the topic's first `partitions` partitions."""
+    now = int(time.time() * 1000)
+    struct.pack_into(">i", batch, 53, sequence)  # baseSequence
+    struct.pack_into(">qq", batch, 27, now, now)  # baseTimestamp, maxTimestamp
+    struct.pack_into(">I", batch, 17, crc32c(bytes(batch[21:])))
+    data = [dict(index=p, records=bytes(batch)) for p in range(partitions)]
+    fields = dict(
+        transactional_id=transactional_id,
+        acks=-1,
+        timeout_ms=30000,
+        topic_data=[dict(name=topic, partition_data=data)],
+    )
+    return encode_request(0, 9, correlation, fields)
 
 
 class ProduceLoad:
@@ -76,21 +103,9 @@ class ProduceLoad:
     def frames(self, count: int) -> list[bytes]:
         out = []
         for _ in range(count):
-            batch = self.template
-            now = int(time.time() * 1000)
-            struct.pack_into(">i", batch, 53, self.sequence)  # baseSequence
-            struct.pack_into(">qq", batch, 27, now, now)  # baseTimestamp, maxTimestamp
-            struct.pack_into(">I", batch, 17, crc32c(bytes(batch[21:])))
-            self.sequence += self.records
             self.correlation += 1
-            data = [dict(index=p, records=bytes(batch)) for p in range(self.partitions)]
-            fields = dict(
-                transactional_id=None,
-                acks=-1,
-                timeout_ms=30000,
-                topic_data=[dict(name="t", partition_data=data)],
-            )
-            request = encode_request(0, 9, self.correlation, fields)
+            request = produce_request(self.correlation, self.template, self.sequence, "t", self.partitions)
+            self.sequence += self.records
             out.append(_INT32.pack(len(request)) + request)
         return out
 
@@ -113,6 +128,27 @@ class ProduceLoad:
             raise RuntimeError(f"Produce answered error {error}")
 
 
+@contextlib.contextmanager
+def broker_with_topic(topic: str, partitions: int) -> Iterator[tuple[subprocess.Popen, socket.socket]]:
+    """A fresh broker on a temporary directory with `topic` created, and one TCP_NODELAY
+    connection to it; the broker is stopped on the way out."""
+    with tempfile.TemporaryDirectory(prefix="bench-path-") as data_dir:
+        proc, port, _ = start_broker(data_dir)
+        try:
+            with socket.create_connection(("127.0.0.1", port)) as s:
+                s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                spec = dict(
+                    name=topic, num_partitions=partitions, replication_factor=1, assignments=[], configs=[]
+                )
+                _round_trip(
+                    s, encode_request(19, 4, 1, dict(topics=[spec], timeout_ms=10000, validate_only=False))
+                )
+                yield proc, s
+        finally:
+            proc.terminate()
+            proc.wait(30)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.produce_path", description=__doc__.split("\n\n")[0])
     ap.add_argument("--records", type=int, default=1000, help="records per batch")
@@ -120,32 +156,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--partitions", type=int, default=1, help="batches (partitions) per request")
     args = ap.parse_args(argv)
-    with tempfile.TemporaryDirectory(prefix="produce-path-") as data_dir:
-        proc, port, _ = start_broker(data_dir)
-        try:
-            with socket.create_connection(("127.0.0.1", port)) as s:
-                s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-                topic = dict(
-                    name="t", num_partitions=args.partitions, replication_factor=1, assignments=[], configs=[]
-                )
-                _round_trip(
-                    s, encode_request(19, 4, 1, dict(topics=[topic], timeout_ms=10000, validate_only=False))
-                )
-                load = ProduceLoad(s, args.records, args.partitions)
-                load.send(load.frames(20))  # warm-up: one-time costs
-                per_record, user, system = [], [], []
-                records = args.batches * args.records * args.partitions
-                for _ in range(args.rounds):
-                    frames = load.frames(args.batches)
-                    cpu0, (user0, sys0) = cpu_ns(proc.pid), user_system_ticks(proc.pid)
-                    load.send(frames)
-                    cpu1, (user1, sys1) = cpu_ns(proc.pid), user_system_ticks(proc.pid)
-                    per_record.append((cpu1 - cpu0) / records / 1000)
-                    user.append((user1 - user0) / TICK / records * 1e6)
-                    system.append((sys1 - sys0) / TICK / records * 1e6)
-        finally:
-            proc.terminate()
-            proc.wait(30)
+    with broker_with_topic("t", args.partitions) as (proc, s):
+        load = ProduceLoad(s, args.records, args.partitions)
+        load.send(load.frames(20))  # warm-up: one-time costs
+        per_record, user, system = [], [], []
+        records = args.batches * args.records * args.partitions
+        for _ in range(args.rounds):
+            frames = load.frames(args.batches)
+            cpu0, (user0, sys0) = cpu_ns(proc.pid), user_system_ticks(proc.pid)
+            load.send(frames)
+            cpu1, (user1, sys1) = cpu_ns(proc.pid), user_system_ticks(proc.pid)
+            per_record.append((cpu1 - cpu0) / records / 1000)
+            user.append((user1 - user0) / TICK / records * 1e6)
+            system.append((sys1 - sys0) / TICK / records * 1e6)
     print("broker CPU per record (us), by round:", " ".join(f"{x:.3f}" for x in per_record))
     print(
         f"median {statistics.median(per_record):.3f} us/record "

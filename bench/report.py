@@ -36,7 +36,8 @@ def markdown(results: dict) -> str:
         f"Benchmark {results['date']}, {results['machine']['cpus']} CPUs, "
         f"load average {results['machine']['loadavg_before'][0]:.1f} before / "
         f"{results['machine']['loadavg_after'][0]:.1f} after; median of "
-        f"{results['runs']} fresh brokers per column.",
+        f"{results['runs']} fresh brokers per column; throughput figures with "
+        f"{results.get('clients', 1)} client process(es) (one-record transactions and latency: one).",
         "",
         "| " + " | ".join(head) + " |",
         "|" + "---|" * len(head),
