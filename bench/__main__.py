@@ -34,7 +34,8 @@ HERE = Path(__file__).resolve().parent
 
 
 def one_run(target_cls, scale: float, workdir: Path, clients: int) -> dict[str, float]:
-    """All figures of one fresh broker; `clients` processes drive each throughput workload."""
+    """All figures of one fresh broker; `clients` processes drive each throughput workload (the
+    broker CPU of a workload includes its clients' connecting, a few ms)."""
     broker = target_cls(workdir)
     out: dict[str, float] = {}
     try:
@@ -102,6 +103,19 @@ def one_run(target_cls, scale: float, workdir: Path, clients: int) -> dict[str, 
     return out
 
 
+def _at_least(low, kind):
+    """An argparse type: `kind` of the argument, refused below `low` (below 0.02 the scale
+    leaves a workload without one whole transaction of 1000)."""
+
+    def parse(text: str):
+        value = kind(text)
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be at least {low}")
+        return value
+
+    return parse
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["history"]:  # make bench BENCH_ARGS="history [--transactions N ...]"
@@ -113,10 +127,12 @@ def main(argv: list[str] | None = None) -> int:
         "--brokers", default="minibroker,kafka", help="comma-separated: minibroker, kafka (default both)"
     )
     ap.add_argument("--runs", type=int, default=3, help="fresh brokers per broker kind (median)")
-    ap.add_argument("--scale", type=float, default=1.0, help="multiply record counts")
+    ap.add_argument(
+        "--scale", type=_at_least(0.02, float), default=1.0, help="multiply record counts (at least 0.02)"
+    )
     ap.add_argument(
         "--clients",
-        type=int,
+        type=_at_least(1, int),
         default=2,
         help="client processes per throughput workload (default 2: one Python librdkafka client "
         "saturates near 300-600k records/s here, below what the broker takes)",

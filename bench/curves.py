@@ -182,7 +182,8 @@ def data_curve(workdir: Path, out_dir: Path, points=DATA_POINTS_MB) -> dict:
         try:
             broker.start()
             w.create_topic(broker.bootstrap, "data", 3)
-            w.produce_idempotent(broker.bootstrap, "data", mb * 1000, 1024)  # ~1 MB per 1000
+            # ~1 MB per 1000 records; one client, given 10 s per 100 MB (10 GB: about 17 minutes)
+            w.produce_idempotent(broker.bootstrap, "data", mb * 1000, 1024, deadline_s=max(180.0, mb / 10))
             broker.stop(kill=True)  # right after the load: what recovery has to read again
             killed = broker.start()
             broker.stop()
@@ -315,7 +316,8 @@ def _plot(path: Path, name: str, columns: list[str], rows: list[list]) -> str | 
             if high < 10 * low:  # at least a decade shown, or noise on a flat line looks steep
                 middle = (low * high) ** 0.5
                 ax.set_ylim(middle / 10**0.5, middle * 10**0.5)
-            ax.yaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
+            ax.yaxis.set_major_locator(matplotlib.ticker.LogLocator(subs=(1.0, 2.0, 5.0)))
+            ax.yaxis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
             ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
         ax.set_xlabel(columns[0])
         ax.set_title(columns[i], fontsize=9)

@@ -57,8 +57,9 @@ def produce_request(
     partitions: int,
     transactional_id: str | None = None,
 ) -> bytes:
-    """A Produce v9 request (acks=-1) with `batch`, given `sequence` as its baseSequence and now
-    as its timestamps (CRC recomputed), for each of the topic's first `partitions` partitions."""
+    """A Produce v9 request (acks=-1) with `batch`, for each of the topic's first `partitions`
+    partitions. `batch` is changed in place: `sequence` becomes its baseSequence, now its
+    timestamps, and its CRC is recomputed."""
     now = int(time.time() * 1000)
     struct.pack_into(">i", batch, 53, sequence)  # baseSequence
     struct.pack_into(">qq", batch, 27, now, now)  # baseTimestamp, maxTimestamp

@@ -17,18 +17,16 @@ from __future__ import annotations
 import argparse
 import socket
 import statistics
-import struct
 import time
 
 from kio.serial import entity_reader
 from minibroker.protocol.codec import response_class
 from minibroker.protocol.record_batch import build_batch
 
-from bench.produce_path import _answer, _round_trip, broker_with_topic, produce_request
+from bench.produce_path import _round_trip, broker_with_topic, produce_request
 from bench.targets import cpu_ns
 from conformance.wire import encode_request, response_body
 
-_INT32 = struct.Struct(">i")
 _TOPIC = "t"
 _TXN_ID = "txn-path"
 #: Answers that mean "ask again": the coordinator is loading or a previous transaction is still
@@ -36,9 +34,8 @@ _TXN_ID = "txn-path"
 _RETRIABLE = {14, 15, 51}
 
 
-def _errors(api_key: int, version: int, frame: bytes) -> set[int]:
-    """Every error code in an answer (top-level and per partition)."""
-    entity, _ = entity_reader(response_class(api_key, version))(response_body(api_key, version, frame), 0)
+def _error_codes(entity) -> set[int]:
+    """Every non-zero error code in a decoded answer (top-level and per partition)."""
     found: set[int] = set()
 
     def walk(value) -> None:
@@ -58,13 +55,20 @@ def _errors(api_key: int, version: int, frame: bytes) -> set[int]:
 
 
 class OneRecordTransactions:
-    """One transactional producer's requests, sequences and correlation ids continuing."""
+    """One transactional producer's requests, sequences and correlation ids continuing;
+    `retries` counts the answers that asked it to try again."""
 
     def __init__(self, s: socket.socket, partitions: int) -> None:
         self.s, self.partitions = s, partitions
         self.correlation = 100
         self.sequence = 0
-        self.producer_id, self.epoch = self._init_producer_id()
+        self.retries = 0
+        fields = dict(
+            transactional_id=_TXN_ID, transaction_timeout_ms=60000, producer_id=-1, producer_epoch=-1
+        )
+        # the first call creates __transaction_state, and the coordinator loads it: retried
+        answer = self._call(22, 4, fields)
+        self.producer_id, self.epoch = int(answer.producer_id), int(answer.producer_epoch)
         self.template = bytearray(
             build_batch(
                 [(b"k", b"x" * 100)],
@@ -79,38 +83,25 @@ class OneRecordTransactions:
         self.correlation += 1
         return self.correlation
 
-    def _call(self, api_key: int, version: int, fields: dict, deadline_s: float = 30.0) -> None:
-        """Send one request and wait for its answer; retry retriable errors, raise on others."""
+    def _answer(self, api_key: int, version: int, request: bytes):
+        """Send one encoded request and return its decoded answer."""
+        frame = _round_trip(self.s, request)
+        entity, _ = entity_reader(response_class(api_key, version))(response_body(api_key, version, frame), 0)
+        return entity
+
+    def _call(self, api_key: int, version: int, fields: dict, deadline_s: float = 30.0):
+        """The answer to one request; retriable errors are retried, others raise."""
         deadline = time.monotonic() + deadline_s
         while True:
-            answer = _round_trip(self.s, encode_request(api_key, version, self._next_correlation(), fields))
-            errors = _errors(api_key, version, answer)
+            request = encode_request(api_key, version, self._next_correlation(), fields)
+            answer = self._answer(api_key, version, request)
+            errors = _error_codes(answer)
             if not errors:
-                return
+                return answer
             if not errors <= _RETRIABLE or time.monotonic() > deadline:
                 raise RuntimeError(f"api key {api_key} answered errors {sorted(errors)}")
+            self.retries += 1
             time.sleep(0.01)
-
-    def _init_producer_id(self) -> tuple[int, int]:
-        fields = dict(
-            transactional_id=_TXN_ID, transaction_timeout_ms=60000, producer_id=-1, producer_epoch=-1
-        )
-        deadline = time.monotonic() + 30
-        while True:  # the first call creates __transaction_state; the coordinator then loads it
-            body = _round_trip(self.s, encode_request(22, 4, self._next_correlation(), fields))
-            # InitProducerId v4: correlation id, header tags, throttle, error, producer id, epoch
-            error, producer_id, epoch = struct.unpack_from(">hqh", body, 9)
-            if error == 0:
-                return producer_id, epoch
-            if error not in _RETRIABLE or time.monotonic() > deadline:
-                raise RuntimeError(f"InitProducerId failed with error {error}")
-            time.sleep(0.01)
-
-    def _produce_frame(self) -> bytes:
-        correlation = self._next_correlation()
-        request = produce_request(correlation, self.template, self.sequence, _TOPIC, self.partitions, _TXN_ID)
-        self.sequence += 1
-        return request
 
     def run(self, count: int) -> None:
         add = dict(
@@ -124,11 +115,13 @@ class OneRecordTransactions:
         )
         for _ in range(count):
             self._call(24, 3, add)
-            request = self._produce_frame()
-            self.s.sendall(_INT32.pack(len(request)) + request)
-            answer = _answer(self.s)
-            if _errors(0, 9, answer):
-                raise RuntimeError(f"Produce answered errors {sorted(_errors(0, 9, answer))}")
+            request = produce_request(
+                self._next_correlation(), self.template, self.sequence, _TOPIC, self.partitions, _TXN_ID
+            )
+            self.sequence += 1
+            errors = _error_codes(self._answer(0, 9, request))
+            if errors:
+                raise RuntimeError(f"Produce answered errors {sorted(errors)}")
             self._call(26, 3, end)
 
 
@@ -150,6 +143,8 @@ def main(argv: list[str] | None = None) -> int:
             cpu_ms.append((cpu1 - cpu0) / args.transactions / 1e6)
     print("commits/s by round:", " ".join(f"{r:,.0f}" for r in rates))
     print("broker CPU per transaction (ms) by round:", " ".join(f"{c:.3f}" for c in cpu_ms))
+    if txns.retries:
+        print(f"{txns.retries} answers asked to retry (10 ms pause each, inside the timed rounds)")
     print(
         f"median {statistics.median(rates):,.0f} commits/s, {statistics.median(cpu_ms):.3f} ms broker CPU "
         f"per transaction; one record to each of {args.partitions} partition(s) per transaction"

@@ -4,6 +4,8 @@ see exactly the same client. Every function is bounded in time and raises if rec
 from __future__ import annotations
 
 import multiprocessing
+import pickle
+import queue
 import threading
 import time
 import uuid
@@ -12,6 +14,7 @@ from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 DEADLINE_S = 180
+_SETUP_S = 60  # a client's connection, producer id or init_transactions before the start
 
 
 def create_topic(bootstrap: str, name: str, partitions: int) -> None:
@@ -53,32 +56,59 @@ def _produce(p: Producer, topic: str, value: bytes, i: int, on_delivery=None) ->
             p.poll(0.005)
 
 
-def _clients_run(target, shares: list[tuple]) -> list[tuple]:
+def _clients_run(target, shares: list[tuple], deadline_s: float = DEADLINE_S) -> list[tuple]:
     """What `target(go, *share)` returned ((start, end, ...) perf_counter times: one clock for
-    every process on Linux) in one spawned process per share. Each client sets up (producer,
-    connection) and then waits on `go`, so that all of them start together; a failure in any
-    client raises here."""
+    every process on Linux) in one spawned process per share, in share order. Each client sets up
+    (producer, connection, at most _SETUP_S) and then waits on `go`, so that all of them start
+    together. A client that fails, dies without an answer, or is not done within `deadline_s`
+    of the start raises here, naming itself."""
     ctx = multiprocessing.get_context("spawn")  # never fork: librdkafka threads live in this process
     go = ctx.Barrier(len(shares) + 1)
     answers = ctx.Queue()
-    procs = [ctx.Process(target=_client, args=(target, go, share, answers), daemon=True) for share in shares]
+    procs = [
+        ctx.Process(target=_client, args=(k, target, go, share, answers), daemon=True)
+        for k, share in enumerate(shares)
+    ]
     for proc in procs:
         proc.start()
+    results: dict[int, object] = {}
     try:
         try:
-            go.wait(60)
+            go.wait(_SETUP_S + 60)  # the clients' own setup is bounded by _SETUP_S
         except threading.BrokenBarrierError:
-            pass  # a client failed while setting up: its answer below says why
-        spans = [answers.get(timeout=DEADLINE_S) for _ in procs]
+            pass  # a client failed while setting up: its answer says why
+        deadline = time.monotonic() + deadline_s + 30  # the clients' own deadline comes first
+        while len(results) < len(procs):
+            try:
+                k, result = answers.get(timeout=1.0)
+                results[k] = result
+                continue
+            except queue.Empty:
+                pass
+            exited = [k for k, proc in enumerate(procs) if k not in results and not proc.is_alive()]
+            if exited:  # its answer, if it wrote one before exiting, is in the pipe by now
+                try:
+                    k, result = answers.get(timeout=1.0)
+                    results[k] = result
+                    continue
+                except queue.Empty:
+                    k = exited[0]
+                    raise RuntimeError(
+                        f"bench client {k} exited with code {procs[k].exitcode} without an answer"
+                    ) from None
+            if time.monotonic() > deadline:
+                missing = sorted(set(range(len(procs))) - set(results))
+                raise RuntimeError(f"bench clients {missing} not done in {deadline_s}s") from None
     finally:
         for proc in procs:
             proc.join(10)
             if proc.is_alive():
                 proc.kill()
-    failed = [span for span in spans if isinstance(span, str)]
-    if failed:
-        raise RuntimeError(f"a bench client failed: {failed[0]}")
-    return spans
+    failures = {k: r for k, r in results.items() if isinstance(r, BaseException)}
+    if failures:  # the cause, not the BrokenBarrierError it gave the other clients
+        k, exc = min(failures.items(), key=lambda kv: isinstance(kv[1], threading.BrokenBarrierError))
+        raise RuntimeError(f"bench client {k} failed: {type(exc).__name__}: {exc}") from None
+    return [results[k] for k in range(len(procs))]
 
 
 def _elapsed(spans: list[tuple]) -> float:
@@ -86,16 +116,26 @@ def _elapsed(spans: list[tuple]) -> float:
     return max(span[1] for span in spans) - min(span[0] for span in spans)
 
 
-def _client(target, go, share: tuple, answers) -> None:
+def _client(k: int, target, go, share: tuple, answers) -> None:
     try:
-        answers.put(target(go, *share))
+        result = target(go, *share)
     except BaseException as exc:  # noqa: BLE001 - reported to the parent, which raises
-        go.abort()
-        answers.put(f"{type(exc).__name__}: {exc}")
+        answers.put((k, RuntimeError(f"{type(exc).__name__}: {exc}") if not _picklable(exc) else exc))
+        go.abort()  # after the answer, so the cause is there before the others' BrokenBarrierError
+        return
+    answers.put((k, result))
+
+
+def _picklable(exc: BaseException) -> bool:
+    try:
+        pickle.dumps(exc)
+    except Exception:  # noqa: BLE001 - librdkafka's KafkaError objects may not pickle
+        return False
+    return True
 
 
 def _shares(count: int, clients: int) -> list[tuple[int, int]]:
-    """(first index, records) of each client: `count` split as evenly as possible."""
+    """(first index, count) of each client: `count` split as evenly as possible."""
     base, extra = divmod(count, clients)
     out, first = [], 0
     for k in range(clients):
@@ -105,32 +145,45 @@ def _shares(count: int, clients: int) -> list[tuple[int, int]]:
     return out
 
 
-def produce_idempotent(bootstrap: str, topic: str, count: int, size: int, clients: int = 1) -> float:
+def produce_idempotent(
+    bootstrap: str, topic: str, count: int, size: int, clients: int = 1, deadline_s: float = DEADLINE_S
+) -> float:
     """Seconds to produce and get acknowledged `count` records of `size` bytes, split over
-    `clients` producer processes."""
-    shares = [(bootstrap, topic, first, n, size) for first, n in _shares(count, clients)]
-    return _elapsed(_clients_run(_produce_idempotent_share, shares))
+    `clients` producer processes, each done within `deadline_s`."""
+    shares = [(bootstrap, topic, first, n, size, deadline_s) for first, n in _shares(count, clients)]
+    return _elapsed(_clients_run(_produce_idempotent_share, shares, deadline_s))
 
 
-def _produce_idempotent_share(go, bootstrap: str, topic: str, first: int, count: int, size: int):
+def _produce_idempotent_share(
+    go, bootstrap: str, topic: str, first: int, count: int, size: int, deadline_s: float
+):
     p = _producer(bootstrap)
     p.list_topics(topic, timeout=30)  # connected before the clock starts
     value = b"x" * size
-    go.wait(60)
+    go.wait(_SETUP_S + 60)
     t0 = time.perf_counter()
+    deadline = time.monotonic() + deadline_s
     for i in range(first, first + count):
         _produce(p, topic, value, i)
-    if p.flush(DEADLINE_S):
-        raise RuntimeError("records not delivered")
+        if not i % 10_000 and time.monotonic() > deadline:
+            raise RuntimeError(f"{i - first} of {count} records queued in {deadline_s}s")
+    if p.flush(max(1.0, deadline - time.monotonic())):
+        raise RuntimeError(f"records not delivered within {deadline_s}s")
     return t0, time.perf_counter()
 
 
 def produce_transactional(
     bootstrap: str, topic: str, count: int, size: int, per_txn: int, clients: int = 1
 ) -> float:
-    """Seconds to produce `count` records in transactions of `per_txn`, each committed, split
-    over `clients` transactional producer processes (one transactional.id each)."""
-    shares = [(bootstrap, topic, first, n, size, per_txn) for first, n in _shares(count, clients)]
+    """Seconds to produce `count` records (a multiple of `per_txn`) in transactions of `per_txn`,
+    each committed, the transactions split over `clients` transactional producer processes (one
+    transactional.id each)."""
+    if count % per_txn:
+        raise ValueError(f"{count} records are not whole transactions of {per_txn}")
+    shares = [
+        (bootstrap, topic, first * per_txn, n * per_txn, size, per_txn)
+        for first, n in _shares(count // per_txn, clients)
+    ]
     return _elapsed(_clients_run(_produce_transactional_share, shares))
 
 
@@ -138,13 +191,13 @@ def _produce_transactional_share(
     go, bootstrap: str, topic: str, first: int, count: int, size: int, per_txn: int
 ):
     p = _producer(bootstrap, **{"transactional.id": f"bench-{uuid.uuid4().hex[:8]}"})
-    p.init_transactions(60)
+    p.init_transactions(_SETUP_S)
     value = b"x" * size
-    go.wait(60)
+    go.wait(_SETUP_S + 60)
     t0 = time.perf_counter()
     for start in range(first, first + count, per_txn):
         p.begin_transaction()
-        for i in range(start, min(start + per_txn, first + count)):
+        for i in range(start, start + per_txn):
             _produce(p, topic, value, i)
         p.commit_transaction(60)
     return t0, time.perf_counter()
@@ -195,7 +248,10 @@ def consume(
     bootstrap: str, topic: str, partitions: int, count: int, isolation: str, clients: int = 1
 ) -> float:
     """Seconds to read `count` records from the start of every partition, the partitions split
-    over `clients` consumer processes."""
+    over `clients` consumer processes (round robin: with 3 partitions and 2 clients one client
+    reads two, so the figure is mostly that client's)."""
+    if count <= 0:
+        raise ValueError("nothing to consume")
     clients = min(clients, partitions)
     total = multiprocessing.get_context("spawn").Value("q", 0)  # records read by all clients
     shares = [
@@ -230,7 +286,7 @@ def _consume_share(go, bootstrap: str, topic: str, partitions: list[int], isolat
     reached = None
     try:
         c.list_topics(topic, timeout=30)  # connected before the clock starts
-        go.wait(60)
+        go.wait(_SETUP_S + 60)
         t0 = time.perf_counter()
         c.assign([TopicPartition(topic, p, 0) for p in partitions])
         deadline = time.monotonic() + DEADLINE_S
