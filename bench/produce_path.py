@@ -23,25 +23,34 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 from crc32c import crc32c
 from minibroker.protocol.record_batch import build_batch
 
-from bench.targets import TICK, cpu_ns, recv_exactly, start_broker
-from conformance.wire import encode_request
+from bench.targets import TICK, cpu_ns, recv_exactly, start_broker, user_system_ticks
+from conformance.wire import decode_kio, encode_request, response_body
 
 _IN_FLIGHT = 5
 _INT32 = struct.Struct(">i")
 
 
-def user_system_ticks(pid: int) -> tuple[int, int]:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return int(fields[11]), int(fields[12])
-
-
 def _answer(s: socket.socket) -> bytes:
     return recv_exactly(s, _INT32.unpack(recv_exactly(s, 4))[0])
+
+
+def decoded_answer(s: socket.socket, api_key: int, version: int, request: bytes) -> dict:
+    """Send one encoded request; its answer decoded by kio, as plain values (conformance.wire)."""
+    return decode_kio(api_key, version, response_body(api_key, version, _round_trip(s, request)))
+
+
+def error_codes(answer) -> set[int]:
+    """Every non-zero error code in a decoded answer (top-level and per partition)."""
+    if isinstance(answer, list):
+        return set().union(*(error_codes(item) for item in answer))
+    if not isinstance(answer, dict):
+        return set()
+    found = {v for k, v in answer.items() if k.endswith("error_code") and v}
+    return found.union(*(error_codes(v) for k, v in answer.items() if not k.endswith("error_code")))
 
 
 def _round_trip(s: socket.socket, request: bytes) -> bytes:
@@ -94,12 +103,10 @@ class ProduceLoad:
 
     def _init_producer_id(self) -> tuple[int, int]:
         fields = dict(transactional_id=None, transaction_timeout_ms=60000, producer_id=-1, producer_epoch=-1)
-        body = _round_trip(self.s, encode_request(22, 4, 2, fields))
-        # InitProducerId v4: correlation id, header tags, throttle, error, producer id, epoch
-        error, producer_id, epoch = struct.unpack_from(">hqh", body, 9)
-        if error:
-            raise RuntimeError(f"InitProducerId failed with error {error}")
-        return producer_id, epoch
+        answer = decoded_answer(self.s, 22, 4, encode_request(22, 4, 2, fields))
+        if answer["error_code"]:
+            raise RuntimeError(f"InitProducerId failed with error {answer['error_code']}")
+        return answer["producer_id"], answer["producer_epoch"]
 
     def frames(self, count: int) -> list[bytes]:
         out = []

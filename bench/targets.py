@@ -111,10 +111,16 @@ def start_broker(
     return proc, int(Path(port_file).read_text()), time.perf_counter() - t0
 
 
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU of the whole process (every thread: the JVM's GC and I/O threads too)."""
+def user_system_ticks(pid: int) -> tuple[int, int]:
+    """User and system CPU of the whole process in clock ticks (/proc/PID/stat: every thread,
+    the JVM's GC and I/O threads too, ended ones included)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICK
+    return int(fields[11]), int(fields[12])
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU of the whole process (see user_system_ticks)."""
+    return sum(user_system_ticks(pid)) / TICK
 
 
 def cpu_ns(pid: int) -> int:

@@ -19,39 +19,17 @@ import socket
 import statistics
 import time
 
-from kio.serial import entity_reader
-from minibroker.protocol.codec import response_class
 from minibroker.protocol.record_batch import build_batch
 
-from bench.produce_path import _round_trip, broker_with_topic, produce_request
+from bench.produce_path import broker_with_topic, decoded_answer, error_codes, produce_request
 from bench.targets import cpu_ns
-from conformance.wire import encode_request, response_body
+from conformance.wire import encode_request
 
 _TOPIC = "t"
 _TXN_ID = "txn-path"
 #: Answers that mean "ask again": the coordinator is loading or a previous transaction is still
 #: being completed (COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, CONCURRENT_TRANSACTIONS).
 _RETRIABLE = {14, 15, 51}
-
-
-def _error_codes(entity) -> set[int]:
-    """Every non-zero error code in a decoded answer (top-level and per partition)."""
-    found: set[int] = set()
-
-    def walk(value) -> None:
-        if isinstance(value, tuple):
-            for item in value:
-                walk(item)
-        elif hasattr(value, "__dataclass_fields__"):
-            for name in value.__dataclass_fields__:
-                field = getattr(value, name)
-                if name.endswith("error_code"):
-                    found.add(int(field))
-                else:
-                    walk(field)
-
-    walk(entity)
-    return found - {0}
 
 
 class OneRecordTransactions:
@@ -68,7 +46,7 @@ class OneRecordTransactions:
         )
         # the first call creates __transaction_state, and the coordinator loads it: retried
         answer = self._call(22, 4, fields)
-        self.producer_id, self.epoch = int(answer.producer_id), int(answer.producer_epoch)
+        self.producer_id, self.epoch = answer["producer_id"], answer["producer_epoch"]
         self.template = bytearray(
             build_batch(
                 [(b"k", b"x" * 100)],
@@ -83,19 +61,13 @@ class OneRecordTransactions:
         self.correlation += 1
         return self.correlation
 
-    def _answer(self, api_key: int, version: int, request: bytes):
-        """Send one encoded request and return its decoded answer."""
-        frame = _round_trip(self.s, request)
-        entity, _ = entity_reader(response_class(api_key, version))(response_body(api_key, version, frame), 0)
-        return entity
-
     def _call(self, api_key: int, version: int, fields: dict, deadline_s: float = 30.0):
         """The answer to one request; retriable errors are retried, others raise."""
         deadline = time.monotonic() + deadline_s
         while True:
             request = encode_request(api_key, version, self._next_correlation(), fields)
-            answer = self._answer(api_key, version, request)
-            errors = _error_codes(answer)
+            answer = decoded_answer(self.s, api_key, version, request)
+            errors = error_codes(answer)
             if not errors:
                 return answer
             if not errors <= _RETRIABLE or time.monotonic() > deadline:
@@ -119,7 +91,7 @@ class OneRecordTransactions:
                 self._next_correlation(), self.template, self.sequence, _TOPIC, self.partitions, _TXN_ID
             )
             self.sequence += 1
-            errors = _error_codes(self._answer(0, 9, request))
+            errors = error_codes(decoded_answer(self.s, 0, 9, request))
             if errors:
                 raise RuntimeError(f"Produce answered errors {sorted(errors)}")
             self._call(26, 3, end)
