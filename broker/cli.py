@@ -19,7 +19,22 @@ from minibroker.storage.errors import KafkaStorageError
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="minibroker", description="A single-process Kafka-compatible broker.")
+    p = argparse.ArgumentParser(
+        prog="minibroker",
+        description="A single-process Kafka-compatible broker.",
+        epilog=(
+            "other commands:\n"
+            "  minibroker dump [--json] [--print-data] [--topic T] DATA_DIR\n"
+            "                        print a data dir's topics, segments, producers, groups and\n"
+            "                        transactions (offline; see `minibroker dump --help`)\n"
+            "\n"
+            "exit codes: 0 stopped cleanly (SIGTERM/SIGINT); 1 cannot start or cannot go on (port in\n"
+            "use, data dir locked by another broker or unreadable, disk error); 2 invalid\n"
+            "configuration or command line"
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--version", action=_PrintVersion, nargs=0, help="print the version and exit")
     p.add_argument("--host", help="bind address (default from listeners: 127.0.0.1)")
     p.add_argument("--port", type=int, help="bind port; 0 picks a free one (default 9092)")
     p.add_argument("--data-dir", help="data directory (log.dirs; default ./data)")
@@ -35,6 +50,19 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="property defaults for a use: 'test' for test suites (see README)",
     )
     return p.parse_args(argv)
+
+
+class _PrintVersion(argparse.Action):
+    """--version, looked up only when asked (importlib.metadata would add to every start)."""
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        from importlib.metadata import PackageNotFoundError, version  # noqa: PLC0415
+
+        try:
+            found = version("minibroker")
+        except PackageNotFoundError:  # run from a checkout that was never installed
+            found = "unknown (not installed)"
+        parser.exit(message=f"minibroker {found}\n")
 
 
 def build_config(args: argparse.Namespace) -> BrokerConfig:

@@ -31,8 +31,10 @@ class Server:
         self._watchdog: asyncio.Task | None = None
         self._refused, self._refusal_logged_at = 0, float("-inf")
 
-    async def start(self, listeners) -> None:
-        """Bind every listener (broker/security/listeners.py), TLS ones with their context."""
+    async def bind(self, listeners) -> None:
+        """Bind every listener (broker/security/listeners.py), TLS ones with their context, without
+        accepting yet. Called before the data dir is recovered, so a start whose port is taken
+        fails before it writes anything."""
         for listener in listeners:
             server = await asyncio.start_server(
                 functools.partial(self._on_connect, listener),
@@ -40,9 +42,15 @@ class Server:
                 listener.port,
                 reuse_address=True,
                 ssl=listener.ssl_context,
+                start_serving=False,
             )
             finish_binding(listener, server.sockets[0].getsockname()[1])
             self._servers.append(server)
+
+    async def serve(self) -> None:
+        """Accept connections on the bound listeners (once the broker's state is loaded)."""
+        for server in self._servers:
+            await server.start_serving()
         self._watchdog = asyncio.create_task(self._close_idle_and_stalled(), name="connection-watchdog")
 
     async def _on_connect(self, listener, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:

@@ -94,6 +94,8 @@ class Broker:
             self.startup_seconds[name] = now - phase_start
             phase_start = now
 
+        listeners = self.security.listeners
+        await self.server.bind(listeners)  # a taken port stops the start before recovery writes
         raised = raise_open_file_limit()  # one descriptor per partition and connection (broker/limits.py)
         if raised:
             log.info("open file limit raised", soft_limit_was=raised[0], soft_limit=raised[1])
@@ -105,8 +107,7 @@ class Broker:
         await self.run_durably(self.txns.load())
         phase_done("transaction_load")
         self._check_producer_id_counter()
-        listeners = self.security.listeners
-        await self.server.start(listeners)
+        await self.server.serve()
         first = listeners[0]  # --port-file and the defaults below describe the first listener
         self.bound_port, self.host, self.port = first.bound_port, first.advertised_host, first.advertised_port
         self._start_background_tasks()
