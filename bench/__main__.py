@@ -9,7 +9,7 @@ started together, each with its own producer or consumer, because one Python lib
 saturates first; one-record transactions and latency keep one producer. Broker
 CPU comes from /proc (user + system of every thread of the broker process), which stays
 meaningful on a loaded machine where wall-clock throughput does not. Output: bench/results.json,
-bench/results.md (the table the README shows) and, with --curves, PNG plots (bench/curves.py).
+bench/results.md (the table docs/benchmarks.md shows) and, with --curves, PNG plots (bench/curves.py).
 """
 
 from __future__ import annotations

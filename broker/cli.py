@@ -28,9 +28,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
             "                        print a data dir's topics, segments, producers, groups and\n"
             "                        transactions (offline; see `minibroker dump --help`)\n"
             "\n"
-            "exit codes: 0 stopped cleanly (SIGTERM/SIGINT); 1 cannot start or cannot go on (port in\n"
-            "use, data dir locked by another broker or unreadable, disk error); 2 invalid\n"
-            "configuration or command line"
+            "exit codes: 0 stopped on SIGTERM/SIGINT (cleanly, or on a full disk with a warning\n"
+            "naming what it could not write: the next start recovers the logs); 1 cannot start or\n"
+            "cannot go on (port in use, data dir locked by another broker or unreadable, disk\n"
+            "error); 2 invalid configuration or command line"
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -47,7 +48,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--profile",
         default="default",
         choices=sorted(PROFILES),
-        help="property defaults for a use: 'test' for test suites (see README)",
+        help="property defaults for a use: 'test' for test suites (see docs/running.md)",
     )
     return p.parse_args(argv)
 
@@ -62,27 +63,45 @@ class _PrintVersion(argparse.Action):
             found = version("minibroker")
         except PackageNotFoundError:  # run from a checkout that was never installed
             found = "unknown (not installed)"
-        parser.exit(message=f"minibroker {found}\n")
+        print(f"minibroker {found}")  # stdout, as argparse's own version action
+        parser.exit()
 
 
 def build_config(args: argparse.Namespace) -> BrokerConfig:
+    """The configuration from the profile, --config, flags and --set; every problem in them is
+    reported at once (one ConfigError)."""
     values: dict[str, str] = profile_defaults(args.profile)
     if args.config:
         values.update(read_properties_file(args.config))
-    config = BrokerConfig(values)
+    problems: list[str] = []
+    config = BrokerConfig()
+    config.update(values, problems)
     if args.data_dir:
         config.set("log.dirs", args.data_dir)
-    if args.host is not None or args.port is not None:  # they override the first listener only
-        first, _, rest = config["listeners"].partition(",")
-        name, host, port = parse_listener_entry(first, "listeners")
-        host = args.host if args.host is not None else host
-        port = args.port if args.port is not None else port
-        config.set("listeners", f"{name}://{host}:{port}" + (f",{rest}" if rest else ""))
+    if args.host is not None or args.port is not None:  # they override the first client listener only
+        entries = [entry.strip() for entry in config["listeners"].split(",") if entry.strip()]
+        try:
+            parsed = [parse_listener_entry(entry, "listeners") for entry in entries]
+        except ConfigError as exc:
+            problems.extend(exc.problems)
+        else:
+            controllers = config.controller_listener_names()
+            index = next((i for i, (name, _, _) in enumerate(parsed) if name not in controllers), 0)
+            name, host, port = parsed[index] if parsed else ("PLAINTEXT", "127.0.0.1", 9092)
+            host = args.host if args.host is not None else host
+            port = args.port if args.port is not None else port
+            entries[index : index + 1] = [f"{name}://{host}:{port}"]
+            config.set("listeners", ",".join(entries))
+    overrides: dict[str, str] = {}
     for item in args.set:
         key, sep, value = item.partition("=")
         if not sep:
-            raise ConfigError(f"--set {item!r}: expected key=value")
-        config.set(key.strip(), value)
+            problems.append(f"--set {item!r}: expected key=value")
+        else:
+            overrides[key.strip()] = value
+    config.update(overrides, problems)
+    if problems:
+        raise ConfigError(*problems)
     return config
 
 
@@ -96,9 +115,17 @@ def write_port_file(path: str, port: int) -> None:
     os.replace(tmp, path)
 
 
-async def serve(config: BrokerConfig, port_file: str | None) -> None:
+class _Phase:
+    """How far the run got, so an error is reported for what it interrupted."""
+
+    started = False  # ready: serving, port file written
+    stopping = False  # SIGTERM/SIGINT received (or the start failed after the broker was up)
+
+
+async def serve(config: BrokerConfig, port_file: str | None, phase: _Phase | None = None) -> None:
     from minibroker.broker.state import Broker  # noqa: PLC0415 - imported by main, after parse_args
 
+    phase = phase if phase is not None else _Phase()
     broker = Broker(config)
     # Handlers first: a SIGTERM that arrives as soon as the port file exists (a test harness
     # stopping a broker it just started) must stop cleanly, not kill the process.
@@ -107,10 +134,14 @@ async def serve(config: BrokerConfig, port_file: str | None) -> None:
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     await broker.start()
-    if port_file:
-        write_port_file(port_file, broker.bound_port)
-    await stop.wait()
-    await broker.stop()
+    try:
+        if port_file:
+            write_port_file(port_file, broker.bound_port)
+        phase.started = True
+        await stop.wait()
+    finally:  # also when the port file cannot be written: close the logs cleanly
+        phase.stopping = True
+        await broker.stop()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -129,6 +160,7 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as exc:
         log.error("invalid configuration", problem=str(exc))
         return 2
+    config.log_ignored(log)
     runner: Callable[..., object] = asyncio.run
     try:
         import uvloop
@@ -139,13 +171,25 @@ def main(argv: list[str] | None = None) -> int:
     import minibroker.broker.state  # noqa: F401, PLC0415 - the broker's code; after parse_args: --help stays fast
 
     gc.enable()  # every start-up import is done: minibroker/__main__.py paused the collector for them
+    phase = _Phase()
     try:
-        runner(serve(config, args.port_file))
+        runner(serve(config, args.port_file, phase))
     except ConfigError as exc:
         log.error("invalid configuration", problem=str(exc))
         return 2
     except (OSError, KafkaStorageError, ProducerIdStateError) as exc:
-        log.error("cannot start", problem=str(exc))
+        if not phase.started:
+            log.error("cannot start", problem=str(exc))
+        elif phase.stopping:
+            # Broker.stop reports what a full disk keeps it from writing and returns; this is
+            # anything else that broke the stop
+            log.error(
+                "the stop could not finish",
+                problem=str(exc),
+                next_start="recovers the logs from the data dir, as after a crash",
+            )
+        else:
+            log.error("cannot go on", problem=str(exc))
         return 1
     return 0
 

@@ -1,15 +1,23 @@
 """Broker configuration under Apache Kafka's own property names.
 
 Every property the broker understands is declared once in PROPERTIES with its type and default,
-so the README's configuration reference, validation and defaults cannot drift apart. Sources, in
-increasing precedence: defaults, a Kafka-style properties file (--config), command-line flags
-(--host/--port/--data-dir), then --set key=value overrides.
+so the configuration reference (docs/configuration.md), validation and defaults cannot drift
+apart. Sources, in increasing precedence: defaults, a Kafka-style properties file (--config),
+command-line flags (--host/--port/--data-dir), then --set key=value overrides.
+
+A Kafka `server.properties` starts the broker: every property Apache Kafka's broker knows
+(broker/kafka_properties.py, generated from Kafka's jars) is accepted; those minibroker does not
+implement are kept aside and logged once as ignored (broker/kafka_compat.py says which are
+cluster-only and why). Names neither Kafka nor minibroker knows are refused with a "did you
+mean" hint, and every problem of a file is reported at once.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from minibroker.broker.kafka_compat import cluster_only_reason, did_you_mean, kafka_knows
+from minibroker.broker.kafka_properties import KAFKA_BROKER_PROPERTIES
 from minibroker.broker.security.settings import SECURITY_AND_LIMIT_PROPERTIES, Property, listener_property
 from minibroker.storage.config import TOPIC_CONFIGS, builtin_default, check_of
 
@@ -17,7 +25,15 @@ LONG_MAX = 2**63 - 1
 
 
 class ConfigError(ValueError):
-    """A property is unknown or has an invalid value; the message names the property."""
+    """Properties are unknown or have invalid values: one problem per property, each naming it
+    (`problems`); the message gives them all."""
+
+    def __init__(self, *problems: str):
+        self.problems = list(problems)
+        if len(problems) > 1:
+            super().__init__(f"{len(problems)} problems: " + "; ".join(problems))
+        else:
+            super().__init__(*problems)
 
 
 def _positive(v) -> bool:
@@ -402,9 +418,33 @@ def _parse(prop: Property, raw: Any) -> Any:
     raise AssertionError(prop.type)
 
 
+def _checked(prop: Property, name: str, raw: Any) -> Any:
+    """`raw` parsed as `prop` and checked against its rule; problems name `name`."""
+    try:
+        value = _parse(prop, raw)
+    except ConfigError as exc:
+        if prop.name == name:
+            raise
+        raise ConfigError(str(exc).replace(prop.name, name, 1)) from None
+    if value is not None and prop.check is not None and not prop.check(value):
+        raise ConfigError(f"{name}: invalid value {raw!r} (must be {prop.check_doc})")
+    return value
+
+
 # Where a value comes from, Kafka's precedence: per-broker dynamic, cluster-wide dynamic
 # default (both set at runtime with AlterConfigs, see broker/dynamic_config.py), static.
 DYNAMIC_BROKER, DYNAMIC_DEFAULT = "broker", "cluster"
+
+
+#: Kafka's older names, read as their newer synonym. As in Kafka, the newer name wins when both
+#: are set (log.dirs over log.dir), and broker.id must equal node.id.
+SYNONYMS = {"broker.id": "node.id", "log.dir": "log.dirs"}
+
+
+def unknown_property(name: str) -> str:
+    """The problem text for a name neither minibroker nor Kafka knows, with the closest name."""
+    known = [*PROPERTIES, *KAFKA_BROKER_PROPERTIES, *SYNONYMS]
+    return f"{name}: unknown property{did_you_mean(name, known)}"
 
 
 class BrokerConfig:
@@ -414,22 +454,90 @@ class BrokerConfig:
         self._values: dict[str, Any] = {name: p.default for name, p in PROPERTIES.items()}
         self._explicit: set[str] = set()
         self._dynamic: dict[str, dict[str, Any]] = {DYNAMIC_BROKER: {}, DYNAMIC_DEFAULT: {}}
-        for name, raw in (values or {}).items():
-            self.set(name, raw)
+        self._kafka: dict[str, str] = {}  # Kafka properties minibroker does not implement: raw values
+        self._synonyms: dict[str, Any] = {}  # broker.id / log.dir as given
+        self._set_by_synonym: set[str] = set()
+        if values:
+            self.update(values)
 
     @staticmethod
     def parse(name: str, raw: Any) -> Any:
         prop = PROPERTIES.get(name) or listener_property(name)
         if prop is None:
-            raise ConfigError(f"{name}: unknown property")
-        value = _parse(prop, raw)
-        if value is not None and prop.check is not None and not prop.check(value):
-            raise ConfigError(f"{name}: invalid value {raw!r} (must be {prop.check_doc})")
-        return value
+            raise ConfigError(unknown_property(name))
+        return _checked(prop, name, raw)
+
+    def update(self, values: dict[str, Any], problems: list[str] | None = None) -> None:
+        """Set every property of `values`. All problems are collected: raised together as one
+        ConfigError, or appended to `problems` when a list is given (the caller raises)."""
+        found: list[str] = [] if problems is None else problems
+        for name, raw in values.items():
+            try:
+                self.set(name, raw)
+            except ConfigError as exc:
+                found.extend(exc.problems)
+        if problems is None and found:
+            raise ConfigError(*found)
 
     def set(self, name: str, raw: Any) -> None:
-        self._values[name] = self.parse(name, raw)
-        self._explicit.add(name)
+        if name in SYNONYMS:
+            self._set_synonym(name, raw)
+        elif name in PROPERTIES or listener_property(name) is not None:
+            value = self.parse(name, raw)
+            if name == "node.id":
+                self._check_broker_id(self._synonyms.get("broker.id"), value)
+            self._values[name] = value
+            self._explicit.add(name)
+            self._set_by_synonym.discard(name)
+        elif kafka_knows(name):
+            self._kafka[name] = "" if raw is None else str(raw).strip()
+        else:
+            raise ConfigError(unknown_property(name))
+
+    def _set_synonym(self, name: str, raw: Any) -> None:
+        target = SYNONYMS[name]
+        value = _checked(PROPERTIES[target], name, raw)
+        self._synonyms[name] = value
+        if value is None:
+            return
+        if target not in self._explicit or target in self._set_by_synonym:
+            self._values[target] = value
+            self._explicit.add(target)
+            self._set_by_synonym.add(target)
+        elif name == "broker.id":
+            self._check_broker_id(value, self._values[target])
+
+    @staticmethod
+    def _check_broker_id(broker_id: Any, node_id: Any) -> None:
+        if broker_id is not None and broker_id != node_id:
+            raise ConfigError(f"broker.id: {broker_id} differs from node.id {node_id} (they must be equal)")
+
+    def kafka_value(self, name: str) -> str | None:
+        """The value given for a Kafka property minibroker does not implement, if any."""
+        return self._kafka.get(name)
+
+    def controller_listener_names(self) -> frozenset[str]:
+        """The listeners controller.listener.names names (upper-cased): a KRaft controller's,
+        which minibroker neither binds nor advertises."""
+        raw = self._kafka.get("controller.listener.names") or ""
+        return frozenset(name.strip().upper() for name in raw.split(",") if name.strip())
+
+    def ignored(self) -> tuple[dict[str, str], list[str]]:
+        """The Kafka properties given that have no effect: cluster-only ones with the reason, and
+        the others minibroker does not implement."""
+        cluster = {name: reason for name in sorted(self._kafka) if (reason := cluster_only_reason(name))}
+        return cluster, [name for name in sorted(self._kafka) if name not in cluster]
+
+    def log_ignored(self, log) -> None:
+        """One line per kind of ignored Kafka property (at startup, once)."""
+        cluster, other = self.ignored()
+        if cluster:
+            by_reason: dict[str, list[str]] = {}
+            for name, reason in cluster.items():
+                by_reason.setdefault(reason, []).append(name)
+            log.info("Kafka cluster properties ignored: minibroker is a single node", reasons=by_reason)
+        if other:
+            log.warning("Kafka properties ignored: minibroker does not implement them", properties=other)
 
     def set_dynamic(self, level: str, values: dict[str, Any]) -> None:
         """Replace the dynamic values of one level (already validated with ``parse``)."""

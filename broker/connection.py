@@ -18,6 +18,7 @@ import os
 import struct
 import time
 from collections.abc import Iterator
+from typing import NoReturn
 
 import structlog
 from minibroker.broker.context import NO_RESPONSE, CloseConnection, RawResponse, RequestContext
@@ -63,11 +64,18 @@ class Connection:
         self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
         self._busy = False
         self._stopping = False
-        self.max_frame = broker.config["socket.request.max.bytes"]
+        config = broker.config
+        self.max_frame = config["socket.request.max.bytes"]
+        # before authentication on a SASL listener, frames are capped lower (Kafka's rule)
+        self.max_unauthenticated_frame = config.for_listener(
+            session.listener.name, "sasl.server.max.receive.size"
+        )
+        self.failed_authentication_delay_s = config["connection.failed.authentication.delay.ms"] / 1000
         self.last_activity = time.monotonic()
         self.frame_started: float | None = None  # a frame's body is being received since then
         self.writing_since: float | None = None  # a response is being written since then
-        self._held_bytes: int | None = None  # request bytes counted in the budget
+        self._held_bytes = 0  # request bytes counted in the budget
+        self._holds_slot = False  # a queued.max.requests slot is taken
         self.aborted = False
         self._sendfile_fd = _sendfile_socket(writer)  # -1: TLS or no os.sendfile, read instead
 
@@ -88,25 +96,41 @@ class Connection:
                 except (asyncio.IncompleteReadError, ConnectionError):
                     return
                 (size,) = _INT32.unpack(head)
-                if size < 0 or size > self.max_frame:
+                if size > self.max_frame or size < 0:
                     raise ClosingConnection(
                         f"request of {size} bytes exceeds socket.request.max.bytes={self.max_frame}"
                         if size > 0
                         else f"invalid frame size {size}"
                     )
-                if not self.budget.try_acquire(size):
-                    await self.budget.acquire(size)  # queued.max.request(s/.bytes): wait unread
-                self._held_bytes = size
+                if size > self.max_unauthenticated_frame and not self.session.authenticated:
+                    limit = self.max_unauthenticated_frame
+                    await self._fail_authentication(
+                        "Failing SASL authentication due to invalid receive size: a frame of "
+                        f"{size} bytes before authentication, sasl.server.max.receive.size={limit}"
+                    )
                 try:
                     self.frame_started = time.monotonic()
                     try:
-                        frame = await self.reader.readexactly(size)
-                    except (asyncio.IncompleteReadError, ConnectionError):
+                        first = await self.reader.read(size) if size else b""
+                        if len(first) == size:  # arrived whole: charged now
+                            frame: bytes | memoryview = first
+                            charge = size
+                        else:  # still arriving: read and charged as it arrives
+                            rest = await self._read_rest(first, size)
+                            if rest is None:  # end of stream mid-frame
+                                return
+                            frame, charge = rest, 0
+                        del first
+                    except ConnectionError:
                         return
                     self.frame_started = None
+                    self._held_bytes += charge
+                    if not self.budget.try_take_slot(charge):
+                        await self.budget.take_slot()  # queued.max.requests: wait, not read further
+                    self._holds_slot = True
                     self._busy = True
                     if self.session.raw_tokens and not self.session.authenticated:
-                        await self._serve_raw_sasl_token(frame)
+                        await self._serve_raw_sasl_token(bytes(frame))
                         continue
                     await self._serve(frame)
                 finally:
@@ -115,12 +139,21 @@ class Connection:
                     self.last_activity = time.monotonic()
         except ClosingConnection as exc:
             log.warning("closing connection", peer=self.peer, reason=str(exc))
-        except (ConnectionError, asyncio.CancelledError):
+        except ConnectionError as exc:  # reset while its request was served or answered
+            if self.writing_since is not None:
+                log.info(
+                    "client closed the connection in the middle of its response",
+                    peer=self.peer,
+                    reason=str(exc),
+                )
+            else:
+                log.debug("client closed the connection before its response", peer=self.peer, reason=str(exc))
+        except asyncio.CancelledError:
             pass
         finally:
             self.writer.transport.abort() if self.writer.transport.is_closing() else self.writer.close()
 
-    async def _serve(self, frame: bytes) -> None:
+    async def _serve(self, frame: bytes | memoryview) -> None:
         try:
             header = parse_request_header(frame)
         except DecodeError as exc:
@@ -148,6 +181,9 @@ class Connection:
         # the request is served: its bytes and its queue slot are free while the response is sent
         # (a client that never reads must not hold them)
         self._release_budget()
+        session = self.session
+        if session.close_reason is not None and session.failed_authentication:
+            await asyncio.sleep(self.failed_authentication_delay_s)  # Kafka's brake on guessing
         if result is not NO_RESPONSE:
             head = response_header(key, version, header.correlation_id)
             if isinstance(result, RawResponse):
@@ -156,8 +192,8 @@ class Connection:
                 await self._send(head, encode_response(result))
         if observe is not None:
             observe(ctx, request, result, time.perf_counter() - started)
-        if self.session.close_reason is not None:
-            raise ClosingConnection(self.session.close_reason)
+        if session.close_reason is not None:
+            raise ClosingConnection(session.close_reason)
 
     async def _handle(self, ctx: RequestContext, request) -> object:
         key, version = ctx.api_key, ctx.api_version
@@ -188,14 +224,50 @@ class Connection:
             challenge = self.session.evaluate_raw_token(token)
         except AuthenticationFailed as exc:
             listener = self.session.listener.name
-            raise ClosingConnection(f"authentication failed on listener {listener}: {exc}") from None
+            await self._fail_authentication(f"authentication failed on listener {listener}: {exc}")
+        self._ensure_open()
         self.writer.write(_INT32.pack(len(challenge)) + challenge)
         await self.writer.drain()
 
+    async def _read_rest(self, first: bytes, size: int) -> memoryview | None:
+        """The rest of a frame that did not arrive whole, or None at the end of the stream.
+
+        The bytes go into one buffer grown as they arrive (never a second copy of the frame, nor
+        memory for the size the frame only announces), each piece charged to the request budget;
+        while the budget is full the connection stops reading (its client's socket fills up)."""
+        budget = self.budget
+        buf = bytearray(first)
+        self._held_bytes += len(first)
+        budget.charge(len(first))
+        try:
+            while len(buf) < size:
+                if budget.full():
+                    self.frame_started = None  # waiting on others is not this client's stall
+                    await budget.wait_for_room(self)
+                    self.frame_started = time.monotonic()
+                chunk = await self.reader.read(size - len(buf))
+                if not chunk:
+                    return None
+                self._held_bytes += len(chunk)
+                budget.charge(len(chunk))
+                buf += chunk
+                del chunk
+        finally:
+            budget.end_overdraft(self)
+        return memoryview(buf).toreadonly()  # kio reads read-only buffers only
+
+    async def _fail_authentication(self, reason: str) -> NoReturn:
+        """Close after connection.failed.authentication.delay.ms, as Kafka does after a failed
+        authentication (the connection is not read meanwhile): slows password guessing."""
+        self.session.failed_authentication = True
+        self._release_budget()
+        await asyncio.sleep(self.failed_authentication_delay_s)
+        raise ClosingConnection(reason)
+
     def _release_budget(self) -> None:
-        if self._held_bytes is not None:
-            self.budget.release(self._held_bytes)
-            self._held_bytes = None
+        if self._held_bytes or self._holds_slot:
+            self.budget.release(self._held_bytes, self._holds_slot)
+            self._held_bytes, self._holds_slot = 0, False
 
     def _ensure_open(self) -> None:
         # The client may have reset the connection while its request waited (a parked Fetch);
@@ -234,6 +306,7 @@ class Connection:
                     self.writer.writelines(pending)
                     pending, pending_size = [], 0
                     await self.writer.drain()
+                    self._ensure_open()
         self.writer.writelines(pending)
         await self.writer.drain()
         self.writing_since = None
@@ -245,6 +318,7 @@ class Connection:
         position, end = part.position, part.position + part.length
         while position < end:
             await self._transport_flushed()
+            self._ensure_open()  # the descriptor is still this client's socket
             try:
                 sent = os.sendfile(self._sendfile_fd, _file_of(part), position, end - position)
             except BlockingIOError:
@@ -263,14 +337,14 @@ class Connection:
         """Wait until the transport's write buffer is empty (drain alone stops at its low-water
         mark, which may leave bytes a sendfile would overtake)."""
         transport = self.writer.transport
-        if transport.get_write_buffer_size() == 0:
+        if transport.is_closing() or transport.get_write_buffer_size() == 0:
             return
         transport.set_write_buffer_limits(high=0)  # paused until the buffer is empty
         try:
             await self.writer.drain()
         finally:
-            transport.set_write_buffer_limits()
-        self._ensure_open()
+            if not transport.is_closing():  # a closed transport refuses any call
+                transport.set_write_buffer_limits()
 
 
 def _sendfile_socket(writer: asyncio.StreamWriter) -> int:

@@ -7,6 +7,9 @@ the segments' batches (offsets, producer id/epoch/sequences, transactional and c
 end-transaction markers), the offset, time and transaction indexes and the producer-state
 snapshots; records of `__transaction_state` and `__consumer_offsets` are decoded. `--json`
 prints one JSON document for scripts.
+
+It never takes the data directory's lock (storage/data_dir_lock.py), so it also reads a directory
+a broker is running on, and says so on stderr: what it sees there may be mid-write.
 """
 
 from __future__ import annotations
@@ -14,9 +17,11 @@ from __future__ import annotations
 import argparse
 import base64
 import dataclasses
+import difflib
 import json
 import os
 import re
+import signal
 import struct
 import sys
 from typing import Any
@@ -30,6 +35,7 @@ from minibroker.protocol.record_batch import (
     iter_records,
     parse_control_record,
 )
+from minibroker.storage.data_dir_lock import LOCK_FILE, held_by
 from minibroker.storage.producer_state import ProducerStateManager
 from minibroker.storage.segment import ScanStop, scan_batches
 from minibroker.storage.time_index import _ENTRY as TIME_ENTRY
@@ -338,7 +344,9 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(
         prog="minibroker dump",
         description="Print a data directory's segments, indexes, producer snapshots "
-        "and internal-topic records (read-only; works after a crash).",
+        "and internal-topic records (read-only; works after a crash, and on the directory of a "
+        "running broker, which it then names on stderr).",
+        epilog="exit codes: 0 done; 2 no such directory or topic; 141 the output pipe was closed (`| head`)",
     )
     p.add_argument("path", help="data directory (log.dirs) or one <topic>-<partition> directory")
     p.add_argument("--json", action="store_true", help="one JSON document instead of text")
@@ -348,10 +356,74 @@ def main(argv: list[str] | None = None) -> int:
     if not os.path.isdir(args.path):
         print(f"minibroker dump: {args.path} is not a directory", file=sys.stderr)
         return 2
+    if args.topic:
+        unknown = _unknown_topics(args.path, args.topic)
+        if unknown:
+            print(unknown, file=sys.stderr)
+            return 2
+    _warn_if_running(args.path)
     dump = dump_data_dir(args.path, args.print_data, set(args.topic) if args.topic else None)
-    if args.json:
-        json.dump(dump, sys.stdout, indent=1)
-        sys.stdout.write("\n")
-    else:
-        render_text(dump, sys.stdout)
+    try:
+        if args.json:
+            json.dump(dump, sys.stdout, indent=1)
+            sys.stdout.write("\n")
+        else:
+            render_text(dump, sys.stdout)
+        sys.stdout.flush()  # here, where a closed pipe is caught, not at the interpreter's exit
+    except BrokenPipeError:
+        # `minibroker dump DIR | head`: the reader has all it wanted. Exit quietly, as cat does
+        # (128 + SIGPIPE); stdout goes to /dev/null so the exit's own flush cannot fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 128 + signal.SIGPIPE
     return 0
+
+
+def _topics_in(path: str) -> set[str]:
+    """The topics `dump_data_dir(path)` can show: those with a partition directory."""
+    if os.path.isfile(os.path.join(path, "meta.properties")) or not PARTITION_DIR.match(
+        os.path.basename(path.rstrip("/"))
+    ):
+        matches = [(PARTITION_DIR.match(n), n) for n in os.listdir(path)]
+        return {m["topic"] for m, n in matches if m and os.path.isdir(os.path.join(path, n))}
+    one = PARTITION_DIR.match(os.path.basename(path.rstrip("/")))  # one partition directory
+    return {one["topic"]} if one else set()
+
+
+def _unknown_topics(path: str, wanted: list[str]) -> str | None:
+    """A message naming the --topic values no partition directory in `path` belongs to."""
+    known = _topics_in(path)
+    missing = [t for t in dict.fromkeys(wanted) if t not in known]
+    if not missing:
+        return None
+    lines = []
+    for name in missing:
+        close = difflib.get_close_matches(name, sorted(known), n=3)
+        hint = f" (did you mean {', '.join(close)}?)" if close else ""
+        lines.append(f"minibroker dump: no topic {name!r} in {path}{hint}")
+    shown = sorted(t for t in known if not t.startswith("__"))
+    listing = ", ".join(shown[:20]) + (f" and {len(shown) - 20} more" if len(shown) > 20 else "")
+    if not known:
+        listing = "none"
+    elif not shown:
+        listing = "only internal ones (" + ", ".join(sorted(known)) + ")"
+    lines.append(f"topics there: {listing}")
+    return "\n".join(lines)
+
+
+def _warn_if_running(path: str) -> None:
+    """Say so when a broker holds the directory: dump reads without the lock (it must never stop
+    a broker from starting, nor wait for one to stop), so what it sees may be mid-write."""
+    data_dir = path
+    if not os.path.exists(os.path.join(path, LOCK_FILE)) and PARTITION_DIR.match(
+        os.path.basename(path.rstrip("/"))
+    ):
+        data_dir = os.path.dirname(os.path.abspath(path.rstrip("/")))  # one partition directory
+    pid = held_by(data_dir)
+    if pid is not None:
+        who = f"pid {pid}" if pid else "pid unknown"
+        print(
+            f"minibroker dump: a broker ({who}) is running on {os.path.abspath(data_dir)}; reading "
+            f"without its lock, so the newest writes may be missing or partial (a torn tail may be "
+            f"a write in progress). Stop the broker for an exact picture.",
+            file=sys.stderr,
+        )

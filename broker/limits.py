@@ -3,10 +3,11 @@ waits on the event loop).
 
 - ConnectionLimits: `max.connections` and `max.connections.per.ip`; a connection over either is
   closed as soon as it is accepted (Kafka instead delays accepting when the total is reached).
-- RequestBudget: `queued.max.requests` requests and `queued.max.request.bytes` request bytes may
-  be held at once across all connections, from reading a frame until its handler returns; a
-  connection whose next frame does not fit is not read until others finish (Kafka mutes such
-  channels the same way).
+- RequestBudget: `queued.max.requests` complete requests and `queued.max.request.bytes` request
+  bytes may be held at once across all connections, until their handler returns. Bytes are
+  charged as they arrive, not for the size a frame announces, so a client that announces large
+  frames and stalls holds nothing it has not sent; a connection whose frame is still arriving
+  stops being read while the budget is full (Kafka mutes such channels the same way).
 - idle_or_stalled: `connections.max.idle.ms` without a request or without the client reading
   its response, or a request frame started and not finished within
   `minibroker.request.receive.timeout.ms` (slow-loris), closes a connection.
@@ -58,52 +59,105 @@ class ConnectionLimits:
 
 
 class RequestBudget:
-    """Counts requests and request bytes being served; waiters are served in arrival order."""
+    """`queued.max.requests` and `queued.max.request.bytes` across all connections.
+
+    Bytes are charged as they arrive, never for the size a frame announces: a connection that
+    announces 100 MiB and sends 3 bytes holds 3 bytes, so stalled announcements take nothing from
+    the others. A frame that arrived whole is never held back (its bytes are in memory already);
+    a frame still arriving is not read further while the budget is full (its client's socket fills
+    and TCP stops it), except that one such frame at a time may go on past the budget (the
+    overdraft), so frames arriving together can never wait on each other for good: the memory
+    bound is queued.max.request.bytes plus one frame (socket.request.max.bytes).
+
+    A request slot (`queued.max.requests`) is taken once a frame is complete and given back when
+    its handler returns; a frame still arriving holds none. Waiters are served in arrival order.
+    """
 
     def __init__(self, max_requests: int, max_bytes: int) -> None:
         self.max_requests = max_requests
         self.max_bytes = max_bytes  # -1: no bound
         self.requests = 0
         self.bytes = 0
-        self._waiters: deque[tuple[int, asyncio.Future]] = deque()
+        self._slot_waiters: deque[asyncio.Future] = deque()
+        self._room_waiters: deque[tuple[object, asyncio.Future]] = deque()
+        self._overdraft: object | None = None  # the reader allowed past a full budget
 
-    def _fits(self, size: int) -> bool:
-        if self.requests >= self.max_requests:
-            return False
-        # one request larger than the whole budget is still served, alone
-        return self.max_bytes < 0 or self.bytes == 0 or self.bytes + size <= self.max_bytes
+    def full(self) -> bool:
+        return 0 <= self.max_bytes <= self.bytes
 
-    def try_acquire(self, size: int) -> bool:
-        if self._waiters or not self._fits(size):
+    def charge(self, size: int) -> None:
+        """Bytes of a frame still arriving, counted as they are read."""
+        self.bytes += size
+
+    def try_take_slot(self, size: int) -> bool:
+        """Count `size` more bytes (a frame that arrived whole; 0 after charge()) and take a request
+        slot if one is free without waiting."""
+        self.bytes += size
+        if self.requests >= self.max_requests or self._slot_waiters:
             return False
         self.requests += 1
-        self.bytes += size
         return True
 
-    async def acquire(self, size: int) -> None:
-        if self.try_acquire(size):
-            return
+    async def take_slot(self) -> None:
+        """Wait for a request slot (after try_take_slot said no)."""
         fut = asyncio.get_running_loop().create_future()
-        self._waiters.append((size, fut))
+        self._slot_waiters.append(fut)
         try:
             await fut
         except asyncio.CancelledError:
             if fut.done() and not fut.cancelled():
-                self.release(size)  # granted just as we were cancelled
+                self.requests -= 1  # granted just as we were cancelled
+                self._wake()
             else:
-                self._waiters.remove((size, fut))
+                self._slot_waiters.remove(fut)
             raise
 
-    def release(self, size: int) -> None:
-        self.requests -= 1
+    async def wait_for_room(self, reader: object) -> None:
+        """Called by `reader` in the middle of a frame while full(): returns when there is room
+        again, or at once if it takes (or holds) the overdraft."""
+        if self._overdraft is None or self._overdraft is reader:
+            self._overdraft = reader
+            return
+        fut = asyncio.get_running_loop().create_future()
+        entry = (reader, fut)
+        self._room_waiters.append(entry)
+        try:
+            await fut
+        except asyncio.CancelledError:
+            if not fut.done():
+                self._room_waiters.remove(entry)
+            self.end_overdraft(reader)
+            raise
+
+    def end_overdraft(self, reader: object) -> None:
+        """`reader`'s frame is complete or abandoned: the overdraft goes to the next waiter."""
+        if self._overdraft is reader:
+            self._overdraft = None
+            self._wake()
+
+    def release(self, size: int, slot: bool) -> None:
+        """A frame's bytes (and its request slot, once taken) are free again."""
         self.bytes -= size
-        while self._waiters and self._fits(self._waiters[0][0]):
-            size_next, fut = self._waiters.popleft()
-            if fut.cancelled():
-                continue
-            self.requests += 1
-            self.bytes += size_next
-            fut.set_result(None)
+        if slot:
+            self.requests -= 1
+        self._wake()
+
+    def _wake(self) -> None:
+        while self._slot_waiters and self.requests < self.max_requests:
+            fut = self._slot_waiters.popleft()
+            if not fut.done():
+                self.requests += 1
+                fut.set_result(None)
+        while self._room_waiters:
+            if self.full():
+                if self._overdraft is not None:
+                    return
+                self._overdraft = self._room_waiters[0][0]
+            reader, fut = self._room_waiters.popleft()
+            if not fut.done():
+                fut.set_result(None)
+            elif self._overdraft is reader:
+                self._overdraft = None
 
 
 def idle_or_stalled(

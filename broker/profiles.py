@@ -2,7 +2,7 @@
 
 Kafka's defaults suit production; a test suite wants rebalances without the 3 s wait and prompt
 clean-up of what a failed test leaves open. A profile only changes defaults: any property the user
-sets (properties file or --set) still wins. Each value says why it is there; the README lists them.
+sets (properties file or --set) still wins. Each value says why it is there; docs/running.md lists them.
 """
 
 from __future__ import annotations

@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import socket
+import struct
 import time
 
 import structlog
 from minibroker.broker.connection import Connection
 from minibroker.broker.limits import ConnectionLimits, RequestBudget, idle_or_stalled
-from minibroker.broker.security.listeners import finish_binding, tls_principal
+from minibroker.broker.security.listeners import Listener, finish_binding, tls_principal
 from minibroker.broker.security.sasl import ANONYMOUS, Session
 
 log = structlog.get_logger("minibroker.broker.server")
@@ -23,25 +25,35 @@ class Server:
         self.broker = broker
         config = broker.config
         self._servers: list[asyncio.base_events.Server] = []
+        self._tls_sockets: list[tuple[Listener, list[socket.socket]]] = []
+        self._accepting: list[asyncio.Task] = []  # TLS accept loops
+        self._tls_tasks: set[asyncio.Task] = set()  # TLS connections (a reference keeps them alive)
+        self._handshaking: set[asyncio.Task] = set()  # those still in their handshake
         self._connections: set[Connection] = set()
         self.limits = ConnectionLimits(config["max.connections"], config["max.connections.per.ip"])
         self.budget = RequestBudget(config["queued.max.requests"], config["queued.max.request.bytes"])
         self._idle_s = config["connections.max.idle.ms"] / 1000
         self._receive_timeout_s = config["minibroker.request.receive.timeout.ms"] / 1000
+        self._handshake_timeout_s = config["minibroker.ssl.handshake.timeout.ms"] / 1000
         self._watchdog: asyncio.Task | None = None
         self._refused, self._refusal_logged_at = 0, float("-inf")
 
     async def bind(self, listeners) -> None:
-        """Bind every listener (broker/security/listeners.py), TLS ones with their context, without
-        accepting yet. Called before the data dir is recovered, so a start whose port is taken
-        fails before it writes anything."""
+        """Bind every listener (broker/security/listeners.py) without accepting yet. Called before
+        the data dir is recovered, so a start whose port is taken fails before it writes anything.
+        Plain listeners are asyncio servers; TLS listeners are listening sockets whose accepted
+        connections are admitted first and only then start their handshake (_accept_tls)."""
         for listener in listeners:
+            if listener.uses_tls:
+                sockets = _listening_sockets(listener.host, listener.port)
+                self._tls_sockets.append((listener, sockets))
+                finish_binding(listener, sockets[0].getsockname()[1])
+                continue
             server = await asyncio.start_server(
                 functools.partial(self._on_connect, listener),
                 _bind_hosts(listener.host),  # type: ignore[arg-type] # bytes hosts work; typeshed says str
                 listener.port,
                 reuse_address=True,
-                ssl=listener.ssl_context,
                 start_serving=False,
             )
             finish_binding(listener, server.sockets[0].getsockname()[1])
@@ -51,6 +63,11 @@ class Server:
         """Accept connections on the bound listeners (once the broker's state is loaded)."""
         for server in self._servers:
             await server.start_serving()
+        for listener, sockets in self._tls_sockets:
+            for sock in sockets:
+                self._accepting.append(
+                    asyncio.create_task(self._accept_tls(listener, sock), name=f"accept-{listener.name}")
+                )
         self._watchdog = asyncio.create_task(self._close_idle_and_stalled(), name="connection-watchdog")
 
     async def _on_connect(self, listener, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -61,7 +78,12 @@ class Server:
             self._log_refusal(ip, listener.name, refusal)
             writer.transport.abort()
             return
-        principal = tls_principal(writer.get_extra_info("peercert")) if listener.uses_tls else None
+        try:
+            await self._serve_connection(listener, reader, writer, ip, None)
+        finally:
+            self.limits.release(ip)
+
+    async def _serve_connection(self, listener, reader, writer, ip: str, principal: str | None) -> None:
         session = Session(listener, ip, principal or ANONYMOUS)
         conn = Connection(self.broker, reader, writer, session, self.budget)
         self._connections.add(conn)
@@ -69,6 +91,69 @@ class Server:
             await conn.run()
         finally:
             self._connections.discard(conn)
+
+    async def _accept_tls(self, listener, sock: socket.socket) -> None:
+        """Accept loop of a TLS listener: each connection is admitted (max.connections and
+        max.connections.per.ip) before its handshake starts, so the handshake counts against the
+        caps from the start (an asyncio TLS server would count it only once done)."""
+        loop = asyncio.get_running_loop()
+        try:
+            await self._accept_loop(loop, listener, sock)
+        finally:  # cancelled by stop(): no more connections on this port
+            sock.close()
+
+    async def _accept_loop(self, loop, listener, sock: socket.socket) -> None:
+        while True:
+            try:
+                conn, addr = await loop.sock_accept(sock)
+            except OSError as exc:  # e.g. out of file descriptors: retry shortly, do not spin
+                log.warning("cannot accept a connection", listener=listener.name, reason=str(exc))
+                await asyncio.sleep(1.0)  # as asyncio's own servers do
+                continue
+            ip = addr[0] if isinstance(addr, tuple) else str(addr)
+            refusal = self.limits.admit(ip)
+            if refusal is not None:
+                self._log_refusal(ip, listener.name, refusal)
+                _reset(conn)
+                continue
+            task = asyncio.create_task(self._tls_connection(listener, conn, ip, addr))
+            self._tls_tasks.add(task)
+            self._handshaking.add(task)
+            task.add_done_callback(self._tls_tasks.discard)
+            task.add_done_callback(self._handshaking.discard)
+
+    async def _tls_connection(self, listener, conn: socket.socket, ip: str, addr) -> None:
+        """Handshake within minibroker.ssl.handshake.timeout.ms, then serve; the connection holds
+        its place in the caps throughout."""
+        loop = asyncio.get_running_loop()
+        try:
+            try:
+                conn.setblocking(False)
+                conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            except OSError:  # already reset by the client
+                conn.close()
+                return
+            reader = asyncio.StreamReader(loop=loop)
+            protocol = asyncio.StreamReaderProtocol(reader, loop=loop)
+            try:
+                transport, _ = await loop.connect_accepted_socket(
+                    lambda: protocol,
+                    conn,
+                    ssl=listener.ssl_context,
+                    ssl_handshake_timeout=self._handshake_timeout_s,
+                )
+            except (TimeoutError, OSError) as exc:  # ssl.SSLError is an OSError
+                reason = str(exc) or type(exc).__name__
+                if "taking longer than" in reason or isinstance(exc, TimeoutError):
+                    timeout_ms = int(self._handshake_timeout_s * 1000)
+                    reason = f"TLS handshake not done within minibroker.ssl.handshake.timeout.ms={timeout_ms}"
+                log.info("TLS handshake failed", peer=_peer_text(addr), listener=listener.name, reason=reason)
+                return  # the loop has closed the socket (and owns its descriptor until then)
+            self._handshaking.discard(asyncio.current_task())
+            writer = asyncio.StreamWriter(transport, protocol, reader, loop)
+            principal = tls_principal(writer.get_extra_info("ssl_object"))
+            await self._serve_connection(listener, reader, writer, ip, principal)
+        finally:
             self.limits.release(ip)
 
     def _log_refusal(self, ip: str, listener: str, reason: str) -> None:
@@ -104,6 +189,12 @@ class Server:
         """Stop accepting, let each connection finish the request it is handling, then close."""
         for server in self._servers:
             server.close()
+        for task in [*self._accepting, *self._handshaking]:  # served ones finish like the others
+            task.cancel()
+        if not self._accepting:  # never served: nothing else closes the TLS listening sockets
+            for _listener, sockets in self._tls_sockets:
+                for sock in sockets:
+                    sock.close()
         if self._watchdog is not None:
             self._watchdog.cancel()
         for conn in list(self._connections):
@@ -113,6 +204,43 @@ class Server:
             await asyncio.sleep(0.01)
         for conn in list(self._connections):
             conn.abort()
+
+
+def _listening_sockets(host: str | None, port: int) -> list[socket.socket]:
+    """Non-blocking listening sockets for host:port, one per address the host resolves to (all
+    on the port the first one got when port is 0), as asyncio's create_server binds them."""
+    infos = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    sockets: list[socket.socket] = []
+    try:
+        for family, kind, proto, _name, address in dict.fromkeys(infos):
+            sock = socket.socket(family, kind, proto)
+            sockets.append(sock)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if family == socket.AF_INET6:
+                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            if port == 0 and len(sockets) > 1:
+                address = (address[0], sockets[0].getsockname()[1], *address[2:])
+            sock.bind(address)
+            sock.listen(100)
+            sock.setblocking(False)
+    except OSError:
+        for sock in sockets:
+            sock.close()
+        raise
+    return sockets
+
+
+def _reset(conn: socket.socket) -> None:
+    """Close an accepted socket at once with a reset, as transport.abort() does."""
+    try:
+        conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    except OSError:
+        pass
+    conn.close()
+
+
+def _peer_text(peer) -> str:
+    return f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
 
 
 def _bind_hosts(host: str | None) -> str | list[bytes] | None:

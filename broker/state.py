@@ -8,6 +8,7 @@ the server first, so no request is half-served, then flushes and marks the stop 
 from __future__ import annotations
 
 import asyncio
+import errno
 import functools
 import time
 from typing import TypeVar
@@ -32,7 +33,9 @@ from minibroker.coordinator.producer_ids import ProducerIdManager
 from minibroker.coordinator.transactions import TransactionCoordinator
 from minibroker.coordinator.txn_log import LogTxnStore
 from minibroker.protocol.errors import ErrorCode
+from minibroker.storage.data_dir_lock import DataDirLock
 from minibroker.storage.errors import KafkaStorageError
+from minibroker.storage.log import disk_free_bytes
 from minibroker.storage.log_manager import LogManager
 
 log = structlog.get_logger("broker")
@@ -45,6 +48,17 @@ class Broker:
         self.config = config
         self.data_dir = config["log.dirs"]
         self.node_id = config["node.id"]
+        # Before anything below reads or writes the directory (ProducerIdManager reads its file,
+        # Security reads and may write the SCRAM and ACL stores): a second broker on the same
+        # directory stops here (storage/data_dir_lock.py). Held until stop() or the process ends.
+        self.data_dir_lock = DataDirLock.acquire(self.data_dir)
+        try:
+            self._build(config)
+        except BaseException:
+            self.data_dir_lock.release()  # an in-process caller may try again on this directory
+            raise
+
+    def _build(self, config: BrokerConfig) -> None:
         self.logs = LogManager(self.data_dir, config)
         self.dynamic_configs = DynamicConfigs(self.data_dir, config, self.logs)
         self.producer_ids = ProducerIdManager(self.data_dir)
@@ -95,7 +109,10 @@ class Broker:
             phase_start = now
 
         listeners = self.security.listeners
-        await self.server.bind(listeners)  # a taken port stops the start before recovery writes
+        try:
+            await self.server.bind(listeners)  # a taken port stops the start before recovery writes
+        except OSError as exc:
+            raise _bind_error(listeners, exc) from exc
         raised = raise_open_file_limit()  # one descriptor per partition and connection (broker/limits.py)
         if raised:
             log.info("open file limit raised", soft_limit_was=raised[0], soft_limit=raised[1])
@@ -113,7 +130,7 @@ class Broker:
         self._start_background_tasks()
         # Schemas stay lazy (protocol/codec.py): loading every version of every API up front
         # cost 19 MB of idle RSS and 0.6 s of CPU, to save each API version's first request its
-        # schema import (3-20 ms depending on load; README "Limits").
+        # schema import (3-20 ms depending on load; docs/limits.md).
         if self.metrics is not None:
             await self.metrics.start(
                 self.config["minibroker.metrics.host"], self.config["minibroker.metrics.port"]
@@ -142,7 +159,24 @@ class Broker:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self.durability.close()  # waits for an fsync round still running on the logs' files
-        self.logs.close()
+        try:
+            self.logs.close()
+        except (OSError, KafkaStorageError) as exc:
+            # e.g. a full disk: the producer snapshots, index entries or checkpoints of a clean
+            # stop could not be written. The records are in the segment files already; without
+            # the clean-shutdown marker the next start recovers the logs, as after a crash.
+            self.data_dir_lock.release()
+            log.warning(
+                "broker stopped, but not cleanly: a file of the clean stop could not be written; "
+                "acknowledged records are kept in the segment files and the next start recovers "
+                "the logs (as after a crash)",
+                could_not_write=getattr(exc, "filename", None) or "a checkpoint file of the data dir",
+                error=str(exc),
+                free_bytes=disk_free_bytes(self.data_dir),
+                data_dir=self.data_dir,
+            )
+            return
+        self.data_dir_lock.release()  # after the last write (the clean-shutdown marker)
         log.info("broker stopped cleanly")
 
     def _check_producer_id_counter(self) -> None:
@@ -247,3 +281,17 @@ class Broker:
             return exc.error_code
         log.info("topic auto-created", topic=name, partitions=self.config["num.partitions"])
         return ErrorCode.none
+
+
+def _bind_error(listeners, exc: OSError) -> OSError:
+    """A listener that cannot bind, named with its address (the listeners before it are bound
+    and have a port; the first without one is the one that failed)."""
+    failed = next((lst for lst in listeners if not lst.bound_port), listeners[0])
+    address = f"{failed.host or '0.0.0.0'}:{failed.port}"
+    if exc.errno == errno.EADDRINUSE:
+        return OSError(
+            f"cannot listen on {address} (listener {failed.name}): the port is in use by another "
+            f"process (another broker?): stop it, or give this broker another port (--port, or "
+            f"listeners=)"
+        )
+    return OSError(f"cannot listen on {address} (listener {failed.name}): {exc.strerror or exc}")

@@ -8,13 +8,19 @@ group metadata records, committed offsets, offset deletion and expiry, transacti
 marker and calls `complete_txn`), and the replay of the topic at startup.
 
 Every change is appended before it is applied in memory; a failed append leaves the state as it
-was and answers Kafka's error for it.
+was and answers Kafka's error for it. A partition that cannot be written (a full disk, an I/O
+error: KAFKA_STORAGE_ERROR from storage) is given up as Kafka gives up a partition of a failed
+log dir: its groups are unloaded (`unload_partition`, the coordinator answers NOT_COORDINATOR for
+them and FindCoordinator COORDINATOR_NOT_AVAILABLE, so clients back off instead of rebalancing on
+every failed write), and loaded again from what was written (`reload_partition`) once its file
+system has room (`room_again`, checked at most every `RETRY_INTERVAL_MS`).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from typing import TypeVar
 
 import structlog
@@ -25,12 +31,23 @@ from minibroker.coordinator.partitioning import partition_for
 from minibroker.protocol.errors import ErrorCode
 from minibroker.storage.errors import KafkaStorageError
 
-__all__ = ["GroupMetadataManager", "TopicPartition", "config_value", "storage_error_for_commit"]
+__all__ = [
+    "GroupMetadataManager",
+    "TopicPartition",
+    "config_value",
+    "storage_error_for_commit",
+    "storage_error_for_group",
+]
 
 log = structlog.get_logger("minibroker.coordinator.groups")
 
 E = ErrorCode
 OFFSET_METADATA_MAX_BYTES = 4096  # Kafka's offset.metadata.max.bytes default
+#: A partition that could not be written is tried again only with this much room on its file
+#: system (a group metadata record is a few KiB; this leaves room for more than one write).
+ROOM_TO_RESUME_BYTES = 1 << 20
+#: ... and checked at most this often (clients retry FindCoordinator every 100 ms - 1 s).
+RETRY_INTERVAL_MS = 1000
 
 TopicPartition = tuple[str, int]
 T = TypeVar("T")
@@ -47,6 +64,15 @@ def config_value(config: Config, name: str, default):
     return default if value is None else value
 
 
+@dataclass(slots=True)
+class Unwritable:
+    """A __consumer_offsets partition whose last append failed for want of storage."""
+
+    error: str
+    since_ms: int
+    checked_ms: int
+
+
 class GroupMetadataManager:
     def __init__(
         self, config: Config, *, store: OffsetsStore, topics: TopicCatalog, clock: Callable[[], int]
@@ -59,6 +85,10 @@ class GroupMetadataManager:
         # producer id -> ids of groups holding its pending transactional offsets
         self._txn_groups: dict[int, set[str]] = {}
         self.loaded = False
+        # partitions given up after a storage failure, and who to tell (the coordinator, which
+        # unloads their groups once the operation that failed has answered)
+        self.unwritable: dict[int, Unwritable] = {}
+        self.on_unwritable: Callable[[int], None] | None = None
 
     @property
     def metadata_max_bytes(self) -> int:
@@ -71,6 +101,109 @@ class GroupMetadataManager:
     def add_group(self, group_id: str) -> Group:
         group = self.groups[group_id] = Group(group_id, GroupState.EMPTY, self._now())
         return group
+
+    # --- partitions that cannot be written ----------------------------------------------------------
+    def _append(
+        self,
+        group_id: str,
+        records: Sequence[tuple[bytes, bytes | None]],
+        *,
+        producer_id: int = -1,
+        producer_epoch: int = -1,
+        transactional: bool = False,
+    ) -> int:
+        """Append to the group's partition; a storage failure gives the partition up (see the
+        module docstring) and is raised for the caller to answer."""
+        partition = self.partition_for(group_id)
+        try:
+            return self.store.append(
+                partition,
+                records,
+                producer_id=producer_id,
+                producer_epoch=producer_epoch,
+                transactional=transactional,
+            )
+        except (KafkaStorageError, OSError) as exc:
+            if isinstance(exc, OSError) or exc.error_code == E.kafka_storage_error:
+                self._give_up(partition, exc)
+            raise
+
+    def _give_up(self, partition: int, exc: Exception) -> None:
+        if partition in self.unwritable:
+            return
+        now = self._now()
+        self.unwritable[partition] = Unwritable(str(exc), now, now)
+        path, free = self.space(partition)
+        log.warning(
+            "__consumer_offsets partition cannot be written: its groups are unloaded and answer "
+            "NOT_COORDINATOR (FindCoordinator: COORDINATOR_NOT_AVAILABLE), so their clients back "
+            "off; they are loaded again from what was written once there is room",
+            partition=partition,
+            path=path,
+            free_bytes=free,
+            room_needed_bytes=ROOM_TO_RESUME_BYTES,
+            error=str(exc),
+        )
+        if self.on_unwritable is not None:
+            self.on_unwritable(partition)
+
+    def space(self, partition: int) -> tuple[str | None, int | None]:
+        """(directory, bytes free) of the partition, where the store can tell."""
+        space = getattr(self.store, "space", None)  # LogOffsetsStore; in-memory stores have none
+        return space(partition) if space is not None else (None, None)
+
+    def is_writable(self, partition: int) -> bool:
+        return partition not in self.unwritable
+
+    def room_again(self, partition: int) -> bool:
+        """For a partition given up: True (and no longer given up) once its file system has
+        room again, asked at most every RETRY_INTERVAL_MS; the caller reloads it then."""
+        state = self.unwritable.get(partition)
+        if state is None:
+            return True
+        now = self._now()
+        if now - state.checked_ms < RETRY_INTERVAL_MS:
+            return False
+        state.checked_ms = now
+        _, free = self.space(partition)
+        if free is not None and free < ROOM_TO_RESUME_BYTES:
+            return False
+        del self.unwritable[partition]
+        log.info(
+            "__consumer_offsets partition has room again: loading its groups",
+            partition=partition,
+            free_bytes=free,
+            unavailable_ms=now - state.since_ms,
+        )
+        return True
+
+    def unload_partition(self, partition: int) -> list[Group]:
+        """Take the partition's groups out of the cache (Kafka's removeGroupsForPartition); the
+        caller answers what they were waiting for and cancels their timers."""
+        gone = [g for gid, g in self.groups.items() if self.partition_for(gid) == partition]
+        gone_ids = {g.group_id for g in gone}
+        for group in gone:
+            del self.groups[group.group_id]
+        for producer_id in list(self._txn_groups):
+            ids = self._txn_groups[producer_id]
+            ids -= gone_ids
+            if not ids:
+                del self._txn_groups[producer_id]
+        return gone
+
+    def reload_partition(self, partition: int) -> list[Group]:
+        """Load the partition's groups again from what __consumer_offsets holds; returns them."""
+        before = set(self.groups)
+        records = self._load_partition(partition)
+        loaded = [g for gid, g in self.groups.items() if self.partition_for(gid) == partition]
+        log.info(
+            "group coordinator partition loaded",
+            partition=partition,
+            groups=len(loaded),
+            records=records,
+            new=len(set(self.groups) - before),
+        )
+        return loaded
 
     # --- offsets ----------------------------------------------------------------------------------
     def check_offsets(
@@ -123,7 +256,7 @@ class GroupMetadataManager:
         """Append the committed offsets, then make them the group's (Kafka's storeOffsets)."""
         values, records = self._offset_records(group.group_id, valid)
         try:
-            base = self.store.append(self.partition_for(group.group_id), records)
+            base = self._append(group.group_id, records)
         except Exception as exc:  # noqa: BLE001 - storage failure -> retriable error
             error = storage_error_for_commit(exc)
             log.warning("offset commit append failed", group=group.group_id, error=str(exc))
@@ -177,10 +310,10 @@ class GroupMetadataManager:
                 (group_records.encode_offset_key(group.group_id, t, p), None) for t, p in present
             ]
             try:
-                self.store.append(self.partition_for(group.group_id), records)
+                self._append(group.group_id, records)
             except Exception as exc:  # noqa: BLE001
                 log.warning("offset delete append failed", group=group.group_id, error=str(exc))
-                return E.coordinator_not_available, {}
+                return storage_error_for_group(exc), {}
             for tp in present:
                 del group.offsets[tp]
         for tp in checked:
@@ -201,8 +334,8 @@ class GroupMetadataManager:
         group_id = group.group_id
         values, records = self._offset_records(group_id, valid)
         try:
-            base = self.store.append(
-                self.partition_for(group_id),
+            base = self._append(
+                group_id,
                 records,
                 producer_id=producer_id,
                 producer_epoch=producer_epoch,
@@ -271,10 +404,10 @@ class GroupMetadataManager:
         )
         record = (group_records.encode_group_key(group.group_id), group_records.encode_group_value(value))
         try:
-            self.store.append(self.partition_for(group.group_id), [record])
+            self._append(group.group_id, [record])
         except Exception as exc:  # noqa: BLE001
             log.warning("group metadata append failed", group=group.group_id, error=str(exc))
-            return E.coordinator_not_available
+            return storage_error_for_group(exc)
         return E.none
 
     def delete_group(self, group: Group) -> int:
@@ -285,10 +418,10 @@ class GroupMetadataManager:
         ]
         records.append((group_records.encode_group_key(group_id), None))
         try:
-            self.store.append(self.partition_for(group_id), records)
+            self._append(group_id, records)
         except Exception as exc:  # noqa: BLE001
             log.warning("group delete append failed", group=group_id, error=str(exc))
-            return E.coordinator_not_available
+            return storage_error_for_group(exc)
         group.transition_to(GroupState.DEAD, self._now())
         for producer_id in group.pending_txn_offsets:
             self._txn_groups.get(producer_id, set()).discard(group_id)
@@ -334,8 +467,10 @@ class GroupMetadataManager:
             records = [(group_records.encode_offset_key(group.group_id, t, p), None) for t, p in doomed]
             if remove_group:
                 records.append((group_records.encode_group_key(group.group_id), None))
+            if not self.is_writable(self.partition_for(group.group_id)):
+                continue  # given up after a storage failure: retried once it is loaded again
             try:
-                self.store.append(self.partition_for(group.group_id), records)
+                self._append(group.group_id, records)
             except Exception as exc:  # noqa: BLE001 - retried at the next check
                 log.warning("offset expiration append failed", group=group.group_id, error=str(exc))
                 continue
@@ -364,8 +499,8 @@ class GroupMetadataManager:
             if not doomed:
                 continue
             try:
-                self.store.append(
-                    self.partition_for(group.group_id),
+                self._append(
+                    group.group_id,
                     [(group_records.encode_offset_key(group.group_id, t, p), None) for t, p in doomed],
                 )
             except Exception as exc:  # noqa: BLE001 - retried on the next deletion/restart
@@ -540,8 +675,13 @@ def _decoded(decode: Callable[[bytes], T], data: bytes, what: str, record_offset
         return None
 
 
-def storage_error_for_commit(exc: Exception) -> ErrorCode:
-    """Kafka's GroupMetadataManager mapping of append errors for offset commits."""
+def _append_error(exc: Exception, too_large: ErrorCode, timed_out: ErrorCode) -> ErrorCode:
+    """Kafka's GroupMetadataManager mapping of a failed append to `__consumer_offsets`: a storage
+    failure of the partition means this broker no longer coordinates it (NOT_COORDINATOR), a
+    missing partition COORDINATOR_NOT_AVAILABLE; the two callers differ only in what a too-large
+    append and a timeout become."""
+    if isinstance(exc, OSError):
+        return E.not_coordinator
     if not isinstance(exc, KafkaStorageError):
         return E.coordinator_not_available
     code = exc.error_code
@@ -550,5 +690,17 @@ def storage_error_for_commit(exc: Exception) -> ErrorCode:
     if code in (E.not_leader_or_follower, E.kafka_storage_error):
         return E.not_coordinator
     if code in (E.message_too_large, E.record_list_too_large, E.invalid_fetch_size):
-        return E.invalid_commit_offset_size
+        return too_large
+    if code == E.request_timed_out:
+        return timed_out
     return code
+
+
+def storage_error_for_group(exc: Exception) -> ErrorCode:
+    """storeGroup's mapping (JoinGroup, SyncGroup, group deletion)."""
+    return _append_error(exc, too_large=E.unknown_server_error, timed_out=E.rebalance_in_progress)
+
+
+def storage_error_for_commit(exc: Exception) -> ErrorCode:
+    """The mapping for offset commits (a timeout stays a timeout)."""
+    return _append_error(exc, too_large=E.invalid_commit_offset_size, timed_out=E.request_timed_out)

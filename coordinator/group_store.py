@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from minibroker.coordinator.internal_topic import InternalTopic, StoredBatch
+from minibroker.storage.log import disk_free_bytes
 
 if TYPE_CHECKING:
     from minibroker.storage.log_manager import LogManager
@@ -44,3 +45,10 @@ class LogOffsetsStore(InternalTopic):
             transactional=transactional,
         )
         return base_offset
+
+    def space(self, partition: int) -> tuple[str, int | None]:
+        """(directory, bytes free on its file system) where the partition is written: what a
+        coordinator that could not write there reports, and checks before trying again."""
+        plog = self.partition_log(partition, create=False)
+        path = plog.dir if plog is not None else self.logs.data_dir
+        return path, disk_free_bytes(path)

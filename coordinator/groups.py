@@ -21,7 +21,10 @@ Durability is the GroupMetadataManager's (coordinator/group_metadata_manager.py,
 it holds the groups this state machine works on and appends group metadata and offsets to
 __consumer_offsets before a request is answered, stages transactional offsets until their marker,
 expires offsets and replays the topic at startup. This class validates requests against the
-group's state and decides; the manager persists.
+group's state and decides; the manager persists. A partition of __consumer_offsets that cannot
+be written (a full disk) is given up as Kafka gives up a partition of a failed log dir: its
+groups are unloaded and answer NOT_COORDINATOR until it has room again (`coordinates`), instead
+of rebalancing to a new generation on every failed write.
 """
 
 from __future__ import annotations
@@ -58,6 +61,7 @@ class GroupCoordinator:
         self.scheduler = scheduler
         self.manager = manager  # the groups, their offsets and __consumer_offsets
         self.groups = manager.groups  # the one cache of groups, shared with the manager
+        manager.on_unwritable = self._partition_given_up
 
     # --- configuration -------------------------------------------------------------------------
     @property
@@ -83,6 +87,41 @@ class GroupCoordinator:
         """The __consumer_offsets partition that holds this group (Kafka's formula)."""
         return self.manager.partition_for(group_id)
 
+    # --- __consumer_offsets partitions that cannot be written -----------------------------------
+    def coordinates(self, group_id: str) -> bool:
+        """Whether this broker coordinates the group now. Not while the group's partition of
+        __consumer_offsets is given up after a storage failure (a full disk): its groups are
+        unloaded, group requests answer NOT_COORDINATOR and FindCoordinator
+        COORDINATOR_NOT_AVAILABLE, as Kafka answers for a partition of a failed log dir, so
+        clients back off instead of rebalancing (a new generation) on every failed write.
+        Asking loads the partition again once its file system has room."""
+        if not self.manager.unwritable:  # the usual case: one test of an empty dict
+            return True
+        partition = self.partition_for(group_id)
+        if self.manager.is_writable(partition):
+            return True
+        if not self.manager.room_again(partition):
+            return False
+        # the groups as last written: the generation and members of the last stored sync
+        for group in self.manager.reload_partition(partition):
+            for member in group.members.values():
+                self._schedule_heartbeat(group, member)
+        return True
+
+    def _partition_given_up(self, partition: int) -> None:
+        """The manager gave up a partition: unload its groups once the operation whose write
+        failed has answered (it may still hold one of them)."""
+        self.scheduler.call_later(0, lambda: self._unload_partition(partition))
+
+    def _unload_partition(self, partition: int) -> None:
+        if self.manager.is_writable(partition):
+            return  # already loaded again
+        groups = self.manager.unload_partition(partition)
+        for group in groups:
+            self._stop_group(group, E.not_coordinator)
+            group.transition_to(GroupState.DEAD, self._now())
+        log.info("groups unloaded", partition=partition, groups=len(groups))
+
     # ===========================================================================================
     # JoinGroup
     # ===========================================================================================
@@ -107,6 +146,9 @@ class GroupCoordinator:
         protocols = [(name, bytes(meta)) for name, meta in protocols]
         if not group_id:
             callback(JoinResult(E.invalid_group_id, member_id))
+            return
+        if not self.coordinates(group_id):
+            callback(JoinResult(E.not_coordinator, member_id))
             return
         if not self.min_session_timeout_ms <= session_timeout_ms <= self.max_session_timeout_ms:
             callback(JoinResult(E.invalid_session_timeout, member_id))
@@ -746,6 +788,9 @@ class GroupCoordinator:
         assignments: dict[str, bytes],
         callback: SyncCallback,
     ) -> None:
+        if group_id and not self.coordinates(group_id):  # before the lookup: it may reload the group
+            callback(SyncResult(E.not_coordinator))
+            return
         group = self.groups.get(group_id) if group_id else None
         error = self._sync_error(
             group_id, group, generation_id, member_id, group_instance_id, protocol_type, protocol_name
@@ -801,6 +846,8 @@ class GroupCoordinator:
         """SyncGroup's and Heartbeat's checks of the group, the member and its generation."""
         if not group_id:
             return E.invalid_group_id
+        if not self.coordinates(group_id):
+            return E.not_coordinator
         if group is None:
             return E.unknown_member_id
         if group.is_state(GroupState.DEAD):
@@ -842,7 +889,10 @@ class GroupCoordinator:
             return  # the group moved on while the assignment was stored
         if store_error != E.none:
             self._reset_and_propagate_assignment_error(group, store_error)
-            self._maybe_prepare_rebalance(group, "failed to store group assignment")
+            if self.manager.is_writable(self.partition_for(group.group_id)):
+                self._maybe_prepare_rebalance(group, "failed to store group assignment")
+            # else the partition was given up: the group is unloaded, not rebalanced (a new
+            # generation for every failed write was the rebalance storm of a full disk)
             return
         for mid, member_assignment in assignment.items():
             group.members[mid].assignment = member_assignment
@@ -855,6 +905,8 @@ class GroupCoordinator:
     def heartbeat(
         self, group_id: str, member_id: str, group_instance_id: str | None, generation_id: int
     ) -> int:
+        if group_id and not self.coordinates(group_id):  # before the lookup: it may reload the group
+            return E.not_coordinator
         group = self.groups.get(group_id) if group_id else None
         error = self._member_error(group_id, group, generation_id, member_id, group_instance_id)
         if error is not None:
@@ -877,6 +929,8 @@ class GroupCoordinator:
         members = list(members)
         if not group_id:
             return E.invalid_group_id, []
+        if not self.coordinates(group_id):
+            return E.not_coordinator, []
         group = self.groups.get(group_id)
         if group is None:
             return E.none, [(m, i, E.unknown_member_id) for m, i in members]
@@ -921,6 +975,8 @@ class GroupCoordinator:
         """OffsetCommit: offsets are (topic, partition, offset, leader_epoch, metadata).
         Returns the error code of every partition."""
         offsets = list(offsets)
+        if not self.coordinates(group_id):
+            return {(t, p): E.not_coordinator for t, p, *_ in offsets}
         results: dict[TopicPartition, int] = {}
         group = self.groups.get(group_id)
         error: int | None = None
@@ -979,6 +1035,9 @@ class GroupCoordinator:
     ) -> tuple[int, list[tuple[str, int, int, int, str, int]]]:
         """OffsetFetch: (group error, [(topic, partition, offset, leader_epoch, metadata, error)]).
         `partitions=None` means every partition the group has an offset for."""
+        if not self.coordinates(group_id):
+            # per requested partition too: OffsetFetch v0-1 has no group-level error code
+            return E.not_coordinator, [(t, p, -1, -1, "", E.not_coordinator) for t, p in partitions or ()]
         return self.manager.fetch_offsets(group_id, partitions, require_stable)
 
     def delete_offsets(
@@ -988,6 +1047,8 @@ class GroupCoordinator:
         partitions = list(partitions)
         if not group_id:
             return E.invalid_group_id, {}
+        if not self.coordinates(group_id):
+            return E.not_coordinator, {}
         group = self.groups.get(group_id)
         if group is None or group.is_state(GroupState.DEAD):
             return E.group_id_not_found, {}
@@ -1030,6 +1091,8 @@ class GroupCoordinator:
         offsets = list(offsets)
         if not group_id:
             return {(t, p): E.invalid_group_id for t, p, *_ in offsets}
+        if not self.coordinates(group_id):
+            return {(t, p): E.not_coordinator for t, p, *_ in offsets}
         group = self.groups.get(group_id)
         # an unknown group is validated as an empty one (Kafka creates it first)
         error = self._validate_offset_commit(
@@ -1079,6 +1142,8 @@ class GroupCoordinator:
 
     def describe_group(self, group_id: str) -> tuple[int, dict]:
         """(error, summary) as Kafka's handleDescribeGroup; an unknown group is Dead."""
+        if not self.coordinates(group_id):
+            return E.not_coordinator, dict(group_state="", protocol_type="", protocol_data="", members=[])
         group = self.groups.get(group_id)
         if group is None:
             return E.none, dict(
@@ -1110,6 +1175,9 @@ class GroupCoordinator:
     def delete_groups(self, group_ids: Iterable[str]) -> dict[str, int]:
         results: dict[str, int] = {}
         for group_id in group_ids:
+            if not self.coordinates(group_id):
+                results[group_id] = E.not_coordinator
+                continue
             group = self.groups.get(group_id)
             if group is None or group.is_state(GroupState.DEAD):
                 results[group_id] = E.group_id_not_found
@@ -1144,20 +1212,24 @@ class GroupCoordinator:
         """Answer every waiting JoinGroup/SyncGroup (NOT_COORDINATOR, so clients rediscover the
         coordinator) and cancel all timers; for broker shutdown."""
         for group in self.groups.values():
-            _cancel(group.join_timer)
-            _cancel(group.sync_timer)
-            group.join_timer = group.sync_timer = None
-            for handle in group.pending_members.values():
-                _cancel(handle)
-            for member in group.members.values():
-                _cancel(member.heartbeat_timer)
-                member.heartbeat_timer = None
-                if member.join_callback is not None:
-                    join_cb, member.join_callback = member.join_callback, None
-                    join_cb(JoinResult(E.not_coordinator, member.member_id))
-                if member.sync_callback is not None:
-                    sync_cb, member.sync_callback = member.sync_callback, None
-                    sync_cb(SyncResult(E.not_coordinator))
+            self._stop_group(group, E.not_coordinator)
+
+    def _stop_group(self, group: Group, error: int) -> None:
+        """Cancel the group's timers and answer every waiting JoinGroup/SyncGroup with `error`."""
+        _cancel(group.join_timer)
+        _cancel(group.sync_timer)
+        group.join_timer = group.sync_timer = None
+        for handle in group.pending_members.values():
+            _cancel(handle)
+        for member in group.members.values():
+            _cancel(member.heartbeat_timer)
+            member.heartbeat_timer = None
+            if member.join_callback is not None:
+                join_cb, member.join_callback = member.join_callback, None
+                join_cb(JoinResult(error, member.member_id))
+            if member.sync_callback is not None:
+                sync_cb, member.sync_callback = member.sync_callback, None
+                sync_cb(SyncResult(error))
 
 
 def _cancel(handle) -> None:

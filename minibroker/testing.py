@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import re
 import shutil
@@ -25,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import IO
@@ -37,8 +39,41 @@ LOG_NAME = "broker-output.log"
 PORT_FILE_NAME = "broker.port"
 
 
+#: What the broker's exit codes mean (`minibroker --help`).
+EXIT_CODES = {0: "stopped cleanly", 1: "cannot start or cannot go on", 2: "bad configuration"}
+
+
 class BrokerStartError(AssertionError):
-    """The broker exited or never became ready; the message ends with its log tail."""
+    """The broker exited or never became ready. The message leads with the broker's own error
+    line (`invalid configuration: ...`, `cannot start: ...`) and ends with its log tail."""
+
+
+def broker_problems(log_text: str) -> list[str]:
+    """The broker's error lines in `log_text` as `event: problem`, from JSON or console logs."""
+    found = []
+    for line in log_text.splitlines():
+        line = line.strip()
+        if line.startswith("{"):
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                continue
+            if not isinstance(entry, dict) or entry.get("level") not in ("error", "critical"):
+                continue
+            details = [str(entry[k]) for k in ("problem", "reason", "error") if entry.get(k)]
+            found.append(": ".join([str(entry.get("event", "error")), *details]))
+        elif (m := _CONSOLE_ERROR.search(line)) is not None:
+            event, rest = m.group(1).strip(), m.group(2).strip()
+            problem = _CONSOLE_PROBLEM.search(rest)
+            if problem is not None:
+                found.append(f"{event}: {next(g for g in problem.groups() if g is not None)}")
+            else:
+                found.append(f"{event} {rest}".strip())
+    return found
+
+
+_CONSOLE_ERROR = re.compile(r"\[(?:error|critical)\s*\]\s+(\S.*?)(?:\s{2,}|$)(.*)")
+_CONSOLE_PROBLEM = re.compile(r"""\bproblem=(?:"(.*?)"|'(.*?)'|(\S+))""")
 
 
 def properties(config: dict | None = None, **kwargs) -> dict[str, object]:
@@ -74,7 +109,9 @@ class BrokerProcess:
         self.port: int | None = None
         self.proc: subprocess.Popen | None = None
         self.log_path = self.data_dir / LOG_NAME
-        self.port_file = self.data_dir / PORT_FILE_NAME
+        # Outside the data directory, and this object's own: a second broker started on a directory
+        # that is in use (refused by the data-dir lock) must not delete the running one's port file.
+        self.port_file = Path(tempfile.gettempdir()) / f"minibroker-{uuid.uuid4().hex}.{PORT_FILE_NAME}"
         self.starts = 0
         self._log_handle: IO[bytes] | None = None
 
@@ -132,6 +169,7 @@ class BrokerProcess:
         if self.port_file.exists():
             self.port_file.unlink()
         self._close_log()
+        start_offset = self.log_size()
         log_handle = self._log_handle = open(self.log_path, "ab")
         log_handle.write(
             f"\n===== minibroker.testing: start #{self.starts + 1}: {' '.join(self.command())}\n".encode()
@@ -151,15 +189,24 @@ class BrokerProcess:
             rc = self.proc.poll()
             if rc is not None:
                 self._close_log()
-                raise BrokerStartError(f"broker exited with code {rc} during startup\n{self.log_tail()}")
+                raise BrokerStartError(self._start_failure(f"exited with code {rc}", rc, start_offset))
             if time.monotonic() > deadline:
                 self._terminate_hard()
-                raise BrokerStartError(f"broker did not become ready within {timeout}s\n{self.log_tail()}")
+                raise BrokerStartError(
+                    self._start_failure(f"did not become ready within {timeout}s", None, start_offset)
+                )
             time.sleep(0.01)
         if not re.fullmatch(r"\d+\n", text):
             raise BrokerStartError(f"port file content {text!r} is not digits and a newline")
         self.port = int(text)
         return self
+
+    def _start_failure(self, what: str, rc: int | None, since: int) -> str:
+        """The broker's own error first, then what happened, then the log tail."""
+        problems = broker_problems(self.log_since(since))
+        meaning = f" ({EXIT_CODES[rc]})" if rc in EXIT_CODES else ""
+        lead = f"minibroker did not start: {problems[-1]}\n" if problems else ""
+        return f"{lead}the broker {what}{meaning} during startup\n{self.log_tail()}"
 
     def _read_port_file(self) -> str | None:
         try:
@@ -219,6 +266,7 @@ class BrokerProcess:
                 self._terminate_hard()
                 rc = -9
         self._close_log()
+        self.port_file.unlink(missing_ok=True)
         return rc
 
     def _terminate_hard(self) -> None:

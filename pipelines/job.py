@@ -298,14 +298,32 @@ def main(argv: list[str] | None = None) -> int:
     def log(message: str) -> None:
         print(message, flush=True)
 
-    spark.streams.addListener(ProgressPrinter(log))
+    listener = ProgressPrinter(log)
+    spark.streams.addListener(listener)
 
     try:
         run(spark, opts, log)
     except Exception as exc:  # noqa: BLE001 - a failed query ends the application with its reason
         print(f"pipeline failed: {exc}", file=sys.stderr, flush=True)
         return 1
+    finally:
+        try:
+            shutdown(spark, listener)
+        except Exception as exc:  # noqa: BLE001 - a dead JVM must not hide the run's own outcome
+            print(f"spark shutdown: {exc}", file=sys.stderr, flush=True)
     return 0
+
+
+def shutdown(spark: SparkSession, listener: StreamingQueryListener | None = None) -> None:
+    """Stop in the order that keeps the JVM from calling back into a Python that has gone: every
+    query, then the Python listener, then the session, all while the py4j callback server still
+    runs. Left to the interpreter's exit, the JVM's listener bus delivered the last events to a
+    closed callback server and logged `ERROR StreamingQueryListenerBus ... Connection refused`."""
+    for query in spark.streams.active:
+        query.stop()
+    if listener is not None:
+        spark.streams.removeListener(listener)
+    spark.stop()
 
 
 if __name__ == "__main__":

@@ -42,7 +42,7 @@ def skip_tagged_fields(buf, pos: int) -> int:
     return pos
 
 
-def parse_request_header(frame: bytes) -> RequestHeader:
+def parse_request_header(frame: bytes | memoryview) -> RequestHeader:
     """Parse the header. The tag buffer (header v2) is skipped when the request version is
     flexible; for a version the broker does not know, only the fixed part is read."""
     if len(frame) < 10:
@@ -54,7 +54,7 @@ def parse_request_header(frame: bytes) -> RequestHeader:
     if n >= 0:
         if pos + n > len(frame):
             raise DecodeError("client id runs past the end of the frame")
-        client_id = frame[pos : pos + n].decode("utf-8", "replace")
+        client_id = str(frame[pos : pos + n], "utf-8", "replace")  # bytes or memoryview
         pos += n
     cls = request_class(api_key, api_version)
     if cls is not None and cls.__flexible__:

@@ -14,6 +14,7 @@ reads to callers (``_entry``) and what makes a last entry insane (``_check_last`
 
 from __future__ import annotations
 
+import contextlib
 import os
 from array import array
 from typing import TypeVar
@@ -160,8 +161,16 @@ class AbstractIndex:
         if keys is None or values is None or len(keys) <= self._on_disk:
             return
         start = self._on_disk
+        data = memoryview(self._encode(keys[start:], values[start:]))
         with open(self.path, "ab", buffering=0) as f:
-            f.write(self._encode(keys[start:], values[start:]))
+            try:
+                while data:  # a full disk writes part of it, then fails
+                    data = data[f.write(data) :]
+            except OSError:
+                # cut back to whole entries written before: the next try appends aligned
+                with contextlib.suppress(OSError):
+                    f.truncate(start * self.ENTRY_SIZE)
+                raise
         self._on_disk = len(keys)
 
     def take_unsynced(self) -> bool:

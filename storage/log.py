@@ -71,6 +71,7 @@ __all__ = [
     "EARLIEST_TIMESTAMP",
     "MAX_TIMESTAMP",
     "EARLIEST_LOCAL_TIMESTAMP",
+    "disk_free_bytes",
 ]
 
 log = structlog.get_logger(__name__)
@@ -127,6 +128,18 @@ class ReadResult(NamedTuple):
 
 def _error(code: ErrorCode, message: str) -> KafkaStorageError:
     return KafkaStorageError(code, message)
+
+
+def disk_free_bytes(path: str) -> int | None:
+    """Bytes the broker can still write on the file system holding ``path`` (for the messages of
+    a full disk): the blocks free to unprivileged users, or every free block when running as
+    root, which may use the reserved ones. None if the file system cannot be asked."""
+    try:
+        st = os.statvfs(path)
+    except OSError:
+        return None
+    blocks = st.f_bfree if os.geteuid() == 0 else st.f_bavail
+    return blocks * st.f_frsize
 
 
 class PartitionLog:
@@ -564,11 +577,25 @@ class PartitionLog:
             if active.max_timestamp >= 0:
                 active.time_index.maybe_append(active.max_timestamp, active.offset_of_max_timestamp)
                 active.dirty = True
-            self.flush()
-            self.producer_state.take_snapshot(self._leo)
+            try:
+                self.flush()
+            except OSError as exc:  # e.g. ENOSPC writing the last index entries
+                raise self._close_error(exc, "index entries") from exc
+            try:
+                self.producer_state.take_snapshot(self._leo)
+            except OSError as exc:  # e.g. ENOSPC: atomic_write's error names no file
+                raise self._close_error(exc, "producer snapshot") from exc
         for seg in self._segments:
             seg.close()
         self._listeners.clear()
+
+    def _close_error(self, exc: OSError, what: str) -> OSError:
+        """What a clean close could not write, named for the stop's message."""
+        return OSError(
+            exc.errno,
+            f"cannot write the {what} of {self.topic}-{self.partition}: {exc.strerror or exc}",
+            exc.filename or self.dir,
+        )
 
     # ====================================================================== listeners
     def add_listener(self, callback: Callable[[], None]) -> Callable[[], None]:

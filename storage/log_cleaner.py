@@ -36,9 +36,11 @@ from concurrent.futures import BrokenExecutor, Executor, Future
 from typing import Any
 
 import structlog
+from minibroker.protocol.errors import ErrorCode
 from minibroker.storage.checkpoint import read_offset_checkpoint, write_offset_checkpoint
 from minibroker.storage.cleaner import CLEANER_DIR, CleanJob, CleanResult, SegmentToClean, clean
 from minibroker.storage.durable_files import atomic_write, fsync_dir
+from minibroker.storage.errors import KafkaStorageError
 from minibroker.storage.segment import (
     INDEX_SUFFIX,
     LOG_SUFFIX,
@@ -93,12 +95,7 @@ def recover_interrupted_clean(partition_dir: str) -> None:
         return
     swap = os.path.join(work, SWAP_FILE)
     if os.path.exists(swap):
-        with open(swap, encoding="ascii") as f:
-            plan = {
-                int(line.split()[0]): [int(b) for b in line.split()[1:]]
-                for line in f.read().splitlines()
-                if line.strip()
-            }
+        plan = _read_swap_plan(swap, work)
         _install(work, partition_dir, plan)
         log.warning(
             "completed a log-cleaner swap interrupted by a stop", directory=partition_dir, segments=len(plan)
@@ -107,6 +104,28 @@ def recover_interrupted_clean(partition_dir: str) -> None:
         log.info("discarded the output of an interrupted log-cleaner pass", directory=partition_dir)
     shutil.rmtree(work, ignore_errors=True)
     fsync_dir(partition_dir)
+
+
+def _read_swap_plan(swap: str, work: str) -> dict[int, list[int]]:
+    """`cleaner/swap`: one line per new segment, its base offset then the bases it replaces."""
+    try:
+        with open(swap, "rb") as f:
+            text = f.read().decode("ascii")
+        plan = {}
+        for line in text.splitlines():
+            if line.strip():
+                base, *olds = (int(b) for b in line.split())
+                if base < 0 or any(b < 0 for b in olds):
+                    raise ValueError(f"negative base offset in {line!r}")
+                plan[base] = olds
+        return plan
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise KafkaStorageError(
+            ErrorCode.kafka_storage_error,
+            f"{swap} is damaged ({type(exc).__name__}: {exc}): it lists the segments an "
+            f"interrupted log-cleaner pass was swapping in. Restore the partition directory from "
+            f"a backup, or move {work} out of it to open the partition with the segments it has now",
+        ) from None
 
 
 def _install(work: str, partition_dir: str, plan: dict[int, list[int]]) -> None:

@@ -1,7 +1,9 @@
 """What Kafka checks in a produced record batch before it may reach the log (pure code, no I/O).
 
-Three stages, each in the order and with the error codes Apache Kafka 4 uses:
+Three stages (and a first look), each in the order and with the error codes Apache Kafka 4 uses:
 
+0. ``is_transactional`` (Kafka's ``RequestUtils.hasTransactionalRecords``), asked of every
+   partition of a Produce request before anything else.
 1. ``first_produced_batch`` (Kafka's ``ProduceRequest.validateRecords`` over
    ``ByteBufferLogInputStream``): the framing of a partition's records in a Produce request.
    A size field below 14 or a magic outside 0..2 is CORRUPT_MESSAGE; no complete batch, a magic
@@ -134,7 +136,9 @@ def first_produced_batch(records, api_version: int) -> memoryview:
             f"record batches with magic version 2",
         )
     codec = mv[22] & ATTR_COMPRESSION_MASK
-    if codec > _MAX_CODEC:
+    # Kafka reads the codec here only for the zstd rule (`version < 7 && compressionType() ==
+    # ZSTD`): from v7 on an unknown codec is found by stage 2, with the partition's log start
+    if api_version < 7 and codec > _MAX_CODEC:
         raise _fail(ErrorCode.unknown_server_error, f"unknown compression type id {codec}")
     if codec == COMPRESSION_ZSTD and api_version < 7:
         raise _fail(
@@ -148,6 +152,23 @@ def first_produced_batch(records, api_version: int) -> memoryview:
             f"exactly one record batch per partition",
         )
     return mv[:size]
+
+
+def is_transactional(records) -> bool:
+    """Kafka's RequestUtils.hasTransactionalRecords for one partition: whether the first complete
+    batch is a magic-2 batch with the transactional bit. KafkaApis asks this of every partition
+    before any other check of a Produce request (stage 1 included), so a batch whose attributes
+    byte is garbage is answered as transactional (TRANSACTIONAL_ID_AUTHORIZATION_FAILED without
+    an authorized transactional id) before its unknown codec is noticed. Framing Kafka's batch
+    iterator throws for is left to stage 1, which reports it (False here)."""
+    if not records:
+        return False
+    mv = memoryview(records)
+    try:
+        size = _next_batch_size(mv, 0)  # a complete batch is at least 26 bytes: mv[22] exists
+    except KafkaStorageError:
+        return False
+    return size is not None and mv[_MAGIC_OFFSET] == MAGIC and bool(mv[22] & ATTR_TRANSACTIONAL)
 
 
 # ----------------------------------------------------------------------------- stage 2

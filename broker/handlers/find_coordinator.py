@@ -11,36 +11,23 @@ API_KEY = 10
 _GROUP, _TRANSACTION = 0, 1
 
 
+def _refusal(key: str, error_code: ErrorCode, message: str | None = None) -> dict:
+    return dict(key=key, node_id=-1, host="", port=-1, error_code=error_code, error_message=message)
+
+
 def _entry(ctx, key: str, key_type: int) -> dict:
     broker = ctx.broker
     if key_type not in (_GROUP, _TRANSACTION):
-        return dict(
-            key=key,
-            node_id=-1,
-            host="",
-            port=-1,
-            error_code=ErrorCode.invalid_request,
-            error_message=f"unsupported coordinator key type {key_type}",
-        )
+        return _refusal(key, ErrorCode.invalid_request, f"unsupported coordinator key type {key_type}")
     # authorization (Kafka: DESCRIBE on the group or the transactional id)
     if key_type == _GROUP and not ctx.allowed(Op.DESCRIBE, Res.GROUP, key):
-        return dict(
-            key=key,
-            node_id=-1,
-            host="",
-            port=-1,
-            error_code=ErrorCode.group_authorization_failed,
-            error_message=None,
-        )
+        return _refusal(key, ErrorCode.group_authorization_failed)
     if key_type == _TRANSACTION and not ctx.allowed(Op.DESCRIBE, Res.TRANSACTIONAL_ID, key):
-        return dict(
-            key=key,
-            node_id=-1,
-            host="",
-            port=-1,
-            error_code=ErrorCode.transactional_id_authorization_failed,
-            error_message=None,
-        )
+        return _refusal(key, ErrorCode.transactional_id_authorization_failed)
+    if key_type == _GROUP and not broker.groups.coordinates(key):
+        # its __consumer_offsets partition cannot be written (full disk): as Kafka for a
+        # partition without a leader, so clients back off and ask again
+        return _refusal(key, ErrorCode.coordinator_not_available)
     return dict(
         key=key,
         node_id=broker.node_id,

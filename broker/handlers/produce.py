@@ -6,14 +6,17 @@ such a request is logged and the connection closed (there is no schema for an er
 The batch stays opaque bytes: storage checks and patches its 61-byte header and writes it.
 """
 
+import time
+
 import structlog
 from minibroker.broker.context import NO_RESPONSE, CloseConnection
 from minibroker.broker.security.acls import Operation as Op
 from minibroker.broker.security.acls import ResourceType as Res
 from minibroker.protocol.errors import ErrorCode
 from minibroker.storage.errors import KafkaStorageError
+from minibroker.storage.log import disk_free_bytes
 from minibroker.storage.log_manager import INTERNAL_TOPICS
-from minibroker.storage.log_validator import first_produced_batch
+from minibroker.storage.log_validator import first_produced_batch, is_transactional
 
 #: Errors Kafka's ReplicaManager answers with the unknown log start offset (-1) rather than the
 #: partition's: the framing and size errors it catches before asking the log.
@@ -50,6 +53,9 @@ def _append(ctx, topic: str, index: int, records, transactional_id) -> dict:
     try:
         info = plog.append(batch)
     except KafkaStorageError as exc:
+        if exc.error_code == ErrorCode.kafka_storage_error:  # the disk, not the request
+            _storage_refusals.note(topic, index, plog.dir, exc)
+            return dict(index=index, error_code=exc.error_code, base_offset=-1, log_start_offset=-1)
         known_start = exc.error_code not in _ERRORS_WITHOUT_LOG_START
         return _refused(topic, index, exc, log_start_offset=plog.log_start_offset if known_start else -1)
     return dict(
@@ -59,6 +65,42 @@ def _append(ctx, topic: str, index: int, records, transactional_id) -> dict:
         log_append_time=info.log_append_time_ms,
         log_start_offset=info.log_start_offset,
     )
+
+
+class _StorageRefusals:
+    """Produces refused because the log directory cannot be written (a full disk, an I/O
+    error): a WARNING with the path and the space left, at most one every ``INTERVAL_S`` with
+    how many were refused since the previous one, so a producer retrying against a full disk
+    does not flood the log. Kafka answers KAFKA_STORAGE_ERROR for an IOException of its log dir
+    (and takes the dir offline; this broker keeps serving reads and accepts writes again as soon
+    as there is room)."""
+
+    INTERVAL_S = 10.0
+
+    def __init__(self) -> None:
+        self.refused = 0
+        self.logged_at = float("-inf")
+
+    def note(self, topic: str, partition: int, path: str, exc: KafkaStorageError) -> None:
+        self.refused += 1
+        now = time.monotonic()
+        if now - self.logged_at < self.INTERVAL_S:
+            return
+        log.warning(
+            "produce refused: the log directory cannot be written; acknowledged records are "
+            "kept, produces succeed again once there is room",
+            path=path,
+            free_bytes=disk_free_bytes(path),
+            error=exc.message,
+            refused=self.refused,
+            seconds_since_last=None if self.logged_at == float("-inf") else round(now - self.logged_at, 1),
+            topic=topic,
+            partition=partition,
+        )
+        self.refused, self.logged_at = 0, now
+
+
+_storage_refusals = _StorageRefusals()
 
 
 def _refused(topic: str, index: int, exc: KafkaStorageError, log_start_offset: int) -> dict:
@@ -93,11 +135,22 @@ def _every_partition(req, error: ErrorCode, names=None) -> list[dict]:
     ]
 
 
+def _has_transactional_records(req) -> bool:
+    return any(is_transactional(p.records) for t in req.topic_data for p in t.partition_data)
+
+
 async def handle(ctx, req):
-    # authorization (Kafka: WRITE on the transactional id, then WRITE on each topic)
-    if req.transactional_id is not None and not ctx.allowed(
-        Op.WRITE, Res.TRANSACTIONAL_ID, req.transactional_id
+    # Kafka's KafkaApis.handleProduceRequest: first, if any partition's batch says it is
+    # transactional, WRITE on the request's transactional id (none at all fails too), before
+    # the topics' authorization and before any batch is validated (a garbage attributes byte
+    # with the transactional bit is refused here, not for its unknown codec)
+    if _has_transactional_records(req) and (
+        req.transactional_id is None or not ctx.allowed(Op.WRITE, Res.TRANSACTIONAL_ID, req.transactional_id)
     ):
+        if req.acks == 0:  # Kafka has no error response for acks=0: it closes the connection
+            raise CloseConnection(
+                "acks=0 produce of transactional records refused: TRANSACTIONAL_ID_AUTHORIZATION_FAILED"
+            )
         return ctx.response(
             responses=_every_partition(req, ErrorCode.transactional_id_authorization_failed),
             throttle_time_ms=0,

@@ -1,7 +1,8 @@
 """SaslAuthenticate (36): one step of the mechanism chosen by SaslHandshake.
 
 Success makes the connection's principal `User:<name>`; a failure answers
-SASL_AUTHENTICATION_FAILED with the reason and closes the connection, as Kafka does. No session
+SASL_AUTHENTICATION_FAILED with the reason and closes the connection, as Kafka does, after
+connection.failed.authentication.delay.ms (broker/connection.py waits before answering). No session
 lifetime is set (KIP-368 re-authentication is not required).
 """
 
@@ -26,7 +27,7 @@ async def handle(ctx, req):
     try:
         challenge, finished = server.evaluate(req.auth_bytes)
     except AuthenticationFailed as exc:
-        session.close_reason = f"authentication failed on listener {session.listener.name}: {exc}"
+        session.fail_authentication(f"authentication failed on listener {session.listener.name}: {exc}")
         return ctx.response(
             error_code=ErrorCode.sasl_authentication_failed, error_message=str(exc), auth_bytes=b""
         )

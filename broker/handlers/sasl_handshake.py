@@ -3,7 +3,8 @@
 After v0 the client sends the SASL tokens as bare length-prefixed frames instead of
 SaslAuthenticate requests (Kafka before 1.0; broker/connection.py passes them to the session).
 An unknown mechanism gets UNSUPPORTED_SASL_MECHANISM with the offered list and the connection is
-closed; a handshake on a non-SASL listener or after authentication gets ILLEGAL_SASL_STATE.
+closed (a failed authentication for Kafka: answered after connection.failed.authentication.delay.ms);
+a handshake on a non-SASL listener or after authentication gets ILLEGAL_SASL_STATE.
 """
 
 from minibroker.protocol.errors import ErrorCode
@@ -17,7 +18,7 @@ async def handle(ctx, req):
     if session.authenticated:
         return ctx.response(error_code=ErrorCode.illegal_sasl_state, mechanisms=offered)
     if req.mechanism not in offered:
-        session.close_reason = f"unsupported SASL mechanism {req.mechanism!r}"
+        session.fail_authentication(f"unsupported SASL mechanism {req.mechanism!r}")
         return ctx.response(error_code=ErrorCode.unsupported_sasl_mechanism, mechanisms=offered)
     session.mechanism_server = ctx.broker.security.mechanisms.server(session.listener.name, req.mechanism)
     session.raw_tokens = ctx.api_version == 0

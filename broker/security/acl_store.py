@@ -5,8 +5,13 @@ from __future__ import annotations
 import json
 import os
 
-from minibroker.broker.security.acls import AclBinding, AclFilter
+from minibroker.broker.security.acls import AclBinding, AclFilter, InvalidAcl
+from minibroker.protocol.errors import ErrorCode
 from minibroker.storage.durable_files import atomic_write
+from minibroker.storage.errors import KafkaStorageError
+
+# the types of an AclBinding's fields, in the order acls.json lists them
+_FIELD_TYPES = (int, str, int, str, str, int, int)
 
 
 class AclStore:
@@ -14,8 +19,34 @@ class AclStore:
         self.path = os.path.join(data_dir, "security", "acls.json")
         self.acls: list[AclBinding] = []
         if os.path.exists(self.path):
-            with open(self.path, encoding="utf-8") as f:
-                self.acls = [AclBinding(*row) for row in json.load(f)]
+            self.acls = self._load()
+
+    def _load(self) -> list[AclBinding]:
+        try:
+            with open(self.path, "rb") as f:
+                rows = json.loads(f.read().decode("utf-8"))
+            if not isinstance(rows, list):
+                raise ValueError("not a JSON list of ACL bindings")
+            acls = []
+            for row in rows:
+                if not (
+                    isinstance(row, list)
+                    and len(row) == len(_FIELD_TYPES)
+                    and all(type(v) is t for v, t in zip(row, _FIELD_TYPES, strict=True))
+                ):
+                    raise ValueError(f"not an ACL binding: {str(row)[:200]}")
+                acl = AclBinding(*row)
+                acl.validate()
+                acls.append(acl)
+            return acls
+        except (UnicodeDecodeError, ValueError, InvalidAcl) as exc:
+            # an ACL misread would grant or refuse the wrong thing: refuse to start instead
+            raise KafkaStorageError(
+                ErrorCode.kafka_storage_error,
+                f"{self.path} is damaged ({type(exc).__name__}: {exc}): restore it from a backup, "
+                f"or move it away to start with no ACLs and create them again (until then only "
+                f"super.users are authorized, or everyone if allow.everyone.if.no.acl.found=true)",
+            ) from None
 
     def add(self, bindings: list[AclBinding]) -> None:
         known = set(self.acls)

@@ -11,8 +11,12 @@ from __future__ import annotations
 import ssl
 from dataclasses import dataclass
 
+import structlog
 from minibroker.broker.config import ConfigError, parse_listener_entry
 from minibroker.broker.security.settings import SUPPORTED_MECHANISMS
+from minibroker.broker.security.x500 import BadName, subject_name
+
+log = structlog.get_logger("minibroker.broker.security")
 
 PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 
@@ -93,10 +97,15 @@ def _mechanisms(config, name: str) -> tuple[str, ...]:
 
 
 def parse_listeners(config) -> list[Listener]:
-    """Every configured listener, validated; TLS contexts built (raises ConfigError)."""
+    """Every configured listener, validated; TLS contexts built (raises ConfigError). Those that
+    controller.listener.names names (a KRaft controller's, as in Kafka's stock server.properties)
+    are neither bound nor advertised: on one node, nothing talks to a controller."""
     protocols = _protocol_map(config["listener.security.protocol.map"])
+    controllers = config.controller_listener_names()
     listeners: list[Listener] = []
     for name, host, port in _split_entries(config["listeners"], "listeners"):
+        if name in controllers:
+            continue
         if name not in protocols:
             raise ConfigError(f"listeners: listener {name} has no entry in listener.security.protocol.map")
         if any(existing.name == name for existing in listeners):
@@ -107,10 +116,17 @@ def parse_listeners(config) -> list[Listener]:
         if listener.uses_sasl:
             listener.mechanisms = _mechanisms(config, name)
         listeners.append(listener)
+    if not listeners:
+        raise ConfigError(
+            "listeners: every listener is a controller listener (controller.listener.names); "
+            "clients need one that is not"
+        )
     advertised = config["advertised.listeners"]
     if advertised:
         by_name = {lst.name: lst for lst in listeners}
         for name, host, port in _split_entries(advertised, "advertised.listeners"):
+            if name in controllers:
+                continue
             if name not in by_name:
                 raise ConfigError(f"advertised.listeners: {name} is not one of the listeners")
             by_name[name].advertised_host, by_name[name].advertised_port = host, port
@@ -128,25 +144,19 @@ def finish_binding(listener: Listener, bound_port: int) -> None:
         listener.advertised_port = bound_port
 
 
-_DN_KEYS = {
-    "commonName": "CN",
-    "organizationName": "O",
-    "organizationalUnitName": "OU",
-    "countryName": "C",
-    "localityName": "L",
-    "stateOrProvinceName": "ST",
-    "domainComponent": "DC",
-    "userId": "UID",
-    "streetAddress": "STREET",
-}
-
-
-def tls_principal(peercert: dict | None) -> str | None:
-    """Kafka's default TLS principal: `User:` + the client certificate's subject DN in RFC 2253
-    order (most specific first, e.g. User:CN=alice,O=example), or None without a certificate."""
-    if not peercert or not peercert.get("subject"):
+def tls_principal(ssl_object: ssl.SSLObject | None) -> str | None:
+    """Kafka's default TLS principal: `User:` + the verified client certificate's subject as
+    Java's X500Principal.getName() prints it (RFC 2253, escaped so that no two subjects share a
+    name; see x500.py), or None when the client sent no certificate."""
+    if ssl_object is None or not ssl_object.getpeercert():  # {} when no certificate was verified
         return None
-    parts = []
-    for rdn in reversed(peercert["subject"]):
-        parts.append("+".join(f"{_DN_KEYS.get(k, k)}={v.replace(',', chr(92) + ',')}" for k, v in rdn))
-    return "User:" + ",".join(parts)
+    der = ssl_object.getpeercert(binary_form=True)
+    if der is None:
+        return None
+    try:
+        return "User:" + subject_name(der)
+    except BadName as exc:
+        # OpenSSL accepted the certificate, so this is a parser gap: a name that cannot equal
+        # any RFC 2253 string (which never starts with '#'), so it matches no ACL but User:*
+        log.warning("cannot read the client certificate's subject", reason=str(exc))
+        return "User:#" + der.hex()

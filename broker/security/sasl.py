@@ -96,6 +96,13 @@ class Session:
         self.mechanism_server: PlainServer | ScramServer | None = None  # set by SaslHandshake
         self.raw_tokens = False  # SaslHandshake v0: the tokens follow as bare length-prefixed frames
         self.close_reason: str | None = None  # set when Kafka answers and then closes the connection
+        # the close is a failed authentication: answered after connection.failed.authentication.delay.ms
+        self.failed_authentication = False
+
+    def fail_authentication(self, reason: str) -> None:
+        """Kafka answers a failed authentication after a delay, then closes the connection."""
+        self.close_reason = reason
+        self.failed_authentication = True
 
     def refusal(self, api_key: int) -> str | None:
         """Why this request may not be served now (the connection is then closed), or None."""

@@ -14,7 +14,9 @@ import json
 import os
 from dataclasses import dataclass
 
+from minibroker.protocol.errors import ErrorCode
 from minibroker.storage.durable_files import atomic_write
+from minibroker.storage.errors import KafkaStorageError
 
 # AlterUserScramCredentials mechanism codes -> (SASL name, hashlib name)
 MECHANISMS = {1: ("SCRAM-SHA-256", "sha256"), 2: ("SCRAM-SHA-512", "sha512")}
@@ -55,11 +57,32 @@ class ScramStore:
         self.path = os.path.join(data_dir, "security", "scram-credentials.json")
         self.users: dict[str, dict[str, ScramCredential]] = {}
         if os.path.exists(self.path):
-            with open(self.path, encoding="utf-8") as f:
-                raw = json.load(f)
-            self.users = {
+            self.users = self._load()
+
+    def _load(self) -> dict[str, dict[str, ScramCredential]]:
+        try:
+            with open(self.path, "rb") as f:
+                raw = json.loads(f.read().decode("utf-8"))
+            if not isinstance(raw, dict) or not all(isinstance(m, dict) for m in raw.values()):
+                raise ValueError("not a JSON object of users and their mechanisms")
+            users = {
                 u: {m: ScramCredential.from_json(c) for m, c in mechs.items()} for u, mechs in raw.items()
             }
+            for mechs in users.values():
+                unknown = set(mechs) - set(BY_NAME)
+                if unknown:
+                    raise ValueError(f"unknown mechanism {sorted(unknown)[0]!r}")
+            return users
+        except (UnicodeDecodeError, ValueError, TypeError, KeyError) as exc:
+            # binascii.Error (bad base64) is a ValueError; TypeError/KeyError: a credential that
+            # is not an object of salt, stored_key, server_key and iterations
+            raise KafkaStorageError(
+                ErrorCode.kafka_storage_error,
+                f"{self.path} is damaged ({type(exc).__name__}: {exc}): restore it from a backup, or "
+                f"move it away and set the SCRAM users' passwords again (kafka-configs.sh --alter "
+                f"--entity-type users --entity-name USER --add-config 'SCRAM-SHA-256=[password=...]', "
+                f"or the minibroker.scram.credentials property); until then SCRAM logins fail",
+            ) from None
 
     def get(self, user: str, mechanism: str) -> ScramCredential | None:
         return self.users.get(user, {}).get(mechanism)

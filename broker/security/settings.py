@@ -2,7 +2,7 @@
 
 They live here rather than in broker/config.py so that file stays one table of the core
 properties; broker/config.py splices this list into its table. Kafka's names and defaults
-unless the README says why not (names starting with `minibroker.` have no Kafka equivalent).
+unless docs/configuration.md says why not (names starting with `minibroker.` have no Kafka equivalent).
 """
 
 from __future__ import annotations
@@ -96,6 +96,33 @@ SECURITY_AND_LIMIT_PROPERTIES = [
         _one_of("none", "requested", "required"),
         "none|requested|required",
     ),
+    Property(
+        "sasl.server.max.receive.size",
+        "int",
+        524288,
+        "Largest frame read from a client on a SASL listener before it has authenticated; a larger "
+        "one fails the authentication and closes the connection.",
+        _positive,
+        "> 0",
+    ),
+    Property(
+        "connection.failed.authentication.delay.ms",
+        "int",
+        100,
+        "A failed authentication is answered (and its connection closed) this long after it failed, "
+        "which slows password guessing; 0 answers at once.",
+        lambda v: v >= 0,
+        ">= 0",
+    ),
+    Property(
+        "minibroker.ssl.handshake.timeout.ms",
+        "int",
+        10000,
+        "Close a TLS connection whose handshake is not done in this time (it counts against "
+        "max.connections from the moment it is accepted).",
+        _positive,
+        "> 0",
+    ),
     # authorization
     Property(
         "authorizer.class.name",
@@ -151,7 +178,8 @@ SECURITY_AND_LIMIT_PROPERTIES = [
         "queued.max.requests",
         "int",
         500,
-        "Most requests being served at once across all connections; others wait unread.",
+        "Most complete requests being served at once across all connections; others wait unread "
+        "(a frame still arriving takes no slot).",
         _positive,
         "> 0",
     ),
@@ -159,7 +187,8 @@ SECURITY_AND_LIMIT_PROPERTIES = [
         "queued.max.request.bytes",
         "int",
         209715200,
-        "Most request bytes held in memory at once (Kafka: -1, unbounded); -1 for no bound.",
+        "Most request bytes held in memory at once, counted as they arrive, not as a frame announces "
+        "them (Kafka: -1, unbounded); -1 for no bound.",
         lambda v: v == -1 or v > 0,
         "-1 or > 0",
     ),

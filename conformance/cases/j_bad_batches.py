@@ -78,6 +78,9 @@ def compression(s):
         produce(s, f"{name}-truncated-payload", t, resealed(now_batch(three, codec=codec)[:-4]))
     produce(s, "zstd-produce-v6", t, now_batch([record(0)], codec=4), version=6)
     produce(s, "zstd-produce-v7", t, now_batch([record(0)], codec=4), version=7)
+    # an unknown codec: Kafka reads it before the log only below v7 (its zstd rule)
+    produce(s, "codec-7-produce-v6", t, now_batch([record(0)], attributes=0x07), version=6)
+    produce(s, "codec-7-produce-v7", t, now_batch([record(0)], attributes=0x07), version=7)
 
 
 @case("bad_batches/timestamps")
@@ -111,6 +114,17 @@ def header_fields(s):
         t,
         now_batch([record(0, key=b"\x00\x00\x00\x00", value=b"\x00\x00")], attributes=0x20),
     )
+    # issue 21: Kafka asks whether records are transactional before it validates a batch, so a
+    # garbage attributes byte (codec 7 + the transactional bit) is refused for the missing
+    # transactional id, not for its codec; without the transactional bit, for its codec
+    produce(s, "attributes-0xff", t, now_batch(one, attributes=0xFF))
+    produce(s, "codec-7", t, now_batch(one, attributes=0x07))
+    produce(
+        s,
+        "transactional-without-transactional-id",
+        t,
+        now_batch(one, attributes=0x10, producer_id=5, base_sequence=0),
+    )
     produce(s, "valid-after-all-that", t, now_batch(one))
 
 
@@ -123,6 +137,7 @@ def acks0(s):
         ("garbage-record", now_batch([b"\x13" * 20])),
         ("magic-1", now_batch([record(0)], magic=1)),
         ("size-field-13", resized(now_batch([record(0)]), 13)),
+        ("attributes-0xff", now_batch([record(0)], attributes=0xFF)),
     ):
         s.check(label, PRODUCE, 9, produce_req(t, 0, records, acks=0), expect_response=False, conn=label)
         s.connection_state(f"{label}/connection", conn=label)
@@ -131,7 +146,7 @@ def acks0(s):
 
 @case("bad_batches/stricter")
 def stricter(s):
-    """Corners where minibroker refuses what Kafka stores (README "Bad input"; deviations.toml)."""
+    """Corners where minibroker refuses what Kafka stores (docs/bad-input.md; deviations.toml)."""
     t = "bb-stricter"
     s.create_topic(t)
     produce(s, "offset-deltas-0-2", t, now_batch([record(0), record(2)], last_offset_delta=1))

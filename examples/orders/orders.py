@@ -21,8 +21,6 @@ def publish_orders(
     producer = KafkaProducer(
         bootstrap_servers=bootstrap_servers,
         transactional_id=transactional_id,
-        key_serializer=str.encode,
-        value_serializer=lambda v: json.dumps(v).encode(),
     )
     try:
         producer.init_transactions()
@@ -32,7 +30,8 @@ def publish_orders(
                 producer.flush()
                 producer.abort_transaction()
                 return
-            producer.send(topic, key=order["id"], value=order)
+            # bytes in, bytes out (kafka-python 3 deprecates plain functions as serializers)
+            producer.send(topic, key=order["id"].encode(), value=json.dumps(order).encode())
         producer.commit_transaction()
     finally:
         producer.close()
@@ -48,7 +47,6 @@ def committed_orders(
         auto_offset_reset="earliest",
         enable_auto_commit=False,
         group_id=None,
-        value_deserializer=json.loads,
         fetch_max_wait_ms=100,
     )
     try:
@@ -58,9 +56,9 @@ def committed_orders(
         deadline = time.monotonic() + timeout_s
         while len(seen) < expected and time.monotonic() < deadline:
             for records in consumer.poll(timeout_ms=200).values():
-                seen += [r.value for r in records]
+                seen += [json.loads(r.value) for r in records]
         for records in consumer.poll(timeout_ms=300).values():  # nothing more may show up
-            seen += [r.value for r in records]
+            seen += [json.loads(r.value) for r in records]
         return seen
     finally:
         consumer.close()

@@ -134,3 +134,48 @@ def test_segment_missing_in_the_middle_is_reported(broker_factory):
     assert f'"missing_from_offset": {first_lost}' in broker.log_text()
     got = [o for o, _, _ in consume_all(broker.bootstrap, topic)]
     assert got[0] == 0 and got[-1] == 11 and first_lost not in got
+
+
+AUTHORIZER = {
+    "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+    "super.users": "User:ANONYMOUS",
+}
+
+
+@pytest.mark.parametrize(
+    "damaged,overrides,advice",
+    [
+        ("{topic}-0/cleaner/swap", {}, "Restore the partition directory from a backup, or move"),
+        ("security/acls.json", AUTHORIZER, "restore it from a backup, or move it away"),
+        ("security/scram-credentials.json", {}, "restore it from a backup, or move it away"),
+    ],
+    ids=["cleaner-swap", "acls", "scram-credentials"],
+)
+@pytest.mark.parametrize(
+    "garbage", [b"\xff\xfe\x00\x01junk", b'{"not": "what it should be"}'], ids=["bytes", "json"]
+)
+def test_damaged_metadata_file_stops_the_start_with_one_clear_line(
+    broker_factory, damaged, overrides, advice, garbage
+):
+    """Issue 21: garbage in cleaner/swap, acls.json or scram-credentials.json stopped the start
+    with a bare UnicodeDecodeError traceback; now: exit 1 and one `cannot start` line naming the
+    file, what is wrong with it and what to do."""
+    broker = broker_factory(overrides)
+    topic = unique_name("damaged")
+    create_topic(broker, topic, 1)
+    produce(broker.bootstrap, topic, [b"x"])
+    broker.stop()
+    path = broker.data_dir / damaged.format(topic=topic)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(garbage)
+    since = broker.log_size()
+    with pytest.raises(BrokerStartError) as failed:
+        broker.start()
+    assert broker.proc.returncode == 1
+    text = broker.log_since(since)
+    assert "Traceback" not in text
+    (line,) = [entry for entry in text.splitlines() if "cannot start" in entry]
+    assert f"{path} is damaged" in line and advice in line, line
+    assert f"minibroker did not start: cannot start: KAFKA_STORAGE_ERROR: {path} is damaged" in str(
+        failed.value
+    )

@@ -157,3 +157,54 @@ def test_dump_reports_a_torn_tail_and_snapshots(broker):
 def test_dump_refuses_a_missing_directory(tmp_path):
     result = run_dump(tmp_path / "nope")
     assert result.returncode == 2 and "is not a directory" in result.stderr
+
+
+def test_dump_says_when_a_broker_is_running_on_the_directory(broker):
+    topic = unique_name("live")
+    create_topic(broker, topic, 1)
+    running = run_dump("--topic", topic, broker.data_dir)
+    assert running.returncode == 0, running.stderr
+    assert f"a broker (pid {broker.proc.pid}) is running on {broker.data_dir}" in running.stderr
+    assert "reading without its lock" in running.stderr
+    assert f"=== {topic}-0" in running.stdout  # it still reads
+    partition = run_dump(broker.data_dir / f"{topic}-0")  # one partition directory: same notice
+    assert f"(pid {broker.proc.pid}) is running" in partition.stderr
+
+    broker.stop()
+    stopped = run_dump("--topic", topic, broker.data_dir)
+    assert stopped.returncode == 0 and stopped.stderr == ""
+
+
+def test_dump_into_head_ends_quietly(broker):
+    topic = unique_name("head")
+    create_topic(broker, topic, 1)
+    producer = KafkaProducer(bootstrap_servers=broker.bootstrap, linger_ms=5)
+    for i in range(3000):
+        producer.send(topic, value=b"%05d-" % i + b"v" * 100)
+    producer.flush(30)
+    producer.close()
+    broker.stop()
+    dump = subprocess.Popen(
+        [sys.executable, "-m", "minibroker", "dump", "--print-data", str(broker.data_dir)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    head = subprocess.Popen(["head", "-n", "3"], stdin=dump.stdout, stdout=subprocess.PIPE)
+    assert dump.stdout is not None and dump.stderr is not None
+    dump.stdout.close()  # head holds the pipe's only reader: its exit closes the pipe
+    out, _ = head.communicate(timeout=60)
+    err = dump.stderr.read()
+    rc = dump.wait(60)
+    assert len(out.splitlines()) == 3
+    assert err == b"", err.decode()  # no BrokenPipeError traceback, no "Exception ignored"
+    assert rc == 141  # 128 + SIGPIPE, as cat and other filters report a closed pipe
+
+
+def test_dump_of_an_unknown_topic_says_so(broker):
+    topic = unique_name("known")
+    create_topic(broker, topic, 1)
+    broker.stop()
+    result = run_dump("--topic", topic[:-1], broker.data_dir)
+    assert result.returncode == 2 and result.stdout == ""
+    assert f"no topic {topic[:-1]!r} in {broker.data_dir} (did you mean {topic}?)" in result.stderr
+    assert f"topics there: {topic}" in result.stderr

@@ -131,20 +131,31 @@ def test_clients_that_never_read_do_not_grow_memory(broker_factory):
         s.close()
 
 
-def test_queued_request_bytes_bound_holds_a_request_until_memory_frees(broker_factory):
+def test_queued_request_bytes_bound_holds_a_frame_still_arriving_until_memory_frees(broker_factory):
+    """Bytes are charged as they arrive: two clients that sent 90 kB and 30 kB of larger frames
+    fill a 100 kB bound, and a third client's frame that arrives in two parts is not read past
+    its first part until one of them goes (a frame that arrives whole is never held back)."""
     b = broker_factory({"queued.max.request.bytes": 100_000})
-    with WireClient.to(b) as holder, WireClient.to(b) as waiter:
-        holder.send_raw(struct.pack(">i", 90_000) + b"\x00")  # 90 kB announced, 1 byte sent
+    with WireClient.to(b) as holder, WireClient.to(b) as other, WireClient.to(b) as waiter:
+        holder.send_raw(struct.pack(">i", 200_000) + b"\x00" * 90_000)  # 90 of 200 kB, then nothing
+        time.sleep(0.3)  # read as far as it goes: 90 kB held
+        other.send_raw(struct.pack(">i", 200_000) + b"\x00" * 30_000)  # 120 kB: over the bound
         time.sleep(0.3)
-        # a 30 kB Metadata request does not fit next to the 90 kB being received
-        topics = [f"t{i:05d}-" + "x" * 20 for i in range(1000)]
+        topics = [f"t{i:05d}-" + "x" * 20 for i in range(1000)]  # a ~30 kB Metadata request
         req = MetadataRequest[4](topics=topics, allow_auto_topic_creation=False)
-        corr = waiter.send_request(req, 4)
+        req.API_VERSION = 4
+        req.with_header(correlation_id=77, client_id=waiter.client_id)
+        data = bytes(req.encode(header=True, framed=True))
+        waiter.send_raw(data[:10_000])
+        time.sleep(0.3)  # the broker has read the first part
+        waiter.send_raw(data[10_000:])
         with pytest.raises(TimeoutError):
             waiter.recv_frame(timeout=1.0)
-        holder.close()  # the broker drops the half-received request and frees its bytes
-        data = waiter.recv_frame(timeout=10)
-        assert struct.unpack(">i", data[:4]) == (corr,)
+        with WireClient.to(b) as small:  # a request that arrives whole is served all the same
+            small.api_versions()
+        holder.close()  # the broker drops the half-received frame and frees its bytes
+        answer = waiter.recv_frame(timeout=10)
+        assert struct.unpack(">i", answer[:4]) == (77,)
 
 
 def test_partition_limits_on_create_topics_partitions_and_auto_creation(broker_factory):

@@ -13,7 +13,7 @@ from crc32c import crc32c
 from tests.support.broker import BrokerFactory
 from tests.support.crafted import raw_batch, record, varint
 from tests.support.helpers import unique_name
-from tests.support.wire import WireClient, read_partition
+from tests.support.wire import WireClient, build_produce_request, read_partition
 
 INVALID_RECORD = 87
 INVALID_TIMESTAMP = 32
@@ -114,3 +114,31 @@ def test_error_answers_carry_what_kafkas_carry(broker, topic):
         assert (r.error_message, r.log_start_offset) == ("Invalid magic found in record: 3", -1)
         r = refused(c, topic, now_batch([record(0), record(1, ts_delta=2 * HOUR)]), INVALID_TIMESTAMP)
         assert r.log_start_offset == 0 and [e.batch_index for e in r.record_errors] == [1]
+
+
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 53
+
+
+def test_garbage_attributes_byte_is_answered_as_kafka_orders_its_checks(broker, topic):
+    """Issue 21: Kafka asks whether a Produce request carries transactional records
+    (RequestUtils.hasTransactionalRecords) before it validates any batch, so a batch whose
+    attributes byte is garbage (0xff: codec 7 and the transactional bit) without an authorized
+    transactional id is TRANSACTIONAL_ID_AUTHORIZATION_FAILED, not the unknown codec's
+    UNKNOWN_SERVER_ERROR; with acks=0 Kafka has no answer to give and closes the connection.
+    The same unknown codec without the transactional bit stays UNKNOWN_SERVER_ERROR. Checked
+    against Kafka 4.4 by conformance/cases/j_bad_batches.py."""
+    with WireClient.to(broker) as c:
+        garbage = now_batch([record(0)], attributes=0xFF)
+        r = refused(c, topic, garbage, TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+        assert r.log_start_offset == -1
+        codec_7 = now_batch([record(0)], attributes=0x07)
+        # found before the log only below v7 (Kafka's zstd rule reads the codec), else by the log
+        assert refused(c, topic, codec_7, UNKNOWN_SERVER_ERROR, version=6).log_start_offset == -1
+        assert refused(c, topic, codec_7, UNKNOWN_SERVER_ERROR, version=9).log_start_offset == 0
+        transactional = now_batch([record(0)], attributes=0x10, producer_id=5, base_sequence=0)
+        refused(c, topic, transactional, TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+        c.send_request(build_produce_request(topic, 0, garbage, acks=0), 9)
+        assert c.wait_closed(timeout=5) == b""
+    with WireClient.to(broker) as c:
+        assert leo(c, topic) == 0
+        assert c.produce(topic, 0, now_batch([record(0)])).error_code == 0

@@ -4,15 +4,17 @@ inside pytester sub-sessions exactly as a user's suite would load it."""
 from __future__ import annotations
 
 import json
+import socket
+import time
 
 import minibroker.testing
 
 pytest_plugins = ("pytester",)
 
+# No warning filter of the user's own: the plugin must keep kafka-python's warnings out by itself.
 INI = """
 [pytest]
 asyncio_default_fixture_loop_scope = function
-filterwarnings = ignore::DeprecationWarning
 """
 
 
@@ -138,3 +140,108 @@ def test_record(n, kafka_bootstrap_servers, kafka_topic):
     if len(by_worker) == 2:  # xdist may hand all four tests to one worker; when both ran, they differ
         (a,), (b,) = by_worker.values()
         assert a != b, by_worker
+
+
+KAFKA_PYTHON_FIXTURES_TESTS = """
+import pytest
+from minibroker.pytest_plugin import TopicCreationError
+
+def test_topic_and_admin(kafka_topic, kafka_admin):
+    from kafka import KafkaProducer  # already imported (quietly) by the fixtures
+
+    topic = kafka_topic(partitions=2)
+    producer = KafkaProducer(bootstrap_servers=kafka_admin.config["bootstrap_servers"])
+    producer.send(topic, b"x").get(timeout=10)
+    producer.close()
+
+def test_refusal_leads_with_the_broker_message(kafka_topic):
+    with pytest.raises(TopicCreationError) as info:
+        kafka_topic(configs={"retention.ms": "abc"})
+    message = str(info.value)
+    assert message.startswith("kafka_topic: the broker refused topic "), message
+    assert "invalid value 'abc' for topic config retention.ms" in message, message
+    assert "(InvalidConfigurationError" in message or "(INVALID_CONFIG" in message, message
+    assert "CreateTopicsRequest" not in message and len(message) < 300, message
+"""
+
+
+def test_kafka_python_fixtures_raise_no_deprecation_warning(pytester):
+    """kafka-python builds its protocol classes with a deprecated importlib call at import (about
+    200 DeprecationWarnings on Python 3.11/3.12): none may reach a session run with them as errors."""
+    pytester.makepyfile(test_quiet=KAFKA_PYTHON_FIXTURES_TESTS)
+    result = _run(pytester, "-W", "error::DeprecationWarning")
+    result.assert_outcomes(passed=2)
+
+
+def test_user_import_of_kafka_python_gives_no_warning_summary(pytester):
+    """The user's own `from kafka import ...` at module level (collection) is quiet too."""
+    pytester.makepyfile(
+        test_user_import="""
+from kafka import KafkaConsumer, KafkaProducer
+
+def test_it(kafka_bootstrap_servers, kafka_topic):
+    kafka_topic()
+"""
+    )
+    result = _run(pytester)
+    result.assert_outcomes(passed=1)
+    out = result.stdout.str()
+    assert "warnings summary" not in out and "DeprecationWarning" not in out, out
+
+
+def test_confluent_only_session_never_imports_kafka_python(pytester):
+    pytester.makepyfile(
+        test_confluent="""
+import sys
+from confluent_kafka import Consumer, Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+def _kafka_python_loaded():
+    return sorted(m for m in sys.modules if m == "kafka" or m.startswith("kafka."))
+
+def test_roundtrip(kafka_bootstrap_servers):
+    conf = {"bootstrap.servers": kafka_bootstrap_servers}
+    admin = AdminClient(conf)
+    admin.create_topics([NewTopic("plain", 1, 1)])["plain"].result(10)
+    producer = Producer(conf)
+    producer.produce("plain", b"hello")
+    assert producer.flush(10) == 0
+    consumer = Consumer({**conf, "group.id": "g", "auto.offset.reset": "earliest"})
+    consumer.subscribe(["plain"])
+    message = consumer.poll(15)
+    consumer.close()
+    assert message is not None and message.value() == b"hello"
+    assert _kafka_python_loaded() == []
+
+def test_after(minibroker):
+    assert _kafka_python_loaded() == []
+"""
+    )
+    result = _run(pytester, "-W", "error::DeprecationWarning")
+    result.assert_outcomes(passed=2)
+
+
+def test_unreachable_bootstrap_variable_fails_fast_and_names_it(pytester, monkeypatch):
+    # a bound socket that does not listen: connections to it are refused, the port stays ours
+    with socket.socket() as placeholder:
+        placeholder.bind(("127.0.0.1", 0))
+        address = f"127.0.0.1:{placeholder.getsockname()[1]}"
+        monkeypatch.setenv("MINIBROKER_BOOTSTRAP_SERVERS", address)
+        pytester.makepyfile(
+            test_wrong="""
+def test_one(kafka_topic):
+    kafka_topic()
+
+def test_two(kafka_bootstrap_servers):
+    pass
+"""
+        )
+        started = time.monotonic()
+        result = _run(pytester, timeout=60)
+        elapsed = time.monotonic() - started
+    result.assert_outcomes(errors=2)
+    out = result.stdout.str()
+    assert f"MINIBROKER_BOOTSTRAP_SERVERS='{address}': no broker accepts connections there" in out, out
+    assert "unset MINIBROKER_BOOTSTRAP_SERVERS" in out, out
+    # the session (interpreter, plugin load, both tests) instead of a client's 30 s retry
+    assert elapsed < 15, f"took {elapsed:.1f}s"

@@ -25,12 +25,14 @@ from confluent_kafka.admin import (
     ScramMechanism,
     UserScramCredentialUpsertion,
 )
+from cryptography import x509
+from cryptography.x509.oid import NameOID
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
 from kafka.errors import KafkaError as KPError
 from kafka.protocol.metadata import MetadataRequest, MetadataResponse
 
 from tests.support.broker import REPO_ROOT
-from tests.support.security import KEY_PASSWORD, listener_ports, make_certs, plain_jaas
+from tests.support.security import KEY_PASSWORD, issue_client_cert, listener_ports, make_certs, plain_jaas
 from tests.support.wire import WireClient, encode_uvarint, request_header
 
 pytestmark = pytest.mark.timeout(90)
@@ -338,6 +340,91 @@ def test_tls_client_certificate_is_the_principal_for_acls(broker_factory, certs)
     producer.flush(15)
     assert results["cert-ok"] is None
     assert results["cert-no"].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+
+
+def test_crafted_certificate_subject_does_not_get_another_principals_acls(broker_factory, certs):
+    """Issue 21: a certificate whose CN is `alice+O=example` was given the ACLs of the two-valued
+    RDN `User:CN=alice+O=example`. Kafka (X500Principal.getName()) names it
+    `User:CN=alice\\+O\\=example`; each certificate gets exactly its own grants."""
+    genuine = issue_client_cert(
+        certs,
+        x509.Name(
+            [
+                x509.RelativeDistinguishedName(
+                    [
+                        x509.NameAttribute(NameOID.COMMON_NAME, "alice"),
+                        x509.NameAttribute(NameOID.ORGANIZATION_NAME, "example"),
+                    ]
+                )
+            ]
+        ),
+        "genuine",
+    )
+    crafted = issue_client_cert(
+        certs, x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "alice+O=example")]), "crafted"
+    )
+    b = broker_factory(
+        {
+            **security_overrides(certs, client_auth="required"),
+            "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+            "super.users": "User:admin",
+        }
+    )
+    b.ports = listener_ports(b)
+    admin = AdminClient(
+        ck_conf(
+            b,
+            "SASL_PLAINTEXT",
+            certs,
+            **{"sasl.mechanism": "PLAIN", "sasl.username": "admin", "sasl.password": "admin-secret"},
+        )
+    )
+    for fut in admin.create_topics([NewTopic("genuine-only", 1), NewTopic("crafted-only", 1)]).values():
+        fut.result(15)
+    grants = [
+        AclBinding(
+            ResourceType.TOPIC,
+            topic,
+            ResourcePatternType.LITERAL,
+            principal,
+            "*",
+            AclOperation.WRITE,
+            AclPermissionType.ALLOW,
+        )
+        for topic, principal in (
+            ("genuine-only", "User:CN=alice+O=example"),
+            ("crafted-only", "User:CN=alice\\+O\\=example"),
+        )
+    ]
+    for fut in admin.create_acls(grants).values():
+        fut.result(15)
+
+    def produce_as(cert) -> dict:
+        conf = ck_conf(
+            b,
+            "SSL",
+            certs,
+            **{
+                "ssl.certificate.location": str(cert.cert),
+                "ssl.key.location": str(cert.key),
+                "message.timeout.ms": 8000,
+            },
+        )
+        results: dict = {}
+        producer = Producer(conf)
+        for topic in ("genuine-only", "crafted-only"):
+            producer.produce(topic, b"v", on_delivery=lambda err, msg, t=topic: results.__setitem__(t, err))
+        assert producer.flush(15) == 0
+        return {t: None if err is None else err.code() for t, err in results.items()}
+
+    assert produce_as(crafted) == {
+        "genuine-only": KafkaError.TOPIC_AUTHORIZATION_FAILED,
+        "crafted-only": None,
+    }
+    assert produce_as(genuine) == {
+        "genuine-only": None,
+        "crafted-only": KafkaError.TOPIC_AUTHORIZATION_FAILED,
+    }
 
 
 @pytest.mark.parametrize(

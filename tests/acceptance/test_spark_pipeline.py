@@ -102,6 +102,10 @@ def test_driver_sigkill_mid_batch_then_restart(broker, tmp_path):
     assert any(f"totals batch {batch}: already committed" in line for line in driver.output), (
         f"the replayed batch {batch} was not skipped:\n{''.join(driver.output)}"
     )
+    # a clean run ends without Spark's listener bus calling back into a Python that has gone
+    clean_run = log.read_text().rsplit("===== driver:", 1)[1]
+    errors = [line for line in clean_run.splitlines() if " ERROR " in line or "Connection refused" in line]
+    assert errors == [], "\n".join(errors[:20])
 
     from tests.support.spark import spark_session as session
 

@@ -79,8 +79,25 @@ def test_start_failure_raises_with_the_broker_log():
         with minibroker.testing.broker(no_such_property=1):
             pytest.fail("the body must not run when the broker cannot start")
     message = str(info.value)
-    assert "exited with code 2" in message
-    assert "no.such.property: unknown property" in message, message
+    # the broker's own reason leads, not the command line or the log tail
+    first, second = message.splitlines()[:2]
+    assert first.startswith("minibroker did not start: invalid configuration: "), message
+    assert "no.such.property" in first, message
+    assert second == "the broker exited with code 2 (bad configuration) during startup", message
+    assert "----- broker log tail" in message
+
+
+def test_start_failure_of_a_damaged_data_dir_leads_with_the_reason(tmp_path):
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "meta.properties").write_bytes(b"\xff\xfe not properties \x00")
+    with pytest.raises(minibroker.testing.BrokerStartError) as info:
+        with minibroker.testing.broker(data_dir=tmp_path / "d"):
+            pytest.fail("the body must not run when the broker cannot start")
+    message = str(info.value)
+    first, second = message.splitlines()[:2]
+    assert first.startswith("minibroker did not start: "), message
+    assert "meta.properties" in first, message
+    assert "exited with code 1 (cannot start or cannot go on)" in second, message
 
 
 async def test_async_variant_with_aiokafka():

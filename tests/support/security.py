@@ -24,6 +24,13 @@ class Certs:
     client_cert: Path
     client_key: Path  # unencrypted
     client_dn: str
+    ca_key: Path | None = None  # unencrypted: for issue_client_cert
+
+
+@dataclass
+class ClientCert:
+    cert: Path
+    key: Path  # unencrypted
 
 
 def _name(cn: str) -> x509.Name:
@@ -74,6 +81,8 @@ def make_certs(directory: Path) -> Certs:
         directory / "client.key",
         "CN=alice,O=minibroker-tests",
     )
+    paths.ca_key = directory / "ca.key"
+    paths.ca_key.write_bytes(_private_pem(ca_key))
     paths.ca.write_bytes(ca.public_bytes(pem))
     paths.server.write_bytes(
         server.public_bytes(pem)
@@ -85,9 +94,27 @@ def make_certs(directory: Path) -> Certs:
         )
     )
     paths.client_cert.write_bytes(client.public_bytes(pem))
-    paths.client_key.write_bytes(
-        client_key.private_bytes(pem, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    paths.client_key.write_bytes(_private_pem(client_key))
+    return paths
+
+
+def _private_pem(key) -> bytes:
+    return key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
     )
+
+
+def issue_client_cert(certs: Certs, subject: x509.Name, stem: str) -> ClientCert:
+    """A client certificate for `subject` (any attributes, multi-valued RDNs, escapes) signed by
+    the test CA, written next to the CA as <stem>.pem / <stem>.key."""
+    assert certs.ca_key is not None
+    ca = x509.load_pem_x509_certificate(certs.ca.read_bytes())
+    ca_key = serialization.load_pem_private_key(certs.ca_key.read_bytes(), password=None)
+    key = ec.generate_private_key(ec.SECP256R1())
+    cert = _cert(subject, ca.subject, key.public_key(), ca_key)
+    paths = ClientCert(certs.ca.with_name(f"{stem}.pem"), certs.ca.with_name(f"{stem}.key"))
+    paths.cert.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    paths.key.write_bytes(_private_pem(key))
     return paths
 
 

@@ -46,6 +46,7 @@ from minibroker.broker.handlers import (
 )
 from minibroker.protocol.codec import build, request_class, response_class
 from minibroker.protocol.errors import ErrorCode as E
+from minibroker.protocol.record_batch import build_batch
 
 from tests.unit.test_groups_handlers import PROTOCOLS, call, ctx_for, make_broker, ms
 
@@ -233,8 +234,14 @@ async def test_produce(version):
     )
     r = await call(b, produce, version, transactional_id=None, **fields)
     assert r.responses[0].partition_responses[0].error_code == E.topic_authorization_failed
+    # Kafka checks the transactional id only for transactional records, and before the topics
     r = await call(b, produce, version, transactional_id="tx", **fields)
-    assert r.responses[0].partition_responses[0].error_code == E.transactional_id_authorization_failed
+    assert r.responses[0].partition_responses[0].error_code == E.topic_authorization_failed
+    txn = build_batch([(None, b"v")], producer_id=1, producer_epoch=0, base_sequence=0, transactional=True)
+    fields["topic_data"][0]["partition_data"][0]["records"] = txn
+    for transactional_id in ("tx", None):
+        r = await call(b, produce, version, transactional_id=transactional_id, **fields)
+        assert r.responses[0].partition_responses[0].error_code == E.transactional_id_authorization_failed
 
 
 @pytest.mark.parametrize("version", range(4, 13))

@@ -9,6 +9,7 @@ import struct
 
 import pytest
 from minibroker.coordinator.group_metadata import GroupState, parse_subscription_topics
+from minibroker.coordinator.group_metadata_manager import RETRY_INTERVAL_MS
 from minibroker.coordinator.group_records import (
     GroupValue,
     MemberValue,
@@ -830,3 +831,58 @@ def test_describe_shows_last_assignment_during_rebalance(gc, clock):
     assert d["group_state"] == "PreparingRebalance"
     assert {m["member_id"]: m["member_assignment"] for m in d["members"]} == {a: a.encode(), b: b.encode()}
     assert all(m["member_metadata"] == b"" for m in d["members"]) and d["protocol_data"] == ""
+
+
+# --- a __consumer_offsets partition that cannot be written (full disk) --------------------------
+# The group state machine gives it up (its groups unloaded, NOT_COORDINATOR) instead of
+# rebalancing on every failed write, and loads it again from what was written once there is room.
+
+DISK_FULL = KafkaStorageError(E.kafka_storage_error, "cannot write: [Errno 28] No space left on device")
+
+
+def test_failed_sync_store_gives_the_partition_up_without_a_new_generation(gc, clock, store):
+    generation, (a,) = form_group(gc, clock, 1)
+    b_join = join_new(gc, clock)  # a second member: rebalance
+    a_join = join(gc, member_id=a)
+    clock.advance(0)
+    assert a_join.value.error == E.none and b_join.value.error == E.none
+    gen2 = a_join.value.generation_id
+    assert gen2 == generation + 1
+    b = b_join.value.member_id
+    b_sync = sync(gc, b, gen2)
+    store.fail_with = DISK_FULL
+    a_sync = sync(gc, a, gen2, {a: b"x", b: b"y"})
+    # Kafka's storeGroup mapping: KAFKA_STORAGE_ERROR -> NOT_COORDINATOR, to every waiting member
+    assert a_sync.value.error == E.not_coordinator and b_sync.value.error == E.not_coordinator
+    clock.advance(0)  # the unload runs once the failed operation has answered
+    assert "g" not in gc.groups
+    # clients retrying at once get NOT_COORDINATOR: no join completes, no generation is made
+    for _ in range(50):
+        assert join(gc, member_id=a).value.error == E.not_coordinator
+        assert gc.heartbeat("g", a, None, gen2) == E.not_coordinator
+        assert gc.commit_offsets("g", a, None, gen2, [("t", 0, 1, -1, "")]) == {("t", 0): E.not_coordinator}
+        assert gc.fetch_offsets("g", [("t", 0)])[0] == E.not_coordinator
+        assert not gc.coordinates("g")
+        clock.advance(10)
+    # once the retry interval has passed (and, on a real disk, there is room) it is loaded again
+    # as last written: the generation of the last stored sync, with its member
+    clock.advance(RETRY_INTERVAL_MS)
+    assert gc.coordinates("g")
+    assert gc.groups["g"].generation_id == generation
+    assert set(gc.groups["g"].members) == {a}
+    assert gc.heartbeat("g", a, None, generation) == E.none
+    assert gc.commit_offsets("g", a, None, generation, [("t", 0, 7, -1, "")]) == {("t", 0): E.none}
+
+
+def test_failed_commit_gives_up_only_its_partition_once(gc, clock, store):
+    generation, (a,) = form_group(gc, clock, 1)
+    store.fail_with = DISK_FULL
+    assert gc.commit_offsets("g", a, None, generation, [("t", 0, 5, -1, "")]) == {("t", 0): E.not_coordinator}
+    clock.advance(0)
+    assert not gc.coordinates("g")
+    assert gc.describe_group("g")[0] == E.not_coordinator
+    assert gc.delete_groups(["g"]) == {"g": E.not_coordinator}
+    clock.advance(RETRY_INTERVAL_MS)
+    assert gc.coordinates("g")
+    # the member's session restarted at the reload
+    assert gc.heartbeat("g", a, None, generation) == E.none

@@ -1,15 +1,14 @@
 """Sans-I/O security pieces: SCRAM against RFC 7677's worked example, PLAIN, JAAS parsing, ACL
 filters and the authorizer's rules (deny wins, implied DESCRIBE, prefixes, super users, the
-no-ACL default), and the request budget and connection limits."""
+no-ACL default), and connection limits (the request budget: tests/unit/test_limits.py)."""
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import hashlib
 
 import pytest
-from minibroker.broker.limits import ConnectionLimits, RequestBudget, idle_or_stalled, partition_limit_error
+from minibroker.broker.limits import ConnectionLimits, idle_or_stalled, partition_limit_error
 from minibroker.broker.security.acl_store import AclStore
 from minibroker.broker.security.acls import AclBinding, AclFilter, InvalidAcl
 from minibroker.broker.security.acls import Operation as Op
@@ -17,7 +16,6 @@ from minibroker.broker.security.acls import PatternType as Pat
 from minibroker.broker.security.acls import Permission as Perm
 from minibroker.broker.security.acls import ResourceType as Res
 from minibroker.broker.security.authorizer import Authorizer
-from minibroker.broker.security.listeners import tls_principal
 from minibroker.broker.security.sasl import PlainServer, jaas_users
 from minibroker.broker.security.scram import ScramServer, from_salted_password
 from minibroker.broker.security.scram_store import AuthenticationFailed, ScramStore, parse_add_scram
@@ -137,12 +135,6 @@ def test_acl_filters_and_validation():
             bad.validate()
 
 
-def test_tls_principal_is_rfc2253_dn():
-    cert = {"subject": ((("organizationName", "Example"),), (("commonName", "alice"),))}
-    assert tls_principal(cert) == "User:CN=alice,O=Example"
-    assert tls_principal(None) is None
-
-
 def test_connection_limits():
     limits = ConnectionLimits(max_total=3, max_per_ip=2)
     assert limits.admit("a") is None and limits.admit("a") is None
@@ -151,21 +143,6 @@ def test_connection_limits():
     assert "max.connections" in limits.admit("c")
     limits.release("a")
     assert limits.admit("c") is None
-
-
-async def test_request_budget_waits_in_order_and_bounds_bytes():
-    budget = RequestBudget(max_requests=2, max_bytes=100)
-    assert budget.try_acquire(80)
-    waiter = asyncio.create_task(budget.acquire(50))
-    await asyncio.sleep(0)
-    assert not waiter.done()
-    assert not budget.try_acquire(10)  # a waiter is first in line
-    budget.release(80)
-    await asyncio.wait_for(waiter, 1)
-    assert budget.bytes == 50 and budget.requests == 1
-    assert budget.try_acquire(500) is False  # would exceed the byte bound
-    budget.release(50)
-    assert budget.try_acquire(500)  # alone, a request larger than the bound is still served
 
 
 def test_idle_and_stall_and_partition_limits():

@@ -1,0 +1,85 @@
+"""The request budget (broker/limits.py RequestBudget): bytes are charged as they arrive, not for
+the size a frame announces; request slots are taken by complete frames only; a frame still
+arriving waits while the budget is full, except for the one holding the overdraft; waiters are
+served in arrival order."""
+
+from __future__ import annotations
+
+import asyncio
+
+from minibroker.broker.limits import RequestBudget
+
+
+def test_stalled_frames_hold_only_what_they_sent():
+    budget = RequestBudget(max_requests=2, max_bytes=100)
+    for _ in range(500):  # 500 frames announced and barely started: 3 bytes each, no slot
+        budget.charge(3)
+    assert budget.requests == 0 and budget.bytes == 1500
+    budget.release(1500, slot=False)
+    assert budget.try_take_slot(40) and budget.try_take_slot(40)  # two complete requests
+    assert not budget.try_take_slot(10)  # queued.max.requests=2
+    assert budget.bytes == 90 and budget.requests == 2
+
+
+async def test_slot_waiters_are_served_in_order():
+    budget = RequestBudget(max_requests=1, max_bytes=-1)
+    assert budget.try_take_slot(10)
+    assert not budget.try_take_slot(5)
+    first = asyncio.create_task(budget.take_slot())
+    await asyncio.sleep(0)
+    assert not budget.try_take_slot(1)  # a waiter is first in line
+    second = asyncio.create_task(budget.take_slot())
+    await asyncio.sleep(0)
+    budget.release(10, slot=True)
+    await asyncio.wait_for(first, 1)
+    assert not second.done() and budget.requests == 1
+    budget.release(5, slot=True)
+    await asyncio.wait_for(second, 1)
+    budget.release(1, slot=True)
+    assert budget.requests == 0 and budget.bytes == 0
+
+
+async def test_a_full_budget_holds_frames_still_arriving_but_one_may_overdraw():
+    budget = RequestBudget(max_requests=10, max_bytes=100)
+    budget.charge(120)  # frames still arriving: over the bound
+    assert budget.full()
+    a, b, c = object(), object(), object()
+    await asyncio.wait_for(budget.wait_for_room(a), 1)  # nobody holds the overdraft: `a` goes on
+    await asyncio.wait_for(budget.wait_for_room(a), 1)  # and keeps it until its frame is complete
+    waiting_b = asyncio.create_task(budget.wait_for_room(b))
+    waiting_c = asyncio.create_task(budget.wait_for_room(c))
+    await asyncio.sleep(0)
+    assert not waiting_b.done() and not waiting_c.done()
+    budget.end_overdraft(a)  # `a`'s frame is complete: the overdraft passes to the first waiter
+    await asyncio.wait_for(waiting_b, 1)
+    await asyncio.sleep(0)
+    assert not waiting_c.done()
+    budget.end_overdraft(b)
+    await asyncio.wait_for(waiting_c, 1)
+    budget.end_overdraft(c)
+    budget.release(120, slot=False)
+    assert not budget.full()
+    await asyncio.wait_for(budget.wait_for_room(b), 1)
+
+
+async def test_room_frees_every_waiter_and_a_cancelled_waiter_gives_up_its_place():
+    budget = RequestBudget(max_requests=10, max_bytes=100)
+    budget.charge(100)
+    holder, quitter, w1, w2 = object(), object(), object(), object()
+    await budget.wait_for_room(holder)  # takes the overdraft
+    gone = asyncio.create_task(budget.wait_for_room(quitter))
+    t1 = asyncio.create_task(budget.wait_for_room(w1))
+    t2 = asyncio.create_task(budget.wait_for_room(w2))
+    await asyncio.sleep(0)
+    gone.cancel()
+    await asyncio.sleep(0)
+    budget.release(60, slot=False)  # below the bound: everyone waiting may read on
+    await asyncio.wait_for(asyncio.gather(t1, t2), 1)
+    budget.end_overdraft(holder)
+    assert budget.bytes == 40
+
+
+def test_unbounded_bytes_never_fill():
+    budget = RequestBudget(max_requests=1, max_bytes=-1)
+    budget.charge(1 << 40)
+    assert not budget.full()
