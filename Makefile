@@ -6,10 +6,13 @@ STAMP  := $(VENV)/.installed
 # `make run` needs only the broker's own dependencies (a 60 MB .venv), not the test set (730 MB)
 RUN_STAMP := $(VENV)/.installed-run
 
-# `make run PORT=9093 DATA=/tmp/other HOST=0.0.0.0`
-HOST ?= 127.0.0.1
-PORT ?= 9092
-DATA ?= ./data
+# `make run PORT=9093 DATA=/tmp/other HOST=0.0.0.0`. Taken from the make command line only, never
+# from the environment: tcsh exports HOST as the machine's name, which would make `make run`
+# listen on a public address.
+from_command_line = $(if $(filter command line,$(origin $(1))),$($(1)),$(2))
+RUN_HOST := $(call from_command_line,HOST,127.0.0.1)
+RUN_PORT := $(call from_command_line,PORT,9092)
+RUN_DATA := $(call from_command_line,DATA,./data)
 
 .PHONY: run test lint bench conformance clean jvm demo dist
 
@@ -37,15 +40,18 @@ $(RUN_STAMP): pyproject.toml storage/_record_walk.c | $(BIN)/python
 	touch $(RUN_STAMP)
 
 run: $(RUN_STAMP)
-	$(BIN)/minibroker --host $(HOST) --port $(PORT) --data-dir $(DATA)
+	$(BIN)/minibroker --host $(RUN_HOST) --port $(RUN_PORT) --data-dir $(RUN_DATA)
 
 # A wheel and an sdist in dist/ (`pip install dist/minibroker-*.whl` anywhere with the same Python
 # version and platform; the sdist builds anywhere, with or without a C compiler).
+# `build` is installed into BUILD_VENV (.venv unless given: `make dist BUILD_VENV=/tmp/b`, an
+# existing venv, keeps .venv as it is).
 DIST ?= dist
-dist: | $(BIN)/python
+BUILD_VENV ?= $(VENV)
+dist: | $(BUILD_VENV)/bin/python
 	rm -rf $(DIST)
-	$(BIN)/pip install -q build
-	$(BIN)/python -m build --outdir $(DIST) .
+	$(BUILD_VENV)/bin/pip install -q build
+	$(BUILD_VENV)/bin/python -m build --outdir $(DIST) .
 
 # Everything: the pytest suite (unit, clients, Spark, Java), then the differential run against a
 # reference Apache Kafka.

@@ -65,15 +65,16 @@ GROUP = "history-group"
 INTERNAL = ("__transaction_state", "__consumer_offsets")
 
 
-class _NoFsync:
-    """Stands in for storage.group_commit.GroupCommit while generating: same interface, no
-    fsync (what is written is unchanged; the clean stop at the end flushes everything)."""
+def _no_fsync():
+    """The broker's Durability without fsync rounds, while generating (what is written is
+    unchanged; the clean stop at the end flushes everything)."""
+    from minibroker.broker.durability import Durability
 
-    async def sync(self, logs) -> None:
-        return None
+    class NoFsync(Durability):
+        async def sync(self, logs) -> None:
+            return None
 
-    def close(self) -> None:
-        return None
+    return NoFsync()
 
 
 def dir_bytes(data_dir: str, topic: str, suffix: str = "") -> int:
@@ -106,7 +107,7 @@ async def _generate(data_dir: str, transactions: int, commits: int, backoff_ms: 
         parse_args(["--port", "0", "--data-dir", data_dir, "--set", f"log.cleaner.backoff.ms={backoff_ms}"])
     )
     broker = Broker(config)
-    broker.durability = _NoFsync()  # type: ignore[assignment]
+    broker.durability = _no_fsync()
     await broker.start()
     out: dict = {}
     try:
@@ -266,7 +267,7 @@ def append_unflushed_tail(data_dir: str, transactions: int) -> None:
     from minibroker.protocol.record_batch import build_batch
     from minibroker.storage.log_manager import LogManager
 
-    manager = LogManager(data_dir, {}, background_flush=False)
+    manager = LogManager(data_dir, {})
     manager.open()
     plog = manager.get_log(TOPIC, 0)
     assert plog is not None

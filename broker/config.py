@@ -8,15 +8,23 @@ command-line flags (--host/--port/--data-dir), then --set key=value overrides.
 A Kafka `server.properties` starts the broker: every property Apache Kafka's broker knows
 (broker/kafka_properties.py, generated from Kafka's jars) is accepted; those minibroker does not
 implement are kept aside and logged once as ignored (broker/kafka_compat.py says which are
-cluster-only and why). Names neither Kafka nor minibroker knows are refused with a "did you
-mean" hint, and every problem of a file is reported at once.
+cluster-only and why), except those that would make the broker stricter (TLS protocols and
+ciphers, principal mapping, connection limits, ...): set to anything but what minibroker does
+anyway, they are refused, since ignoring them would weaken the broker. Names neither Kafka
+nor minibroker knows are refused with a "did you mean" hint, and every problem of a file is
+reported at once.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from minibroker.broker.kafka_compat import cluster_only_reason, did_you_mean, kafka_knows
+from minibroker.broker.kafka_compat import (
+    cluster_only_reason,
+    did_you_mean,
+    kafka_knows,
+    stricter_setting_refusal,
+)
 from minibroker.broker.kafka_properties import KAFKA_BROKER_PROPERTIES
 from minibroker.broker.security.settings import SECURITY_AND_LIMIT_PROPERTIES, Property, listener_property
 from minibroker.storage.config import TOPIC_CONFIGS, builtin_default, check_of
@@ -490,7 +498,11 @@ class BrokerConfig:
             self._explicit.add(name)
             self._set_by_synonym.discard(name)
         elif kafka_knows(name):
-            self._kafka[name] = "" if raw is None else str(raw).strip()
+            value = "" if raw is None else str(raw).strip()
+            refusal = stricter_setting_refusal(name, value)
+            if refusal is not None:
+                raise ConfigError(refusal)
+            self._kafka[name] = value
         else:
             raise ConfigError(unknown_property(name))
 

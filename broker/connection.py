@@ -60,8 +60,7 @@ class Connection:
         self.writer = writer
         self.session = session
         self.budget = budget
-        peer = writer.get_extra_info("peername")
-        self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
+        self.peer = peer_text(writer.get_extra_info("peername"))
         self._busy = False
         self._stopping = False
         config = broker.config
@@ -160,8 +159,8 @@ class Connection:
             raise ClosingConnection(f"malformed request header: {exc}") from None
         key, version = header.api_key, header.api_version
         refusal = self.session.refusal(key)
-        if refusal is not None:
-            raise ClosingConnection(refusal)
+        if refusal is not None:  # Kafka's IllegalSaslStateException: a failed authentication
+            await self._fail_authentication(refusal)
         schema = self._request_schema(header)
         if schema is None:  # ApiVersions of an unknown version: answered with v0, never closed
             await self._send(
@@ -177,7 +176,14 @@ class Connection:
         )
         observe = self.broker.request_observer  # request log / metrics; None when both are off
         started = time.perf_counter() if observe is not None else 0.0
+        durability = self.broker.durability
+        marks = durability.marks
         result = await self._handle(ctx, request)
+        if durability.marks != marks:  # a log came due or a file was written: answer once on disk
+            try:
+                await durability.settle(marks)  # broker/durability.py
+            except OSError as exc:
+                raise ClosingConnection(f"cannot make durable what the answer depends on: {exc}") from None
         # the request is served: its bytes and its queue slot are free while the response is sent
         # (a client that never reads must not hold them)
         self._release_budget()
@@ -345,6 +351,11 @@ class Connection:
         finally:
             if not transport.is_closing():  # a closed transport refuses any call
                 transport.set_write_buffer_limits()
+
+
+def peer_text(peer) -> str:
+    """A peer address as host:port (a socket's peername), for logs."""
+    return f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
 
 
 def _sendfile_socket(writer: asyncio.StreamWriter) -> int:

@@ -3,12 +3,48 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from minibroker.protocol.codec import build, response_class
 
 if TYPE_CHECKING:
-    from minibroker.broker.state import Broker
+    from minibroker.broker.config import BrokerConfig
+    from minibroker.broker.durability import Durability
+    from minibroker.broker.dynamic_config import DynamicConfigs
+    from minibroker.broker.security.sasl import Session
+    from minibroker.broker.security.service import Security
+    from minibroker.broker.waiters import DataWaiters
+    from minibroker.coordinator.collaborators import DurableOp
+    from minibroker.coordinator.groups import GroupCoordinator
+    from minibroker.coordinator.transactions import TransactionCoordinator
+    from minibroker.protocol.errors import ErrorCode
+    from minibroker.storage.log import PartitionLog
+    from minibroker.storage.log_manager import LogManager
+
+T = TypeVar("T")
+
+
+class HandlerServices(Protocol):
+    """What a handler may use of the broker (`ctx.broker`): broker/state.py's Broker in the
+    process, a small typed fake in the handler unit tests (tests/unit/test_groups_handlers.py)."""
+
+    config: BrokerConfig
+    node_id: int
+    host: str  # advertised to clients of a listener without its own advertised address
+    port: int
+    logs: LogManager
+    groups: GroupCoordinator
+    txns: TransactionCoordinator
+    security: Security
+    durability: Durability
+    data_waiters: DataWaiters
+    dynamic_configs: DynamicConfigs
+
+    async def run_durably(self, op: DurableOp[T]) -> T: ...
+
+    def get_log(self, topic: str, partition: int) -> PartitionLog | None: ...
+
+    def auto_create_topic(self, name: str) -> ErrorCode: ...
 
 
 @dataclass(slots=True)
@@ -22,14 +58,14 @@ class RawResponse:
     summary: list | None = None
 
 
-class _NoResponse:
-    """Produce with acks=0: Kafka sends nothing back."""
+class NoResponse:
+    """Produce with acks=0: Kafka sends nothing back (the one instance is NO_RESPONSE)."""
 
     def __repr__(self) -> str:
         return "NO_RESPONSE"
 
 
-NO_RESPONSE = _NoResponse()
+NO_RESPONSE = NoResponse()
 
 
 class CloseConnection(Exception):
@@ -39,15 +75,15 @@ class CloseConnection(Exception):
 
 @dataclass(slots=True)
 class RequestContext:
-    broker: Broker
+    broker: HandlerServices
     api_key: int
     api_version: int
     correlation_id: int
     client_id: str | None
     peer: str
-    session: Any = None  # broker.security.sasl.Session: listener, principal, authentication state
+    session: Session | None = None  # listener, principal, authentication state (None in unit tests)
 
-    def response(self, **fields: Any):
+    def response(self, **fields: Any) -> Any:
         """Build this request's response entity from plain values (see protocol.codec.build)."""
         cls = response_class(self.api_key, self.api_version)
         if cls is None:  # dispatch serves advertised versions only

@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import base64
 import dataclasses
-import difflib
 import json
 import os
 import re
@@ -26,6 +25,7 @@ import struct
 import sys
 from typing import Any
 
+from minibroker.broker.kafka_compat import did_you_mean
 from minibroker.coordinator import group_records, txn_state
 from minibroker.protocol.record_batch import (
     CONTROL_ABORT,
@@ -269,25 +269,46 @@ def _read_small(path: str) -> str | None:
         return None
 
 
-def dump_data_dir(path: str, print_data: bool = False, topics: set[str] | None = None) -> dict:
-    if os.path.isfile(os.path.join(path, "meta.properties")) or not PARTITION_DIR.match(
-        os.path.basename(path.rstrip("/"))
+def _locate(path: str) -> tuple[str, bool, list[tuple[str, str, int]]]:
+    """What `path` is, decided in one place for dump, --topic and the running-broker check: a
+    data directory (it holds meta.properties or the lock, or its name is not
+    `<topic>-<partition>`) or one partition directory. Returns the data directory, whether
+    `path` is it, and the partition directories to read: (directory, topic, partition)."""
+    stripped = path.rstrip("/") or path
+    one = PARTITION_DIR.match(os.path.basename(stripped))
+    if (
+        one is None
+        or os.path.isfile(os.path.join(path, "meta.properties"))
+        or os.path.exists(os.path.join(path, LOCK_FILE))
     ):
-        partition_dirs = [os.path.join(path, n) for n in sorted(os.listdir(path))]
+        partitions = []
+        for name in sorted(os.listdir(path)):
+            m, full = PARTITION_DIR.match(name), os.path.join(path, name)
+            if m and os.path.isdir(full):
+                partitions.append((full, m["topic"], int(m["partition"])))
+        return path, True, partitions
+    return (
+        os.path.dirname(os.path.abspath(stripped)),
+        False,
+        [(stripped, one["topic"], int(one["partition"]))],
+    )
+
+
+def dump_data_dir(path: str, print_data: bool = False, topics: set[str] | None = None) -> dict:
+    _, is_data_dir, partition_dirs = _locate(path)
+    meta = {}
+    if is_data_dir:
         meta = {
             "meta.properties": _read_small(os.path.join(path, "meta.properties")),
             "clean_shutdown_marker": os.path.exists(os.path.join(path, ".kafka_cleanshutdown")),
             "recovery_point_checkpoint": _read_small(os.path.join(path, "recovery-point-offset-checkpoint")),
             "producer_ids": _read_small(os.path.join(path, "producer_ids")),
         }
-    else:  # one partition directory
-        partition_dirs, meta = [path.rstrip("/")], {}
-    partitions = []
-    for pdir in partition_dirs:
-        m = PARTITION_DIR.match(os.path.basename(pdir))
-        if not m or not os.path.isdir(pdir) or (topics and m["topic"] not in topics):
-            continue
-        partitions.append(dump_partition(pdir, m["topic"], int(m["partition"]), print_data))
+    partitions = [
+        dump_partition(pdir, topic, partition, print_data)
+        for pdir, topic, partition in partition_dirs
+        if not topics or topic in topics
+    ]
     return {"data_dir": path, **meta, "partitions": partitions}
 
 
@@ -380,13 +401,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _topics_in(path: str) -> set[str]:
     """The topics `dump_data_dir(path)` can show: those with a partition directory."""
-    if os.path.isfile(os.path.join(path, "meta.properties")) or not PARTITION_DIR.match(
-        os.path.basename(path.rstrip("/"))
-    ):
-        matches = [(PARTITION_DIR.match(n), n) for n in os.listdir(path)]
-        return {m["topic"] for m, n in matches if m and os.path.isdir(os.path.join(path, n))}
-    one = PARTITION_DIR.match(os.path.basename(path.rstrip("/")))  # one partition directory
-    return {one["topic"]} if one else set()
+    return {topic for _, topic, _ in _locate(path)[2]}
 
 
 def _unknown_topics(path: str, wanted: list[str]) -> str | None:
@@ -397,9 +412,7 @@ def _unknown_topics(path: str, wanted: list[str]) -> str | None:
         return None
     lines = []
     for name in missing:
-        close = difflib.get_close_matches(name, sorted(known), n=3)
-        hint = f" (did you mean {', '.join(close)}?)" if close else ""
-        lines.append(f"minibroker dump: no topic {name!r} in {path}{hint}")
+        lines.append(f"minibroker dump: no topic {name!r} in {path}{did_you_mean(name, sorted(known), n=3)}")
     shown = sorted(t for t in known if not t.startswith("__"))
     listing = ", ".join(shown[:20]) + (f" and {len(shown) - 20} more" if len(shown) > 20 else "")
     if not known:
@@ -413,11 +426,7 @@ def _unknown_topics(path: str, wanted: list[str]) -> str | None:
 def _warn_if_running(path: str) -> None:
     """Say so when a broker holds the directory: dump reads without the lock (it must never stop
     a broker from starting, nor wait for one to stop), so what it sees may be mid-write."""
-    data_dir = path
-    if not os.path.exists(os.path.join(path, LOCK_FILE)) and PARTITION_DIR.match(
-        os.path.basename(path.rstrip("/"))
-    ):
-        data_dir = os.path.dirname(os.path.abspath(path.rstrip("/")))  # one partition directory
+    data_dir = _locate(path)[0]
     pid = held_by(data_dir)
     if pid is not None:
         who = f"pid {pid}" if pid else "pid unknown"

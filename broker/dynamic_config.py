@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 
 import structlog
 from minibroker.broker.config import DYNAMIC_BROKER, DYNAMIC_DEFAULT, PROPERTIES, BrokerConfig, ConfigError
@@ -100,8 +101,13 @@ def _apply_ops(current: dict[str, str], ops, list_configs, effective) -> dict[st
 
 
 class DynamicConfigs:
-    def __init__(self, data_dir: str, config: BrokerConfig, logs) -> None:
+    def __init__(
+        self, data_dir: str, config: BrokerConfig, logs, write: Callable[[str, bytes], None] = atomic_write
+    ) -> None:
+        """``write``: how the file is replaced (the broker's ``Durability.write_file``: off the
+        event loop, the answer waits for it)."""
         self.path = os.path.join(data_dir, FILE_NAME)
+        self._write = write
         self.config = config
         self.logs = logs
 
@@ -216,7 +222,7 @@ class DynamicConfigs:
             level: {k: _text(v) for k, v in self.config.dynamic(level).items()}
             for level in (DYNAMIC_BROKER, DYNAMIC_DEFAULT)
         }
-        atomic_write(self.path, json.dumps(data, indent=1, sort_keys=True).encode())
+        self._write(self.path, json.dumps(data, indent=1, sort_keys=True).encode())
 
 
 def _text(value) -> str:

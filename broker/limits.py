@@ -4,10 +4,11 @@ waits on the event loop).
 - ConnectionLimits: `max.connections` and `max.connections.per.ip`; a connection over either is
   closed as soon as it is accepted (Kafka instead delays accepting when the total is reached).
 - RequestBudget: `queued.max.requests` complete requests and `queued.max.request.bytes` request
-  bytes may be held at once across all connections, until their handler returns. Bytes are
-  charged as they arrive, not for the size a frame announces, so a client that announces large
-  frames and stalls holds nothing it has not sent; a connection whose frame is still arriving
-  stops being read while the budget is full (Kafka mutes such channels the same way).
+  bytes may be held at once across all connections, until their handler returns (give or take
+  one frame and each connection's read-ahead: see RequestBudget). Bytes are charged as they
+  arrive, not for the size a frame announces, so a client that announces large frames and
+  stalls holds nothing it has not sent; a connection whose frame is still arriving stops being
+  read while the budget is full (Kafka mutes such channels the same way).
 - idle_or_stalled: `connections.max.idle.ms` without a request or without the client reading
   its response, or a request frame started and not finished within
   `minibroker.request.receive.timeout.ms` (slow-loris), closes a connection.
@@ -15,6 +16,8 @@ waits on the event loop).
   than `minibroker.max.partitions.per.request` partitions in one request (Kafka's
   POLICY_VIOLATION for an excessively large batch) nor exceed `minibroker.max.partitions`, nor
   leave fewer than FD_RESERVE file descriptors free (each partition keeps one open).
+- LogThrottle: a warning that may repeat in a loop is logged at most once an interval, with a
+  count.
 - raise_open_file_limit: like the JVM under Kafka (-XX:+MaxFDLimit), raise the soft limit on
   open files to the hard limit at startup.
 """
@@ -22,7 +25,9 @@ waits on the event loop).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import time
 from collections import Counter, deque
 
 try:
@@ -63,11 +68,15 @@ class RequestBudget:
 
     Bytes are charged as they arrive, never for the size a frame announces: a connection that
     announces 100 MiB and sends 3 bytes holds 3 bytes, so stalled announcements take nothing from
-    the others. A frame that arrived whole is never held back (its bytes are in memory already);
-    a frame still arriving is not read further while the budget is full (its client's socket fills
-    and TCP stops it), except that one such frame at a time may go on past the budget (the
-    overdraft), so frames arriving together can never wait on each other for good: the memory
-    bound is queued.max.request.bytes plus one frame (socket.request.max.bytes).
+    the others. A frame that arrived whole is never held back (its bytes are in memory already:
+    each connection's stream reads ahead about 128-384 KiB, twice its 64 KiB limit plus one socket
+    read, before it stops reading); a frame still arriving is not read further while the budget
+    is full (its client's socket fills and TCP stops it), except that one such frame at a time may
+    go on past the budget (the overdraft), so frames arriving together can never wait on each
+    other for good. The memory bound is thus queued.max.request.bytes plus one frame
+    (socket.request.max.bytes) plus about 384 KiB per connection; and a client that holds the
+    overdraft and stalls holds back the frames arriving in pieces until
+    minibroker.request.receive.timeout.ms closes it.
 
     A request slot (`queued.max.requests`) is taken once a frame is complete and given back when
     its handler returns; a frame still arriving holds none. Waiters are served in arrival order.
@@ -108,8 +117,9 @@ class RequestBudget:
             if fut.done() and not fut.cancelled():
                 self.requests -= 1  # granted just as we were cancelled
                 self._wake()
-            else:
-                self._slot_waiters.remove(fut)
+            else:  # _wake() may have dropped the cancelled future already
+                with contextlib.suppress(ValueError):
+                    self._slot_waiters.remove(fut)
             raise
 
     async def wait_for_room(self, reader: object) -> None:
@@ -158,6 +168,27 @@ class RequestBudget:
                 fut.set_result(None)
             elif self._overdraft is reader:
                 self._overdraft = None
+
+
+class LogThrottle:
+    """At most one log line every `interval_s` for an event that may repeat in a loop (a client
+    reconnecting, a producer retrying against a full disk), with how many happened since."""
+
+    def __init__(self, interval_s: float) -> None:
+        self.interval_s = interval_s
+        self._count = 0
+        self._logged_at = float("-inf")
+
+    def due(self) -> tuple[int, float | None] | None:
+        """Count one event. When a line is due: (events since the previous line, this one
+        included; seconds since the previous line, None for the first), else None."""
+        self._count += 1
+        now = time.monotonic()
+        since = now - self._logged_at
+        if since < self.interval_s:
+            return None
+        count, self._count, self._logged_at = self._count, 0, now
+        return count, None if since == float("inf") else round(since, 1)
 
 
 def idle_or_stalled(

@@ -12,8 +12,8 @@ import struct
 import time
 
 import structlog
-from minibroker.broker.connection import Connection
-from minibroker.broker.limits import ConnectionLimits, RequestBudget, idle_or_stalled
+from minibroker.broker.connection import Connection, peer_text
+from minibroker.broker.limits import ConnectionLimits, LogThrottle, RequestBudget, idle_or_stalled
 from minibroker.broker.security.listeners import Listener, finish_binding, tls_principal
 from minibroker.broker.security.sasl import ANONYMOUS, Session
 
@@ -36,7 +36,7 @@ class Server:
         self._receive_timeout_s = config["minibroker.request.receive.timeout.ms"] / 1000
         self._handshake_timeout_s = config["minibroker.ssl.handshake.timeout.ms"] / 1000
         self._watchdog: asyncio.Task | None = None
-        self._refused, self._refusal_logged_at = 0, float("-inf")
+        self._refusals = LogThrottle(1.0)
 
     async def bind(self, listeners) -> None:
         """Bind every listener (broker/security/listeners.py) without accepting yet. Called before
@@ -116,53 +116,61 @@ class Server:
                 self._log_refusal(ip, listener.name, refusal)
                 _reset(conn)
                 continue
-            task = asyncio.create_task(self._tls_connection(listener, conn, ip, addr))
+            unowned = [conn]  # emptied once the event loop owns the socket
+            task = asyncio.create_task(self._tls_connection(listener, unowned, ip, addr))
             self._tls_tasks.add(task)
             self._handshaking.add(task)
-            task.add_done_callback(self._tls_tasks.discard)
-            task.add_done_callback(self._handshaking.discard)
+            task.add_done_callback(functools.partial(self._tls_connection_done, unowned, ip))
 
-    async def _tls_connection(self, listener, conn: socket.socket, ip: str, addr) -> None:
+    def _tls_connection_done(self, unowned: list[socket.socket], ip: str, task: asyncio.Task) -> None:
+        """However a TLS connection's task ended, even cancelled by stop() before its first step
+        (its code never ran then): it leaves the caps, and a socket the event loop never took
+        over is closed here."""
+        self._tls_tasks.discard(task)
+        self._handshaking.discard(task)
+        for conn in unowned:
+            conn.close()
+        self.limits.release(ip)
+
+    async def _tls_connection(self, listener, unowned: list[socket.socket], ip: str, addr) -> None:
         """Handshake within minibroker.ssl.handshake.timeout.ms, then serve; the connection holds
-        its place in the caps throughout."""
+        its place in the caps throughout (_tls_connection_done gives it back)."""
         loop = asyncio.get_running_loop()
+        conn = unowned[0]
         try:
-            try:
-                conn.setblocking(False)
-                conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            except OSError:  # already reset by the client
-                conn.close()
-                return
-            reader = asyncio.StreamReader(loop=loop)
-            protocol = asyncio.StreamReaderProtocol(reader, loop=loop)
-            try:
-                transport, _ = await loop.connect_accepted_socket(
-                    lambda: protocol,
-                    conn,
-                    ssl=listener.ssl_context,
-                    ssl_handshake_timeout=self._handshake_timeout_s,
-                )
-            except (TimeoutError, OSError) as exc:  # ssl.SSLError is an OSError
-                reason = str(exc) or type(exc).__name__
-                if "taking longer than" in reason or isinstance(exc, TimeoutError):
-                    timeout_ms = int(self._handshake_timeout_s * 1000)
-                    reason = f"TLS handshake not done within minibroker.ssl.handshake.timeout.ms={timeout_ms}"
-                log.info("TLS handshake failed", peer=_peer_text(addr), listener=listener.name, reason=reason)
-                return  # the loop has closed the socket (and owns its descriptor until then)
-            self._handshaking.discard(asyncio.current_task())
-            writer = asyncio.StreamWriter(transport, protocol, reader, loop)
-            principal = tls_principal(writer.get_extra_info("ssl_object"))
-            await self._serve_connection(listener, reader, writer, ip, principal)
-        finally:
-            self.limits.release(ip)
+            conn.setblocking(False)
+            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        except OSError:  # already reset by the client
+            return
+        reader = asyncio.StreamReader(loop=loop)
+        protocol = asyncio.StreamReaderProtocol(reader, loop=loop)
+        unowned.clear()  # from here the loop closes it (a failed or cancelled handshake included)
+        try:
+            transport, _ = await loop.connect_accepted_socket(
+                lambda: protocol,
+                conn,
+                ssl=listener.ssl_context,
+                ssl_handshake_timeout=self._handshake_timeout_s,
+            )
+        except (TimeoutError, OSError) as exc:  # ssl.SSLError is an OSError
+            reason = str(exc) or type(exc).__name__
+            if "taking longer than" in reason or isinstance(exc, TimeoutError):
+                timeout_ms = int(self._handshake_timeout_s * 1000)
+                reason = f"TLS handshake not done within minibroker.ssl.handshake.timeout.ms={timeout_ms}"
+            # closed at once, as Kafka does (KafkaChannel.prepare delays the close only of a
+            # failed authentication after the handshake, i.e. SASL)
+            log.info("TLS handshake failed", peer=peer_text(addr), listener=listener.name, reason=reason)
+            return
+        self._handshaking.discard(asyncio.current_task())
+        writer = asyncio.StreamWriter(transport, protocol, reader, loop)
+        principal = tls_principal(writer.get_extra_info("ssl_object"))
+        await self._serve_connection(listener, reader, writer, ip, principal)
 
     def _log_refusal(self, ip: str, listener: str, reason: str) -> None:
         """At most one warning a second: a client reconnecting in a loop must not flood the log."""
-        self._refused += 1
-        now = time.monotonic()
-        if now - self._refusal_logged_at >= 1.0:
-            log.warning("connections refused", ip=ip, listener=listener, reason=reason, count=self._refused)
-            self._refused, self._refusal_logged_at = 0, now
+        due = self._refusals.due()
+        if due is not None:
+            log.warning("connections refused", ip=ip, listener=listener, reason=reason, count=due[0])
 
     async def _close_idle_and_stalled(self) -> None:
         interval = min(1.0, max(0.05, min(self._idle_s, self._receive_timeout_s) / 4))
@@ -211,9 +219,14 @@ def _listening_sockets(host: str | None, port: int) -> list[socket.socket]:
     on the port the first one got when port is 0), as asyncio's create_server binds them."""
     infos = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
     sockets: list[socket.socket] = []
+    unusable: list[str] = []
     try:
         for family, kind, proto, _name, address in dict.fromkeys(infos):
-            sock = socket.socket(family, kind, proto)
+            try:
+                sock = socket.socket(family, kind, proto)
+            except OSError as exc:  # e.g. IPv6 disabled in the kernel: skipped, as asyncio does
+                unusable.append(f"{address[0]}: {exc}")
+                continue
             sockets.append(sock)
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             if family == socket.AF_INET6:
@@ -227,6 +240,8 @@ def _listening_sockets(host: str | None, port: int) -> list[socket.socket]:
         for sock in sockets:
             sock.close()
         raise
+    if not sockets:
+        raise OSError(f"cannot listen on {host or '*'}:{port}: " + "; ".join(unusable))
     return sockets
 
 
@@ -237,10 +252,6 @@ def _reset(conn: socket.socket) -> None:
     except OSError:
         pass
     conn.close()
-
-
-def _peer_text(peer) -> str:
-    return f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
 
 
 def _bind_hosts(host: str | None) -> str | list[bytes] | None:

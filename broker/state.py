@@ -15,12 +15,10 @@ from typing import TypeVar
 
 import structlog
 from minibroker.broker.config import BrokerConfig
-from minibroker.broker.durable_ops import run_durably
+from minibroker.broker.durability import Durability, run_durably
 from minibroker.broker.dynamic_config import DynamicConfigs
-from minibroker.broker.group_commit import GroupCommit
 from minibroker.broker.limits import raise_open_file_limit
 from minibroker.broker.observe import build_request_observer
-from minibroker.broker.recovery_checkpoint import checkpoint_recovery_points
 from minibroker.broker.scheduler import LoopScheduler
 from minibroker.broker.security.service import Security
 from minibroker.broker.server import Server
@@ -48,9 +46,10 @@ class Broker:
         self.config = config
         self.data_dir = config["log.dirs"]
         self.node_id = config["node.id"]
-        # Before anything below reads or writes the directory (ProducerIdManager reads its file,
-        # Security reads and may write the SCRAM and ACL stores): a second broker on the same
-        # directory stops here (storage/data_dir_lock.py). Held until stop() or the process ends.
+        # Before anything below reads the directory (ProducerIdManager reads its file, Security
+        # the SCRAM and ACL stores; nothing is written into it before start() has bound the
+        # ports, but this .lock): a second broker on the same directory stops here
+        # (storage/data_dir_lock.py). Held until stop() or the process ends.
         self.data_dir_lock = DataDirLock.acquire(self.data_dir)
         try:
             self._build(config)
@@ -59,11 +58,11 @@ class Broker:
             raise
 
     def _build(self, config: BrokerConfig) -> None:
-        self.logs = LogManager(self.data_dir, config)
-        self.dynamic_configs = DynamicConfigs(self.data_dir, config, self.logs)
+        self.durability = Durability()  # every fsync of the running broker, off the event loop
+        self.logs = LogManager(self.data_dir, config, flusher=self.durability)
+        self.dynamic_configs = DynamicConfigs(self.data_dir, config, self.logs, self.durability.write_file)
         self.producer_ids = ProducerIdManager(self.data_dir)
         self.data_waiters = DataWaiters()
-        self.durability = GroupCommit()  # fsyncs of the transaction path, off the event loop
         scheduler = LoopScheduler()
         group_metadata = GroupMetadataManager(
             config,
@@ -79,7 +78,8 @@ class Broker:
             groups=self.groups,
             producer_ids=self.producer_ids,
         )
-        self.security = Security(config, self.data_dir)  # listeners, SASL, SCRAM, ACLs
+        # listeners, SASL, SCRAM, ACLs
+        self.security = Security(config, self.data_dir, self.durability.write_file)
         self.server = Server(self)
         self.metrics = None
         if config["minibroker.metrics.port"] is not None:
@@ -99,6 +99,23 @@ class Broker:
 
     # --- lifecycle ------------------------------------------------------------------------------
     async def start(self) -> None:
+        """Bind, recover, load the coordinators, serve. A start that fails part-way (a taken
+        port, a recovery or load error) closes what it opened and releases the data directory's
+        lock before the error goes on, so an in-process caller (bench/history.py, tests) can
+        start a broker on the same port and directory again."""
+        try:
+            await self._start()
+        except BaseException:
+            await self._undo_start()
+            raise
+
+    async def _undo_start(self) -> None:
+        try:
+            await self._close()
+        except Exception as exc:  # noqa: BLE001 - the start's own error is the one to raise
+            log.warning("could not close everything a failed start opened", error=str(exc))
+
+    async def _start(self) -> None:
         started = phase_start = time.monotonic()
         self.dynamic_configs.load()  # runtime-set broker defaults apply to the logs opened next
 
@@ -113,6 +130,9 @@ class Broker:
             await self.server.bind(listeners)  # a taken port stops the start before recovery writes
         except OSError as exc:
             raise _bind_error(listeners, exc) from exc
+        # Only now the data directory is written (only .lock was, by __init__): a SCRAM store
+        # bootstrapped from minibroker.scram.credentials first.
+        self.security.persist()
         raised = raise_open_file_limit()  # one descriptor per partition and connection (broker/limits.py)
         if raised:
             log.info("open file limit raised", soft_limit_was=raised[0], soft_limit=raised[1])
@@ -150,6 +170,12 @@ class Broker:
 
     async def stop(self) -> None:
         log.info("broker stopping")
+        if await self._close():
+            log.info("broker stopped cleanly")
+
+    async def _close(self) -> bool:
+        """Stop serving, then close the logs and release the lock; False (lock kept) when a file
+        of the clean stop could not be written."""
         self.groups.close()  # answer parked JoinGroup/SyncGroup now instead of after the grace period
         self.data_waiters.close()  # answer parked long-poll Fetches now too
         await self.server.stop()
@@ -165,19 +191,20 @@ class Broker:
             # e.g. a full disk: the producer snapshots, index entries or checkpoints of a clean
             # stop could not be written. The records are in the segment files already; without
             # the clean-shutdown marker the next start recovers the logs, as after a crash.
-            self.data_dir_lock.release()
+            # The lock stays held (the process's exit drops it), so nothing else opens the
+            # directory while this process may still hold half-written files.
             log.warning(
                 "broker stopped, but not cleanly: a file of the clean stop could not be written; "
                 "acknowledged records are kept in the segment files and the next start recovers "
-                "the logs (as after a crash)",
+                "the logs (as after a crash); the data directory stays locked until this process exits",
                 could_not_write=getattr(exc, "filename", None) or "a checkpoint file of the data dir",
                 error=str(exc),
                 free_bytes=disk_free_bytes(self.data_dir),
                 data_dir=self.data_dir,
             )
-            return
+            return False
         self.data_dir_lock.release()  # after the last write (the clean-shutdown marker)
-        log.info("broker stopped cleanly")
+        return True
 
     def _check_producer_id_counter(self) -> None:
         """The producer id counter must be above every id the data directory holds (the
@@ -220,10 +247,10 @@ class Broker:
     def _start_background_tasks(self) -> None:
         flush_ms = self.config["log.flush.interval.ms"]
         if flush_ms is not None:
-            self.every(max(flush_ms, 10), self.logs.flush, "log-flush")
+            self.every(max(flush_ms, 10), lambda: self.durability.flush_logs(self.logs), "log-flush")
         self.every(
             self.config["log.flush.offset.checkpoint.interval.ms"],
-            lambda: checkpoint_recovery_points(self.logs, self.durability),
+            lambda: self.durability.checkpoint(self.logs),
             "recovery-point-checkpoint",
         )
         self.every(

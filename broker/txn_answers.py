@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from minibroker.coordinator.collaborators import DurableOp
 from minibroker.protocol.errors import ErrorCode
+
+if TYPE_CHECKING:
+    from minibroker.broker.context import RequestContext
 
 __all__ = ["answer_when_durable", "client_error"]
 
@@ -18,7 +21,7 @@ def client_error(error: ErrorCode, api_version: int, fenced_since: int) -> Error
     return error
 
 
-async def answer_when_durable(ctx: Any, op: DurableOp[ErrorCode], *, fenced_since: int) -> object:
+async def answer_when_durable(ctx: RequestContext, op: DurableOp[ErrorCode], *, fenced_since: int) -> Any:
     """Run the coordinator's operation (its state changes durable before it returns) and answer
     with its error code."""
     error = await ctx.broker.run_durably(op)

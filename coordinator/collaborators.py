@@ -16,8 +16,8 @@ tests/unit/test_collaborator_fakes.py checks):
 
 Waiting for the disk is the broker's job: an operation of the transaction coordinator is a
 generator that yields `MakeDurable(logs)` where it must not go on before those logs are fsynced;
-broker/durable_ops.py drives it on the event loop (the fsync runs in a worker thread) and throws
-an fsync failure back in at the yield.
+broker/durability.py (`run_durably`) drives it on the event loop (the fsync runs in a worker
+thread) and throws an fsync failure back in at the yield.
 """
 
 from __future__ import annotations

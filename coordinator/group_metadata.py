@@ -1,8 +1,9 @@
 """The in-memory model of one classic consumer group: members, generation, offsets.
 
 This mirrors Apache Kafka's GroupMetadata/MemberMetadata (core/.../coordinator/group). It holds
-state and answers questions about it; every decision that changes state over time (rebalances,
-timers, persistence) lives in coordinator.groups.GroupCoordinator. No I/O, no clock, no asyncio.
+state and answers questions about it; every decision that changes state over time lives in
+coordinator.group_join.GroupMembership (rebalances, timers) and coordinator.groups.GroupCoordinator
+(persistence through the metadata manager). No I/O, no clock, no asyncio.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
 
+from minibroker.coordinator.collaborators import TimerHandle
 from minibroker.coordinator.group_records import MemberIdentity
 
 __all__ = [
@@ -95,7 +97,7 @@ class Member(MemberIdentity):
     sync_callback: SyncCallback | None = None
     is_new: bool = False
     heartbeat_satisfied: bool = False
-    heartbeat_timer: object | None = None  # scheduler handle
+    heartbeat_timer: TimerHandle | None = None  # scheduler handle
 
     @property
     def is_static(self) -> bool:
@@ -154,7 +156,7 @@ class Group:
         self.leader_id: str | None = None
         self.members: dict[str, Member] = {}
         self.static_members: dict[str, str] = {}  # group_instance_id -> member_id
-        self.pending_members: dict[str, object | None] = {}  # member_id -> expiry timer handle
+        self.pending_members: dict[str, TimerHandle | None] = {}  # member_id -> expiry timer handle
         self.pending_sync_members: set[str] = set()
         self.supported_protocols: dict[str, int] = {}  # protocol name -> #members supporting it
         self.new_member_added = False
@@ -163,9 +165,9 @@ class Group:
         self.offsets: dict[tuple[str, int], OffsetAndMetadata] = {}
         self.pending_txn_offsets: dict[int, dict[tuple[str, int], OffsetAndMetadata]] = {}
         # timers (scheduler handles) owned by the coordinator
-        self.join_timer: object | None = None
+        self.join_timer: TimerHandle | None = None
         self.initial_join = False  # the join timer is the initial-delay kind (never early)
-        self.sync_timer: object | None = None
+        self.sync_timer: TimerHandle | None = None
 
     # --- state -----------------------------------------------------------------------------
     def is_state(self, state: GroupState) -> bool:

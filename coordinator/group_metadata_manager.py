@@ -55,10 +55,11 @@ T = TypeVar("T")
 OffsetEntry = tuple[TopicPartition, int, int, str | None]
 
 
-def config_value(config: Config, name: str, default):
-    """A broker property, or `default` where the config lacks it (unit tests pass a dict)."""
+def config_value(config: Config, name: str, default: T) -> T:
+    """A broker property, or `default` where the config lacks it (unit tests pass a dict). The
+    broker's config parses each property to the type of its default."""
     try:
-        value = config[name]
+        value: T | None = config[name]
     except (KeyError, TypeError):
         return default
     return default if value is None else value

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 import structlog
 from minibroker.protocol.record_batch import (
+    BatchHeader,
     CorruptBatchError,
     build_batch,
     crc_ok,
@@ -160,7 +161,7 @@ class InternalTopic:
                 break
 
     def _records(
-        self, batch: memoryview, header, partition: int
+        self, batch: memoryview, header: BatchHeader, partition: int
     ) -> list[tuple[int, bytes | None, bytes | None]] | None:
         try:
             if not crc_ok(batch):

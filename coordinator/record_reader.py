@@ -31,16 +31,20 @@ class RecordReader:
         return view
 
     def i8(self) -> int:
-        return _I8.unpack(self.take(1))[0]
+        value: int = _I8.unpack(self.take(1))[0]
+        return value
 
     def i16(self) -> int:
-        return _I16.unpack(self.take(2))[0]
+        value: int = _I16.unpack(self.take(2))[0]
+        return value
 
     def i32(self) -> int:
-        return _I32.unpack(self.take(4))[0]
+        value: int = _I32.unpack(self.take(4))[0]
+        return value
 
     def i64(self) -> int:
-        return _I64.unpack(self.take(8))[0]
+        value: int = _I64.unpack(self.take(8))[0]
+        return value
 
     def uvarint(self) -> int:
         shift = result = 0

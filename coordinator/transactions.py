@@ -9,9 +9,9 @@ Rules that hold everywhere in this module:
 - A transition is installed in memory only after its record is durable (appended and fsynced);
   a failed write leaves the previous state (and answers COORDINATOR_NOT_AVAILABLE, retriable).
 - The coordinator is sans-I/O: every operation that must wait for the disk is a generator that
-  yields `MakeDurable(logs)` (coordinator/collaborators.py) at that point; broker/durable_ops.py
-  awaits the fsync there (in a worker thread, one round shared by concurrent transactions,
-  broker/group_commit.py) and resumes it, or throws the fsync's error in.
+  yields `MakeDurable(logs)` (coordinator/collaborators.py) at that point; broker/durability.py
+  (`run_durably`) awaits the fsync there (in a worker thread, one round shared by concurrent
+  transactions) and resumes it, or throws the fsync's error in.
 - EndTxn is two-phase: PrepareCommit/PrepareAbort durable -> one control batch per partition of
   the transaction, all appended first, then fsynced together -> staged group offsets applied or
   dropped -> CompleteCommit / CompleteAbort durable -> answer. A crash anywhere in between is
@@ -32,6 +32,7 @@ import struct
 import sys
 import time
 from collections.abc import Callable, Iterable
+from typing import Any
 
 import structlog
 from minibroker.coordinator.collaborators import (
@@ -55,6 +56,7 @@ from minibroker.coordinator.txn_state import (
     state_from_name,
 )
 from minibroker.protocol.errors import ErrorCode
+from minibroker.protocol.varint import BytesLike
 from minibroker.storage.errors import KafkaStorageError
 
 __all__ = ["TransactionCoordinator", "OFFSETS_TOPIC", "FAULT_POINTS"]
@@ -561,7 +563,7 @@ class TransactionCoordinator:
         transactional_id: str | None,
         topic: str,
         partition: int,
-        records,
+        records: BytesLike | None,
         api_version: int | None = None,
     ) -> None:
         """Called by Produce before appending. A no-op for non-transactional batches (one byte
@@ -598,7 +600,7 @@ class TransactionCoordinator:
     # ------------------------------------------------------------------ inspection
     def list_transactions(
         self, state_filters: Iterable[str], producer_id_filters: Iterable[int], duration_filter_ms: int = -1
-    ) -> tuple[list[str], list[dict]]:
+    ) -> tuple[list[str], list[dict[str, Any]]]:
         """(unknown state filters, [{transactional_id, producer_id, transaction_state}])."""
         names = list(state_filters)
         pids = set(producer_id_filters)
@@ -630,7 +632,7 @@ class TransactionCoordinator:
             )
         return unknown, out
 
-    def describe_transaction(self, transactional_id: str) -> dict:
+    def describe_transaction(self, transactional_id: str) -> dict[str, Any]:
         # An error entry keeps the schema defaults (zeros), as Kafka's does.
         entry = dict(
             transactional_id=transactional_id,

@@ -28,8 +28,9 @@ from __future__ import annotations
 
 import dataclasses
 import struct
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from enum import IntEnum
+from typing import Any
 
 from minibroker.coordinator.record_reader import RecordReader
 from minibroker.protocol.errors import ErrorCode
@@ -126,7 +127,7 @@ class TransactionMetadata:
     producer_epoch: int = NO_PRODUCER_EPOCH
     timeout_ms: int = 60000
     state: TxnState = TxnState.EMPTY
-    partitions: frozenset = frozenset()  # of (topic, partition)
+    partitions: frozenset[tuple[str, int]] = frozenset()  # of (topic, partition)
     txn_start_ms: int = -1
     last_update_ms: int = -1
     last_producer_id: int = NO_PRODUCER_ID  # Kafka's previousProducerId (KIP-360)
@@ -153,7 +154,7 @@ class TransactionMetadata:
         return out
 
     # ------------------------------------------------------------------ transitions
-    def _to(self, state: TxnState, **changes) -> TransactionMetadata:
+    def _to(self, state: TxnState, **changes: Any) -> TransactionMetadata:  # fields' new values
         if self.state not in VALID_PREVIOUS[state]:
             raise IllegalTransition(
                 f"transactional id {self.transactional_id}: illegal transition "
@@ -314,7 +315,7 @@ def plan_init_producer_id(
     timeout_ms: int,
     expected: tuple[int, int] | None,
     now_ms: int,
-    allocate_producer_id,
+    allocate_producer_id: Callable[[], int],
 ) -> TransactionMetadata | ErrorCode:
     """Kafka's prepareInitProducerIdTransit for an existing (or just created) metadata.
 

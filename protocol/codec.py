@@ -14,8 +14,9 @@ import datetime
 import io
 import typing
 import uuid
+from collections.abc import Mapping
 from functools import cache
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
 from kio.index import UnknownAPIKey, UnknownEntity, load_payload_module
 from kio.schema.errors import ErrorCode
@@ -23,6 +24,13 @@ from kio.serial import entity_reader, entity_writer
 from kio.static.constants import EntityType
 from minibroker.protocol.request_guard import MalformedRequest, check_body
 from minibroker.protocol.schema_layout import Schema
+
+if TYPE_CHECKING:
+    from kio.serial.readers import Reader
+    from kio.serial.writers import Writer
+    from kio.static.protocol import Entity, Payload, RequestPayload, ResponsePayload
+
+    E = TypeVar("E", bound=Entity)
 
 __all__ = [
     "DecodeError",
@@ -46,7 +54,7 @@ _NEWER_SCHEMAS = {(18, 5): "minibroker.protocol.api_versions_v5"}
 
 def _payload_class(
     api_key: int, version: int, kind: Literal[EntityType.request, EntityType.response]
-) -> Schema | None:
+) -> type[Payload] | None:
     try:
         module = load_payload_module(api_key, version, kind)
     except (UnknownAPIKey, UnknownEntity):
@@ -62,31 +70,37 @@ def _payload_class(
             and value.__name__.endswith(suffix)
             and getattr(value, "__type__", None) is kind
         ):
-            return value
+            # a class of kio's generated module for this API, marked as its request or response:
+            # a kio payload, which the checker cannot see through vars()
+            return cast("type[Payload]", value)
     return None
 
 
 @cache
-def request_class(api_key: int, version: int) -> Schema | None:
-    return _payload_class(api_key, version, EntityType.request)
+def request_class(api_key: int, version: int) -> type[RequestPayload] | None:
+    # kio's request classes carry their request header's schema (v1 or v2)
+    return cast("type[RequestPayload] | None", _payload_class(api_key, version, EntityType.request))
 
 
 @cache
-def response_class(api_key: int, version: int) -> Schema | None:
-    return _payload_class(api_key, version, EntityType.response)
+def response_class(api_key: int, version: int) -> type[ResponsePayload] | None:
+    # kio's response classes carry their response header's schema (v0 or v1)
+    return cast("type[ResponsePayload] | None", _payload_class(api_key, version, EntityType.response))
 
 
 @cache
-def _reader(cls: Schema):
+def _reader(cls: type[RequestPayload]) -> Reader[RequestPayload]:
     return entity_reader(cls)
 
 
 @cache
-def _writer(cls: Schema):
+def _writer(cls: type) -> Writer[Any]:  # cls: a kio entity class (see encode_response)
     return entity_writer(cls)
 
 
-def decode_request(cls: Schema, buf: bytes | memoryview, offset: int):
+def decode_request(
+    cls: type[RequestPayload], buf: bytes | memoryview, offset: int
+) -> tuple[RequestPayload, int]:
     """Decode a request body starting at `offset`; returns (entity, bytes consumed).
 
     kio raises KeyError for a tagged field it does not know and assorted errors for short or
@@ -113,9 +127,11 @@ def decode_request(cls: Schema, buf: bytes | memoryview, offset: int):
         raise DecodeError(f"{type(exc).__name__}: {exc}") from None
 
 
-def encode_response(entity) -> bytes:
+def encode_response(entity: object) -> bytes:
+    """The body of a response entity. The dispatcher hands on a handler's answer as `object`;
+    any answer that reaches here (not RawResponse, not NO_RESPONSE) is a kio response entity."""
     out = io.BytesIO()
-    cls: Schema = type(entity)
+    cls: type = type(entity)
     _writer(cls)(out, entity)
     return out.getvalue()
 
@@ -130,14 +146,14 @@ class _FieldPlan:
     name: str
     alias: str | None  # the Kafka name when kio renamed it (throttle_time -> throttle_time_ms)
     kafka_type: str | None
-    nested: type | None  # entity class for nested structs / arrays of structs
+    nested: Schema | None  # entity class for nested structs / arrays of structs
     is_array: bool
     nullable: bool
     has_default: bool
     zero: object
 
 
-def _zero_for(tp, kafka_type: str | None, is_array: bool, nullable: bool):
+def _zero_for(tp: object, kafka_type: str | None, is_array: bool, nullable: bool) -> object:
     if nullable:
         return None
     if is_array:
@@ -160,7 +176,7 @@ def _zero_for(tp, kafka_type: str | None, is_array: bool, nullable: bool):
 @cache
 def _plan(cls: Schema) -> tuple[_FieldPlan, ...]:
     hints = typing.get_type_hints(cls)
-    plans = []
+    plans: list[_FieldPlan] = []
     for f in dataclasses.fields(cls):
         tp = hints[f.name]
         kafka_type = f.metadata.get("kafka_type")
@@ -169,7 +185,10 @@ def _plan(cls: Schema) -> tuple[_FieldPlan, ...]:
             tp = next(a for a in typing.get_args(tp) if a is not type(None))
         is_array = typing.get_origin(tp) is tuple
         inner = typing.get_args(tp)[0] if is_array else tp
-        nested = inner if isinstance(inner, type) and dataclasses.is_dataclass(inner) else None
+        # a dataclass among a kio schema's field types is one of kio's nested entity classes
+        nested = (
+            cast("Schema", inner) if isinstance(inner, type) and dataclasses.is_dataclass(inner) else None
+        )
         alias = None
         if kafka_type in _TIMEDELTA and not f.name.endswith("_ms"):
             alias = f.name + "_ms"
@@ -189,7 +208,7 @@ def _plan(cls: Schema) -> tuple[_FieldPlan, ...]:
     return tuple(plans)
 
 
-def _convert(plan: _FieldPlan, value):
+def _convert(plan: _FieldPlan, value: Any) -> object:  # value: a plain value of the field's type
     if value is None:
         return None
     if plan.nested is not None:
@@ -210,13 +229,13 @@ def _convert(plan: _FieldPlan, value):
     return value
 
 
-def build(cls: Schema, values: dict):
+def build(cls: type[E], values: Mapping[str, Any]) -> E:
     """Build a kio entity of `cls` from a dict of plain values.
 
     Keys the version does not have are ignored (one handler serves many versions); fields not
     given take the schema default, or a zero value (0, "", (), None for nullable fields).
     """
-    kwargs = {}
+    kwargs: dict[str, object] = {}
     for plan in _plan(cls):
         if plan.name in values:
             kwargs[plan.name] = _convert(plan, values[plan.name])
@@ -227,7 +246,7 @@ def build(cls: Schema, values: dict):
     return cls(**kwargs)
 
 
-def millis(value) -> int:
+def millis(value: datetime.timedelta | datetime.datetime | float | None) -> int:
     """A kio duration (timedelta) or timestamp (datetime) as int milliseconds; None -> -1."""
     if value is None:
         return -1
@@ -236,3 +255,41 @@ def millis(value) -> int:
     if isinstance(value, datetime.datetime):
         return int(value.timestamp() * 1000)
     return int(value)
+
+
+#: (entity class, field name) pairs that `field` has checked against the API's schemas
+_FIELDS_CHECKED: set[tuple[type, str]] = set()
+
+
+def field(entity: object, name: str, default: typing.Any) -> typing.Any:
+    """`entity.name`, or `default` for a version of the schema that lacks the field.
+
+    Handlers read this way the fields some of the versions they serve lack (kio has one class
+    per version). The name must be a field of the entity's class or of the same entity in the
+    API's newest schema (kio's or `_NEWER_SCHEMAS`), or, for a field newer versions dropped, in
+    an older one; else AttributeError: a misspelt name fails at its first read (in the unit
+    tests) instead of silently becoming the default. The check runs once per (class, name);
+    after it, a read is one set lookup and a getattr.
+    """
+    cls: typing.Any = type(entity)  # a kio class; its __api_key__ is not in kio's Entity protocol
+    if (cls, name) not in _FIELDS_CHECKED:
+        if name not in {f.name for f in dataclasses.fields(cls)}:
+            import sys  # noqa: PLC0415 - cold path, once per (class, name)
+
+            from kio.schema.index import api_key_map, schema_name_map  # noqa: PLC0415
+
+            api_key = cls.__api_key__
+            newer = [v for k, v in _NEWER_SCHEMAS if k == api_key]
+            versions = sorted([*schema_name_map[api_key_map[api_key]], *newer], reverse=True)
+            known = False
+            for version in versions:  # newest first: a dropped field costs the older imports
+                for kind in (EntityType.request, EntityType.response):
+                    top = _payload_class(api_key, version, kind)
+                    same = getattr(sys.modules[top.__module__], cls.__name__, None) if top else None
+                    known = known or (same is not None and name in {f.name for f in dataclasses.fields(same)})
+                if known:
+                    break
+            if not known:
+                raise AttributeError(f"{cls.__name__} (api key {api_key}): no field {name!r} in any version")
+        _FIELDS_CHECKED.add((cls, name))
+    return getattr(entity, name, default)

@@ -29,7 +29,8 @@ def _load_extension() -> Callable[..., int]:
                 continue
             module = importlib.util.module_from_spec(spec)
             spec.loader.exec_module(module)
-            return module.crc32c
+            loaded: Callable[..., int] = module.crc32c  # crc32c(data, value=0) -> int
+            return loaded
     from crc32c import crc32c as impl  # noqa: PLC0415 - fallback: the whole package
 
     return impl

@@ -8,6 +8,7 @@ against kio's generated encoder byte for byte.
 from __future__ import annotations
 
 import struct
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from minibroker.protocol.varint import write_uvarint as _uvarint
@@ -28,7 +29,7 @@ class PartitionData:
     last_stable_offset: int = -1
     log_start_offset: int = -1
     aborted: list[tuple[int, int]] | None = None  # (producer id, first offset)
-    chunks: list = field(default_factory=list)  # bytes-like or objects with .length
+    chunks: Sequence[object] = field(default_factory=list)  # bytes-like or objects with .length
     records_size: int = 0
 
 
@@ -46,10 +47,10 @@ def encode(
     topics: list[tuple[str, list[PartitionData]]],
     error_code: int = 0,  # noqa: C901 - one hot-path encoder, read top to bottom
     session_id: int = 0,
-) -> tuple[list, int]:
+) -> tuple[list[object], int]:
     """Return (parts, total size) of the response body for Fetch `version` (4..12)."""
     flexible = version >= 12
-    parts: list = []
+    parts: list[object] = []
     head = bytearray(_TOP_V7.pack(0, error_code, session_id) if version >= 7 else _I32.pack(0))
     head += _array_len(len(topics), flexible)
     size = 0

@@ -11,7 +11,7 @@ import struct
 from typing import NamedTuple
 
 from minibroker.protocol.codec import DecodeError, request_class, response_class
-from minibroker.protocol.varint import VarintError, read_uvarint
+from minibroker.protocol.varint import BytesLike, VarintError, read_uvarint
 
 _HEAD = struct.Struct(">hhi")
 _INT16 = struct.Struct(">h")
@@ -28,7 +28,7 @@ class RequestHeader(NamedTuple):
     body_offset: int  # where the body starts in the frame
 
 
-def skip_tagged_fields(buf, pos: int) -> int:
+def skip_tagged_fields(buf: BytesLike, pos: int) -> int:
     try:
         count, pos = read_uvarint(buf, pos)
         for _ in range(count):

@@ -33,9 +33,11 @@ from __future__ import annotations
 import struct
 import time
 from collections.abc import Iterator, Sequence
-from typing import NamedTuple
+from types import ModuleType
+from typing import NamedTuple, overload
 
 from minibroker.protocol.crc import crc32c as _crc32c
+from minibroker.protocol.varint import BytesLike
 
 __all__ = [
     "HEADER_SIZE",
@@ -185,7 +187,17 @@ class Record(NamedTuple):
     timestamp: int
     key: bytes | None
     value: bytes | None
-    headers: list  # [(str, bytes | None)]
+    headers: list[tuple[str, bytes | None]]
+
+
+#: A record to build (``build_batch``): (key, value), (key, value, headers) or (key, value,
+#: headers, timestamp_ms); headers are [(key, value or None)].
+_Headers = Sequence[tuple[str | BytesLike, BytesLike | None]] | None
+NewRecord = (
+    tuple[BytesLike | None, BytesLike | None]
+    | tuple[BytesLike | None, BytesLike | None, _Headers]
+    | tuple[BytesLike | None, BytesLike | None, _Headers, int | None]
+)
 
 
 class ControlRecord(NamedTuple):
@@ -198,7 +210,7 @@ _make_header = BatchHeader._make
 _unpack_header = _HEADER.unpack_from
 
 
-def parse_header(buf, pos: int = 0) -> BatchHeader:
+def parse_header(buf: BytesLike, pos: int = 0) -> BatchHeader:
     """Parse the header of the batch starting at ``pos``. Raises CorruptBatchError if fewer than
     61 bytes are available. Does not validate anything else (see ``crc_ok``)."""
     try:
@@ -209,7 +221,7 @@ def parse_header(buf, pos: int = 0) -> BatchHeader:
         ) from None
 
 
-def compute_crc(buf, pos: int = 0, size: int | None = None) -> int:
+def compute_crc(buf: BytesLike, pos: int = 0, size: int | None = None) -> int:
     """CRC-32C of the batch at ``pos`` over bytes [21, end of batch)."""
     mv = memoryview(buf)
     if size is None:
@@ -217,7 +229,7 @@ def compute_crc(buf, pos: int = 0, size: int | None = None) -> int:
     return _crc32c(mv[pos + _CRC_START : pos + size])
 
 
-def crc_ok(buf, pos: int = 0, size: int | None = None) -> bool:
+def crc_ok(buf: BytesLike, pos: int = 0, size: int | None = None) -> bool:
     """True if the stored CRC matches. ``buf`` is one whole batch (or ``pos``/``size`` select
     one); the length is taken from the batchLength field when ``size`` is not given."""
     mv = memoryview(buf)
@@ -225,7 +237,8 @@ def crc_ok(buf, pos: int = 0, size: int | None = None) -> bool:
         size = len(mv) - pos
     if size < HEADER_SIZE:
         return False
-    return _U32.unpack_from(mv, pos + _CRC_OFFSET)[0] == _crc32c(mv[pos + _CRC_START : pos + size])
+    stored: int = _U32.unpack_from(mv, pos + _CRC_OFFSET)[0]
+    return stored == _crc32c(mv[pos + _CRC_START : pos + size])
 
 
 def stamp_header(
@@ -235,7 +248,7 @@ def stamp_header(
     *,
     max_timestamp: int | None = None,
     log_append_time: bool = False,
-    records=None,
+    records: BytesLike | None = None,
 ) -> None:
     """What the broker writes into a batch it appends, the one place headers are patched.
     ``buf`` is a whole batch, or just its 61-byte header with ``records`` the bytes after it
@@ -258,7 +271,7 @@ def stamp_header(
     _U32.pack_into(buf, _CRC_OFFSET, crc)
 
 
-def iter_batches(buf, pos: int = 0) -> Iterator[tuple[int, BatchHeader]]:
+def iter_batches(buf: BytesLike, pos: int = 0) -> Iterator[tuple[int, BatchHeader]]:
     """Yield (position, header) of each complete batch in concatenated batches. Stops quietly at
     an incomplete tail (a partial header, a batch running past the end) or at a batchLength too
     small to be a batch, which is how a fetch response or a torn log tail ends."""
@@ -287,7 +300,7 @@ def _zigzag_bytes(n: int) -> bytes:
     return bytes(out)
 
 
-def _read_varint(buf, pos: int) -> tuple[int, int]:
+def _read_varint(buf: BytesLike, pos: int) -> tuple[int, int]:
     b = buf[pos]
     if b < 0x80:
         return (b >> 1) ^ -(b & 1), pos + 1
@@ -306,7 +319,13 @@ def _read_varint(buf, pos: int) -> tuple[int, int]:
 
 
 # ------------------------------------------------------------------------------ building
-def _encode_record(offset_delta: int, timestamp_delta: int, key, value, headers) -> bytes:
+def _encode_record(
+    offset_delta: int,
+    timestamp_delta: int,
+    key: BytesLike | None,
+    value: BytesLike | None,
+    headers: _Headers,
+) -> bytes:
     parts = [b"\x00", _zigzag_bytes(timestamp_delta), _zigzag_bytes(offset_delta)]
     if key is None:
         parts.append(b"\x01")  # zig-zag(-1)
@@ -381,7 +400,7 @@ def _assemble(
 
 
 def build_batch(
-    records: Sequence,
+    records: Sequence[NewRecord],
     *,
     producer_id: int = NO_PRODUCER_ID,
     producer_epoch: int = -1,
@@ -428,7 +447,7 @@ def build_batch(
     )
 
 
-def filter_batch(header: BatchHeader, batch, keep: Sequence[bool]) -> bytes:  # noqa: C901
+def filter_batch(header: BatchHeader, batch: BytesLike, keep: Sequence[bool]) -> bytes:  # noqa: C901
     """The batch ``header`` describes, holding only its records whose ``keep`` flag is set (at
     least one): what log compaction writes. Like Kafka's MemoryRecords.filterTo it keeps the base
     offset, last offset delta, timestamps, producer id/epoch/base sequence and attributes (so
@@ -436,12 +455,14 @@ def filter_batch(header: BatchHeader, batch, keep: Sequence[bool]) -> bytes:  # 
     record's offset and timestamp deltas are relative to the base offset and base timestamp,
     which stay, so the surviving records are copied byte for byte, not decoded and re-encoded."""
     mv = memoryview(batch)
+    buf: bytes | memoryview
     if header.compression:
         buf = decompress(header.compression, mv[HEADER_SIZE : header.size])
         pos = 0
     else:
         buf, pos = mv[: header.size], HEADER_SIZE
-    parts, kept, run_start = [], 0, -1
+    parts: list[bytes | memoryview] = []
+    kept, run_start = 0, -1
     read = _read_varint
     try:
         for k in keep:
@@ -528,7 +549,7 @@ _FIRST_GUESS_RATIO = 16  # most batches decompress to less than this many times 
 _TOO_SMALL = ("failed to write whole buffer", "smaller than required")
 
 
-def _bounded(module, data: bytes, limit: int):
+def _bounded(module: ModuleType, data: bytes, limit: int) -> memoryview:
     """Decompress into a buffer of at most ``limit`` bytes (cramjam's ``decompress_into``) so a
     small payload that expands to gigabytes cannot exhaust memory. A first, smaller buffer
     covers ordinary ratios; only a payload that does not fit gets a second try at ``limit``."""
@@ -549,7 +570,7 @@ def _bounded(module, data: bytes, limit: int):
         return memoryview(out)[:n]
 
 
-def _snappy_raw(data, limit: int | None):
+def _snappy_raw(data: bytes, limit: int | None) -> bytes:
     import cramjam
 
     if limit is not None and cramjam.snappy.decompress_raw_len(data) > limit:
@@ -557,7 +578,11 @@ def _snappy_raw(data, limit: int | None):
     return bytes(cramjam.snappy.decompress_raw(data))
 
 
-def decompress(codec: int, data, limit: int | None = None):
+@overload
+def decompress(codec: int, data: BytesLike, limit: None = None) -> bytes: ...
+@overload
+def decompress(codec: int, data: BytesLike, limit: int) -> bytes | memoryview: ...
+def decompress(codec: int, data: BytesLike, limit: int | None = None) -> bytes | memoryview:
     """The records section of a compressed batch, decompressed (bytes-like). With ``limit``,
     more than ``limit`` decompressed bytes is an error instead of an allocation."""
     import cramjam
@@ -599,7 +624,7 @@ def decompress(codec: int, data, limit: int | None = None):
         raise CorruptBatchError(f"cannot decompress records (codec {codec}): {exc}") from None
 
 
-def iter_records(batch) -> Iterator[Record]:
+def iter_records(batch: BytesLike) -> Iterator[Record]:
     """Decode the records of one batch (decompressing if needed). Timestamps of a LogAppendTime
     batch are the batch's maxTimestamp, as Kafka's readers do. Raises CorruptBatchError."""
     mv = memoryview(batch)
@@ -608,6 +633,7 @@ def iter_records(batch) -> Iterator[Record]:
     if end > len(mv):
         raise CorruptBatchError("batch is truncated")
     codec = h.compression
+    buf: bytes | memoryview
     if codec:
         buf = decompress(codec, mv[HEADER_SIZE:end])
         pos, end = 0, len(buf)
@@ -631,7 +657,7 @@ def iter_records(batch) -> Iterator[Record]:
             value = None if n < 0 else bytes(buf[pos : pos + n])
             pos += max(n, 0)
             count, pos = _read_varint(buf, pos)
-            headers = []
+            headers: list[tuple[str, bytes | None]] = []
             for _ in range(count):
                 n, pos = _read_varint(buf, pos)
                 hkey = bytes(buf[pos : pos + n]).decode("utf-8", "replace")
@@ -649,7 +675,7 @@ def iter_records(batch) -> Iterator[Record]:
         raise CorruptBatchError("record runs past the end of the batch") from None
 
 
-def iter_record_keys(batch) -> Iterator[tuple[int, bytes | None, bool]]:  # noqa: C901 - inlined varints
+def iter_record_keys(batch: BytesLike) -> Iterator[tuple[int, bytes | None, bool]]:  # noqa: C901 - inlined varints
     """(offset, key, has_value) of each record, skipping timestamps, values and headers by the
     record length: what log compaction needs, several times faster than ``iter_records``.
     Raises CorruptBatchError."""
@@ -715,7 +741,7 @@ _MARKER_BATCH_SIZE = HEADER_SIZE + 17
 _MARKER_LAYOUT = struct.Struct(">bxbbb hh b hi b")  # from HEADER_SIZE
 
 
-def parse_control_record(batch) -> ControlRecord:
+def parse_control_record(batch: BytesLike) -> ControlRecord:
     """The end-transaction marker of a control batch. Raises CorruptBatchError."""
     if len(batch) == _MARKER_BATCH_SIZE and batch[22] & 0x07 == 0 and batch[57:61] == b"\x00\x00\x00\x01":
         length, ts_delta, offset_delta, key_len, version, kind, value_len, _, epoch, headers = (

@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import struct
 
-from minibroker.protocol.schema_layout import FIXED_SIZES, Schema, layout
-from minibroker.protocol.varint import VarintError, read_uvarint
+from minibroker.protocol.schema_layout import FIXED_SIZES, Field, Schema, layout
+from minibroker.protocol.varint import BytesLike, VarintError, read_uvarint
 
 __all__ = ["MalformedRequest", "check_body"]
 
@@ -35,7 +35,7 @@ class MalformedRequest(ValueError):
     """The body cannot be a request of this schema; Kafka closes the connection."""
 
 
-def _length(buf, pos: int, end: int, flexible: bool, wide: bool) -> tuple[int, int]:
+def _length(buf: BytesLike, pos: int, end: int, flexible: bool, wide: bool) -> tuple[int, int]:
     """A length or count; -1 means null. `wide`: int32 (arrays, bytes) else int16 (strings)."""
     if flexible:
         n, pos = read_uvarint(buf, pos, end)
@@ -46,7 +46,7 @@ def _length(buf, pos: int, end: int, flexible: bool, wide: bool) -> tuple[int, i
     return (_I32 if wide else _I16)(buf, pos)[0], pos + size
 
 
-def _value(kind, name: str, buf, pos: int, end: int, flexible: bool) -> int:
+def _value(kind: Schema | str, name: str, buf: BytesLike, pos: int, end: int, flexible: bool) -> int:
     if isinstance(kind, type):
         return _entity(kind, buf, pos, end)
     size = FIXED_SIZES.get(kind)
@@ -67,7 +67,7 @@ def _value(kind, name: str, buf, pos: int, end: int, flexible: bool) -> int:
     return pos + n
 
 
-def _field(field, buf, pos: int, end: int, flexible: bool) -> int:  # noqa: C901 - Kafka's field rules
+def _field(field: Field, buf: BytesLike, pos: int, end: int, flexible: bool) -> int:  # noqa: C901 - Kafka's field rules
     kind, name = field.kind, field.name
     if not field.is_array:
         if field.nullable and isinstance(kind, type):
@@ -103,7 +103,7 @@ def _field(field, buf, pos: int, end: int, flexible: bool) -> int:  # noqa: C901
     return pos
 
 
-def _entity(cls: Schema, buf, pos: int, end: int) -> int:
+def _entity(cls: Schema, buf: BytesLike, pos: int, end: int) -> int:
     flexible = cls.__flexible__
     fields, tags = layout(cls)
     for field in fields:
@@ -127,7 +127,7 @@ def _entity(cls: Schema, buf, pos: int, end: int) -> int:
     return pos
 
 
-def check_body(cls: Schema, buf, offset: int) -> None:
+def check_body(cls: Schema, buf: BytesLike, offset: int) -> None:
     """Raise MalformedRequest unless the body at `offset` is safe to hand to kio."""
     try:
         _entity(cls, buf, offset, len(buf))

@@ -12,11 +12,11 @@ from minibroker.protocol.schema_layout import FIXED_SIZES as _FIXED
 from minibroker.protocol.schema_layout import LENGTH_PREFIXED as _LENGTH_PREFIXED
 from minibroker.protocol.schema_layout import Schema
 from minibroker.protocol.schema_layout import layout as _layout
-from minibroker.protocol.varint import read_uvarint
+from minibroker.protocol.varint import BytesLike, read_uvarint
 from minibroker.protocol.varint import write_uvarint as _uvarint
 
 
-def _skip_value(kind, buf, pos: int, out: bytearray) -> int:
+def _skip_value(kind: Schema | str, buf: BytesLike, pos: int, out: bytearray) -> int:
     if isinstance(kind, type):
         return _copy_entity(kind, buf, pos, out)
     if kind in _FIXED:
@@ -32,7 +32,9 @@ def _skip_value(kind, buf, pos: int, out: bytearray) -> int:
     return end
 
 
-def _copy_field(kind, is_array: bool, nullable: bool, buf, pos: int, out: bytearray) -> int:
+def _copy_field(
+    kind: Schema | str, is_array: bool, nullable: bool, buf: BytesLike, pos: int, out: bytearray
+) -> int:
     if not is_array:
         if nullable and isinstance(kind, type):  # nullable struct: int8 marker, -1 null
             out += buf[pos : pos + 1]
@@ -48,7 +50,7 @@ def _copy_field(kind, is_array: bool, nullable: bool, buf, pos: int, out: bytear
     return pos
 
 
-def _copy_entity(cls: Schema, buf, pos: int, out: bytearray) -> int:
+def _copy_entity(cls: Schema, buf: BytesLike, pos: int, out: bytearray) -> int:
     fields, known = _layout(cls)
     for field in fields:
         pos = _copy_field(field.kind, field.is_array, field.nullable, buf, pos, out)
@@ -70,7 +72,7 @@ def _copy_entity(cls: Schema, buf, pos: int, out: bytearray) -> int:
     return pos
 
 
-def strip_unknown_tags(cls: Schema, buf, offset: int) -> bytes:
+def strip_unknown_tags(cls: Schema, buf: BytesLike, offset: int) -> bytes:
     """The body of a flexible request of `cls` starting at `offset`, minus unknown tags."""
     out = bytearray()
     _copy_entity(cls, buf, offset, out)

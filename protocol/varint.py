@@ -7,14 +7,17 @@ so does ``read_uvarint``.
 
 from __future__ import annotations
 
-__all__ = ["VarintError", "read_uvarint", "write_uvarint"]
+__all__ = ["BytesLike", "VarintError", "read_uvarint", "write_uvarint"]
+
+#: What the byte walkers read: a frame, a slice of one (memoryview), or a rebuilt body.
+BytesLike = bytes | bytearray | memoryview
 
 
 class VarintError(ValueError):
     """A varint is truncated or longer than 5 bytes."""
 
 
-def read_uvarint(buf, pos: int, end: int | None = None) -> tuple[int, int]:
+def read_uvarint(buf: BytesLike, pos: int, end: int | None = None) -> tuple[int, int]:
     """(value, position after it) of the varint at ``pos``, read no further than ``end``
     (default: the end of ``buf``). Raises VarintError."""
     if end is None:

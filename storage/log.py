@@ -15,15 +15,20 @@ to) plus the partition's producer state. It owns every rule about offsets:
   to an in-memory list sorted by marker offset, which answers read_committed fetches.
 
 Durability: appends reach the page cache before ``append`` returns (a SIGKILL loses nothing that
-was acknowledged); fsync happens per flush.messages / flush.ms, at segment roll (in a worker
-thread when an executor is given), at each recovery-point checkpoint
-(``log.flush.offset.checkpoint.interval.ms``, off the event loop) and at close. The *recovery
-point* is the offset below which everything is known to be on disk (it moves only after an
-fsync); after an unclean shutdown only the batches from it on are re-read (``open``).
+was acknowledged). A log never fsyncs on its caller's thread, except in ``close`` (and
+``flush``, which only close, tools and tests call): when flush.messages / flush.ms are reached it
+only marks itself due (``flush_due``) and tells its ``Flusher``; whoever must not answer before
+the disk awaits the fsync round there (the broker's ``broker/durability.py``: one service does
+every fsync off the event loop). A rolled segment's fsync and its producer snapshot are handed to
+``Flusher.submit`` (a worker thread). The *recovery point* is the offset below which everything
+is known to be on disk (it moves only after an fsync); after an unclean shutdown only the
+batches from it on are re-read (``open``). Without a flusher (tools, unit tests) ``InlineFlusher``
+does all of it at once on the caller's thread.
 
 All methods run on the event loop thread except ``write_checkpoint_snapshot`` (a worker thread
-of the recovery-point checkpoint); it and ``close`` share one lock, so no snapshot is written for
-a log once it is closed (its directory may be renamed away and a new topic's created in its place).
+of the durability service: the roll's and the recovery-point checkpoint's snapshots); it and
+``close`` share one lock, so no snapshot is written for a log once it is closed (its directory
+may be renamed away and a new topic's created in its place).
 """
 
 from __future__ import annotations
@@ -34,8 +39,8 @@ import time
 from bisect import bisect_left, bisect_right
 from collections import deque
 from collections.abc import Callable, Iterator
-from concurrent.futures import Executor, Future
-from typing import NamedTuple
+from concurrent.futures import Future
+from typing import Any, NamedTuple, Protocol, TypeVar
 
 import structlog
 from minibroker.protocol.errors import ErrorCode
@@ -63,6 +68,8 @@ from minibroker.storage.segment import LogSegment
 
 __all__ = [
     "PartitionLog",
+    "Flusher",
+    "InlineFlusher",
     "FlushTicket",
     "AppendInfo",
     "ReadResult",
@@ -95,6 +102,54 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
+T = TypeVar("T")
+
+
+class Flusher(Protocol):
+    """Where a log's fsyncs go (the broker's ``broker/durability.py``; ``InlineFlusher`` without
+    one)."""
+
+    def submit(self, fn: Callable[..., T], /, *args: Any) -> Future[T]:
+        """Run ``fn(*args)`` in a worker thread (roll fsyncs, snapshots, checkpoint files);
+        nobody waits for it."""
+        ...
+
+    def write(self, fn: Callable[..., T], /, *args: Any) -> Future[T]:
+        """Run ``fn(*args)`` (a durable file write) in that worker thread, in order with the
+        others; the answer of the request that caused it waits for it."""
+        ...
+
+    def flush_due(self, plog: PartitionLog) -> None:
+        """``plog``'s flush policy is due: fsync it in the next round (the answer waits)."""
+        ...
+
+
+def run_now(fn: Callable[..., T], /, *args: Any) -> Future[T]:
+    """``fn(*args)`` run on the caller's thread, as a done Future (its error inside it)."""
+    fut: Future[T] = Future()
+    try:
+        fut.set_result(fn(*args))
+    except BaseException as exc:  # noqa: BLE001 - handed to whoever reads the future
+        fut.set_exception(exc)
+    return fut
+
+
+class InlineFlusher:
+    """Storage without a broker (tools, unit tests): everything at once, on the caller's
+    thread."""
+
+    def submit(self, fn: Callable[..., T], /, *args: Any) -> Future[T]:
+        return run_now(fn, *args)
+
+    def write(self, fn: Callable[..., T], /, *args: Any) -> Future[T]:
+        fut: Future[T] = Future()
+        fut.set_result(fn(*args))  # an error is raised to the caller, as the write it stands for
+        return fut
+
+    def flush_due(self, plog: PartitionLog) -> None:
+        plog.flush()
+
+
 class AppendInfo(NamedTuple):
     base_offset: int
     last_offset: int
@@ -110,6 +165,8 @@ class FlushTicket(NamedTuple):
     plans: tuple  # their LogSegment.plan_sync()
     running: tuple  # futures of roll fsyncs still in flight
     offset: int  # everything below is durable once sync() returns
+    messages: int = 0  # flush.messages count it covers (given back if it fails)
+    last_flush_ms: int = 0  # flush.ms clock before it began (restored if it fails)
 
     def sync(self) -> None:
         for fut in self.running:
@@ -158,7 +215,8 @@ class PartitionLog:
         "_leo",
         "_log_start",
         "_time_ms",
-        "_executor",
+        "_flusher",
+        "flush_due",
         "_pending_flushes",
         "_listeners",
         "_aborted",
@@ -178,7 +236,7 @@ class PartitionLog:
         config: LogConfig,
         producer_state: ProducerStateManager,
         time_ms: Callable[[], int],
-        executor: Executor | None,
+        flusher: Flusher | None,
         loaded: LoadedLog,
     ) -> None:
         """A log of the segments ``loaded`` (see ``open``, which loads them)."""
@@ -199,7 +257,9 @@ class PartitionLog:
         self._leo = self._active.next_offset
         self._log_start = loaded.segments[0].base_offset
         self._time_ms = time_ms
-        self._executor = executor
+        self._flusher: Flusher = flusher if flusher is not None else InlineFlusher()
+        #: the flush policy (flush.messages / flush.ms) asks for an fsync not yet begun
+        self.flush_due = False
         # (future, offset it makes durable)
         self._pending_flushes: deque[tuple[Future[None], int]] = deque()
         self._listeners: list[Callable[[], None]] = []
@@ -354,12 +414,18 @@ class PartitionLog:
         if cfg.flush_messages is not None:
             self._unflushed_messages += messages
             if self._unflushed_messages >= cfg.flush_messages:
-                self.flush()
+                self._mark_due()
         if cfg.flush_ms is not None and now - self._last_flush_ms >= cfg.flush_ms:
-            self.flush()
+            self._mark_due()
         if self._pending_flushes:
             self._poll_flushes()
         self._notify()
+
+    def _mark_due(self) -> None:
+        """The flush policy asks for an fsync: no fsync here, the flusher schedules it (told on
+        every such append, so each one's answer waits for a round that covers it)."""
+        self.flush_due = True
+        self._flusher.flush_due(self)
 
     # ====================================================================== log start, retention
     def maybe_increment_log_start_offset(self, offset: int) -> bool:
@@ -446,21 +512,31 @@ class PartitionLog:
         self._segments.append(new)
         self._bases.append(new.base_offset)
         self._active = new
-        # Producer state as of the new segment's base: recovery replays from here at most.
-        self.producer_state.take_snapshot(self._leo)
-        self._flush_rolled(old, new.base_offset)
+        # Kafka flushes a rolled segment asynchronously: fsync of up to a segment's worth of dirty
+        # pages must not stall the caller. The producer state as of the new segment's base (the
+        # most recovery replays) is encoded here and written with it, in the flusher's thread;
+        # the recovery point moves when both are done (``_poll_flushes``).
+        offset = self._leo
+        snapshot = self.producer_state.encode_snapshot(offset)
+        old.dirty = False
+        self._pending_flushes.append((self._flusher.submit(self._sync_rolled, old, offset, snapshot), offset))
         log.debug("rolled segment", topic=self.topic, partition=self.partition, base_offset=new.base_offset)
         return new
 
-    def _flush_rolled(self, seg: LogSegment, durable_offset: int) -> None:
-        """Kafka flushes a rolled segment asynchronously; fsync of up to a segment's worth of
-        dirty pages must not stall the event loop. The recovery point moves when it is done."""
-        seg.dirty = False
-        if self._executor is None:
-            seg.sync()
-            self._advance_recovery_point(durable_offset)
-            return
-        self._pending_flushes.append((self._executor.submit(seg.sync), durable_offset))
+    def _sync_rolled(self, seg: LogSegment, offset: int, snapshot: bytes) -> None:
+        """In the flusher's thread: the rolled segment's snapshot, then its fsync (raises)."""
+        try:
+            self.write_checkpoint_snapshot(offset, snapshot)
+        except OSError as exc:  # costs a longer replay after a crash, nothing else
+            log.warning(
+                "could not write the producer-state snapshot of a rolled segment; an unclean "
+                "start will replay more",
+                topic=self.topic,
+                partition=self.partition,
+                offset=offset,
+                error=str(exc),
+            )
+        seg.sync()
 
     def _poll_flushes(self) -> None:
         advanced = False
@@ -502,10 +578,16 @@ class PartitionLog:
                 self._advance_recovery_point(offset)
 
     def flush(self) -> None:
-        """fsync everything appended so far; the recovery point becomes the log end offset."""
+        """fsync everything appended so far, on the caller's thread (``close``, tools, tests; the
+        broker flushes through ``broker/durability.py``); the recovery point becomes the log
+        end offset."""
         self._wait_pending_flushes()
         ticket = self.begin_flush()
-        ticket.sync()
+        try:
+            ticket.sync()
+        except BaseException:
+            self.finish_flush(ticket, ok=False)
+            raise
         self.finish_flush(ticket, ok=True)
 
     def begin_flush(self) -> FlushTicket:
@@ -521,7 +603,14 @@ class PartitionLog:
                 dirty.append(seg)
                 plans.append(seg.plan_sync())
         running = tuple(fut for fut, _ in self._pending_flushes)
-        return FlushTicket(tuple(dirty), tuple(plans), running, self._leo)
+        ticket = FlushTicket(
+            tuple(dirty), tuple(plans), running, self._leo, self._unflushed_messages, self._last_flush_ms
+        )
+        # the flush policy counts from here: appends during the round are not covered by it
+        self._unflushed_messages = 0
+        self._last_flush_ms = self._time_ms()
+        self.flush_due = False
+        return ticket
 
     def finish_flush(self, ticket: FlushTicket, *, ok: bool) -> None:
         if self._pending_flushes:
@@ -530,10 +619,15 @@ class PartitionLog:
             for seg in ticket.segments:
                 seg.dirty = True  # the next flush tries again, indexes included
                 seg.forget_sync_plan()
+            self._unflushed_messages += ticket.messages
+            self._last_flush_ms = min(self._last_flush_ms, ticket.last_flush_ms)
             return
         self._advance_recovery_point(ticket.offset)
-        self._unflushed_messages = 0
-        self._last_flush_ms = self._time_ms()
+
+    @property
+    def unflushed(self) -> bool:
+        """Appended to (or a roll's fsync still running) since the last completed fsync."""
+        return self.recovery_point < self._leo
 
     @property
     def closed(self) -> bool:
@@ -571,6 +665,8 @@ class PartitionLog:
             if self._closed:
                 return
             self._closed = True
+        if not flush:  # deleted: a roll's fsync still running has nothing left to make durable
+            self._pending_flushes.clear()
         self._wait_pending_flushes()
         if flush:
             active = self._active
@@ -784,7 +880,7 @@ class PartitionLog:
         clean_shutdown: bool = False,
         producer_expiration_ms: int = 86_400_000,
         time_ms: Callable[[], int] | None = None,
-        executor: Executor | None = None,
+        flusher: Flusher | None = None,
     ) -> PartitionLog:
         """Open (creating if needed) the log in ``directory``: ``storage/log_loader.py`` loads
         and, after an unclean shutdown (from ``recovery_point`` on) or where an index is
@@ -796,7 +892,7 @@ class PartitionLog:
         loaded = LogLoader(directory, topic, partition, config, psm, time_ms).load(
             recovery_point, clean_shutdown
         )
-        self = cls(directory, topic, partition, config, psm, time_ms, executor, loaded)
+        self = cls(directory, topic, partition, config, psm, time_ms, flusher, loaded)
         if log_start_offset > self._log_start:
             self._set_log_start(min(log_start_offset, self._leo))
         return self

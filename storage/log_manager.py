@@ -31,7 +31,7 @@ import shutil
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -51,7 +51,7 @@ from minibroker.storage.config import (
 )
 from minibroker.storage.durable_files import TEMP_PREFIX, atomic_write, fsync_dir, remove_temp_files
 from minibroker.storage.errors import KafkaStorageError
-from minibroker.storage.log import LEADER_EPOCH, PartitionLog
+from minibroker.storage.log import LEADER_EPOCH, Flusher, InlineFlusher, PartitionLog
 from minibroker.storage.log_cleaner import LogCleaner, recover_interrupted_clean
 from minibroker.storage.retention import segments_to_delete
 from minibroker.storage.segment_files import (
@@ -141,8 +141,10 @@ class LogManager:
         config: Any = None,
         *,
         time_ms: Callable[[], int] | None = None,
-        background_flush: bool = True,
+        flusher: Flusher | None = None,
     ) -> None:
+        """``flusher``: where the logs' fsyncs go (the broker's ``broker/durability.py``); without
+        one (tools, unit tests) they run at once on the caller's thread."""
         self.data_dir = os.path.abspath(str(data_dir))
         self.config = config if config is not None else {}
         self.topics: dict[str, TopicInfo] = {}
@@ -151,13 +153,13 @@ class LogManager:
         self.node_id: int = 1 if node_id is None else int(node_id)
         self._logs: dict[tuple[str, int], PartitionLog] = {}
         self._time_ms = time_ms or _now_ms
-        self._background_flush = background_flush
-        self._executor: ThreadPoolExecutor | None = None
+        self._flusher: Flusher = flusher if flusher is not None else InlineFlusher()
+        self._checkpoint_write: Future[None] | None = None  # the recovery points being written
         self._opened = False
         self._closed = False
         # segments deleted by retention whose fds stay open a while: (close after ms, segment)
         self._retired: list[tuple[int, Any]] = []
-        self._log_starts: dict[tuple[str, int], int] = {}  # as last checkpointed
+        self._log_starts: dict[tuple[str, int], int] | None = {}  # as last checkpointed
         self._recovery_points: dict[tuple[str, int], int] | None = None  # as last checkpointed
         self.cleaner = LogCleaner(
             self,
@@ -175,8 +177,6 @@ class LogManager:
         os.makedirs(os.path.join(self.data_dir, TOPICS_DIR), exist_ok=True)
         remove_temp_files(self.data_dir)  # interrupted writes of checkpoints, producer ids...
         self._load_meta_properties()
-        if self._background_flush:
-            self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="log-fsync")
         marker = os.path.join(self.data_dir, CLEAN_SHUTDOWN_FILE)
         clean = os.path.exists(marker)
         recovery_points = self._read_recovery_points()
@@ -204,7 +204,7 @@ class LogManager:
             os.unlink(marker)
             fsync_dir(self.data_dir)
         self._recovery_points = recovery_points  # what the file says: rewritten only if a point moved
-        self.checkpoint_recovery_points()
+        self.checkpoint_recovery_points(now=True)
         self._log_starts = {
             key: plog.log_start_offset for key, plog in self._logs.items() if plog.log_start_offset > 0
         }
@@ -400,13 +400,38 @@ class LogManager:
             os.path.join(self.data_dir, RECOVERY_POINT_FILE), "every segment will be checked"
         )
 
-    def checkpoint_recovery_points(self) -> None:
-        """Persist each partition's recovery point (cheap: one small file, written only when
-        one moved; see storage/recovery_checkpoint.py for the periodic checkpoint)."""
+    def checkpoint_recovery_points(self, *, now: bool = False) -> Future[None] | None:
+        """Persist each partition's recovery point (one small file, written only when one moved;
+        see storage/recovery_checkpoint.py for the periodic checkpoint) through the flusher (a
+        worker thread of the broker, in order with the other writes); returns that write, or
+        None if nothing moved. ``now``: on the caller's thread (startup, topic deletion, close),
+        after the write in flight, so an older list never lands after a newer one."""
         points = {key: plog.recovery_point for key, plog in self._logs.items()}
-        if points != self._recovery_points:
-            write_offset_checkpoint(os.path.join(self.data_dir, RECOVERY_POINT_FILE), points)
-            self._recovery_points = points
+        if points == self._recovery_points:
+            return None
+        path = os.path.join(self.data_dir, RECOVERY_POINT_FILE)
+        self._recovery_points = points
+        in_flight = self._checkpoint_write
+        if now:
+            if in_flight is not None:
+                in_flight.exception()  # waits; its error was logged by _checkpoint_written
+            self._checkpoint_write = None
+            write_offset_checkpoint(path, points)
+            return None
+        written = self._checkpoint_write = self._flusher.submit(write_offset_checkpoint, path, points)
+        written.add_done_callback(self._checkpoint_written)
+        return written
+
+    def _checkpoint_written(self, written: Future[None]) -> None:
+        """The flusher's thread: a recovery-point write that failed is logged and redone next
+        time (an unclean start meanwhile checks more than it needs to, nothing else)."""
+        exc = written.exception()
+        if exc is not None:
+            self._recovery_points = None
+            log.warning(
+                "could not write the recovery-point checkpoint; an unclean start checks more of the logs",
+                error=str(exc),
+            )
 
     def _partition_dir(self, topic: str, partition: int) -> str:
         return os.path.join(self.data_dir, f"{topic}-{partition}")
@@ -435,7 +460,7 @@ class LogManager:
             clean_shutdown=clean,
             producer_expiration_ms=86_400_000 if expiration is None else int(expiration),
             time_ms=self._time_ms,
-            executor=self._executor,
+            flusher=self._flusher,
         )
         plog.on_recovery_point_advanced = self._on_recovery_point_advanced
         self._logs[(info.name, partition)] = plog
@@ -586,13 +611,10 @@ class LogManager:
         del self.topics[name]
         # a topic created later under this name must not inherit these positions
         self.checkpoint_log_start_offsets()
-        self.checkpoint_recovery_points()
+        self.checkpoint_recovery_points(now=True)
         self.cleaner.forget(name)
         for path in doomed:
-            if self._executor is not None:
-                self._executor.submit(shutil.rmtree, path, True)
-            else:
-                shutil.rmtree(path, ignore_errors=True)
+            self._flusher.submit(shutil.rmtree, path, True)
         log.info("deleted topic", topic=name, topic_id=str(info.topic_id))
 
     def set_topic_configs(self, name: str, configs: dict[str, str]) -> None:
@@ -706,41 +728,72 @@ class LogManager:
                 keep.append((deadline, seg))
         self._retired = keep
 
-    def checkpoint_log_start_offsets(self) -> None:
+    def checkpoint_log_start_offsets(self, *, now: bool = False) -> None:
         """Persist log start offsets that are above their log's first segment (Kafka's
-        log-start-offset-checkpoint); written only when one changed."""
+        log-start-offset-checkpoint); written only when one changed, by the flusher's ``write``
+        (the broker's io thread, in order with the other writes; the answer of the request
+        that moved one, DeleteRecords, waits for it), or on this thread with ``now`` (close)."""
         entries = {
             key: plog.log_start_offset for key, plog in self._logs.items() if plog.log_start_offset > 0
         }
-        if entries != self._log_starts:
-            write_offset_checkpoint(os.path.join(self.data_dir, LOG_START_OFFSET_FILE), entries)
-            self._log_starts = entries
+        if entries == self._log_starts:
+            return
+        path = os.path.join(self.data_dir, LOG_START_OFFSET_FILE)
+        self._log_starts = entries
+        if now:
+            write_offset_checkpoint(path, entries)
+            return
+        self._flusher.write(write_offset_checkpoint, path, entries).add_done_callback(
+            self._log_starts_written
+        )
+
+    def _log_starts_written(self, written: Future[None]) -> None:
+        """A log-start-offset write that failed is written again next time (its request's answer
+        reported the failure; see checkpoint_log_start_offsets)."""
+        if written.exception() is not None:
+            self._log_starts = None
 
     def flush(self) -> None:
-        """fsync every log and checkpoint the recovery points."""
+        """fsync every log and checkpoint the recovery points, on the caller's thread (tools and
+        tests; the broker's periodic flush is ``Durability.flush_logs``)."""
         for plog in list(self._logs.values()):
             plog.flush()
-        self.checkpoint_recovery_points()
+        self.checkpoint_recovery_points(now=True)
 
     def close(self) -> None:
         """Clean stop: close (flush, snapshot) every log, checkpoint, then write the marker that
-        lets the next start skip recovery. Idempotent."""
+        lets the next start skip recovery. Idempotent. Everything here runs on the caller's
+        thread (the broker stops its durability service first: ``Broker.stop``).
+
+        A log whose close fails (a full disk) does not stop the others from closing; the first
+        error is raised after that, and the marker is then not written (the next start
+        recovers, as after a crash)."""
         if self._closed:
             return
         self._closed = True
-        if self._opened:
-            self.cleaner.shutdown()
-            for plog in list(self._logs.values()):
+        if not self._opened:
+            return
+        first_error: BaseException | None = None
+        self.cleaner.shutdown()
+        for plog in list(self._logs.values()):
+            try:
                 plog.close()
-            self._close_retired(None)
-            self.checkpoint_recovery_points()
-            self.checkpoint_log_start_offsets()
-            if self._executor is not None:
-                self._executor.shutdown(wait=True)
-            marker = os.path.join(self.data_dir, CLEAN_SHUTDOWN_FILE)
-            with open(marker, "wb") as f:
-                os.fsync(f.fileno())
-            fsync_dir(self.data_dir)
-            log.info("closed partition logs cleanly", partitions=len(self._logs))
-        elif self._executor is not None:
-            self._executor.shutdown(wait=True)
+            except Exception as exc:  # noqa: BLE001 - the first one is raised below
+                if first_error is None:
+                    first_error = exc
+                log.warning(
+                    "could not close a partition log cleanly",
+                    topic=plog.topic,
+                    partition=plog.partition,
+                    error=str(exc),
+                )
+        if first_error is not None:
+            raise first_error
+        self._close_retired(None)
+        self.checkpoint_recovery_points(now=True)
+        self.checkpoint_log_start_offsets(now=True)
+        marker = os.path.join(self.data_dir, CLEAN_SHUTDOWN_FILE)
+        with open(marker, "wb") as f:
+            os.fsync(f.fileno())
+        fsync_dir(self.data_dir)
+        log.info("closed partition logs cleanly", partitions=len(self._logs))

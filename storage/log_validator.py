@@ -159,15 +159,14 @@ def is_transactional(records) -> bool:
     batch is a magic-2 batch with the transactional bit. KafkaApis asks this of every partition
     before any other check of a Produce request (stage 1 included), so a batch whose attributes
     byte is garbage is answered as transactional (TRANSACTIONAL_ID_AUTHORIZATION_FAILED without
-    an authorized transactional id) before its unknown codec is noticed. Framing Kafka's batch
-    iterator throws for is left to stage 1, which reports it (False here)."""
+    an authorized transactional id) before its unknown codec is noticed. Like Kafka's batch
+    iterator it raises CORRUPT_MESSAGE for a size field below 14 or a magic above 2, which
+    KafkaApis does not catch there: the whole request is refused (broker/handlers/produce.py).
+    Produce calls it only for what its cheap inline test cannot clear."""
     if not records:
         return False
     mv = memoryview(records)
-    try:
-        size = _next_batch_size(mv, 0)  # a complete batch is at least 26 bytes: mv[22] exists
-    except KafkaStorageError:
-        return False
+    size = _next_batch_size(mv, 0)  # a complete batch is at least 26 bytes: mv[22] exists
     return size is not None and mv[_MAGIC_OFFSET] == MAGIC and bool(mv[22] & ATTR_TRANSACTIONAL)
 
 

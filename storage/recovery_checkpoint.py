@@ -8,9 +8,10 @@ name instead, for every log appended to since the last one:
 
 1. on the event loop, ``plan_snapshots``: the producer state encoded as of the log end offset X
    (``PartitionLog.checkpoint_snapshot``);
-2. everything below X is fsynced off the loop (the broker's ``GroupCommit``), which moves the
-   recovery point to X or beyond;
-3. ``write_snapshots`` (any thread) writes ``<X>.snapshot``; then the checkpoint file.
+2. everything below X is fsynced off the loop (a round of the broker's ``Durability``), which
+   moves the recovery point to X or beyond;
+3. ``write_snapshots`` (the durability service's io thread) writes ``<X>.snapshot``; then the
+   checkpoint file (the same thread).
 
 So an unclean start checks only what was appended in the last interval and replays producer
 state from a snapshot at or below the recovery point. The extra fsync covers one interval of

@@ -411,6 +411,7 @@ class LogSegment:
             if h.base_offset < expected:  # compaction leaves gaps between batches, never overlaps
                 reason = f"batch at position {pos} has offset {h.base_offset}, expected at least {expected}"
                 break
+            assert data is not None  # with_bytes=True: each batch comes with its bytes
             if not crc_ok(data):
                 reason = f"CRC mismatch in the batch at offset {h.base_offset}, position {pos}"
                 break

@@ -4,15 +4,30 @@ As Kafka: if any partition is unknown, nothing is added; unknown ones get
 UNKNOWN_TOPIC_OR_PARTITION and the others OPERATION_NOT_ATTEMPTED. Otherwise the coordinator's
 single answer goes to every partition (PRODUCER_FENCED becomes INVALID_PRODUCER_EPOCH below v2)."""
 
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
+
 from minibroker.broker.security.acls import Operation as Op
 from minibroker.broker.security.acls import ResourceType as Res
 from minibroker.broker.txn_answers import client_error
 from minibroker.protocol.errors import ErrorCode
 
+if TYPE_CHECKING:
+    from minibroker.broker.api_types import (
+        AddPartitionsToTxnRequest,
+        AddPartitionsToTxnResponse,
+        AddPartitionsToTxnTopic,
+    )
+    from minibroker.broker.context import RequestContext
+
 API_KEY = 24
 
 
-def _results(topics, code_for) -> list[dict]:
+def _results(
+    topics: Iterable[AddPartitionsToTxnTopic], code_for: Callable[[str, int], ErrorCode]
+) -> list[dict]:
     out = []
     for t in topics:
         out.append(
@@ -26,7 +41,7 @@ def _results(topics, code_for) -> list[dict]:
     return out
 
 
-async def handle(ctx, req):
+async def handle(ctx: RequestContext, req: AddPartitionsToTxnRequest) -> AddPartitionsToTxnResponse:
     broker = ctx.broker
     topics = req.v3_and_below_topics
     # authorization (Kafka: WRITE on the transactional id, then WRITE on each topic)

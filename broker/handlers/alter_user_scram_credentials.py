@@ -1,26 +1,41 @@
 """AlterUserScramCredentials (51): add, replace or delete SCRAM credentials (needs ALTER on the
 cluster). The client sends a salted password; only StoredKey/ServerKey are kept and persisted."""
 
+from __future__ import annotations
+
 from collections import Counter
+from typing import TYPE_CHECKING
 
 from minibroker.broker.security.acls import CLUSTER_NAME
 from minibroker.broker.security.acls import Operation as Op
 from minibroker.broker.security.acls import ResourceType as Res
 from minibroker.broker.security.scram import from_salted_password
 from minibroker.broker.security.scram_store import MAX_ITERATIONS, MECHANISMS, MIN_ITERATIONS
+from minibroker.protocol.codec import field
 from minibroker.protocol.errors import ErrorCode
+
+if TYPE_CHECKING:
+    from minibroker.broker.api_types import (
+        AlterUserScramCredentialsRequest,
+        AlterUserScramCredentialsResponse,
+        ScramCredentialDeletion,
+        ScramCredentialUpsertion,
+    )
+    from minibroker.broker.context import RequestContext
 
 API_KEY = 51
 
 
-def _check(item, counts: Counter) -> tuple[ErrorCode, str] | None:
+def _check(
+    item: ScramCredentialDeletion | ScramCredentialUpsertion, counts: Counter[str]
+) -> tuple[ErrorCode, str] | None:
     if not item.name:
         return ErrorCode.unacceptable_credential, "Username must not be empty"
     if counts[item.name] > 1:
         return ErrorCode.duplicate_resource, "A user credential cannot be altered twice in the same request"
     if item.mechanism not in MECHANISMS:
         return ErrorCode.unsupported_sasl_mechanism, "Unknown SCRAM mechanism"
-    iterations = getattr(item, "iterations", None)
+    iterations = field(item, "iterations", None)
     if iterations is not None:
         if iterations < MIN_ITERATIONS:
             return ErrorCode.unacceptable_credential, "Too few iterations"
@@ -29,9 +44,11 @@ def _check(item, counts: Counter) -> tuple[ErrorCode, str] | None:
     return None
 
 
-async def handle(ctx, req):
+async def handle(
+    ctx: RequestContext, req: AlterUserScramCredentialsRequest
+) -> AlterUserScramCredentialsResponse:
     store = ctx.broker.security.scram
-    everyone = [*req.deletions, *req.upsertions]
+    everyone: list[ScramCredentialDeletion | ScramCredentialUpsertion] = [*req.deletions, *req.upsertions]
     if not ctx.allowed(Op.ALTER, Res.CLUSTER, CLUSTER_NAME):
         return ctx.response(
             throttle_time_ms=0,
@@ -57,19 +74,19 @@ async def handle(ctx, req):
                 error_message=problem[1] if problem else None,
             )
         )
-    for item in req.upsertions:
-        problem = _check(item, counts)
+    for upsertion in req.upsertions:
+        problem = _check(upsertion, counts)
         if problem is None:
-            name, digest = MECHANISMS[item.mechanism]
+            name, digest = MECHANISMS[upsertion.mechanism]
             store.put(
-                item.name,
+                upsertion.name,
                 name,
-                from_salted_password(digest, item.salt, item.salted_password, item.iterations),
+                from_salted_password(digest, upsertion.salt, upsertion.salted_password, upsertion.iterations),
             )
             changed = True
         results.append(
             dict(
-                user=item.name,
+                user=upsertion.name,
                 error_code=problem[0] if problem else ErrorCode.none,
                 error_message=problem[1] if problem else None,
             )

@@ -4,11 +4,18 @@ No `transaction.version` feature is finalized (epoch -1), so clients use the cla
 transaction flow; KIP-890 v2 is not offered.
 """
 
+from __future__ import annotations
+
 import re
+from typing import TYPE_CHECKING
 
 from minibroker.broker.dispatch import HANDLERS
-from minibroker.protocol.codec import build, encode_response, response_class
+from minibroker.protocol.codec import build, encode_response, field, response_class
 from minibroker.protocol.errors import ErrorCode
+
+if TYPE_CHECKING:
+    from minibroker.broker.api_types import ApiVersionsRequest, ApiVersionsResponse
+    from minibroker.broker.context import RequestContext
 
 API_KEY = 18
 
@@ -23,36 +30,34 @@ def _api_keys() -> list[dict]:
 def unsupported_version_body() -> bytes:
     """A v0 body with UNSUPPORTED_VERSION, for requests above our max: clients retry with the
     max they find for key 18 in the list."""
-    return encode_response(
-        build(
-            response_class(API_KEY, 0), dict(error_code=ErrorCode.unsupported_version, api_keys=_api_keys())
-        )
-    )
+    cls = response_class(API_KEY, 0)
+    assert cls is not None  # kio has every ApiVersions version up to 4
+    return encode_response(build(cls, dict(error_code=ErrorCode.unsupported_version, api_keys=_api_keys())))
 
 
 # KIP-511: what a client may call itself (v3+), checked as Kafka's ApiVersionsRequest.isValid.
 _SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
 
 
-def _valid(req) -> bool:
-    name = getattr(req, "client_software_name", None)
+def _valid(req: ApiVersionsRequest) -> bool:
+    name = field(req, "client_software_name", None)
     if name is None:  # v0-2 carry no software name
         return True
-    if (getattr(req, "cluster_id", None) is None) != (getattr(req, "node_id", -1) < 0):
+    if (field(req, "cluster_id", None) is None) != (field(req, "node_id", -1) < 0):
         return False  # v5: the cluster id and the node id come together or not at all
-    return bool(_SOFTWARE.fullmatch(name) and _SOFTWARE.fullmatch(req.client_software_version))
+    return bool(_SOFTWARE.fullmatch(name) and _SOFTWARE.fullmatch(field(req, "client_software_version", "")))
 
 
-def _wrong_broker(ctx, req) -> bool:
+def _wrong_broker(ctx: RequestContext, req: ApiVersionsRequest) -> bool:
     """v5 (KIP-1242): a client that names the cluster and node it means to reach learns when it
     reached another (REBOOTSTRAP_REQUIRED); either left unset means "not known"."""
-    cluster_id, node_id = getattr(req, "cluster_id", None), getattr(req, "node_id", -1)
+    cluster_id, node_id = field(req, "cluster_id", None), field(req, "node_id", -1)
     if cluster_id is None or node_id < 0:
         return False
     return cluster_id != ctx.broker.logs.cluster_id or node_id != ctx.broker.node_id
 
 
-async def handle(ctx, req):
+async def handle(ctx: RequestContext, req: ApiVersionsRequest) -> ApiVersionsResponse:
     if not _valid(req):
         return ctx.response(
             error_code=ErrorCode.invalid_request, api_keys=[], throttle_time_ms=0, finalized_features_epoch=-1

@@ -1,10 +1,18 @@
 """CreateAcls (30): store ACL bindings (needs ALTER on the cluster; SECURITY_DISABLED without an
 authorizer, as Kafka answers)."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from minibroker.broker.security.acls import CLUSTER_NAME, AclBinding, InvalidAcl
 from minibroker.broker.security.acls import Operation as Op
 from minibroker.broker.security.acls import ResourceType as Res
 from minibroker.protocol.errors import ErrorCode
+
+if TYPE_CHECKING:
+    from minibroker.broker.api_types import CreateAclsRequest, CreateAclsResponse
+    from minibroker.broker.context import RequestContext
 
 API_KEY = 30
 
@@ -13,7 +21,7 @@ def _result(error: ErrorCode, message: str | None = None) -> dict:
     return dict(error_code=error, error_message=message)
 
 
-async def handle(ctx, req):
+async def handle(ctx: RequestContext, req: CreateAclsRequest) -> CreateAclsResponse:
     authorizer = ctx.broker.security.authorizer
     if authorizer is None:
         results = [

@@ -1,6 +1,9 @@
 """CreatePartitions (37): grow a topic's partition count."""
 
+from __future__ import annotations
+
 from collections import Counter
+from typing import TYPE_CHECKING
 
 from minibroker.broker.limits import partition_limit_error
 from minibroker.broker.security.acls import Operation as Op
@@ -8,10 +11,18 @@ from minibroker.broker.security.acls import ResourceType as Res
 from minibroker.protocol.errors import ErrorCode
 from minibroker.storage.errors import KafkaStorageError
 
+if TYPE_CHECKING:
+    from minibroker.broker.api_types import (
+        CreatePartitionsRequest,
+        CreatePartitionsResponse,
+        CreatePartitionsTopic,
+    )
+    from minibroker.broker.context import HandlerServices, RequestContext
+
 API_KEY = 37
 
 
-def _grow(broker, t, validate_only: bool) -> dict:
+def _grow(broker: HandlerServices, t: CreatePartitionsTopic, validate_only: bool) -> dict:
     info = broker.logs.topics.get(t.name)
     if info is None:
         return dict(name=t.name, error_code=ErrorCode.unknown_topic_or_partition)
@@ -44,7 +55,7 @@ def _grow(broker, t, validate_only: bool) -> dict:
     return dict(name=t.name, error_code=ErrorCode.none)
 
 
-async def handle(ctx, req):
+async def handle(ctx: RequestContext, req: CreatePartitionsRequest) -> CreatePartitionsResponse:
     broker = ctx.broker
     counts = Counter(t.name for t in req.topics)
     # authorization (Kafka: ALTER on each topic)

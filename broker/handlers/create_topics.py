@@ -4,9 +4,13 @@ From v5 a created (or validated) topic is answered with every topic config it en
 Kafka does, so clients need no DescribeConfigs round trip.
 """
 
+from __future__ import annotations
+
 import asyncio
 import uuid
 from collections import Counter
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from minibroker.broker.limits import partition_limit_error
 from minibroker.broker.security.acls import CLUSTER_NAME
@@ -16,6 +20,15 @@ from minibroker.protocol.errors import ErrorCode
 from minibroker.storage.config import effective_topic_configs
 from minibroker.storage.errors import KafkaStorageError
 from minibroker.storage.log_manager import INTERNAL_TOPICS
+
+if TYPE_CHECKING:
+    from minibroker.broker.api_types import (
+        CreatableReplicaAssignment,
+        CreatableTopic,
+        CreateTopicsRequest,
+        CreateTopicsResponse,
+    )
+    from minibroker.broker.context import HandlerServices, RequestContext
 
 API_KEY = 19
 
@@ -37,12 +50,13 @@ def _error(name: str, code: ErrorCode, message: str | None) -> dict:
     )
 
 
-def _assignment_error(broker, t) -> dict | None:
+def _assignment_error(broker: HandlerServices, t: CreatableTopic) -> dict | None:
     if t.num_partitions != -1 or t.replication_factor != -1:
         return _error(
             t.name, ErrorCode.invalid_request, "give either assignments or num_partitions/replication_factor"
         )
-    for expected, a in enumerate(sorted(t.assignments, key=lambda a: a.partition_index)):
+    assignments: Sequence[CreatableReplicaAssignment] = t.assignments
+    for expected, a in enumerate(sorted(assignments, key=lambda a: a.partition_index)):
         if a.partition_index != expected:
             return _error(
                 t.name,
@@ -59,7 +73,7 @@ def _assignment_error(broker, t) -> dict | None:
     return None
 
 
-def _config_entries(broker, overrides: dict[str, str]) -> list[dict]:
+def _config_entries(broker: HandlerServices, overrides: dict[str, str]) -> list[dict]:
     return [
         dict(
             name=name,
@@ -72,7 +86,7 @@ def _config_entries(broker, overrides: dict[str, str]) -> list[dict]:
     ]
 
 
-def _partition_count(broker, t) -> int:
+def _partition_count(broker: HandlerServices, t: CreatableTopic) -> int:
     return (
         len(t.assignments)
         if t.assignments
@@ -80,12 +94,12 @@ def _partition_count(broker, t) -> int:
     )
 
 
-def _records(broker, t) -> int:
+def _records(broker: HandlerServices, t: CreatableTopic) -> int:
     partitions = _partition_count(broker, t)
     return 1 + partitions + len(t.configs) if partitions > 0 else 0
 
 
-def _create(broker, t, validate_only: bool) -> dict:
+def _create(broker: HandlerServices, t: CreatableTopic, validate_only: bool) -> dict:
     if t.name in INTERNAL_TOPICS:  # the coordinators create these, with their own settings
         return _error(t.name, ErrorCode.topic_already_exists, f"{t.name} is an internal topic")
     partitions = t.num_partitions if t.num_partitions != -1 else broker.config["num.partitions"]
@@ -125,11 +139,11 @@ def _create(broker, t, validate_only: bool) -> dict:
     )
 
 
-def _timeout_ms(req) -> int:
+def _timeout_ms(req: CreateTopicsRequest) -> int:
     return int(req.timeout.total_seconds() * 1000)
 
 
-async def handle(ctx, req):
+async def handle(ctx: RequestContext, req: CreateTopicsRequest) -> CreateTopicsResponse:
     broker = ctx.broker
     counts = Counter(t.name for t in req.topics)
     unique = [t for t in req.topics if counts[t.name] == 1]

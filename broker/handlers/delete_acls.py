@@ -1,9 +1,18 @@
 """DeleteAcls (31): remove the ACL bindings matching each filter (needs ALTER on the cluster)."""
 
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
 from minibroker.broker.security.acls import CLUSTER_NAME, AclFilter, InvalidAcl
 from minibroker.broker.security.acls import Operation as Op
 from minibroker.broker.security.acls import ResourceType as Res
 from minibroker.protocol.errors import ErrorCode
+
+if TYPE_CHECKING:
+    from minibroker.broker.api_types import DeleteAclsFilter, DeleteAclsRequest, DeleteAclsResponse
+    from minibroker.broker.context import RequestContext
 
 API_KEY = 31
 
@@ -12,7 +21,7 @@ def _failed(error: ErrorCode, message: str | None) -> dict:
     return dict(error_code=error, error_message=message, matching_acls=[])
 
 
-async def handle(ctx, req):
+async def handle(ctx: RequestContext, req: DeleteAclsRequest) -> DeleteAclsResponse:
     authorizer = ctx.broker.security.authorizer
     if authorizer is None:
         return ctx.response(
@@ -27,7 +36,8 @@ async def handle(ctx, req):
             filter_results=[_failed(ErrorCode.cluster_authorization_failed, None) for _ in req.filters],
         )
     filters, problems = [], {}
-    for i, f in enumerate(req.filters):
+    wanted: Sequence[DeleteAclsFilter] = req.filters
+    for i, f in enumerate(wanted):
         acl_filter = AclFilter(
             f.resource_type_filter,
             f.resource_name_filter,

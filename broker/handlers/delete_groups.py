@@ -1,14 +1,22 @@
 """DeleteGroups (42): only Empty groups can be deleted (NON_EMPTY_GROUP otherwise); their
 offsets and metadata get tombstones in __consumer_offsets."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from minibroker.broker.security.acls import Operation as Op
 from minibroker.broker.security.acls import ResourceType as Res
 from minibroker.protocol.errors import ErrorCode
 
+if TYPE_CHECKING:
+    from minibroker.broker.api_types import DeleteGroupsRequest, DeleteGroupsResponse
+    from minibroker.broker.context import RequestContext
+
 API_KEY = 42
 
 
-async def handle(ctx, req):
+async def handle(ctx: RequestContext, req: DeleteGroupsRequest) -> DeleteGroupsResponse:
     # authorization (Kafka: DELETE on each group)
     denied = [g for g in req.groups_names if not ctx.allowed(Op.DELETE, Res.GROUP, g)]
     results = ctx.broker.groups.delete_groups([g for g in req.groups_names if g not in denied])

@@ -4,15 +4,27 @@ the next retention check. As in Kafka: internal topics refuse (INVALID_TOPIC_EXC
 topic whose cleanup.policy lacks delete refuses (POLICY_VIOLATION), an offset above the high
 watermark is OFFSET_OUT_OF_RANGE, -1 means the high watermark."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from minibroker.broker.security.acls import Operation as Op
 from minibroker.broker.security.acls import ResourceType as Res
 from minibroker.protocol.errors import ErrorCode
 from minibroker.storage.errors import KafkaStorageError
 
+if TYPE_CHECKING:
+    from minibroker.broker.api_types import (
+        DeleteRecordsPartition,
+        DeleteRecordsRequest,
+        DeleteRecordsResponse,
+    )
+    from minibroker.broker.context import HandlerServices, RequestContext
+
 API_KEY = 21
 
 
-def _delete(broker, topic: str, p) -> dict:
+def _delete(broker: HandlerServices, topic: str, p: DeleteRecordsPartition) -> dict:
     out = dict(partition_index=p.partition_index, low_watermark=-1, error_code=ErrorCode.none)
     info = broker.logs.topics.get(topic)
     plog = broker.get_log(topic, p.partition_index)
@@ -30,7 +42,7 @@ def _delete(broker, topic: str, p) -> dict:
     return out
 
 
-async def handle(ctx, req):
+async def handle(ctx: RequestContext, req: DeleteRecordsRequest) -> DeleteRecordsResponse:
     # authorization (Kafka: DELETE on each topic)
     denied = {t.name for t in req.topics if not ctx.allowed(Op.DELETE, Res.TOPIC, t.name)}
     topics = [

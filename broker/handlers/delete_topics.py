@@ -1,14 +1,24 @@
 """DeleteTopics (20): by name, or by topic id from v6."""
 
+from __future__ import annotations
+
+import uuid
+from typing import TYPE_CHECKING
+
 from minibroker.broker.security.acls import Operation as Op
 from minibroker.broker.security.acls import ResourceType as Res
+from minibroker.protocol.codec import field
 from minibroker.protocol.errors import ErrorCode
 from minibroker.storage.errors import KafkaStorageError
+
+if TYPE_CHECKING:
+    from minibroker.broker.api_types import DeleteTopicsRequest, DeleteTopicsResponse
+    from minibroker.broker.context import RequestContext
 
 API_KEY = 20
 
 
-def _delete(ctx, name, topic_id) -> dict:
+def _delete(ctx: RequestContext, name: str | None, topic_id: uuid.UUID | None) -> dict:
     broker = ctx.broker
     if name is None:
         info = next((i for i in broker.logs.topics.values() if i.topic_id == topic_id), None)
@@ -39,7 +49,7 @@ def _delete(ctx, name, topic_id) -> dict:
     return dict(name=name, topic_id=info.topic_id, error_code=ErrorCode.none)
 
 
-def _timed_out(name, topic_id) -> dict:
+def _timed_out(name: str | None, topic_id: uuid.UUID | None) -> dict:
     return dict(
         name=name,
         topic_id=topic_id,
@@ -48,11 +58,11 @@ def _timed_out(name, topic_id) -> dict:
     )
 
 
-async def handle(ctx, req):
+async def handle(ctx: RequestContext, req: DeleteTopicsRequest) -> DeleteTopicsResponse:
     # Kafka's controller gives up at once on a deadline already past (timeout_ms <= 0).
     delete = _delete if req.timeout.total_seconds() > 0 else (lambda _ctx, name, tid: _timed_out(name, tid))
     if ctx.api_version >= 6:
-        results = [delete(ctx, t.name, t.topic_id) for t in req.topics]
+        results = [delete(ctx, t.name, t.topic_id) for t in field(req, "topics", ())]
     else:
-        results = [delete(ctx, name, None) for name in req.topic_names]
+        results = [delete(ctx, name, None) for name in field(req, "topic_names", ())]
     return ctx.response(throttle_time_ms=0, responses=results)

@@ -1,16 +1,23 @@
 """DescribeAcls (29): list the ACL bindings matching a filter (needs DESCRIBE on the cluster)."""
 
+from __future__ import annotations
+
 from itertools import groupby
+from typing import TYPE_CHECKING
 
 from minibroker.broker.security.acls import CLUSTER_NAME, AclFilter, InvalidAcl
 from minibroker.broker.security.acls import Operation as Op
 from minibroker.broker.security.acls import ResourceType as Res
 from minibroker.protocol.errors import ErrorCode
 
+if TYPE_CHECKING:
+    from minibroker.broker.api_types import DescribeAclsRequest, DescribeAclsResponse
+    from minibroker.broker.context import RequestContext
+
 API_KEY = 29
 
 
-async def handle(ctx, req):
+async def handle(ctx: RequestContext, req: DescribeAclsRequest) -> DescribeAclsResponse:
     authorizer = ctx.broker.security.authorizer
     if authorizer is None:
         return ctx.response(

@@ -1,16 +1,25 @@
 """DescribeCluster (60): one broker, which is also the controller."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from minibroker.broker.security.acls import CLUSTER_NAME
 from minibroker.broker.security.acls import ResourceType as Res
 from minibroker.broker.security.authorizer import OPERATIONS_NOT_REQUESTED
+from minibroker.protocol.codec import field
 from minibroker.protocol.errors import ErrorCode
+
+if TYPE_CHECKING:
+    from minibroker.broker.api_types import DescribeClusterRequest, DescribeClusterResponse
+    from minibroker.broker.context import RequestContext
 
 API_KEY = 60
 
 
-async def handle(ctx, req):
+async def handle(ctx: RequestContext, req: DescribeClusterRequest) -> DescribeClusterResponse:
     b = ctx.broker
-    endpoint_type = getattr(req, "endpoint_type", 1)
+    endpoint_type = field(req, "endpoint_type", 1)
     if endpoint_type != 1:
         # 2 asks for controllers, which a broker listener does not describe (as Kafka answers)
         error = (

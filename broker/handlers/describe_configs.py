@@ -1,16 +1,30 @@
 """DescribeConfigs (32): topic configs (overrides and the defaults they fall back to) and this
 broker's properties."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from minibroker.broker import config_descriptions as describe
 from minibroker.broker.config import DYNAMIC_DEFAULT, PROPERTIES
 from minibroker.broker.dynamic_config import DYNAMIC_BROKER_CONFIGS
 from minibroker.broker.security.acls import Operation as Op
 from minibroker.broker.security.checks import config_resource_denial, denied_config_result
 from minibroker.broker.security.settings import is_sensitive, listener_property
+from minibroker.protocol.codec import field
 from minibroker.protocol.errors import ErrorCode
 from minibroker.storage.config import default_origin
 from minibroker.storage.errors import KafkaStorageError
 from minibroker.storage.log_manager import validate_topic_name
+
+if TYPE_CHECKING:
+    from minibroker.broker.api_types import (
+        DescribeConfigsRequest,
+        DescribeConfigsResource,
+        DescribeConfigsResponse,
+    )
+    from minibroker.broker.config import BrokerConfig
+    from minibroker.broker.context import HandlerServices, RequestContext
 
 API_KEY = 32
 
@@ -26,14 +40,14 @@ _SOURCES = {
 }
 
 
-def _topic_default_source(config, key: str) -> int:
+def _topic_default_source(config: BrokerConfig, key: str) -> int:
     """A topic value that is not overridden comes from a broker property (dynamic or static)
     or from Kafka's built-in default."""
     origin = default_origin(config, key)
     return DEFAULT_CONFIG if origin is None else _SOURCES[config.source(origin)]
 
 
-def _topic(broker, name: str, synonyms: bool, documentation: bool) -> list[dict]:
+def _topic(broker: HandlerServices, name: str, synonyms: bool, documentation: bool) -> list[dict]:
     return [
         dict(
             name=key,
@@ -51,12 +65,14 @@ def _topic(broker, name: str, synonyms: bool, documentation: bool) -> list[dict]
     ]
 
 
-def _broker(broker, synonyms: bool, documentation: bool, cluster_defaults: bool) -> list[dict]:
+def _broker(
+    broker: HandlerServices, synonyms: bool, documentation: bool, cluster_defaults: bool
+) -> list[dict]:
     """This broker's properties, or (``cluster_defaults``, the resource named "") only the
     cluster-wide dynamic defaults, as Kafka answers."""
     config = broker.config
     items = sorted(config.dynamic(DYNAMIC_DEFAULT).items() if cluster_defaults else config.items())
-    out = []
+    out: list[dict] = []
     for key, value in items:
         if key.startswith("minibroker."):
             continue
@@ -83,8 +99,10 @@ def _broker(broker, synonyms: bool, documentation: bool, cluster_defaults: bool)
     return out
 
 
-def _describe(broker, resource, synonyms: bool, documentation: bool) -> dict:
-    out = dict(
+def _describe(
+    broker: HandlerServices, resource: DescribeConfigsResource, synonyms: bool, documentation: bool
+) -> dict:
+    out: dict[str, Any] = dict(
         error_code=ErrorCode.none,
         error_message=None,
         resource_type=resource.resource_type,
@@ -118,9 +136,9 @@ def _describe(broker, resource, synonyms: bool, documentation: bool) -> dict:
     return {**out, "configs": configs}
 
 
-async def handle(ctx, req):
-    synonyms = bool(getattr(req, "include_synonyms", False))
-    documentation = bool(getattr(req, "include_documentation", False))
+async def handle(ctx: RequestContext, req: DescribeConfigsRequest) -> DescribeConfigsResponse:
+    synonyms = bool(field(req, "include_synonyms", False))
+    documentation = bool(field(req, "include_documentation", False))
     results = []
     for r in req.resources:
         # authorization (Kafka: DESCRIBE_CONFIGS on the topic, or on the cluster for a broker)

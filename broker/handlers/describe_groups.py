@@ -2,18 +2,27 @@
 shown for Stable groups; assignments (the last one synced) always (as Kafka does). An unknown
 group is reported in state Dead (v0-5) or with GROUP_ID_NOT_FOUND (v6, KIP-1043)."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from minibroker.broker.security.acls import Operation as Op
 from minibroker.broker.security.acls import ResourceType as Res
 from minibroker.broker.security.authorizer import OPERATIONS_NOT_REQUESTED
+from minibroker.protocol.codec import field
 from minibroker.protocol.errors import ErrorCode
+
+if TYPE_CHECKING:
+    from minibroker.broker.api_types import DescribeGroupsRequest, DescribeGroupsResponse
+    from minibroker.broker.context import RequestContext
 
 API_KEY = 15
 
 
-async def handle(ctx, req):
+async def handle(ctx: RequestContext, req: DescribeGroupsRequest) -> DescribeGroupsResponse:
     coordinator = ctx.broker.groups
-    include_ops = bool(getattr(req, "include_authorized_operations", False))
-    out = []
+    include_ops = bool(field(req, "include_authorized_operations", False))
+    out: list[dict] = []
     for group_id in req.groups:
         # authorization (Kafka: DESCRIBE on the group)
         if not ctx.allowed(Op.DESCRIBE, Res.GROUP, group_id):

@@ -1,17 +1,32 @@
 """DescribeLogDirs (35): the one data directory with each partition's size on disk
 (kafka-log-dirs.sh --describe). offset_lag is 0: there is no future replica."""
 
+from __future__ import annotations
+
 import shutil
+from typing import TYPE_CHECKING
 
 from minibroker.broker.security.acls import CLUSTER_NAME
 from minibroker.broker.security.acls import Operation as Op
 from minibroker.broker.security.acls import ResourceType as Res
 from minibroker.protocol.errors import ErrorCode
 
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from minibroker.broker.api_types import (
+        DescribableLogDirTopic,
+        DescribeLogDirsRequest,
+        DescribeLogDirsResponse,
+    )
+    from minibroker.broker.context import HandlerServices, RequestContext
+
 API_KEY = 35
 
 
-def _partitions(broker, wanted) -> dict[str, list[dict]]:
+def _partitions(
+    broker: HandlerServices, wanted: Iterable[DescribableLogDirTopic] | None
+) -> dict[str, list[dict]]:
     logs = broker.logs
     if wanted is None:
         pairs = [(name, p) for name, info in logs.topics.items() for p in range(info.num_partitions)]
@@ -33,7 +48,7 @@ def _partitions(broker, wanted) -> dict[str, list[dict]]:
     return out
 
 
-async def handle(ctx, req):
+async def handle(ctx: RequestContext, req: DescribeLogDirsRequest) -> DescribeLogDirsResponse:
     broker = ctx.broker
     # authorization (Kafka: DESCRIBE on the cluster)
     if not ctx.allowed(Op.DESCRIBE, Res.CLUSTER, CLUSTER_NAME):

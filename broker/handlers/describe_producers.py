@@ -2,14 +2,22 @@
 producers of each requested partition, from its producer state (epoch, last sequence, last
 timestamp, coordinator epoch, first offset of the open transaction or -1)."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from minibroker.broker.security.acls import Operation as Op
 from minibroker.broker.security.acls import ResourceType as Res
 from minibroker.protocol.errors import ErrorCode
 
+if TYPE_CHECKING:
+    from minibroker.broker.api_types import DescribeProducersRequest, DescribeProducersResponse
+    from minibroker.broker.context import HandlerServices, RequestContext
+
 API_KEY = 61
 
 
-def _partition(broker, topic: str, index: int) -> dict:
+def _partition(broker: HandlerServices, topic: str, index: int) -> dict:
     plog = broker.logs.get_log(topic, index) if topic in broker.logs.topics else None
     if plog is None:
         return dict(
@@ -36,7 +44,7 @@ def _partition(broker, topic: str, index: int) -> dict:
     )
 
 
-async def handle(ctx, req):
+async def handle(ctx: RequestContext, req: DescribeProducersRequest) -> DescribeProducersResponse:
     # authorization (Kafka: READ on each topic)
     denied = {t.name for t in req.topics if not ctx.allowed(Op.READ, Res.TOPIC, t.name)}
     topics = [

@@ -6,13 +6,20 @@ max.request.partition.size.limit) per answer, with `next_cursor` where the next 
 An empty topic list means every topic. With one replica there is no eligible-leader list to keep.
 """
 
+from __future__ import annotations
+
 import uuid
+from typing import TYPE_CHECKING
 
 from minibroker.broker.security.acls import Operation as Op
 from minibroker.broker.security.acls import ResourceType as Res
 from minibroker.protocol.errors import ErrorCode
 from minibroker.storage.errors import KafkaStorageError
 from minibroker.storage.log_manager import LEADER_EPOCH, validate_topic_name
+
+if TYPE_CHECKING:
+    from minibroker.broker.api_types import DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse
+    from minibroker.broker.context import RequestContext
 
 API_KEY = 75
 
@@ -34,7 +41,7 @@ def _partition(node: int, index: int) -> dict:
     )
 
 
-def _missing(ctx, name: str) -> dict:
+def _missing(ctx: RequestContext, name: str) -> dict:
     try:
         validate_topic_name(name)
         error = ErrorCode.unknown_topic_or_partition
@@ -49,7 +56,7 @@ def _missing(ctx, name: str) -> dict:
     )
 
 
-def _invalid(ctx, req):
+def _invalid(ctx: RequestContext, req: DescribeTopicPartitionsRequest) -> DescribeTopicPartitionsResponse:
     """Kafka refuses the request: every named topic gets INVALID_REQUEST."""
     topics = [
         dict(error_code=ErrorCode.invalid_request, name=t.name, topic_id=_ZERO_UUID, partitions=[])
@@ -58,7 +65,7 @@ def _invalid(ctx, req):
     return ctx.response(throttle_time_ms=0, topics=topics, next_cursor=None)
 
 
-async def handle(ctx, req):
+async def handle(ctx: RequestContext, req: DescribeTopicPartitionsRequest) -> DescribeTopicPartitionsResponse:
     broker = ctx.broker
     cursor = req.cursor
     start_topic = cursor.topic_name if cursor is not None else ""

@@ -2,11 +2,18 @@
 start time, producer id/epoch and partitions of each transactional id;
 TRANSACTIONAL_ID_NOT_FOUND for unknown (or expiring) ids."""
 
+from __future__ import annotations
+
 import datetime
+from typing import TYPE_CHECKING, Any
 
 from minibroker.broker.security.acls import Operation as Op
 from minibroker.broker.security.acls import ResourceType as Res
 from minibroker.protocol.errors import ErrorCode
+
+if TYPE_CHECKING:
+    from minibroker.broker.api_types import DescribeTransactionsRequest, DescribeTransactionsResponse
+    from minibroker.broker.context import RequestContext
 
 API_KEY = 65
 
@@ -18,13 +25,13 @@ def _timestamp(ms: int) -> datetime.datetime:
     return datetime.datetime.fromtimestamp(ms / 1000, tz=_UTC)
 
 
-async def handle(ctx, req):
+async def handle(ctx: RequestContext, req: DescribeTransactionsRequest) -> DescribeTransactionsResponse:
     txns = ctx.broker.txns
     states = []
     for txn_id in req.transactional_ids:
         # authorization (Kafka: DESCRIBE on the transactional id)
         if not ctx.allowed(Op.DESCRIBE, Res.TRANSACTIONAL_ID, txn_id):
-            entry = dict(
+            entry: dict[str, Any] = dict(
                 transactional_id=txn_id,
                 transaction_state="",
                 transaction_timeout_ms=0,

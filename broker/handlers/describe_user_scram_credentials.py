@@ -1,16 +1,29 @@
 """DescribeUserScramCredentials (50): mechanisms and iteration counts per user, never secrets
 (needs DESCRIBE on the cluster)."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from minibroker.broker.security.acls import CLUSTER_NAME
 from minibroker.broker.security.acls import Operation as Op
 from minibroker.broker.security.acls import ResourceType as Res
 from minibroker.broker.security.scram_store import BY_NAME
 from minibroker.protocol.errors import ErrorCode
 
+if TYPE_CHECKING:
+    from minibroker.broker.api_types import (
+        DescribeUserScramCredentialsRequest,
+        DescribeUserScramCredentialsResponse,
+    )
+    from minibroker.broker.context import RequestContext
+
 API_KEY = 50
 
 
-async def handle(ctx, req):
+async def handle(
+    ctx: RequestContext, req: DescribeUserScramCredentialsRequest
+) -> DescribeUserScramCredentialsResponse:
     store = ctx.broker.security.scram
     if not ctx.allowed(Op.DESCRIBE, Res.CLUSTER, CLUSTER_NAME):
         return ctx.response(

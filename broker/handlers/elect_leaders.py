@@ -3,14 +3,23 @@ is never a better leader: each named partition gets ELECTION_NOT_NEEDED (unknown
 UNKNOWN_TOPIC_OR_PARTITION), and "all partitions" (null) lists every topic with no election
 in it, as Kafka answers."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from minibroker.protocol.codec import field
 from minibroker.protocol.errors import ErrorCode
+
+if TYPE_CHECKING:
+    from minibroker.broker.api_types import ElectLeadersRequest, ElectLeadersResponse
+    from minibroker.broker.context import HandlerServices, RequestContext
 
 API_KEY = 43
 
 _PREFERRED, _UNCLEAN = 0, 1
 
 
-def _result(broker, topic: str, partition: int) -> dict:
+def _result(broker: HandlerServices, topic: str, partition: int) -> dict:
     info = broker.logs.topics.get(topic)
     if info is None or not 0 <= partition < info.num_partitions:
         return dict(
@@ -25,8 +34,8 @@ def _result(broker, topic: str, partition: int) -> dict:
     )
 
 
-async def handle(ctx, req):
-    election_type = getattr(req, "election_type", _PREFERRED)
+async def handle(ctx: RequestContext, req: ElectLeadersRequest) -> ElectLeadersResponse:
+    election_type = field(req, "election_type", _PREFERRED)
     if election_type not in (_PREFERRED, _UNCLEAN):
         results = [
             dict(

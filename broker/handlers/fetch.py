@@ -8,15 +8,22 @@ than its limits (KIP-74); later partitions get nothing rather than an oversized 
 range spans. No fetch sessions: session id 0 tells clients to keep sending full fetches.
 """
 
+from __future__ import annotations
+
 import time
+from typing import TYPE_CHECKING
 
 from minibroker.broker.context import RawResponse
 from minibroker.broker.security.acls import Operation as Op
 from minibroker.broker.security.acls import ResourceType as Res
-from minibroker.protocol.codec import millis
+from minibroker.protocol.codec import field, millis
 from minibroker.protocol.errors import ErrorCode
 from minibroker.protocol.fetch_response import PartitionData, encode
 from minibroker.storage.errors import KafkaStorageError
+
+if TYPE_CHECKING:
+    from minibroker.broker.api_types import FetchRequest
+    from minibroker.broker.context import HandlerServices, RequestContext
 
 API_KEY = 1
 
@@ -30,12 +37,14 @@ def leader_epoch_error(current_leader_epoch: int, leader_epoch: int) -> ErrorCod
     return ErrorCode.fenced_leader_epoch
 
 
-def _read_all(broker, req, isolation: int, denied: set) -> tuple[list, int, bool]:
+def _read_all(
+    broker: HandlerServices, req: FetchRequest, isolation: int, denied: set[str]
+) -> tuple[list[tuple[str, list[PartitionData]]], int, bool]:
     """One pass over the requested partitions: (topics, record bytes, any error)."""
     budget = min(req.max_bytes, broker.config["fetch.max.bytes"])  # Kafka caps the client's ask
     total = 0
     any_error = False
-    topics = []
+    topics: list[tuple[str, list[PartitionData]]] = []
     for t in req.topics:
         partitions = []
         for fp in t.partitions:
@@ -51,7 +60,7 @@ def _read_all(broker, req, isolation: int, denied: set) -> tuple[list, int, bool
                 out.aborted = []  # Kafka's error answer carries an empty list here
                 any_error = True
                 continue
-            error = leader_epoch_error(getattr(fp, "current_leader_epoch", -1), plog.leader_epoch)
+            error = leader_epoch_error(field(fp, "current_leader_epoch", -1), plog.leader_epoch)
             if error:
                 out.error_code = error
                 any_error = True
@@ -84,29 +93,29 @@ def _read_all(broker, req, isolation: int, denied: set) -> tuple[list, int, bool
     return topics, total, any_error
 
 
-def _invalid_isolation(ctx, req) -> RawResponse:
+def _invalid_isolation(ctx: RequestContext, req: FetchRequest) -> RawResponse:
     """Kafka fails the whole request (UNKNOWN_SERVER_ERROR everywhere) for an isolation level
     other than 0 (read_uncommitted) and 1 (read_committed)."""
     error = ErrorCode.unknown_server_error
-    topics = [
+    topics: list[tuple[str, list[PartitionData]]] = [
         (t.topic, [PartitionData(p.partition, error, aborted=[]) for p in t.partitions]) for t in req.topics
     ]
     parts, size = encode(ctx.api_version, topics, error_code=error)
     return RawResponse(parts, size)
 
 
-def _refused(ctx, req) -> RawResponse | None:
+def _refused(ctx: RequestContext, req: FetchRequest) -> RawResponse | None:
     """Requests Kafka refuses before reading: an incremental fetch (epoch > 0) on a session this
     broker never created (it creates none: FETCH_SESSION_ID_NOT_FOUND), a follower's fetch
     (replica_id >= 0: there are no followers, NOT_LEADER_OR_FOLLOWER), an unknown isolation level."""
     if req.isolation_level not in (0, 1):
         return _invalid_isolation(ctx, req)
-    if getattr(req, "session_epoch", -1) > 0:
+    if field(req, "session_epoch", -1) > 0:
         parts, size = encode(ctx.api_version, [], error_code=ErrorCode.fetch_session_id_not_found)
         return RawResponse(parts, size)
     if req.replica_id >= 0:
         not_leader = ErrorCode.not_leader_or_follower
-        topics = [
+        topics: list[tuple[str, list[PartitionData]]] = [
             (t.topic, [PartitionData(p.partition, not_leader) for p in t.partitions]) for t in req.topics
         ]
         parts, size = encode(ctx.api_version, topics)
@@ -114,16 +123,16 @@ def _refused(ctx, req) -> RawResponse | None:
     return None
 
 
-async def handle(ctx, req):
+async def handle(ctx: RequestContext, req: FetchRequest) -> RawResponse:
     broker = ctx.broker
     isolation = req.isolation_level
     refused = _refused(ctx, req)
     if refused is not None:
         return refused
     deadline = time.monotonic() + max(millis(req.max_wait), 0) / 1000
-    keys = [(t.topic, p.partition) for t in req.topics for p in t.partitions]
+    keys: list[tuple[str, int]] = [(t.topic, p.partition) for t in req.topics for p in t.partitions]
     # authorization (Kafka: READ on each topic)
-    denied = {t.topic for t in req.topics if not ctx.allowed(Op.READ, Res.TOPIC, t.topic)}
+    denied: set[str] = {t.topic for t in req.topics if not ctx.allowed(Op.READ, Res.TOPIC, t.topic)}
     while True:
         topics, total, any_error = _read_all(broker, req, isolation, denied)
         remaining = deadline - time.monotonic()

@@ -2,9 +2,18 @@
 transactional id (key type 1). Share groups (key type 2) and anything else: INVALID_REQUEST.
 v4+ batches the keys (coordinator_keys) and answers one entry per key."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from minibroker.broker.security.acls import Operation as Op
 from minibroker.broker.security.acls import ResourceType as Res
+from minibroker.protocol.codec import field
 from minibroker.protocol.errors import ErrorCode
+
+if TYPE_CHECKING:
+    from minibroker.broker.api_types import FindCoordinatorRequest, FindCoordinatorResponse
+    from minibroker.broker.context import RequestContext
 
 API_KEY = 10
 
@@ -15,7 +24,7 @@ def _refusal(key: str, error_code: ErrorCode, message: str | None = None) -> dic
     return dict(key=key, node_id=-1, host="", port=-1, error_code=error_code, error_message=message)
 
 
-def _entry(ctx, key: str, key_type: int) -> dict:
+def _entry(ctx: RequestContext, key: str, key_type: int) -> dict:
     broker = ctx.broker
     if key_type not in (_GROUP, _TRANSACTION):
         return _refusal(key, ErrorCode.invalid_request, f"unsupported coordinator key type {key_type}")
@@ -38,14 +47,14 @@ def _entry(ctx, key: str, key_type: int) -> dict:
     )
 
 
-async def handle(ctx, req):
-    key_type = getattr(req, "key_type", _GROUP)
+async def handle(ctx: RequestContext, req: FindCoordinatorRequest) -> FindCoordinatorResponse:
+    key_type = field(req, "key_type", _GROUP)
     if ctx.api_version >= 4:
         return ctx.response(
             throttle_time_ms=0,
-            coordinators=[_entry(ctx, key, key_type) for key in req.coordinator_keys],
+            coordinators=[_entry(ctx, key, key_type) for key in field(req, "coordinator_keys", ())],
         )
-    entry = _entry(ctx, req.key, key_type)
+    entry = _entry(ctx, field(req, "key", ""), key_type)
     entry.pop("key")
     if entry["error_code"] != ErrorCode.none and ctx.api_version >= 1:
         entry["error_message"] = entry["error_message"] or entry["error_code"].name

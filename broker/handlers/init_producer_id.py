@@ -4,20 +4,28 @@ producer id/epoch fields from v3, INVALID_TRANSACTION_TIMEOUT, CONCURRENT_TRANSA
 previous instance's transaction is being aborted). PRODUCER_FENCED exists from v4; older versions
 get INVALID_PRODUCER_EPOCH, as Kafka answers them."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from minibroker.broker.security.acls import CLUSTER_NAME
 from minibroker.broker.security.acls import Operation as Op
 from minibroker.broker.security.acls import ResourceType as Res
 from minibroker.broker.txn_answers import client_error
-from minibroker.protocol.codec import millis
+from minibroker.protocol.codec import field, millis
 from minibroker.protocol.errors import ErrorCode
+
+if TYPE_CHECKING:
+    from minibroker.broker.api_types import InitProducerIdRequest, InitProducerIdResponse
+    from minibroker.broker.context import RequestContext
 
 API_KEY = 22
 
 
-async def handle(ctx, req):
+async def handle(ctx: RequestContext, req: InitProducerIdRequest) -> InitProducerIdResponse:
     broker = ctx.broker
-    pid = getattr(req, "producer_id", -1)
-    epoch = getattr(req, "producer_epoch", -1)
+    pid = field(req, "producer_id", -1)
+    epoch = field(req, "producer_epoch", -1)
     timeout_ms = millis(req.transaction_timeout)
     # authorization (Kafka: WRITE on the transactional id; without one IDEMPOTENT_WRITE on the
     # cluster or WRITE on some topic)

@@ -1,12 +1,20 @@
-"""JoinGroup (11): the answer waits (an asyncio Future) until the group's rebalance completes;
-the state machine is coordinator.groups.GroupCoordinator."""
+"""JoinGroup (11): the answer waits (broker/group_answers.py) until the group's rebalance
+completes; the state machine is coordinator/group_join.py, reached through GroupCoordinator."""
 
-import asyncio
+from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from minibroker.broker.group_answers import answer_of
 from minibroker.broker.security.acls import Operation as Op
 from minibroker.broker.security.acls import ResourceType as Res
-from minibroker.protocol.codec import millis
+from minibroker.coordinator.group_requests import JoinRequest
+from minibroker.protocol.codec import field, millis
 from minibroker.protocol.errors import ErrorCode
+
+if TYPE_CHECKING:
+    from minibroker.broker.api_types import JoinGroupRequest, JoinGroupResponse
+    from minibroker.broker.context import RequestContext
 
 API_KEY = 11
 
@@ -16,7 +24,7 @@ def client_host(peer: str) -> str:
     return "/" + peer.rsplit(":", 1)[0].strip("[]")
 
 
-async def handle(ctx, req):
+async def handle(ctx: RequestContext, req: JoinGroupRequest) -> JoinGroupResponse:
     version = ctx.api_version
     # authorization (Kafka: READ on the group)
     if not ctx.allowed(Op.READ, Res.GROUP, req.group_id):
@@ -31,31 +39,24 @@ async def handle(ctx, req):
         )
     session_timeout_ms = millis(req.session_timeout)
     # v0 has no rebalance timeout: Kafka uses the session timeout
-    rebalance_timeout_ms = millis(req.rebalance_timeout) if version >= 1 else session_timeout_ms
+    rebalance_timeout_ms = millis(field(req, "rebalance_timeout", req.session_timeout))
     if rebalance_timeout_ms < 0:
         rebalance_timeout_ms = session_timeout_ms
-    future = asyncio.get_running_loop().create_future()
-
-    def done(result) -> None:
-        if not future.done():
-            future.set_result(result)
-
-    ctx.broker.groups.join_group(
-        req.group_id,
-        req.member_id,
-        getattr(req, "group_instance_id", None),
-        ctx.client_id or "",
-        client_host(ctx.peer),
-        session_timeout_ms,
-        rebalance_timeout_ms,
-        req.protocol_type,
-        [(p.name, p.metadata) for p in req.protocols],
-        done,
+    request = JoinRequest(
+        group_id=req.group_id,
+        member_id=req.member_id,
+        group_instance_id=field(req, "group_instance_id", None),
+        client_id=ctx.client_id or "",
+        client_host=client_host(ctx.peer),
+        session_timeout_ms=session_timeout_ms,
+        rebalance_timeout_ms=rebalance_timeout_ms,
+        protocol_type=req.protocol_type,
+        protocols=tuple((p.name, p.metadata) for p in req.protocols),
         require_known_member_id=version >= 4,
         supports_skip_assignment=version >= 9,
-        reason=getattr(req, "reason", None),
+        reason=field(req, "reason", None),
     )
-    result = await future
+    result = await answer_of(ctx.broker.groups.join_group, request)
     protocol_name = result.protocol_name
     if version < 7:
         protocol_name = protocol_name or ""  # non-nullable before v7

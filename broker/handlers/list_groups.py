@@ -1,17 +1,26 @@
 """ListGroups (16): every live group; v4+ filters by state (case-insensitive), v5+ by type
 (all groups here are "classic")."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from minibroker.broker.security.acls import CLUSTER_NAME
 from minibroker.broker.security.acls import Operation as Op
 from minibroker.broker.security.acls import ResourceType as Res
+from minibroker.protocol.codec import field
 from minibroker.protocol.errors import ErrorCode
+
+if TYPE_CHECKING:
+    from minibroker.broker.api_types import ListGroupsRequest, ListGroupsResponse
+    from minibroker.broker.context import RequestContext
 
 API_KEY = 16
 
 
-async def handle(ctx, req):
+async def handle(ctx: RequestContext, req: ListGroupsRequest) -> ListGroupsResponse:
     groups = ctx.broker.groups.list_groups(
-        getattr(req, "states_filter", ()) or (), getattr(req, "types_filter", ()) or ()
+        field(req, "states_filter", ()) or (), field(req, "types_filter", ()) or ()
     )
     # authorization (Kafka: DESCRIBE on the cluster lists all; otherwise the groups with DESCRIBE)
     if not ctx.allowed(Op.DESCRIBE, Res.CLUSTER, CLUSTER_NAME):

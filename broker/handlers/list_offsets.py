@@ -3,13 +3,26 @@ max timestamp (-3), earliest local (-4), latest tiered (-5) and first offset at 
 timestamp. A special timestamp older than the version that introduced it, or a negative one
 Kafka does not know, gets UNSUPPORTED_VERSION; a partition named twice gets INVALID_REQUEST."""
 
+from __future__ import annotations
+
 from collections import Counter
+from typing import TYPE_CHECKING
 
 from minibroker.broker.handlers.fetch import leader_epoch_error
 from minibroker.broker.security.acls import Operation as Op
 from minibroker.broker.security.acls import ResourceType as Res
+from minibroker.protocol.codec import field
 from minibroker.protocol.errors import ErrorCode
 from minibroker.storage.errors import KafkaStorageError
+
+if TYPE_CHECKING:
+    from minibroker.broker.api_types import (
+        ListOffsetsPartition,
+        ListOffsetsRequest,
+        ListOffsetsResponse,
+        ListOffsetsTopic,
+    )
+    from minibroker.broker.context import HandlerServices, RequestContext
 
 API_KEY = 2
 
@@ -18,7 +31,9 @@ API_KEY = 2
 _SPECIAL_SINCE = {-1: 0, -2: 0, -3: 7, -4: 8, -5: 9}
 
 
-def _lookup(broker, topic: str, p, isolation: int, version: int) -> dict:
+def _lookup(
+    broker: HandlerServices, topic: str, p: ListOffsetsPartition, isolation: int, version: int
+) -> dict:
     out = dict(partition_index=p.partition_index, error_code=ErrorCode.none, timestamp=-1, offset=-1)
     if p.timestamp < 0 and version < _SPECIAL_SINCE.get(p.timestamp, version + 1):
         out["error_code"] = ErrorCode.unsupported_version
@@ -27,7 +42,7 @@ def _lookup(broker, topic: str, p, isolation: int, version: int) -> dict:
     if plog is None:
         out["error_code"] = ErrorCode.unknown_topic_or_partition
         return out
-    error = leader_epoch_error(getattr(p, "current_leader_epoch", -1), plog.leader_epoch)
+    error = leader_epoch_error(field(p, "current_leader_epoch", -1), plog.leader_epoch)
     if error:
         out["error_code"] = error
         return out
@@ -42,7 +57,7 @@ def _lookup(broker, topic: str, p, isolation: int, version: int) -> dict:
     return out
 
 
-def _partitions(ctx, t, isolation: int) -> list[dict]:
+def _partitions(ctx: RequestContext, t: ListOffsetsTopic, isolation: int) -> list[dict]:
     counts = Counter(p.partition_index for p in t.partitions)
     out, seen = [], set()
     for p in t.partitions:
@@ -62,8 +77,8 @@ def _partitions(ctx, t, isolation: int) -> list[dict]:
     return out
 
 
-async def handle(ctx, req):
-    isolation = getattr(req, "isolation_level", 0)
+async def handle(ctx: RequestContext, req: ListOffsetsRequest) -> ListOffsetsResponse:
+    isolation = field(req, "isolation_level", 0)
     # authorization (Kafka: DESCRIBE on each topic)
     denied = {t.name for t in req.topics if not ctx.allowed(Op.DESCRIBE, Res.TOPIC, t.name)}
     # A topic named with no partitions is left out of the answer, as Kafka does.

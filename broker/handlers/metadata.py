@@ -7,8 +7,12 @@ the partition limits of broker/limits.py (the rest answer the retriable UNKNOWN_
 so a client retrying creates them over several requests instead of one long stall).
 """
 
+from __future__ import annotations
+
 import asyncio
 import uuid
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import structlog
 from minibroker.broker.limits import partition_limit_error
@@ -16,9 +20,14 @@ from minibroker.broker.security.acls import CLUSTER_NAME
 from minibroker.broker.security.acls import Operation as Op
 from minibroker.broker.security.acls import ResourceType as Res
 from minibroker.broker.security.authorizer import OPERATIONS_NOT_REQUESTED
+from minibroker.protocol.codec import field
 from minibroker.protocol.errors import ErrorCode
 from minibroker.storage.errors import KafkaStorageError
 from minibroker.storage.log_manager import LEADER_EPOCH, validate_topic_name
+
+if TYPE_CHECKING:
+    from minibroker.broker.api_types import MetadataRequest, MetadataRequestTopic, MetadataResponse
+    from minibroker.broker.context import HandlerServices, RequestContext
 
 API_KEY = 3
 
@@ -27,7 +36,7 @@ log = structlog.get_logger("broker.metadata")
 
 
 def topic_entry(
-    broker,
+    broker: HandlerServices,
     name: str,
     error: ErrorCode = ErrorCode.none,
     authorized_operations: int = OPERATIONS_NOT_REQUESTED,
@@ -61,12 +70,12 @@ def topic_entry(
     )
 
 
-def _topic_id(t) -> uuid.UUID:
+def _topic_id(t: MetadataRequestTopic) -> uuid.UUID:
     """The requested topic id; zero when absent (v0-9) or null (kio's zero uuid)."""
-    return getattr(t, "topic_id", None) or _ZERO_UUID
+    return field(t, "topic_id", None) or _ZERO_UUID
 
 
-def _request_error(ctx, req) -> ErrorCode | None:
+def _request_error(ctx: RequestContext, req: MetadataRequest) -> ErrorCode | None:
     """Kafka refuses the whole request (every topic gets the error, no brokers) when v10-11 name a
     topic by id or leave a name null, and fails with UNKNOWN_SERVER_ERROR when v12+ give neither
     a name nor an id."""
@@ -79,16 +88,17 @@ def _request_error(ctx, req) -> ErrorCode | None:
     return None
 
 
-def _error_response(ctx, req, error: ErrorCode):
+def _error_response(ctx: RequestContext, req: MetadataRequest, error: ErrorCode) -> MetadataResponse:
     topics: list[dict] = [
-        dict(error_code=error, name=t.name or "", topic_id=_topic_id(t), partitions=[]) for t in req.topics
+        dict(error_code=error, name=t.name or "", topic_id=_topic_id(t), partitions=[])
+        for t in req.topics or ()
     ]
     return ctx.response(
         throttle_time_ms=0, brokers=[], cluster_id=None, controller_id=-1, topics=topics, error_code=error
     )
 
 
-def _unknown_topic(ctx, name: str, allow_create: bool, budget: list) -> ErrorCode:
+def _unknown_topic(ctx: RequestContext, name: str, allow_create: bool, budget: list[Any]) -> ErrorCode:
     if allow_create:
         return _created_or_refused(ctx, name, budget)
     try:
@@ -98,7 +108,7 @@ def _unknown_topic(ctx, name: str, allow_create: bool, budget: list) -> ErrorCod
     return ErrorCode.unknown_topic_or_partition
 
 
-def _created_or_refused(ctx, name: str, budget: list) -> ErrorCode:
+def _created_or_refused(ctx: RequestContext, name: str, budget: list[Any]) -> ErrorCode:
     """Auto-create `name` if the principal may and the per-request partition budget allows."""
     # authorization (Kafka: CREATE on the cluster or on the topic)
     if not (ctx.allowed(Op.CREATE, Res.CLUSTER, CLUSTER_NAME) or ctx.allowed(Op.CREATE, Res.TOPIC, name)):
@@ -116,7 +126,7 @@ def _created_or_refused(ctx, name: str, budget: list) -> ErrorCode:
     return error
 
 
-async def handle(ctx, req):
+async def handle(ctx: RequestContext, req: MetadataRequest) -> MetadataResponse:
     broker = ctx.broker
     error = _request_error(ctx, req)
     if error is not None:
@@ -129,10 +139,10 @@ async def handle(ctx, req):
             if ctx.allowed(Op.DESCRIBE, Res.TOPIC, n)
         ]
     else:
-        allow_create = getattr(req, "allow_auto_topic_creation", True)
+        allow_create = field(req, "allow_auto_topic_creation", True)
         # [partitions created here, partitions existing, topics refused, why]
         budget = [0, sum(i.num_partitions for i in broker.logs.topics.values()), 0, ""]
-        requested = req.topics
+        requested: Sequence[MetadataRequestTopic] = req.topics
         if any(_topic_id(t) != _ZERO_UUID for t in requested):
             # v12+: once any topic is named by id, Kafka looks up by id only and ignores names.
             requested = [t for t in requested if _topic_id(t) != _ZERO_UUID]
@@ -144,7 +154,7 @@ async def handle(ctx, req):
             seen.add(key)
             name = t.name if _topic_id(t) == _ZERO_UUID else None
             if name is None:  # v12+ lookup by id
-                match = next((i for i in broker.logs.topics.values() if i.topic_id == t.topic_id), None)
+                match = next((i for i in broker.logs.topics.values() if i.topic_id == _topic_id(t)), None)
                 if match and ctx.allowed(Op.DESCRIBE, Res.TOPIC, match.name):
                     entries.append(topic_entry(broker, match.name))
                 else:
@@ -152,7 +162,7 @@ async def handle(ctx, req):
                         dict(
                             error_code=ErrorCode.unknown_topic_id,
                             name=None,
-                            topic_id=t.topic_id,
+                            topic_id=_topic_id(t),
                             partitions=[],
                         )
                     )
@@ -167,13 +177,13 @@ async def handle(ctx, req):
                 entries.append(topic_entry(broker, name))
         if budget[2]:
             log.warning("topics not auto-created", count=budget[2], reason=budget[3])
-    if getattr(req, "include_topic_authorized_operations", False):
+    if field(req, "include_topic_authorized_operations", False):
         for entry in entries:
             if entry["error_code"] == ErrorCode.none:
                 entry["topic_authorized_operations"] = ctx.authorized_operations(Res.TOPIC, entry["name"])
     cluster_operations = (
         ctx.authorized_operations(Res.CLUSTER, CLUSTER_NAME)
-        if getattr(req, "include_cluster_authorized_operations", False)
+        if field(req, "include_cluster_authorized_operations", False)
         else OPERATIONS_NOT_REQUESTED
     )
     return ctx.response(

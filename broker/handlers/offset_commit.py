@@ -2,14 +2,23 @@
 also accepts "simple" commits (generation -1, empty member id). committed_leader_epoch (v6+)
 and metadata are stored and returned by OffsetFetch."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from minibroker.broker.security.acls import Operation as Op
 from minibroker.broker.security.acls import ResourceType as Res
+from minibroker.protocol.codec import field
 from minibroker.protocol.errors import ErrorCode
+
+if TYPE_CHECKING:
+    from minibroker.broker.api_types import OffsetCommitRequest, OffsetCommitResponse
+    from minibroker.broker.context import RequestContext
 
 API_KEY = 8
 
 
-async def handle(ctx, req):
+async def handle(ctx: RequestContext, req: OffsetCommitRequest) -> OffsetCommitResponse:
     # authorization (Kafka: READ on the group, then READ on each topic)
     group_denied = not ctx.allowed(Op.READ, Res.GROUP, req.group_id)
     denied = {t.name for t in req.topics if group_denied or not ctx.allowed(Op.READ, Res.TOPIC, t.name)}
@@ -18,7 +27,7 @@ async def handle(ctx, req):
             t.name,
             p.partition_index,
             p.committed_offset,
-            getattr(p, "committed_leader_epoch", -1),
+            field(p, "committed_leader_epoch", -1),
             p.committed_metadata,
         )
         for t in req.topics
@@ -28,7 +37,7 @@ async def handle(ctx, req):
     results = ctx.broker.groups.commit_offsets(
         req.group_id,
         req.member_id,
-        getattr(req, "group_instance_id", None),
+        field(req, "group_instance_id", None),
         req.generation_id_or_member_epoch,
         offsets,
         ctx.api_version,

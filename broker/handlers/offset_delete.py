@@ -1,14 +1,22 @@
 """OffsetDelete (47): delete committed offsets of partitions the group is not consuming
 (GROUP_SUBSCRIBED_TO_TOPIC for topics a live consumer group subscribes to)."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from minibroker.broker.security.acls import Operation as Op
 from minibroker.broker.security.acls import ResourceType as Res
 from minibroker.protocol.errors import ErrorCode
 
+if TYPE_CHECKING:
+    from minibroker.broker.api_types import OffsetDeleteRequest, OffsetDeleteResponse
+    from minibroker.broker.context import RequestContext
+
 API_KEY = 47
 
 
-async def handle(ctx, req):
+async def handle(ctx: RequestContext, req: OffsetDeleteRequest) -> OffsetDeleteResponse:
     # authorization (Kafka: DELETE on the group, then READ on each topic)
     if not ctx.allowed(Op.DELETE, Res.GROUP, req.group_id):
         return ctx.response(error_code=ErrorCode.group_authorization_failed, throttle_time_ms=0, topics=[])

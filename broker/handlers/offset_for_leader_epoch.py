@@ -1,15 +1,27 @@
 """OffsetForLeaderEpoch (23): trivial with one constant leader epoch. Clients use it to validate
 their position after a metadata change; any epoch at or below ours ends at the log end offset."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from minibroker.broker.handlers.fetch import leader_epoch_error
 from minibroker.broker.security.acls import Operation as Op
 from minibroker.broker.security.acls import ResourceType as Res
 from minibroker.protocol.errors import ErrorCode
 
+if TYPE_CHECKING:
+    from minibroker.broker.api_types import (
+        OffsetForLeaderEpochRequest,
+        OffsetForLeaderEpochResponse,
+        OffsetForLeaderPartition,
+    )
+    from minibroker.broker.context import HandlerServices, RequestContext
+
 API_KEY = 23
 
 
-def _answer(broker, topic: str, p) -> dict:
+def _answer(broker: HandlerServices, topic: str, p: OffsetForLeaderPartition) -> dict:
     plog = broker.get_log(topic, p.partition)
     if plog is None:
         return dict(error_code=ErrorCode.unknown_topic_or_partition, partition=p.partition)
@@ -27,7 +39,7 @@ def _answer(broker, topic: str, p) -> dict:
     )
 
 
-async def handle(ctx, req):
+async def handle(ctx: RequestContext, req: OffsetForLeaderEpochRequest) -> OffsetForLeaderEpochResponse:
     # authorization (Kafka: DESCRIBE on each topic)
     denied = {t.topic for t in req.topics if not ctx.allowed(Op.DESCRIBE, Res.TOPIC, t.topic)}
     topics = [

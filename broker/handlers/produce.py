@@ -6,17 +6,25 @@ such a request is logged and the connection closed (there is no schema for an er
 The batch stays opaque bytes: storage checks and patches its 61-byte header and writes it.
 """
 
-import time
+from __future__ import annotations
+
+from collections.abc import Collection
+from typing import TYPE_CHECKING
 
 import structlog
-from minibroker.broker.context import NO_RESPONSE, CloseConnection
+from minibroker.broker.context import NO_RESPONSE, CloseConnection, NoResponse
+from minibroker.broker.limits import LogThrottle
 from minibroker.broker.security.acls import Operation as Op
 from minibroker.broker.security.acls import ResourceType as Res
 from minibroker.protocol.errors import ErrorCode
 from minibroker.storage.errors import KafkaStorageError
-from minibroker.storage.log import disk_free_bytes
+from minibroker.storage.log import PartitionLog, disk_free_bytes
 from minibroker.storage.log_manager import INTERNAL_TOPICS
 from minibroker.storage.log_validator import first_produced_batch, is_transactional
+
+if TYPE_CHECKING:
+    from minibroker.broker.api_types import ProduceRequest, ProduceResponse
+    from minibroker.broker.context import RequestContext
 
 #: Errors Kafka's ReplicaManager answers with the unknown log start offset (-1) rather than the
 #: partition's: the framing and size errors it catches before asking the log.
@@ -36,7 +44,14 @@ log = structlog.get_logger("broker.produce")
 API_KEY = 0
 
 
-def _append(ctx, topic: str, index: int, records, transactional_id) -> dict:
+def _append(
+    ctx: RequestContext,
+    topic: str,
+    index: int,
+    records: bytes | None,
+    transactional_id: str | None,
+    due: list[PartitionLog],
+) -> dict:
     broker = ctx.broker
     if topic in INTERNAL_TOPICS:  # even before the coordinator first writes (creates) it
         return dict(index=index, error_code=ErrorCode.invalid_topic_exception, base_offset=-1)
@@ -58,6 +73,8 @@ def _append(ctx, topic: str, index: int, records, transactional_id) -> dict:
             return dict(index=index, error_code=exc.error_code, base_offset=-1, log_start_offset=-1)
         known_start = exc.error_code not in _ERRORS_WITHOUT_LOG_START
         return _refused(topic, index, exc, log_start_offset=plog.log_start_offset if known_start else -1)
+    if plog.flush_due:  # the flush policy asks for an fsync: answered after it (see handle)
+        due.append(plog)
     return dict(
         index=index,
         error_code=ErrorCode.none,
@@ -78,26 +95,24 @@ class _StorageRefusals:
     INTERVAL_S = 10.0
 
     def __init__(self) -> None:
-        self.refused = 0
-        self.logged_at = float("-inf")
+        self.throttle = LogThrottle(self.INTERVAL_S)
 
     def note(self, topic: str, partition: int, path: str, exc: KafkaStorageError) -> None:
-        self.refused += 1
-        now = time.monotonic()
-        if now - self.logged_at < self.INTERVAL_S:
+        due = self.throttle.due()
+        if due is None:
             return
+        refused, seconds_since_last = due
         log.warning(
             "produce refused: the log directory cannot be written; acknowledged records are "
             "kept, produces succeed again once there is room",
             path=path,
             free_bytes=disk_free_bytes(path),
             error=exc.message,
-            refused=self.refused,
-            seconds_since_last=None if self.logged_at == float("-inf") else round(now - self.logged_at, 1),
+            refused=refused,
+            seconds_since_last=seconds_since_last,
             topic=topic,
             partition=partition,
         )
-        self.refused, self.logged_at = 0, now
 
 
 _storage_refusals = _StorageRefusals()
@@ -122,12 +137,28 @@ def _refused(topic: str, index: int, exc: KafkaStorageError, log_start_offset: i
     return answer
 
 
-def _every_partition(req, error: ErrorCode, names=None) -> list[dict]:
+def _not_durable(responses: list[dict], due: list[PartitionLog], exc: OSError) -> None:
+    """The fsync of ``due`` failed: their records are in the page cache only, so their
+    partitions answer KAFKA_STORAGE_ERROR (the next round tries the fsync again)."""
+    failed = {(plog.topic, plog.partition): plog for plog in due}
+    for t in responses:
+        for p in t["partition_responses"]:
+            plog = failed.get((t["name"], p["index"]))
+            if plog is not None:
+                error = KafkaStorageError(ErrorCode.kafka_storage_error, f"cannot fsync {plog.dir}: {exc}")
+                _storage_refusals.note(plog.topic, plog.partition, plog.dir, error)
+                p.update(error_code=error.error_code, base_offset=-1, log_start_offset=-1)
+
+
+def _every_partition(
+    req: ProduceRequest, error: ErrorCode, names: Collection[str] | None = None, message: str | None = None
+) -> list[dict]:
     return [
         dict(
             name=t.name,
             partition_responses=[
-                dict(index=p.index, error_code=error, base_offset=-1) for p in t.partition_data
+                dict(index=p.index, error_code=error, base_offset=-1, error_message=message)
+                for p in t.partition_data
             ],
         )
         for t in req.topic_data
@@ -135,16 +166,49 @@ def _every_partition(req, error: ErrorCode, names=None) -> list[dict]:
     ]
 
 
-def _has_transactional_records(req) -> bool:
-    return any(is_transactional(p.records) for t in req.topic_data for p in t.partition_data)
+def _has_transactional_records(req: ProduceRequest) -> bool:
+    """Kafka's RequestUtils.hasTransactionalRecords: whether some partition's first batch is
+    transactional, asked in request order and stopping at the first that is. Raises
+    KafkaStorageError(CORRUPT_MESSAGE) where Kafka's batch iterator throws (a size field below
+    14, a magic above 2) before such a partition is found."""
+    for t in req.topic_data:
+        for p in t.partition_data:
+            r = p.records
+            # The common case, cleared inline: a magic-2 header, no transactional bit, a size
+            # field >= 14 (Kafka's iterator neither throws for it nor finds it transactional).
+            if (
+                r
+                and len(r) > 22
+                and r[16] == 2
+                and not r[22] & 0x10
+                and r[8] < 0x80
+                and (r[11] >= 14 or r[8] or r[9] or r[10])
+            ):
+                continue
+            if is_transactional(r):  # the full rule; raises for corrupt framing
+                return True
+    return False
 
 
-async def handle(ctx, req):
+async def handle(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse | NoResponse:
     # Kafka's KafkaApis.handleProduceRequest: first, if any partition's batch says it is
     # transactional, WRITE on the request's transactional id (none at all fails too), before
     # the topics' authorization and before any batch is validated (a garbage attributes byte
     # with the transactional bit is refused here, not for its unknown codec)
-    if _has_transactional_records(req) and (
+    try:
+        transactional = _has_transactional_records(req)
+    except KafkaStorageError as exc:
+        # Kafka's CorruptRecordException from that batch iterator is not caught in
+        # handleProduceRequest: KafkaApis answers it for every partition of the request
+        # (ProduceRequest.getErrorResponse, with its message) and appends nothing, valid
+        # partitions included; with acks=0 there is no error response, the connection is closed.
+        if req.acks == 0:
+            raise CloseConnection(f"acks=0 produce refused: CORRUPT_MESSAGE: {exc.message}") from None
+        log.info("produce refused: corrupt record framing", error="CORRUPT_MESSAGE", reason=exc.message)
+        return ctx.response(
+            responses=_every_partition(req, exc.error_code, message=exc.message), throttle_time_ms=0
+        )
+    if transactional and (
         req.transactional_id is None or not ctx.allowed(Op.WRITE, Res.TRANSACTIONAL_ID, req.transactional_id)
     ):
         if req.acks == 0:  # Kafka has no error response for acks=0: it closes the connection
@@ -160,16 +224,22 @@ async def handle(ctx, req):
         return ctx.response(
             responses=_every_partition(req, ErrorCode.invalid_required_acks), throttle_time_ms=0
         )
+    due: list[PartitionLog] = []  # logs whose flush policy (log.flush.interval.*) this request reached
     responses = [
         dict(
             name=t.name,
             partition_responses=[
-                _append(ctx, t.name, p.index, p.records, req.transactional_id) for p in t.partition_data
+                _append(ctx, t.name, p.index, p.records, req.transactional_id, due) for p in t.partition_data
             ],
         )
         for t in req.topic_data
         if t.name not in denied
     ] + _every_partition(req, ErrorCode.topic_authorization_failed, denied)
+    if due:  # one fsync round off the event loop (broker/durability.py), shared with other requests
+        try:
+            await ctx.broker.durability.sync(due)
+        except OSError as exc:
+            _not_durable(responses, due, exc)
     if req.acks == 0:
         failed = [
             (t["name"], p["index"], ErrorCode(p["error_code"]).name)

@@ -6,17 +6,26 @@ connection.failed.authentication.delay.ms (broker/connection.py waits before ans
 lifetime is set (KIP-368 re-authentication is not required).
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 import structlog
 from minibroker.broker.security.scram_store import AuthenticationFailed
 from minibroker.protocol.errors import ErrorCode
+
+if TYPE_CHECKING:
+    from minibroker.broker.api_types import SaslAuthenticateRequest, SaslAuthenticateResponse
+    from minibroker.broker.context import RequestContext
 
 API_KEY = 36
 
 log = structlog.get_logger("minibroker.broker.security")
 
 
-async def handle(ctx, req):
+async def handle(ctx: RequestContext, req: SaslAuthenticateRequest) -> SaslAuthenticateResponse:
     session = ctx.session
+    assert session is not None  # broker/connection.py gives every request its connection's
     if session.authenticated:
         return ctx.response(
             error_code=ErrorCode.illegal_sasl_state,
@@ -24,6 +33,7 @@ async def handle(ctx, req):
             error_message="SaslAuthenticate received after successful authentication",
         )
     server = session.mechanism_server
+    assert server is not None  # Session.refusal lets SaslAuthenticate in only after a handshake
     try:
         challenge, finished = server.evaluate(req.auth_bytes)
     except AuthenticationFailed as exc:

@@ -7,13 +7,22 @@ closed (a failed authentication for Kafka: answered after connection.failed.auth
 a handshake on a non-SASL listener or after authentication gets ILLEGAL_SASL_STATE.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from minibroker.protocol.errors import ErrorCode
+
+if TYPE_CHECKING:
+    from minibroker.broker.api_types import SaslHandshakeRequest, SaslHandshakeResponse
+    from minibroker.broker.context import RequestContext
 
 API_KEY = 17
 
 
-async def handle(ctx, req):
+async def handle(ctx: RequestContext, req: SaslHandshakeRequest) -> SaslHandshakeResponse:
     session = ctx.session
+    assert session is not None  # broker/connection.py gives every request its connection's
     offered = list(session.listener.mechanisms)
     if session.authenticated:
         return ctx.response(error_code=ErrorCode.illegal_sasl_state, mechanisms=offered)

@@ -1,37 +1,41 @@
-"""SyncGroup (14): followers wait (an asyncio Future) for the leader's assignment."""
+"""SyncGroup (14): followers wait (broker/group_answers.py) for the leader's assignment."""
 
-import asyncio
+from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from minibroker.broker.group_answers import answer_of
 from minibroker.broker.security.acls import Operation as Op
 from minibroker.broker.security.acls import ResourceType as Res
+from minibroker.coordinator.group_requests import SyncRequest
+from minibroker.protocol.codec import field
 from minibroker.protocol.errors import ErrorCode
+
+if TYPE_CHECKING:
+    from minibroker.broker.api_types import SyncGroupRequest, SyncGroupResponse
+    from minibroker.broker.context import RequestContext
 
 API_KEY = 14
 
 
-async def handle(ctx, req):
+async def handle(ctx: RequestContext, req: SyncGroupRequest) -> SyncGroupResponse:
     # authorization (Kafka: READ on the group)
     if not ctx.allowed(Op.READ, Res.GROUP, req.group_id):
         return ctx.response(
-            throttle_time_ms=0, error_code=ErrorCode.group_authorization_failed, assignment=b""
+            throttle_time_ms=0,
+            error_code=ErrorCode.group_authorization_failed,
+            assignment=b"",
         )
-    future = asyncio.get_running_loop().create_future()
-
-    def done(result) -> None:
-        if not future.done():
-            future.set_result(result)
-
-    ctx.broker.groups.sync_group(
-        req.group_id,
-        req.generation_id,
-        req.member_id,
-        getattr(req, "group_instance_id", None),
-        getattr(req, "protocol_type", None),
-        getattr(req, "protocol_name", None),
-        {a.member_id: a.assignment for a in req.assignments},
-        done,
+    request = SyncRequest(
+        group_id=req.group_id,
+        generation_id=req.generation_id,
+        member_id=req.member_id,
+        group_instance_id=field(req, "group_instance_id", None),
+        protocol_type=field(req, "protocol_type", None),
+        protocol_name=field(req, "protocol_name", None),
+        assignments={a.member_id: a.assignment for a in req.assignments},
     )
-    result = await future
+    result = await answer_of(ctx.broker.groups.sync_group, request)
     return ctx.response(
         throttle_time_ms=0,
         error_code=result.error,

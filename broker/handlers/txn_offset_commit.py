@@ -7,14 +7,23 @@ never added with AddOffsetsToTxn INVALID_TXN_STATE up to v3 / TRANSACTION_ABORTA
 then the group coordinator checks the KIP-447 generation/member fields (v3+) and appends the
 offsets, which stay pending until the transaction's marker."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from minibroker.broker.security.acls import Operation as Op
 from minibroker.broker.security.acls import ResourceType as Res
+from minibroker.protocol.codec import field
 from minibroker.protocol.errors import ErrorCode
+
+if TYPE_CHECKING:
+    from minibroker.broker.api_types import TxnOffsetCommitRequest, TxnOffsetCommitResponse
+    from minibroker.broker.context import RequestContext
 
 API_KEY = 28
 
 
-async def handle(ctx, req):
+async def handle(ctx: RequestContext, req: TxnOffsetCommitRequest) -> TxnOffsetCommitResponse:
     codes: dict[tuple[str, int], int] = {}
     wanted = _authorized_and_existing(ctx, req, codes)
     if wanted:
@@ -32,7 +41,7 @@ async def handle(ctx, req):
     return ctx.response(throttle_time_ms=0, topics=topics)
 
 
-def _refusal(ctx, req) -> ErrorCode | None:
+def _refusal(ctx: RequestContext, req: TxnOffsetCommitRequest) -> ErrorCode | None:
     # authorization (Kafka: WRITE on the transactional id, READ on the group, READ on each topic)
     if not ctx.allowed(Op.WRITE, Res.TRANSACTIONAL_ID, req.transactional_id):
         return ErrorCode.transactional_id_authorization_failed
@@ -41,7 +50,9 @@ def _refusal(ctx, req) -> ErrorCode | None:
     return None
 
 
-def _authorized_and_existing(ctx, req, codes: dict[tuple[str, int], int]) -> list:
+def _authorized_and_existing(
+    ctx: RequestContext, req: TxnOffsetCommitRequest, codes: dict[tuple[str, int], int]
+) -> list:
     """(topic, partition entry) of the partitions that may be staged; the others get their
     error in `codes`."""
     refused = _refusal(ctx, req)
@@ -61,7 +72,7 @@ def _authorized_and_existing(ctx, req, codes: dict[tuple[str, int], int]) -> lis
     return wanted
 
 
-def _stage(ctx, req, wanted: list) -> dict[tuple[str, int], int]:
+def _stage(ctx: RequestContext, req: TxnOffsetCommitRequest, wanted: list) -> dict[tuple[str, int], int]:
     broker = ctx.broker
     error = broker.txns.check_txn_offset_commit(
         req.transactional_id, req.producer_id, req.producer_epoch, req.group_id, ctx.api_version
@@ -74,7 +85,7 @@ def _stage(ctx, req, wanted: list) -> dict[tuple[str, int], int]:
             name,
             p.partition_index,
             p.committed_offset,
-            getattr(p, "committed_leader_epoch", -1),
+            field(p, "committed_leader_epoch", -1),
             p.committed_metadata,
         )
         for name, p in wanted
@@ -83,8 +94,8 @@ def _stage(ctx, req, wanted: list) -> dict[tuple[str, int], int]:
         req.producer_id,
         req.producer_epoch,
         req.group_id,
-        req.generation_id if v3 else -1,
-        req.member_id if v3 else "",
-        req.group_instance_id if v3 else None,
+        field(req, "generation_id", -1) if v3 else -1,
+        field(req, "member_id", "") if v3 else "",
+        field(req, "group_instance_id", None) if v3 else None,
         offsets,
     )

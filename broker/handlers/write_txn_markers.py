@@ -7,18 +7,33 @@ As in Kafka: a marker from an older producer epoch is refused (INVALID_PRODUCER_
 from an older coordinator epoch TRANSACTION_COORDINATOR_FENCED; markers written to
 __consumer_offsets also apply or drop the producer's pending transactional offsets."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from minibroker.broker.security.acls import CLUSTER_NAME
 from minibroker.broker.security.acls import Operation as Op
 from minibroker.broker.security.acls import ResourceType as Res
 from minibroker.protocol.errors import ErrorCode
 from minibroker.storage.errors import KafkaStorageError
 
+if TYPE_CHECKING:
+    from minibroker.broker.api_types import WritableTxnMarker, WriteTxnMarkersRequest, WriteTxnMarkersResponse
+    from minibroker.broker.context import HandlerServices, RequestContext
+    from minibroker.storage.log import PartitionLog
+
 API_KEY = 27
 
 OFFSETS_TOPIC = "__consumer_offsets"
 
 
-def _write(broker, marker, topic: str, partition: int, written: list) -> int:
+def _write(
+    broker: HandlerServices,
+    marker: WritableTxnMarker,
+    topic: str,
+    partition: int,
+    written: list[PartitionLog],
+) -> int:
     plog = broker.get_log(topic, partition)
     if plog is None:
         return ErrorCode.unknown_topic_or_partition
@@ -33,10 +48,11 @@ def _write(broker, marker, topic: str, partition: int, written: list) -> int:
     return ErrorCode.none
 
 
-async def handle(ctx, req):
+async def handle(ctx: RequestContext, req: WriteTxnMarkersRequest) -> WriteTxnMarkersResponse:
     # authorization (Kafka: CLUSTER_ACTION on the cluster; only brokers send this)
     denied = not ctx.allowed(Op.CLUSTER_ACTION, Res.CLUSTER, CLUSTER_NAME)
-    markers, written = [], []
+    markers: list[dict] = []
+    written: list[PartitionLog] = []
     for marker in req.markers:
         topics = [
             dict(

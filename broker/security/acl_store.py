@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 
 from minibroker.broker.security.acls import AclBinding, AclFilter, InvalidAcl
 from minibroker.protocol.errors import ErrorCode
@@ -15,8 +16,11 @@ _FIELD_TYPES = (int, str, int, str, str, int, int)
 
 
 class AclStore:
-    def __init__(self, data_dir: str) -> None:
+    def __init__(self, data_dir: str, write: Callable[[str, bytes], None] = atomic_write) -> None:
+        """``write``: how the file is replaced (the broker's ``Durability.write_file``: off the
+        event loop, the answer waits for it)."""
         self.path = os.path.join(data_dir, "security", "acls.json")
+        self._write = write
         self.acls: list[AclBinding] = []
         if os.path.exists(self.path):
             self.acls = self._load()
@@ -67,4 +71,4 @@ class AclStore:
 
     def _save(self) -> None:
         os.makedirs(os.path.dirname(self.path), exist_ok=True)
-        atomic_write(self.path, json.dumps([acl.to_json() for acl in self.acls]).encode())
+        self._write(self.path, json.dumps([acl.to_json() for acl in self.acls]).encode())

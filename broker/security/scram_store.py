@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from minibroker.protocol.errors import ErrorCode
@@ -53,8 +54,11 @@ class ScramCredential:
 class ScramStore:
     """user -> mechanism name -> credential, persisted in `<data_dir>/security/scram-credentials.json`."""
 
-    def __init__(self, data_dir: str) -> None:
+    def __init__(self, data_dir: str, write: Callable[[str, bytes], None] = atomic_write) -> None:
+        """``write``: how the file is replaced (the broker's ``Durability.write_file``: off the
+        event loop, the answer waits for it)."""
         self.path = os.path.join(data_dir, "security", "scram-credentials.json")
+        self._write = write
         self.users: dict[str, dict[str, ScramCredential]] = {}
         if os.path.exists(self.path):
             self.users = self._load()
@@ -99,9 +103,10 @@ class ScramStore:
             del self.users[user]
         return True
 
-    def save(self) -> None:
+    def save(self, write: Callable[[str, bytes], None] | None = None) -> None:
+        """Replace the file with the users now (``write``: instead of the store's own)."""
         os.makedirs(os.path.dirname(self.path), exist_ok=True)
-        atomic_write(
+        (write or self._write)(
             self.path,
             json.dumps(
                 {u: {m: c.to_json() for m, c in mechs.items()} for u, mechs in self.users.items()}

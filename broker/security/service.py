@@ -4,6 +4,8 @@ hangs off the Broker as `broker.security`; handlers reach it through RequestCont
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import structlog
 from minibroker.broker.config import ConfigError
 from minibroker.broker.security.acl_store import AclStore
@@ -11,18 +13,24 @@ from minibroker.broker.security.authorizer import Authorizer, all_operations
 from minibroker.broker.security.listeners import parse_listeners
 from minibroker.broker.security.sasl import ANONYMOUS, SaslMechanisms
 from minibroker.broker.security.scram_store import BY_NAME, ScramStore, parse_add_scram
+from minibroker.storage.durable_files import atomic_write
 
 log = structlog.get_logger("minibroker.broker.security")
 
 
 class Security:
-    def __init__(self, config, data_dir: str) -> None:
+    def __init__(self, config, data_dir: str, write: Callable[[str, bytes], None] = atomic_write) -> None:
+        """``write``: how the stores replace their files on a request (the broker's
+        ``Durability.write_file``)."""
         self.listeners = parse_listeners(config)
-        self.scram = ScramStore(data_dir)
+        self.scram = ScramStore(data_dir, write)
+        self._scram_to_save = False
         self._bootstrap_scram(config["minibroker.scram.credentials"])
         self.mechanisms = SaslMechanisms(config, self.scram, self.listeners)
         self.authorizer = (
-            Authorizer(AclStore(data_dir), config["super.users"], config["allow.everyone.if.no.acl.found"])
+            Authorizer(
+                AclStore(data_dir, write), config["super.users"], config["allow.everyone.if.no.acl.found"]
+            )
             if config["authorizer.class.name"]
             else None
         )
@@ -38,8 +46,16 @@ class Security:
         for mechanism, user, password in users:
             self.scram.put(user, mechanism, from_password(BY_NAME[mechanism][1], password))
         if users:
-            self.scram.save()
+            self._scram_to_save = True  # persist() writes it, once the broker's ports are bound
             log.info("SCRAM credentials configured", users=sorted({u for _, u, _ in users}))
+
+    def persist(self) -> None:
+        """Write what the configuration put into the stores (the SCRAM users of
+        minibroker.scram.credentials). Broker.start calls it after binding the listeners, so a
+        start whose port is taken writes nothing but the data directory's .lock."""
+        if self._scram_to_save:
+            self.scram.save(atomic_write)  # at startup: on this thread, before serving
+            self._scram_to_save = False
 
     # --- authorization (handlers call these through RequestContext) ---------------------------
     def allowed(self, session, operation: int, resource_type: int, name: str) -> bool:

@@ -191,3 +191,36 @@ def sequences(s):
     produce(s, "epoch-ahead-seq-0", t, idempotent_batch(pid, 0, 1, epoch + 1))
     produce(s, "epoch-ahead-seq-5", t, idempotent_batch(pid, 5, 1, epoch + 2))
     produce(s, "unknown-producer-seq-3", t, idempotent_batch(pid + 1000, 3, 1, 0))
+
+
+@case("bad_batches/corrupt-framing-beside-a-valid-partition")
+def corrupt_beside_valid(s):
+    """Issue 21: Kafka asks every partition whether its first batch is transactional before
+    anything else (RequestUtils.hasTransactionalRecords); a size field below 14 or a magic above
+    2 makes that batch iterator throw CorruptRecordException, which no one catches in
+    handleProduceRequest: every partition of the request is answered CORRUPT_MESSAGE and
+    nothing is appended, the valid partition included (acks=0: the connection is closed)."""
+    t = "bb-corrupt-beside-valid"
+    s.create_topic(t, partitions=2)
+    one = [record(0)]
+    for label, bad in (
+        ("size-field-13", resized(now_batch(one), 13)),
+        ("magic-3", now_batch(one, magic=3)),
+    ):
+        for order, first, second in (("valid-first", 0, 1), ("corrupt-first", 1, 0)):
+            parts = {first: now_batch(one), second: bad}
+            req = produce_req(t, 0, parts[0], extra=[{"index": 1, "records": parts[1]}])
+            name = f"{label}/{order}"
+            s.check(name, PRODUCE, 9, req)
+            s.connection_state(f"{name}/connection")
+            s.check(
+                f"{name}/log-end-offsets", LIST_OFFSETS, 7, list_offsets_req(t, [(0, -1), (1, -1)]), conn="lo"
+            )
+    # a transactional first partition answers before the corrupt one is looked at
+    txn = now_batch(one, attributes=0x10, producer_id=5, base_sequence=0)
+    req = produce_req(t, 0, txn, extra=[{"index": 1, "records": resized(now_batch(one), 13)}])
+    s.check("transactional-then-corrupt", PRODUCE, 9, req)
+    req = produce_req(t, 0, now_batch(one), acks=0, extra=[{"index": 1, "records": now_batch(one, magic=3)}])
+    s.check("acks0-magic-3", PRODUCE, 9, req, expect_response=False, conn="acks0")
+    s.connection_state("acks0-magic-3/connection", conn="acks0")
+    s.check("log-end-offsets", LIST_OFFSETS, 7, list_offsets_req(t, [(0, -1), (1, -1)]), conn="lo")

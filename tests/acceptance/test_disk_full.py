@@ -28,6 +28,11 @@ from kafka.errors import KafkaStorageError
 from tests.support.broker import BrokerProcess
 from tests.support.helpers import admin_client, create_topic, wait_until
 
+# One case takes about 15 s here (FULL_SECONDS of it on a full disk); its waits add up to about
+# 200 s at worst (the 30 s deadlines, the 20-30 s wait_untils, the 10 s produce timeouts), above
+# the project's default of 120 s.
+pytestmark = pytest.mark.timeout(240)
+
 DISK_BYTES = 8 << 20
 FULL_SECONDS = 12  # longer than the refusal log interval (10 s): two WARNING lines at most
 RECORD = 4096
@@ -274,8 +279,9 @@ def test_disk_full_refuses_quietly_keeps_groups_calm_and_stops_cleanly(
 
         # full again, then SIGTERM: exit 0, and a message that says what could not be written
         fill(filler)
+        deadline = time.monotonic() + 30
         while prod.send_one():
-            pass
+            assert time.monotonic() < deadline, "produces still accepted 30 s after the disk was filled again"
         prod.producer.close(timeout=5)
         since = broker.log_size()
         assert broker.stop() == 0

@@ -167,6 +167,38 @@ def test_every_mistake_of_a_file_is_reported_at_once(tmp_path):
     assert not (tmp_path / "data").exists(), "a refused configuration touches nothing"
 
 
+def test_a_hardened_file_is_refused_rather_than_started_less_strict(tmp_path):
+    """Review of issue 21: Kafka settings that make a broker stricter and that minibroker does not
+    implement (TLS versions and ciphers, principal mapping, per-IP and per-listener connection
+    limits) stop the start, all in one line, instead of being ignored with a warning."""
+    hardened = {
+        "ssl.enabled.protocols": "TLSv1.3",
+        "ssl.cipher.suites": "TLS_AES_256_GCM_SHA384",
+        "ssl.principal.mapping.rules": "RULE:^CN=(.*?),.*$/$1/,DEFAULT",
+        "max.connections.per.ip.overrides": "10.0.0.1:5",
+        "listener.name.plaintext.max.connections": "100",
+        "num.io.threads": "8",  # not a security setting: still accepted and ignored
+    }
+    props = stock_file(tmp_path, tmp_path / "logs", free_port(), free_port())
+    props.write_text(props.read_text() + "".join(f"{k}={v}\n" for k, v in hardened.items()))
+    done = subprocess.run(
+        [sys.executable, "-m", "minibroker", "--config", str(props)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2, done.stdout + done.stderr
+    output = done.stdout + done.stderr
+    errors = [line for line in output.splitlines() if "invalid configuration" in line]
+    assert len(errors) == 1, output
+    assert "5 problems" in errors[0], errors[0]
+    for name in [n for n in hardened if n != "num.io.threads"]:
+        assert f"{name}: minibroker does not implement" in errors[0], (name, errors[0])
+    assert errors[0].count("ignoring it would make the broker less strict than asked") == 5
+    assert "set it to TLSv1.2,TLSv1.3" in errors[0]
+    assert not (tmp_path / "logs").exists(), "a refused configuration touches nothing"
+
+
 @pytest.mark.skipif(shutil.which("java") is None, reason="needs a JDK (make test installs one)")
 def test_committed_kafka_property_list_matches_kafka_jars():
     """broker/kafka_properties.py is what Kafka's own jars say (plus the stock file's names);

@@ -13,7 +13,13 @@ from crc32c import crc32c
 from tests.support.broker import BrokerFactory
 from tests.support.crafted import raw_batch, record, varint
 from tests.support.helpers import unique_name
-from tests.support.wire import WireClient, build_produce_request, read_partition
+from tests.support.wire import (
+    ProduceRequest,
+    ProduceResponse,
+    WireClient,
+    build_produce_request,
+    read_partition,
+)
 
 INVALID_RECORD = 87
 INVALID_TIMESTAMP = 32
@@ -142,3 +148,46 @@ def test_garbage_attributes_byte_is_answered_as_kafka_orders_its_checks(broker, 
     with WireClient.to(broker) as c:
         assert leo(c, topic) == 0
         assert c.produce(topic, 0, now_batch([record(0)])).error_code == 0
+
+
+def two_partitions(topic, first: bytes, second: bytes, acks=-1):
+    T = ProduceRequest.TopicProduceData
+    parts = [T.PartitionProduceData(index=i, records=r) for i, r in enumerate((first, second))]
+    return ProduceRequest(
+        transactional_id=None, acks=acks, timeout_ms=5000, topic_data=[T(name=topic, partition_data=parts)]
+    )
+
+
+def test_corrupt_framing_in_one_partition_refuses_the_whole_request(broker):
+    """Issue 21: Kafka's RequestUtils.hasTransactionalRecords walks every partition's first batch
+    before anything else; a size field below 14 or a magic above 2 throws CorruptRecordException
+    there, which KafkaApis answers for every partition of the request (CORRUPT_MESSAGE with the
+    message, nothing appended, the valid partition included) and, with acks=0, by closing the
+    connection. Checked against Kafka 4.4 by conformance/cases/j_bad_batches.py."""
+    topic = unique_name("pv-two")
+    good = now_batch([record(0)])
+    short = bytearray(good)
+    struct.pack_into(">i", short, 8, 13)
+    corrupt = {
+        bytes(short): "Record size 13 is less than the minimum record overhead (14)",
+        now_batch([record(0)], magic=3): "Invalid magic found in record: 3",
+    }
+    with WireClient.to(broker) as c:
+        assert c.create_topics([(topic, 2)]).topics[0].error_code == 0
+        for bad, message in corrupt.items():
+            for first, second in ((good, bad), (bad, good)):
+                resp = c.request(two_partitions(topic, first, second), ProduceResponse, 9)
+                [(name, parts)] = [(t.name, t.partition_responses) for t in resp.responses]
+                assert name == topic
+                assert sorted((p.index, p.error_code, p.base_offset, p.error_message) for p in parts) == [
+                    (0, CORRUPT_MESSAGE, -1, message),
+                    (1, CORRUPT_MESSAGE, -1, message),
+                ]
+                assert all(p.log_start_offset == -1 for p in parts)
+        assert [c.list_offsets(topic, p, -1).offset for p in (0, 1)] == [0, 0]
+        c.send_request(two_partitions(topic, good, now_batch([record(0)], magic=3), acks=0), 9)
+        assert c.wait_closed(timeout=5) == b""
+    with WireClient.to(broker) as c:
+        assert [c.list_offsets(topic, p, -1).offset for p in (0, 1)] == [0, 0]
+        resp = c.request(two_partitions(topic, good, good), ProduceResponse, 9)
+        assert [p.error_code for t in resp.responses for p in t.partition_responses] == [0, 0]

@@ -9,6 +9,7 @@ import asyncio
 import struct
 import subprocess
 import sys
+import time
 import uuid
 
 import pytest
@@ -32,8 +33,9 @@ from kafka.errors import KafkaError as KPError
 from kafka.protocol.metadata import MetadataRequest, MetadataResponse
 
 from tests.support.broker import REPO_ROOT
+from tests.support.helpers import wait_until
 from tests.support.security import KEY_PASSWORD, issue_client_cert, listener_ports, make_certs, plain_jaas
-from tests.support.wire import WireClient, encode_uvarint, request_header
+from tests.support.wire import ConnectionClosed, WireClient, encode_uvarint, request_header
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -228,6 +230,57 @@ def test_wire_request_before_authentication_closes(secure_broker):
         )  # Metadata v9, no topics
         c.wait_closed()
     secure_broker.wait_for_log("api key 3 received before SASL authentication", since)
+
+
+_METADATA_V9 = request_header(3, 9, 5, flexible=True) + b"\x01\x00\x00\x00\x00"  # no topics
+
+
+@pytest.mark.parametrize("after_handshake", [False, True])
+def test_wire_request_before_authentication_is_closed_after_the_delay(secure_broker, after_handshake):
+    """Kafka's IllegalSaslStateException is a failed authentication: the close waits
+    connection.failed.authentication.delay.ms (100 ms), as after a wrong password."""
+    with WireClient("127.0.0.1", secure_broker.ports["SASL_PLAINTEXT"]) as c:
+        if after_handshake:
+            assert struct.unpack(">ih", _sasl_handshake(c, "PLAIN")[:6]) == (1, 0)
+        started = time.monotonic()
+        c.send_frame(_METADATA_V9)
+        assert c.wait_closed() == b""
+        took = time.monotonic() - started
+    assert took >= 0.095, f"closed {took * 1000:.0f} ms after the request"
+
+
+def test_connections_closed_after_the_delay_count_against_max_connections(broker_factory, certs):
+    """A flood of refused requests cannot pile up delayed closes beyond max.connections: a
+    connection waiting out its delay keeps its place, and gives it back once closed."""
+    b = broker_factory(
+        {**security_overrides(certs), "max.connections": 2, "connection.failed.authentication.delay.ms": 1500}
+    )
+    port = listener_ports(b)["SASL_PLAINTEXT"]
+    refused = [WireClient("127.0.0.1", port) for _ in range(2)]
+    try:
+        for c in refused:
+            c.api_versions()  # admitted and served
+            c.send_frame(_METADATA_V9)
+        with WireClient("127.0.0.1", port) as third:  # both places are taken while they wait
+            assert third.wait_closed(1.0) == b""
+        started = time.monotonic()
+        for c in refused:
+            c.wait_closed(5)
+        assert time.monotonic() - started > 0.5  # they were still waiting out the delay
+
+        def admitted() -> bool:
+            try:
+                with WireClient("127.0.0.1", port) as c:
+                    c.api_versions()
+                return True
+            except (ConnectionClosed, OSError):
+                return False
+
+        wait_until(admitted, 5, message="a place frees once a delayed close is done")
+    finally:
+        for c in refused:
+            c.close()
+    b.wait_for_log("max.connections=2 reached")
 
 
 def test_wire_unknown_mechanism_is_refused_and_closed(secure_broker):

@@ -19,9 +19,9 @@ class Clock:
 
 
 def open_manager(path, clock: Clock, segment_bytes: int) -> LogManager:
-    """An opened LogManager with fsyncs on the caller's thread. Small segments come from the
-    broker default: a topic may not ask for less than 1 MiB (Kafka 4)."""
-    m = LogManager(str(path), {"log.segment.bytes": segment_bytes}, time_ms=clock, background_flush=False)
+    """An opened LogManager with fsyncs on the caller's thread (no flusher: InlineFlusher).
+    Small segments come from the broker default: a topic may not ask for less than 1 MiB (Kafka 4)."""
+    m = LogManager(str(path), {"log.segment.bytes": segment_bytes}, time_ms=clock)
     m.open()
     return m
 
@@ -40,8 +40,6 @@ def crash(m: LogManager) -> None:
         plog._wait_pending_flushes()
         for seg in plog.segments:
             seg.close()
-    if m._executor is not None:
-        m._executor.shutdown(wait=True)
 
 
 def new_topic(path, segment_bytes: int, configs: dict, now: int):

@@ -99,8 +99,8 @@ def test_kafka_properties_minibroker_does_not_implement_are_accepted_and_not_des
             "process.roles": "broker,controller",
             "offsets.topic.replication.factor": "3",
             "listener.name.controller.sasl.enabled.mechanisms": "PLAIN",  # a minibroker one, per listener
-            "listener.name.internal.ssl.enabled.protocols": "TLSv1.3",  # Kafka's, per listener
-            "listener.name.internal.plain.sasl.server.callback.handler.class": "x.Y",  # per mechanism
+            "listener.name.internal.socket.send.buffer.bytes": "102400",  # Kafka's, per listener
+            "listener.name.internal.plain.sasl.login.class": "x.Y",  # per mechanism
         }
     )
     cluster, other = config.ignored()
@@ -109,8 +109,8 @@ def test_kafka_properties_minibroker_does_not_implement_are_accepted_and_not_des
         "process.roles": "this one process is both broker and controller",
     }
     assert other == [
-        "listener.name.internal.plain.sasl.server.callback.handler.class",
-        "listener.name.internal.ssl.enabled.protocols",
+        "listener.name.internal.plain.sasl.login.class",
+        "listener.name.internal.socket.send.buffer.bytes",
         "num.io.threads",
     ]
     assert config.kafka_value("num.io.threads") == "8"
@@ -263,3 +263,60 @@ def test_empty_host_listener_and_the_port_flag(tmp_path):
     assert config["listeners"] == "PLAINTEXT://:9092"
     config = build_config(parse_args(["--port", "7"]))
     assert config["listeners"] == "PLAINTEXT://127.0.0.1:7"
+
+
+STRICTER = {
+    "ssl.enabled.protocols": "TLSv1.3",
+    "ssl.cipher.suites": "TLS_AES_256_GCM_SHA384",
+    "ssl.protocol": "TLSv1.2",
+    "ssl.principal.mapping.rules": "RULE:^CN=(.*?),.*$/$1/L,DEFAULT",
+    "principal.builder.class": "com.example.PrincipalBuilder",
+    "sasl.server.callback.handler.class": "com.example.LdapCallback",
+    "max.connections.per.ip.overrides": "10.0.0.1:5",
+    "max.connection.creation.rate": "10",
+    "connections.max.reauth.ms": "3600000",
+    "ssl.keystore.key": "-----BEGIN PRIVATE KEY-----",
+    "ssl.truststore.certificates": "-----BEGIN CERTIFICATE-----",
+    "ssl.engine.factory.class": "com.example.Engine",
+    "listener.name.external.ssl.cipher.suites": "TLS_AES_256_GCM_SHA384",
+    "listener.name.external.max.connections": "100",
+    "listener.name.external.plain.sasl.server.callback.handler.class": "com.example.LdapCallback",
+}
+
+
+def test_stricter_kafka_settings_minibroker_does_not_implement_are_refused_all_at_once():
+    found = problems_of({**STRICTER, "num.io.threads": "8", "lsteners": "x"})
+    assert [p.split(":", 1)[0] for p in found] == [*STRICTER, "lsteners"]
+    for problem in found[:-1]:
+        assert "minibroker does not implement" in problem
+        assert "ignoring it would make the broker less strict than asked" in problem
+    assert found[0] == (
+        "ssl.enabled.protocols: minibroker does not implement ssl.enabled.protocols, and ignoring it "
+        "would make the broker less strict than asked; remove it or set it to TLSv1.2,TLSv1.3"
+    )
+    listener_limit = next(p for p in found if p.startswith("listener.name.external.max.connections"))
+    assert "does not implement max.connections per listener" in listener_limit
+
+
+DEFAULT_PRINCIPAL_BUILDER = "org.apache.kafka.common.security.authenticator.DefaultKafkaPrincipalBuilder"
+
+
+def test_stricter_kafka_settings_are_accepted_at_what_minibroker_does_anyway(tmp_path):
+    defaults = {
+        "ssl.enabled.protocols": "TLSv1.3, TLSv1.2",  # Kafka's default, in any order
+        "ssl.protocol": "TLSv1.3",
+        "ssl.principal.mapping.rules": "DEFAULT",
+        "principal.builder.class": DEFAULT_PRINCIPAL_BUILDER,
+        "max.connection.creation.rate": "2147483647",
+        "connections.max.reauth.ms": "0",
+        "ssl.cipher.suites": "",  # empty: Kafka's default (the JVM's suites)
+        "max.connections.per.ip.overrides": "",
+        "listener.name.external.max.connections": "2147483647",
+        "listener.name.external.ssl.enabled.protocols": "TLSv1.2,TLSv1.3",
+    }
+    config = BrokerConfig(defaults)
+    assert config.ignored()[1] == sorted(defaults)
+    # the same from a file, with Kafka's stock file around them
+    path = tmp_path / "server.properties"
+    path.write_text(STOCK.read_text() + "".join(f"{k}={v}\n" for k, v in defaults.items()))
+    build_config(parse_args(["--config", str(path)]))

@@ -3,8 +3,10 @@ refused, the lock gone with its process (SIGKILL included), and held_by() never 
 
 from __future__ import annotations
 
+import errno
 import os
 import signal
+import socket
 import subprocess
 import sys
 import textwrap
@@ -159,3 +161,116 @@ def test_a_broker_that_fails_to_build_releases_the_lock(tmp_path):
     with pytest.raises(ConfigError):
         Broker(config)
     DataDirLock.acquire(str(tmp_path)).release()  # not left held by the failed attempt
+
+
+def _config(data_dir, port: int = 0, *extra: str):
+    from minibroker.broker.cli import build_config, parse_args
+
+    args = ["--port", str(port), "--data-dir", str(data_dir)]
+    for setting in extra:
+        args += ["--set", setting]
+    return build_config(parse_args(args))
+
+
+def _taken_port() -> socket.socket:
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen()
+    return sock
+
+
+SCRAM = "minibroker.scram.credentials=SCRAM-SHA-256=[name=alice,password=alice-secret]"
+
+
+async def test_a_start_whose_port_is_taken_writes_nothing_but_the_lock_and_can_be_retried(tmp_path):
+    from minibroker.broker.state import Broker
+
+    taken = _taken_port()
+    port = taken.getsockname()[1]
+    try:
+        broker = Broker(_config(tmp_path, port, SCRAM))  # SCRAM users to store: written after the bind
+        with pytest.raises(OSError, match="in use"):
+            await broker.start()
+        assert sorted(os.listdir(tmp_path)) == [LOCK_FILE]
+        assert held_by(str(tmp_path)) is None  # released by the failed start
+    finally:
+        taken.close()
+    broker = Broker(_config(tmp_path, port, SCRAM))  # same directory, same port, same process
+    await broker.start()
+    try:
+        assert broker.bound_port == port
+        assert os.path.exists(tmp_path / "security" / "scram-credentials.json")
+    finally:
+        await broker.stop()
+    assert held_by(str(tmp_path)) is None
+
+
+async def test_a_start_that_fails_after_binding_releases_the_listener_and_the_lock(tmp_path):
+    from minibroker.broker.state import Broker
+    from minibroker.storage.errors import KafkaStorageError
+
+    (tmp_path / "meta.properties").write_text("cluster.id=\n")  # damaged: recovery refuses it
+    broker = Broker(_config(tmp_path))
+    with pytest.raises(KafkaStorageError, match="meta.properties is damaged"):
+        await broker.start()
+    port = broker.security.listeners[0].bound_port
+    assert port > 0
+    assert held_by(str(tmp_path)) is None
+    DataDirLock.acquire(str(tmp_path)).release()
+    (tmp_path / "meta.properties").unlink()  # mended: the retry on the same port starts
+    broker = Broker(_config(tmp_path, port))
+    await broker.start()
+    try:
+        assert broker.bound_port == port
+    finally:
+        await broker.stop()
+
+
+def _fail_close_of(monkeypatch, failing) -> None:
+    """PartitionLog.close raises ENOSPC (naming a file) for the log `failing`, as on a full disk."""
+    from minibroker.storage.log import PartitionLog
+
+    real_close = PartitionLog.close
+
+    def close(self, **kw):
+        if self is failing:
+            raise OSError(errno.ENOSPC, "No space left on device", os.path.join(self.dir, "x.snapshot"))
+        real_close(self, **kw)
+
+    monkeypatch.setattr(PartitionLog, "close", close)
+
+
+def test_log_manager_close_goes_on_after_a_partition_fails(tmp_path, monkeypatch):
+    from minibroker.storage.log_manager import CLEAN_SHUTDOWN_FILE, LogManager
+
+    logs = LogManager(str(tmp_path), {})
+    logs.open()
+    logs.create_topic("t", 3)
+    plogs = [logs.get_log("t", p) for p in range(3)]
+    _fail_close_of(monkeypatch, plogs[1])
+    with pytest.raises(OSError, match="No space left"):
+        logs.close()
+    assert plogs[0].closed and plogs[2].closed  # the ones after the failure are closed too
+    assert not (tmp_path / CLEAN_SHUTDOWN_FILE).exists()  # the next start recovers
+
+
+async def test_a_stop_that_could_not_write_keeps_the_lock_and_names_the_file(tmp_path, monkeypatch):
+    import structlog
+    from minibroker.broker.state import Broker
+
+    broker = Broker(_config(tmp_path))
+    await broker.start()
+    broker.logs.create_topic("t", 2)
+    _fail_close_of(monkeypatch, broker.logs.get_log("t", 1))
+    with structlog.testing.capture_logs() as logs:
+        await broker.stop()
+    warning = [e for e in logs if e["event"].startswith("broker stopped, but not cleanly")]
+    assert len(warning) == 1, logs
+    assert warning[0]["could_not_write"].endswith("x.snapshot"), warning
+    assert "broker stopped cleanly" not in [e["event"] for e in logs]
+    assert broker.durability.closed  # no fsync thread left running
+    # held until the process exits: nothing else opens a directory that may hold half-written files
+    with pytest.raises(DataDirLockedError):
+        DataDirLock.acquire(str(tmp_path))
+    broker.data_dir_lock.release()  # what the process's exit would do

@@ -15,7 +15,7 @@ pytestmark = pytest.mark.timeout(10)
 
 def setup(path, **static):
     config = BrokerConfig({"log.dirs": str(path), **static})
-    logs = LogManager(str(path), config, background_flush=False)
+    logs = LogManager(str(path), config)
     dynamic = DynamicConfigs(str(path), config, logs)
     dynamic.load()
     logs.open()

@@ -1,7 +1,9 @@
-"""broker.group_commit over real partition logs, and the transaction coordinator on top of it:
-fsyncs run off the event loop, concurrent callers share fsync rounds, the recovery point moves
-only once the data is on disk, an fsync error reaches the callers, and a crash while a
-transaction's markers are being fsynced still ends in a completed transaction."""
+"""broker/durability.py's fsync rounds (group commit) over real partition logs, and the
+transaction coordinator on top of it: fsyncs run off the event loop, concurrent callers share
+fsync rounds, the recovery point moves only once the data is on disk, an fsync error reaches the
+callers, and a crash while a transaction's markers are being fsynced still ends in a completed
+transaction. With the service as the logs' flusher, an append under a flush policy and a roll
+never fsync on the caller's thread."""
 
 from __future__ import annotations
 
@@ -11,8 +13,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from minibroker.broker.durable_ops import run_durably
-from minibroker.broker.group_commit import GroupCommit
+from minibroker.broker.durability import Durability, run_durably
 from minibroker.coordinator.transactions import TransactionCoordinator
 from minibroker.coordinator.txn_log import LogTxnStore
 from minibroker.coordinator.txn_state import TxnState
@@ -63,7 +64,7 @@ def test_concurrent_callers_share_one_round_and_loop_keeps_running(tmp_path):
     logs.create_topic("t", 3, {})
     parts = [logs.get_log("t", p) for p in range(3)]
     executor = GatedExecutor()
-    gc = GroupCommit(executor)
+    gc = Durability(executor)
 
     async def scenario():
         parts[0].append(build_batch([(b"k", b"v")]))
@@ -96,7 +97,7 @@ def test_a_log_deleted_while_it_waited_for_a_round_is_left_out(tmp_path):
     logs.create_topic("u", 1, {})
     old, other = logs.get_log("t", 0), logs.get_log("u", 0)
     executor = GatedExecutor()
-    gc = GroupCommit(executor)
+    gc = Durability(executor)
 
     async def scenario():
         other.append(build_batch([(b"k", b"v")]))
@@ -125,7 +126,7 @@ def test_fsync_error_reaches_callers_and_next_round_retries(tmp_path, monkeypatc
     logs.create_topic("t", 1, {})
     plog = logs.get_log("t", 0)
     plog.append(build_batch([(b"k", b"v")]))
-    gc = GroupCommit()
+    gc = Durability()
     real_sync = LogSegment.run_sync_plan
     failures = iter([OSError(5, "Input/output error")])
     planned = []
@@ -222,7 +223,7 @@ def test_unchanged_index_files_are_not_fsynced_again(tmp_path):
 def test_concurrent_end_txn_share_fsync_rounds(tmp_path):
     logs = open_logs(tmp_path)
     logs.create_topic("t", 4, {})
-    gc = GroupCommit()
+    gc = Durability()
     tc = coordinator(logs)
     n = 24
 
@@ -257,7 +258,7 @@ def test_crash_while_markers_are_fsynced_recovers_to_complete(tmp_path):
     logs.create_topic("t", 2, {})
     # fsync rounds: 1 InitProducerId, 2 AddPartitions, 3 PrepareCommit, 4 the markers (held)
     executor = GatedExecutor(hold_from=4)
-    gc = GroupCommit(executor)
+    gc = Durability(executor)
     tc = coordinator(logs)
 
     async def commit_and_crash():
@@ -281,7 +282,7 @@ def test_crash_while_markers_are_fsynced_recovers_to_complete(tmp_path):
     crash(logs)
 
     logs2 = open_logs(tmp_path)
-    gc2 = GroupCommit()
+    gc2 = Durability()
     tc2 = coordinator(logs2)
     asyncio.run(run_durably(tc2.load(), gc2))
     assert tc2.txns["tx"].state == TxnState.COMPLETE_COMMIT
@@ -299,7 +300,7 @@ def test_transaction_barriers_follow_the_log_flush_policy(tmp_path, flush_messag
     config = {} if flush_messages is None else {"log.flush.interval.messages": flush_messages}
     logs = open_logs(tmp_path, **config)
     logs.create_topic("t", 1, {})
-    gc = GroupCommit()
+    gc = Durability()
     tc = coordinator(logs)
 
     async def commit():
@@ -312,4 +313,113 @@ def test_transaction_barriers_follow_the_log_flush_policy(tmp_path, flush_messag
     assert tc.txns["tx"].state == TxnState.COMPLETE_COMMIT
     assert (gc.rounds >= 4) if waits else (gc.rounds == 0), gc.rounds
     gc.close()
+    logs.close()
+
+
+# --------------------------------------------------------------------------- the service as flusher
+
+
+class FsyncThreads:
+    """``os.fsync`` wrapped: the name of the thread of every call."""
+
+    def __init__(self, monkeypatch):
+        self.names: list[str] = []
+        real = os.fsync
+
+        def fsync(fd):
+            self.names.append(threading.current_thread().name)
+            real(fd)
+
+        monkeypatch.setattr(os, "fsync", fsync)
+
+
+def test_a_due_append_and_a_roll_fsync_off_the_callers_thread(tmp_path, monkeypatch):
+    """log.flush.interval.messages=1 and small segments: the append marks the log due and
+    fsyncs nothing; the round does it in the service's thread; a roll's fsync and snapshot and
+    the recovery-point file go to its io thread."""
+    durability = Durability()
+    logs = LogManager(
+        str(tmp_path), {"log.flush.interval.messages": 1, "log.segment.bytes": 400}, flusher=durability
+    )
+    logs.open()
+    logs.create_topic("t", 1, {})
+    plog = logs.get_log("t", 0)
+    fsyncs = FsyncThreads(monkeypatch)
+
+    async def scenario():
+        for i in range(12):
+            plog.append(build_batch([(b"k", b"v" * 100)]))
+            assert plog.flush_due and plog.recovery_point <= i
+            assert fsyncs.names.count("MainThread") == 0
+            await durability.sync([plog])
+            assert not plog.flush_due and plog.recovery_point == i + 1
+        rounds = durability.rounds
+        await durability.checkpoint(logs)
+        return rounds
+
+    rounds = asyncio.run(scenario())
+    assert len(plog.segments) > 2, "segments rolled"
+    assert "MainThread" not in fsyncs.names, fsyncs.names
+    assert {name.rsplit("_", 1)[0] for name in fsyncs.names} == {"durability-sync", "durability-io"}
+    assert rounds == 12  # one per append: each one's round had ended before the next append
+    snapshots = [n for n in os.listdir(plog.dir) if n.endswith(".snapshot")]
+    assert snapshots, "the rolled segments' producer snapshots were written"
+    durability.close()
+    logs.close()
+    assert f"t 0 {plog.log_end_offset}" in (tmp_path / "recovery-point-offset-checkpoint").read_text()
+
+
+def test_a_due_log_nobody_awaits_is_fsynced_and_settle_waits_for_it(tmp_path, monkeypatch):
+    """A background append (an offset expiry, a CompleteCommit) reaching the flush policy: its
+    round starts by itself; an answer that saw the log come due waits in settle()."""
+    durability = Durability()
+    logs = LogManager(str(tmp_path), {"log.flush.interval.messages": 2}, flusher=durability)
+    logs.open()
+    logs.create_topic("t", 1, {})
+    plog = logs.get_log("t", 0)
+
+    async def scenario():
+        marks = durability.marks
+        plog.append(build_batch([(b"k", b"v")]))
+        assert durability.marks == marks and not plog.flush_due  # 1 of 2 messages: not due
+        plog.append(build_batch([(b"k", b"v")]))
+        assert durability.marks == marks + 1 and plog.flush_due
+        await durability.settle()
+        assert plog.recovery_point == 2
+        plog.append(build_batch([(b"k", b"v"), (b"k", b"w")]))
+        await until(lambda: plog.recovery_point == 4)  # nobody awaited: the kicked round did it
+
+    asyncio.run(scenario())
+    assert durability.rounds == 2
+    durability.close()
+    logs.close()
+
+
+def test_a_failed_round_leaves_the_log_due_for_the_next(tmp_path, monkeypatch):
+    durability = Durability()
+    logs = LogManager(str(tmp_path), {"log.flush.interval.messages": 1}, flusher=durability)
+    logs.open()
+    logs.create_topic("t", 1, {})
+    plog = logs.get_log("t", 0)
+    real_sync = LogSegment.run_sync_plan
+    failures = iter([OSError(5, "Input/output error")])
+
+    def flaky_sync(plan):
+        exc = next(failures, None)
+        if exc is not None:
+            raise exc
+        real_sync(plan)
+
+    monkeypatch.setattr(LogSegment, "run_sync_plan", staticmethod(flaky_sync))
+
+    async def scenario():
+        plog.append(build_batch([(b"k", b"v")]))
+        with pytest.raises(OSError):
+            await durability.sync([plog])
+        assert plog.recovery_point == 0
+        await durability.settle()  # the failed log is still waiting: fsynced now
+        assert plog.recovery_point == 1
+
+    asyncio.run(scenario())
+    durability.close()
     logs.close()

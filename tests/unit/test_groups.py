@@ -21,6 +21,7 @@ from minibroker.coordinator.group_records import (
     encode_offset_key,
     encode_offset_value,
 )
+from minibroker.coordinator.group_requests import JoinRequest, SyncRequest
 from minibroker.coordinator.group_store import LogOffsetsStore
 from minibroker.coordinator.partitioning import java_string_hash, partition_for
 from minibroker.protocol.errors import ErrorCode as E
@@ -128,26 +129,27 @@ def join(
     client="c",
 ):
     box = Box()
-    gc.join_group(
-        group,
-        member_id,
-        instance,
-        client,
-        "/127.0.0.1",
-        session,
-        rebalance,
-        ptype,
-        protocols,
-        box,
+    request = JoinRequest(
+        group_id=group,
+        member_id=member_id,
+        group_instance_id=instance,
+        client_id=client,
+        client_host="/127.0.0.1",
+        session_timeout_ms=session,
+        rebalance_timeout_ms=rebalance,
+        protocol_type=ptype,
+        protocols=tuple(protocols),
         require_known_member_id=require_known,
         supports_skip_assignment=skip,
     )
+    gc.join_group(request, box)
     return box
 
 
 def sync(gc, member_id, generation, assignments=None, group="g", instance=None, ptype=None, pname=None):
     box = Box()
-    gc.sync_group(group, generation, member_id, instance, ptype, pname, assignments or {}, box)
+    request = SyncRequest(group, generation, member_id, instance, ptype, pname, assignments or {})
+    gc.sync_group(request, box)
     return box
 
 

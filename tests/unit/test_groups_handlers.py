@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import datetime
-from types import SimpleNamespace
 
 import pytest
 from minibroker.broker.context import RequestContext
@@ -28,6 +27,7 @@ from minibroker.protocol.codec import build, encode_response, request_class
 from minibroker.protocol.errors import ErrorCode as E
 
 from tests.unit.coordinator_fakes import MemoryOffsetsStore, group_coordinator
+from tests.unit.handler_fakes import FakeBroker
 
 CONFIG = {"group.initial.rebalance.delay.ms": 0, "group.min.session.timeout.ms": 10}
 
@@ -49,9 +49,7 @@ class AllowAll:
 
 def make_broker():
     gc = group_coordinator(dict(CONFIG), store=MemoryOffsetsStore(1), scheduler=LoopScheduler())
-    return SimpleNamespace(
-        groups=gc, node_id=7, host="broker.example", port=9999, logs=None, security=AllowAll()
-    )
+    return FakeBroker(groups=gc, node_id=7, host="broker.example", port=9999, security=AllowAll())
 
 
 def ctx_for(broker, module, version):

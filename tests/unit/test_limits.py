@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
 from minibroker.broker.limits import RequestBudget
 
 
@@ -37,6 +38,37 @@ async def test_slot_waiters_are_served_in_order():
     await asyncio.wait_for(second, 1)
     budget.release(1, slot=True)
     assert budget.requests == 0 and budget.bytes == 0
+
+
+async def test_a_slot_waiter_cancelled_before_the_slot_frees_leaves_quietly():
+    """Cancelled, then the slot is released before the task resumes: _wake() drops the cancelled
+    future, and the task must still end with CancelledError (not ValueError) holding no slot."""
+    budget = RequestBudget(max_requests=1, max_bytes=-1)
+    assert budget.try_take_slot(10)
+    waiter = asyncio.create_task(budget.take_slot())
+    behind = asyncio.create_task(budget.take_slot())
+    await asyncio.sleep(0)
+    waiter.cancel()
+    budget.release(10, slot=True)  # the slot goes past the cancelled waiter to the next one
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(waiter, 1)
+    await asyncio.wait_for(behind, 1)
+    assert budget.requests == 1 and not budget._slot_waiters
+    budget.release(0, slot=True)
+    assert budget.requests == 0
+
+
+async def test_a_slot_granted_as_its_waiter_is_cancelled_is_given_back():
+    budget = RequestBudget(max_requests=1, max_bytes=-1)
+    assert budget.try_take_slot(10)
+    waiter = asyncio.create_task(budget.take_slot())
+    await asyncio.sleep(0)
+    budget.release(10, slot=True)  # granted to the waiter...
+    waiter.cancel()  # ...which is cancelled before it resumes
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(waiter, 1)
+    assert budget.requests == 0 and not budget._slot_waiters
+    assert budget.try_take_slot(1)
 
 
 async def test_a_full_budget_holds_frames_still_arriving_but_one_may_overdraw():

@@ -169,7 +169,7 @@ class Env:
 
 def run(op):
     """Drive a coordinator operation to its result, fsyncing (here: flushing the fakes) each
-    time it asks for durability, as broker/durable_ops.py does off the event loop."""
+    time it asks for durability, as broker/durability.py's run_durably does off the event loop."""
     try:
         request = next(op)
         while True:

@@ -1,0 +1,37 @@
+"""A broker for handler unit tests: broker.context.HandlerServices with the collaborators a test
+gives and None for the rest (a handler that reaches one it was not given fails the test with an
+AttributeError on None). tests/unit/test_handler_types.py keeps it in step with the Protocol."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from minibroker.protocol.errors import ErrorCode
+
+
+@dataclass
+class FakeBroker:
+    """The HandlerServices a handler test hands in (fields as in broker/context.py); each
+    collaborator is a real one or a small fake of the test's own (AllowAll, DenyAll...)."""
+
+    config: Any = None
+    node_id: int = 7
+    host: str = "broker.example"
+    port: int = 9999
+    logs: Any = None
+    groups: Any = None
+    txns: Any = None
+    security: Any = None
+    durability: Any = None
+    data_waiters: Any = None
+    dynamic_configs: Any = None
+
+    async def run_durably(self, op: Any) -> Any:
+        raise AssertionError("this test's handlers run no durable coordinator operation")
+
+    def get_log(self, topic: str, partition: int) -> Any:
+        return self.logs.get_log(topic, partition)
+
+    def auto_create_topic(self, name: str) -> ErrorCode:
+        raise AssertionError(f"this test creates no topic ({name})")
