@@ -96,6 +96,10 @@ def server_properties(port: int, controller_port: int, log_dir: Path, shared: di
         "transaction.state.log.min.isr": 1,
         "share.coordinator.state.topic.replication.factor": 1,
         "share.coordinator.state.topic.min.isr": 1,
+        # Kafka's retention check first runs this long after start (30 s by default) and would
+        # delete the rolled segments of whatever case runs then: the cases' fixed past timestamps
+        # make Kafka roll a segment per batch. No case tests retention deleting on the reference.
+        "log.initial.task.delay.ms": 3_600_000,
         **shared,
     }
     return "".join(f"{k}={_prop(v)}\n" for k, v in props.items())

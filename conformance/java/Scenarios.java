@@ -17,6 +17,10 @@ import org.apache.kafka.common.serialization.*;
 public class Scenarios {
     static String bootstrap;
     static String prefix;  // topic, group and transactional-id prefix, distinct per client version
+    // Record timestamps are T0 + i and printed as offsets from T0: timestamps of a fixed past date
+    // made Kafka roll a segment per batch and its retention check (first run 30 s after start)
+    // delete those segments in the middle of a scenario, whichever scenario ran at that moment.
+    static final long T0 = System.currentTimeMillis();
 
     static void out(String label, Object value) {
         System.out.println(label + "\t" + value);
@@ -129,7 +133,7 @@ public class Scenarios {
         try (Producer<String, String> producer = new KafkaProducer<>(pp, new StringSerializer(), new StringSerializer())) {
             List<String> acked = new ArrayList<>();
             for (int i = 0; i < 10; i++) {
-                RecordMetadata m = producer.send(new ProducerRecord<>(prefix + "-data", null, 1_700_000_000_000L + i, "k" + i, "v" + i)).get();
+                RecordMetadata m = producer.send(new ProducerRecord<>(prefix + "-data", null, T0 + i, "k" + i, "v" + i)).get();
                 acked.add(m.partition() + "@" + m.offset());
             }
             Collections.sort(acked);
@@ -145,7 +149,7 @@ public class Scenarios {
             long deadline = System.currentTimeMillis() + 30000;
             while (got.size() < 10 && System.currentTimeMillis() < deadline)
                 for (ConsumerRecord<String, String> r : consumer.poll(Duration.ofMillis(500)))
-                    got.add(r.partition() + "@" + r.offset() + "=" + r.key() + ":" + r.value() + ":" + r.timestamp());
+                    got.add(r.partition() + "@" + r.offset() + "=" + r.key() + ":" + r.value() + ":" + (r.timestamp() - T0));
             Collections.sort(got);
             out("consumed", got);
             consumer.commitSync();
@@ -177,7 +181,7 @@ public class Scenarios {
             for (boolean commit : new boolean[] {true, false, true}) {
                 producer.beginTransaction();
                 for (int i = 0; i < 3; i++)
-                    producer.send(new ProducerRecord<>(prefix + "-txn", null, 1_700_000_000_000L + i, "k", (commit ? "c" : "a") + i));
+                    producer.send(new ProducerRecord<>(prefix + "-txn", null, T0 + i, "k", (commit ? "c" : "a") + i));
                 producer.flush();
                 if (commit) producer.commitTransaction(); else producer.abortTransaction();
             }
