@@ -146,16 +146,7 @@ def test_every_mistake_of_a_file_is_reported_at_once(tmp_path):
             ]
         )
     )
-    done = subprocess.run(
-        [sys.executable, "-m", "minibroker", "--config", str(props), "--data-dir", str(tmp_path / "data")],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert done.returncode == 2, done.stdout + done.stderr
-    output = done.stdout + done.stderr
-    errors = [line for line in output.splitlines() if "invalid configuration" in line]
-    assert len(errors) == 1, output
+    error = _refusal_line(["--config", str(props), "--data-dir", str(tmp_path / "data")])
     for problem in [
         "4 problems",
         "lsteners: unknown property (did you mean listeners?)",
@@ -163,7 +154,7 @@ def test_every_mistake_of_a_file_is_reported_at_once(tmp_path):
         "num.partitions: expected an integer, got 'many'",
         "auto.create.topic.enable: unknown property (did you mean auto.create.topics.enable?)",
     ]:
-        assert problem in errors[0], errors[0]
+        assert problem in error, error
     assert not (tmp_path / "data").exists(), "a refused configuration touches nothing"
 
 
@@ -181,21 +172,12 @@ def test_a_hardened_file_is_refused_rather_than_started_less_strict(tmp_path):
     }
     props = stock_file(tmp_path, tmp_path / "logs", free_port(), free_port())
     props.write_text(props.read_text() + "".join(f"{k}={v}\n" for k, v in hardened.items()))
-    done = subprocess.run(
-        [sys.executable, "-m", "minibroker", "--config", str(props)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert done.returncode == 2, done.stdout + done.stderr
-    output = done.stdout + done.stderr
-    errors = [line for line in output.splitlines() if "invalid configuration" in line]
-    assert len(errors) == 1, output
-    assert "5 problems" in errors[0], errors[0]
+    error = _refusal_line(["--config", str(props)])
+    assert "5 problems" in error, error
     for name in [n for n in hardened if n != "num.io.threads"]:
-        assert f"{name}: minibroker does not implement" in errors[0], (name, errors[0])
-    assert errors[0].count("ignoring it would make the broker less strict than asked") == 5
-    assert "set it to TLSv1.2,TLSv1.3" in errors[0]
+        assert f"{name}: minibroker does not implement" in error, (name, error)
+    assert error.count("ignoring it would make the broker less strict than asked") == 5
+    assert "set it to TLSv1.2,TLSv1.3" in error
     assert not (tmp_path / "logs").exists(), "a refused configuration touches nothing"
 
 
@@ -209,3 +191,16 @@ def test_committed_kafka_property_list_matches_kafka_jars():
     assert sorted(KAFKA_BROKER_PROPERTIES) == expected, (
         "broker/kafka_properties.py differs from Kafka's jars: rerun `python -m conformance.kafka_properties`"
     )
+
+
+def _refusal_line(args: list[str]) -> str:
+    """Start minibroker with `args`, expect exit 2 and exactly one `invalid configuration` line;
+    return that line."""
+    done = subprocess.run(
+        [sys.executable, "-m", "minibroker", *args], capture_output=True, text=True, timeout=60
+    )
+    output = done.stdout + done.stderr
+    assert done.returncode == 2, output
+    errors = [line for line in output.splitlines() if "invalid configuration" in line]
+    assert len(errors) == 1, output
+    return errors[0]

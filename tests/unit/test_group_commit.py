@@ -127,18 +127,7 @@ def test_fsync_error_reaches_callers_and_next_round_retries(tmp_path, monkeypatc
     plog = logs.get_log("t", 0)
     plog.append(build_batch([(b"k", b"v")]))
     gc = Durability()
-    real_sync = LogSegment.run_sync_plan
-    failures = iter([OSError(5, "Input/output error")])
-    planned = []
-
-    def flaky_sync(plan):
-        planned.append(plan)
-        exc = next(failures, None)
-        if exc is not None:
-            raise exc
-        real_sync(plan)
-
-    monkeypatch.setattr(LogSegment, "run_sync_plan", staticmethod(flaky_sync))
+    planned = _fail_first_sync(monkeypatch)
 
     async def scenario():
         with pytest.raises(OSError):
@@ -401,16 +390,7 @@ def test_a_failed_round_leaves_the_log_due_for_the_next(tmp_path, monkeypatch):
     logs.open()
     logs.create_topic("t", 1, {})
     plog = logs.get_log("t", 0)
-    real_sync = LogSegment.run_sync_plan
-    failures = iter([OSError(5, "Input/output error")])
-
-    def flaky_sync(plan):
-        exc = next(failures, None)
-        if exc is not None:
-            raise exc
-        real_sync(plan)
-
-    monkeypatch.setattr(LogSegment, "run_sync_plan", staticmethod(flaky_sync))
+    _fail_first_sync(monkeypatch)
 
     async def scenario():
         plog.append(build_batch([(b"k", b"v")]))
@@ -423,3 +403,20 @@ def test_a_failed_round_leaves_the_log_due_for_the_next(tmp_path, monkeypatch):
     asyncio.run(scenario())
     durability.close()
     logs.close()
+
+
+def _fail_first_sync(monkeypatch) -> list:
+    """The first segment fsync plan run fails with EIO, the others run; returns the plans run."""
+    real_sync = LogSegment.run_sync_plan
+    failures = iter([OSError(5, "Input/output error")])
+    planned: list = []
+
+    def flaky_sync(plan):
+        planned.append(plan)
+        exc = next(failures, None)
+        if exc is not None:
+            raise exc
+        real_sync(plan)
+
+    monkeypatch.setattr(LogSegment, "run_sync_plan", staticmethod(flaky_sync))
+    return planned
