@@ -3,6 +3,7 @@ FROM python:3.11-slim AS build
 WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY broker ./broker
+COPY common ./common
 COPY coordinator ./coordinator
 COPY minibroker ./minibroker
 COPY pipelines ./pipelines

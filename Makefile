@@ -67,7 +67,7 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	rm -rf .lint && mkdir -p .lint/minibroker
 	for f in minibroker/*.py; do ln -s ../../$$f .lint/minibroker/; done
-	for d in broker coordinator protocol storage pipelines; do ln -s ../../$$d .lint/minibroker/$$d; done
+	for d in broker common coordinator protocol storage pipelines; do ln -s ../../$$d .lint/minibroker/$$d; done
 	cd .lint && ../$(BIN)/mypy --config-file ../pyproject.toml
 
 # Differential run against a reference Apache Kafka (needs java and mvn; see conformance/README.md).

@@ -1,0 +1,1 @@
+"""What every layer may use: the clock and the fault points (Kafka's `Time` and `server-common`)."""
