@@ -144,6 +144,32 @@ async def serve(config: BrokerConfig, port_file: str | None, phase: _Phase | Non
         await broker.stop()
 
 
+#: glibc's mallopt parameters (malloc.h)
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
+
+
+def tune_malloc() -> None:
+    """Keep glibc from returning the heap's top to the kernel after every large request.
+
+    A Produce frame of 100 KB to 1 MB that arrives in pieces is assembled in one buffer and freed
+    once answered. With glibc's defaults (trim above 128 KiB of free top, mmap from 128 KiB) each
+    such frame grew and shrank the heap: two brk calls and fresh zeroed pages per request, about
+    0.08 us of the 0.45 us of broker CPU per 100 B record (`python -m bench.produce_path`: 329 brk
+    calls for 300 requests, 0 with these settings; 0.36-0.37 us/record). Frames up to 1 MiB stay on
+    the heap, at most 2 MiB of free heap is kept (the idle and after-load RSS figures of
+    `make bench` are unchanged). Nothing is done on other C libraries."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes  # noqa: PLC0415 - only here
+
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        libc.mallopt(_M_MMAP_THRESHOLD, 1 << 20)
+        libc.mallopt(_M_TRIM_THRESHOLD, 2 << 20)
+    except (OSError, AttributeError):  # musl and others: no glibc, nothing to tune
+        pass
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
 
@@ -161,6 +187,7 @@ def main(argv: list[str] | None = None) -> int:
         log.error("invalid configuration", problem=str(exc))
         return 2
     config.log_ignored(log)
+    tune_malloc()
     runner: Callable[..., object] = asyncio.run
     try:
         import uvloop

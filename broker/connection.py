@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import os
 import struct
-import time
 from collections.abc import Iterator
 from typing import NoReturn
 
@@ -70,7 +69,8 @@ class Connection:
             session.listener.name, "sasl.server.max.receive.size"
         )
         self.failed_authentication_delay_s = config["connection.failed.authentication.delay.ms"] / 1000
-        self.last_activity = time.monotonic()
+        self.clock = broker.clock
+        self.last_activity = self.clock.monotonic()
         self.frame_started: float | None = None  # a frame's body is being received since then
         self.writing_since: float | None = None  # a response is being written since then
         self._held_bytes = 0  # request bytes counted in the budget
@@ -108,7 +108,7 @@ class Connection:
                         f"{size} bytes before authentication, sasl.server.max.receive.size={limit}"
                     )
                 try:
-                    self.frame_started = time.monotonic()
+                    self.frame_started = self.clock.monotonic()
                     try:
                         first = await self.reader.read(size) if size else b""
                         if len(first) == size:  # arrived whole: charged now
@@ -135,7 +135,7 @@ class Connection:
                 finally:
                     self._busy = False
                     self._release_budget()
-                    self.last_activity = time.monotonic()
+                    self.last_activity = self.clock.monotonic()
         except ClosingConnection as exc:
             log.warning("closing connection", peer=self.peer, reason=str(exc))
         except ConnectionError as exc:  # reset while its request was served or answered
@@ -175,7 +175,7 @@ class Connection:
             self.broker, key, version, header.correlation_id, header.client_id, self.peer, self.session
         )
         observe = self.broker.request_observer  # request log / metrics; None when both are off
-        started = time.perf_counter() if observe is not None else 0.0
+        started = self.clock.monotonic() if observe is not None else 0.0
         durability = self.broker.durability
         marks = durability.marks
         result = await self._handle(ctx, request)
@@ -197,7 +197,7 @@ class Connection:
             else:
                 await self._send(head, encode_response(result))
         if observe is not None:
-            observe(ctx, request, result, time.perf_counter() - started)
+            observe(ctx, request, result, self.clock.monotonic() - started)
         if session.close_reason is not None:
             raise ClosingConnection(session.close_reason)
 
@@ -250,7 +250,7 @@ class Connection:
                 if budget.full():
                     self.frame_started = None  # waiting on others is not this client's stall
                     await budget.wait_for_room(self)
-                    self.frame_started = time.monotonic()
+                    self.frame_started = self.clock.monotonic()
                 chunk = await self.reader.read(size - len(buf))
                 if not chunk:
                     return None
@@ -284,14 +284,14 @@ class Connection:
     async def _send(self, head: bytes, body: bytes) -> None:
         self._ensure_open()
         self.writer.write(_INT32.pack(len(head) + len(body)) + head + body)
-        self.writing_since = time.monotonic()
+        self.writing_since = self.clock.monotonic()
         await self.writer.drain()
         self.writing_since = None
 
     async def _send_raw(self, head: bytes, raw: RawResponse) -> None:
         """Bytes parts and small slices gathered into one writev; large slices by sendfile."""
         self._ensure_open()
-        self.writing_since = time.monotonic()
+        self.writing_since = self.clock.monotonic()
         pending: list = [_INT32.pack(len(head) + raw.size) + head]
         pending_size = 0
         for part in raw.parts:

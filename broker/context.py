@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from minibroker.broker.security.sasl import Session
     from minibroker.broker.security.service import Security
     from minibroker.broker.waiters import DataWaiters
+    from minibroker.common.clock import Clock
     from minibroker.coordinator.collaborators import DurableOp
     from minibroker.coordinator.groups import GroupCoordinator
     from minibroker.coordinator.transactions import TransactionCoordinator
@@ -29,6 +30,7 @@ class HandlerServices(Protocol):
     process, a small typed fake in the handler unit tests (tests/unit/test_groups_handlers.py)."""
 
     config: BrokerConfig
+    clock: Clock
     node_id: int
     host: str  # advertised to clients of a listener without its own advertised address
     port: int

@@ -27,7 +27,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import time
 from collections import Counter, deque
 
 try:
@@ -179,11 +178,11 @@ class LogThrottle:
         self._count = 0
         self._logged_at = float("-inf")
 
-    def due(self) -> tuple[int, float | None] | None:
-        """Count one event. When a line is due: (events since the previous line, this one
-        included; seconds since the previous line, None for the first), else None."""
+    def due(self, now: float) -> tuple[int, float | None] | None:
+        """Count one event at `now` (monotonic seconds, the broker's clock). When a line is due:
+        (events since the previous line, this one included; seconds since the previous line,
+        None for the first), else None."""
         self._count += 1
-        now = time.monotonic()
         since = now - self._logged_at
         if since < self.interval_s:
             return None

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import struct
-import time
 
 import structlog
 from minibroker.broker.request_log import API_NAMES
@@ -249,7 +248,7 @@ class _StateCollector:
 
     def collect(self):
         broker = self.broker
-        now_ms = int(time.time() * 1000)
+        now_ms = broker.clock.wall_ms()
         yield from self._transactions(broker, now_ms)
         yield from self._logs(broker, now_ms)
         yield from self._groups(broker)

@@ -9,7 +9,6 @@ import asyncio
 import functools
 import socket
 import struct
-import time
 
 import structlog
 from minibroker.broker.connection import Connection, peer_text
@@ -168,7 +167,7 @@ class Server:
 
     def _log_refusal(self, ip: str, listener: str, reason: str) -> None:
         """At most one warning a second: a client reconnecting in a loop must not flood the log."""
-        due = self._refusals.due()
+        due = self._refusals.due(self.broker.clock.monotonic())
         if due is not None:
             log.warning("connections refused", ip=ip, listener=listener, reason=reason, count=due[0])
 
@@ -176,7 +175,7 @@ class Server:
         interval = min(1.0, max(0.05, min(self._idle_s, self._receive_timeout_s) / 4))
         while True:
             await asyncio.sleep(interval)
-            now = time.monotonic()
+            now = self.broker.clock.monotonic()
             for conn in list(self._connections):
                 if conn.aborted:  # e.g. still waiting for the request budget: goes when woken
                     continue

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import errno
 import functools
-import time
 from typing import TypeVar
 
 import structlog
@@ -23,6 +22,7 @@ from minibroker.broker.scheduler import LoopScheduler
 from minibroker.broker.security.service import Security
 from minibroker.broker.server import Server
 from minibroker.broker.waiters import DataWaiters
+from minibroker.common.clock import SYSTEM_CLOCK, Clock
 from minibroker.coordinator.collaborators import DurableOp
 from minibroker.coordinator.group_metadata_manager import GroupMetadataManager
 from minibroker.coordinator.group_store import LogOffsetsStore
@@ -42,8 +42,9 @@ T = TypeVar("T")
 
 
 class Broker:
-    def __init__(self, config: BrokerConfig) -> None:
+    def __init__(self, config: BrokerConfig, *, clock: Clock = SYSTEM_CLOCK) -> None:
         self.config = config
+        self.clock = clock  # the one clock every part of this broker reads (common/clock.py)
         self.data_dir = config["log.dirs"]
         self.node_id = config["node.id"]
         # Before anything below reads the directory (ProducerIdManager reads its file, Security
@@ -116,12 +117,12 @@ class Broker:
             log.warning("could not close everything a failed start opened", error=str(exc))
 
     async def _start(self) -> None:
-        started = phase_start = time.monotonic()
+        started = phase_start = self.clock.monotonic()
         self.dynamic_configs.load()  # runtime-set broker defaults apply to the logs opened next
 
         def phase_done(name: str) -> None:
             nonlocal phase_start
-            now = time.monotonic()
+            now = self.clock.monotonic()
             self.startup_seconds[name] = now - phase_start
             phase_start = now
 
@@ -155,7 +156,7 @@ class Broker:
             await self.metrics.start(
                 self.config["minibroker.metrics.host"], self.config["minibroker.metrics.port"]
             )
-        self.startup_seconds["total"] = time.monotonic() - started
+        self.startup_seconds["total"] = self.clock.monotonic() - started
         log.info(
             "broker ready",
             host=self.host,
@@ -165,7 +166,7 @@ class Broker:
             listeners={lst.name: lst.bound_port for lst in listeners},
             cluster_id=self.logs.cluster_id,
             node_id=self.node_id,
-            startup_ms=round((time.monotonic() - started) * 1000, 1),
+            startup_ms=round((self.clock.monotonic() - started) * 1000, 1),
         )
 
     async def stop(self) -> None:
@@ -282,7 +283,7 @@ class Broker:
             self.every(self.config["log.cleaner.backoff.ms"], cleaner.maybe_clean, "log-cleaner")
         self.every(
             self.config["producer.id.expiration.check.interval.ms"],
-            lambda: self.logs.remove_expired_producers(int(time.time() * 1000)),
+            lambda: self.logs.remove_expired_producers(self.clock.wall_ms()),
             "producer-expiration",
         )
 

@@ -10,7 +10,6 @@ range spans. No fetch sessions: session id 0 tells clients to keep sending full 
 
 from __future__ import annotations
 
-import time
 from typing import TYPE_CHECKING
 
 from minibroker.broker.context import RawResponse
@@ -129,13 +128,14 @@ async def handle(ctx: RequestContext, req: FetchRequest) -> RawResponse:
     refused = _refused(ctx, req)
     if refused is not None:
         return refused
-    deadline = time.monotonic() + max(millis(req.max_wait), 0) / 1000
+    clock = broker.clock
+    deadline = clock.monotonic() + max(millis(req.max_wait), 0) / 1000
     keys: list[tuple[str, int]] = [(t.topic, p.partition) for t in req.topics for p in t.partitions]
     # authorization (Kafka: READ on each topic)
     denied: set[str] = {t.topic for t in req.topics if not ctx.allowed(Op.READ, Res.TOPIC, t.topic)}
     while True:
         topics, total, any_error = _read_all(broker, req, isolation, denied)
-        remaining = deadline - time.monotonic()
+        remaining = deadline - clock.monotonic()
         if total >= req.min_bytes or any_error or remaining <= 0 or not keys or broker.data_waiters.closed:
             break
         # Nothing (or too little) yet: wait for an append, a marker or an LSO move, then re-read.

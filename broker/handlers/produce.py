@@ -69,7 +69,7 @@ def _append(
         info = plog.append(batch)
     except KafkaStorageError as exc:
         if exc.error_code == ErrorCode.kafka_storage_error:  # the disk, not the request
-            _storage_refusals.note(topic, index, plog.dir, exc)
+            _storage_refusals.note(ctx.broker.clock.monotonic(), topic, index, plog.dir, exc)
             return dict(index=index, error_code=exc.error_code, base_offset=-1, log_start_offset=-1)
         known_start = exc.error_code not in _ERRORS_WITHOUT_LOG_START
         return _refused(topic, index, exc, log_start_offset=plog.log_start_offset if known_start else -1)
@@ -97,8 +97,8 @@ class _StorageRefusals:
     def __init__(self) -> None:
         self.throttle = LogThrottle(self.INTERVAL_S)
 
-    def note(self, topic: str, partition: int, path: str, exc: KafkaStorageError) -> None:
-        due = self.throttle.due()
+    def note(self, now: float, topic: str, partition: int, path: str, exc: KafkaStorageError) -> None:
+        due = self.throttle.due(now)
         if due is None:
             return
         refused, seconds_since_last = due
@@ -137,7 +137,7 @@ def _refused(topic: str, index: int, exc: KafkaStorageError, log_start_offset: i
     return answer
 
 
-def _not_durable(responses: list[dict], due: list[PartitionLog], exc: OSError) -> None:
+def _not_durable(now: float, responses: list[dict], due: list[PartitionLog], exc: OSError) -> None:
     """The fsync of ``due`` failed: their records are in the page cache only, so their
     partitions answer KAFKA_STORAGE_ERROR (the next round tries the fsync again)."""
     failed = {(plog.topic, plog.partition): plog for plog in due}
@@ -146,7 +146,7 @@ def _not_durable(responses: list[dict], due: list[PartitionLog], exc: OSError) -
             plog = failed.get((t["name"], p["index"]))
             if plog is not None:
                 error = KafkaStorageError(ErrorCode.kafka_storage_error, f"cannot fsync {plog.dir}: {exc}")
-                _storage_refusals.note(plog.topic, plog.partition, plog.dir, error)
+                _storage_refusals.note(now, plog.topic, plog.partition, plog.dir, error)
                 p.update(error_code=error.error_code, base_offset=-1, log_start_offset=-1)
 
 
@@ -239,7 +239,7 @@ async def handle(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse | 
         try:
             await ctx.broker.durability.sync(due)
         except OSError as exc:
-            _not_durable(responses, due, exc)
+            _not_durable(ctx.broker.clock.monotonic(), responses, due, exc)
     if req.acks == 0:
         failed = [
             (t["name"], p["index"], ErrorCode(p["error_code"]).name)

@@ -4,9 +4,10 @@ AttributeError on None). tests/unit/test_handler_types.py keeps it in step with 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from minibroker.common.clock import ManualClock
 from minibroker.protocol.errors import ErrorCode
 
 
@@ -16,6 +17,7 @@ class FakeBroker:
     collaborator is a real one or a small fake of the test's own (AllowAll, DenyAll...)."""
 
     config: Any = None
+    clock: Any = field(default_factory=ManualClock)
     node_id: int = 7
     host: str = "broker.example"
     port: int = 9999
