@@ -1,17 +1,19 @@
 /*
- * The record walk of storage/log_validator.py at C speed: minibroker.storage._record_walk.
+ * The Produce validator's record walk at C speed: minibroker.storage._record_walk, the twin of
+ * the Python walk of protocol/records/walk.py (``walk_records`` with consecutive offset deltas),
+ * which storage/log_validator.py hands it to (``check_records``).
  *
  * walk(records, count) reads the record area of a magic-2 batch (the bytes after its 61-byte
  * header, decompressed) the way Kafka's DefaultRecord.readFrom does, and returns
  * (smallest timestamp delta, largest timestamp delta, [indexes of null-key records]) when the
  * area is exactly `count` well-formed records filling it; None otherwise. It accepts exactly
- * what the Python reference walk (log_validator._walk, the definition) accepts, with the same
+ * what the Python walk (protocol/records/walk.py, the definition) accepts, with the same
  * values; on None the caller runs the reference, which refuses with Kafka's error and message.
  * (It bounds a header count by the rest of the record, the reference by the rest of the
  * batch: a header takes at least two bytes, so the verdicts agree.)
  *
  * Every read is bounded by the end of the record being read, itself bounded by the end of the
- * buffer: any bytes, hostile ones included, are safe to pass (tests/unit/test_record_walk.py
+ * buffer: any bytes, hostile ones included, are safe to pass (tests/unit/test_record_walkers.py
  * compares it with the reference on random and mutated batches).
  *
  * Why C: this walk is the per-record cost of a Produce. In Python it costs about 0.9 us per
@@ -220,7 +222,7 @@ static PyModuleDef_Slot slots[] = {
 static struct PyModuleDef module_def = {
     PyModuleDef_HEAD_INIT,
     "minibroker.storage._record_walk",
-    "The Produce record walk at C speed (see storage/log_validator.py).",
+    "The Produce record walk at C speed (see protocol/records/walk.py).",
     0,
     methods,
     slots,
