@@ -17,7 +17,10 @@ validator's alone: with ``consecutive`` the offset deltas must be 0, 1, 2, ... (
 writes; a compacted batch has gaps, which readers accept).
 
 Two walks exist, each measured:
-- ``walk_records`` in Python, which records every record's fields (positions, not copies);
+- ``walk_records`` in Python, which records every record's fields (positions, not copies): about
+  2.2 us per 100 B record for the validator, 2.4 for the cleaner's keys (a loaded 2-core
+  machine; the walks it replaced, each skipping what its caller did not need, cost 1.2 and
+  1.05, but agreed with no other walker on malformed batches);
 - ``storage/_record_walk.c``, the same rules with ``consecutive`` in C, which returns only
   what the validator needs (smallest and largest timestamp delta, null-key indexes) or None
   for anything it does not accept. The walk is the per-record cost of a Produce: about 0.23 us
@@ -116,76 +119,61 @@ def walk_records(  # noqa: C901 - Kafka's DefaultRecord.readFrom field by field,
     buf: BytesLike, pos: int, end: int, count: int, *, consecutive: bool = False
 ) -> list[Fields]:
     """The ``count`` records in buf[pos:end] (see the module docstring for what is refused).
-    One-byte varints (nearly all of them) are decoded inline: a call per field would double
-    the cost. Raises InvalidRecord or RecordsTruncated."""
+    A record's five varints (length, timestamp delta, offset delta, key length, value length)
+    are read by one loop; those of one or two bytes (nearly all of them) inline: a call per
+    field would double the cost. Raises InvalidRecord or RecordsTruncated."""
     out: list[Fields] = []
     add = out.append
-    v32 = read_varint
+    body = rec_end = key_pos = value_pos = 0
     try:
         for i in range(count):
-            b = buf[pos]  # record length
-            if b < 0x80:
-                length = (b >> 1) ^ -(b & 1)
-                pos += 1
-            else:
-                length, pos = v32(buf, pos)
-            body = pos
-            rec_end = pos + length
-            if length < 0 or rec_end > end:
-                raise InvalidRecord(
-                    f"invalid record size: expected {length} bytes in record payload, "
-                    f"but only {end - pos} remain"
-                )
-            if buf[pos] >= 0x80:  # unused by Kafka, but kafka-python reads it as a varint
-                raise InvalidRecord(f"record {i} has attributes {buf[pos]:#x}; none are defined")
-            b = buf[pos + 1]  # timestamp delta (varlong)
-            if b < 0x80:
-                ts_delta = (b >> 1) ^ -(b & 1)
-                pos += 2
-            else:
-                ts_delta, pos = read_varint(buf, pos + 1, long=True)
-            b = buf[pos]
-            if b < 0x80:
-                offset_delta = (b >> 1) ^ -(b & 1)
-                pos += 1
-            else:
-                offset_delta, pos = v32(buf, pos)
-            if consecutive and offset_delta != i:
-                raise InvalidRecord(
-                    f"record {i} has offset delta {offset_delta}; offset deltas must be consecutive"
-                )
-            b = buf[pos]  # key length
-            if b < 0x80:
-                key_len = (b >> 1) ^ -(b & 1)
-                pos += 1
-            else:
-                key_len, pos = v32(buf, pos)
-            key_pos = pos
-            if key_len >= 0:
-                pos += key_len
-            elif key_len != -1:  # Kafka reads any negative length as null; librdkafka stalls
-                raise InvalidRecord(f"record {i} has key length {key_len}")
-            b = buf[pos]  # value length
-            if b < 0x80:
-                value_len = (b >> 1) ^ -(b & 1)
-                pos += 1
-            else:
-                value_len, pos = v32(buf, pos)
-            value_pos = pos
-            if value_len >= 0:
-                pos += value_len
-            elif value_len != -1:
-                raise InvalidRecord(f"record {i} has value length {value_len}")
+            values = []
+            for field in range(5):
+                b = buf[pos]
+                if b < 0x80:
+                    n = (b >> 1) ^ -(b & 1)
+                    pos += 1
+                elif buf[pos + 1] < 0x80:
+                    b = (b & 0x7F) | (buf[pos + 1] << 7)
+                    n = (b >> 1) ^ -(b & 1)
+                    pos += 2
+                else:
+                    n, pos = read_varint(buf, pos, long=field == 1)
+                values.append(n)
+                if field == 0:  # the record's length, then its attributes byte
+                    body, rec_end = pos, pos + n
+                    if n < 0 or rec_end > end:
+                        raise InvalidRecord(
+                            f"invalid record size: expected {n} bytes in record payload, "
+                            f"but only {end - pos} remain"
+                        )
+                    if buf[pos] >= 0x80:  # unused by Kafka, but kafka-python reads it as a varint
+                        raise InvalidRecord(f"record {i} has attributes {buf[pos]:#x}; none are defined")
+                    pos += 1
+                elif field == 2:
+                    if consecutive and n != i:
+                        raise InvalidRecord(
+                            f"record {i} has offset delta {n}; offset deltas must be consecutive"
+                        )
+                elif field > 2:  # the key's or the value's length, then its bytes
+                    if field == 3:
+                        key_pos = pos
+                    else:
+                        value_pos = pos
+                    if n >= 0:
+                        pos += n
+                    elif n != -1:  # Kafka reads any negative length as null; librdkafka stalls
+                        raise InvalidRecord(f"record {i} has {'key' if field == 3 else 'value'} length {n}")
             if buf[pos] == 0 and pos + 1 == rec_end:  # no headers: the common case
                 pos += 1
             else:
                 pos = _headers(buf, pos, end, i, None)
                 if pos != rec_end:
                     raise InvalidRecord(
-                        f"invalid record size: expected to read {length} bytes in record "
-                        f"payload, but instead read {length + pos - rec_end}"
+                        f"invalid record size: expected to read {values[0]} bytes in record "
+                        f"payload, but instead read {values[0] + pos - rec_end}"
                     )
-            add((body, rec_end, ts_delta, offset_delta, key_pos, key_len, value_pos, value_len))
+            add((body, rec_end, values[1], values[2], key_pos, values[3], value_pos, values[4]))
     except IndexError:
         raise RecordsTruncated from None
     if pos != end:
