@@ -53,6 +53,7 @@ from minibroker.protocol.records import (
     HEADER_SIZE,
     HEADER_STRUCT,
     MAGIC,
+    NO_TIMESTAMP,
     BatchHeader,
     Checked,
     CompiledWalk,
@@ -88,7 +89,6 @@ _MIN_SIZE_FIELD = 14  # Kafka's LegacyRecord.RECORD_OVERHEAD_V0: the smallest si
 _HEADER_UP_TO_MAGIC = 17
 _MAGIC_OFFSET = 16
 _MAX_CODEC = 4
-_NO_TIMESTAMP = -1
 # Kafka streams a compressed batch through its decompressor; this broker decompresses it whole,
 # so a small payload that expands without bound (a "zip bomb") is refused past this size.
 MAX_DECOMPRESSED_BYTES = 64 << 20
@@ -301,8 +301,8 @@ def validate_records(
     errors: dict[int, str] = {}  # record index -> its one error (a key error wins)
     timestamp_error = False
     batch_lat = h.attributes & ATTR_LOG_APPEND_TIME
-    max_ts = _NO_TIMESTAMP
-    if not log_append_time and not (batch_lat and h.max_timestamp == _NO_TIMESTAMP):
+    max_ts = NO_TIMESTAMP
+    if not log_append_time and not (batch_lat and h.max_timestamp == NO_TIMESTAMP):
         base = h.base_timestamp
         if batch_lat:  # every record's timestamp is the batch's maxTimestamp
             first_ts = max_ts = h.max_timestamp
@@ -317,7 +317,7 @@ def validate_records(
                 else [base + d for d in walked.deltas or timestamp_deltas(records, h.records_count)]
             )
             for i, ts in enumerate(stamps):
-                if ts != _NO_TIMESTAMP and (ts < lo or ts > hi):
+                if ts != NO_TIMESTAMP and (ts < lo or ts > hi):
                     timestamp_error = True
                     errors[i] = (
                         f"Timestamp {ts} of message with offset {i} is out of range. "

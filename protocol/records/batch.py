@@ -59,7 +59,6 @@ __all__ = [
     "CorruptBatchError",
     "parse_header",
     "crc_ok",
-    "compute_crc",
     "seal",
     "stamp_header",
     "iter_batches",
@@ -136,10 +135,6 @@ class BatchHeader(NamedTuple):
         return bool(self.attributes & ATTR_CONTROL)
 
     @property
-    def has_producer_id(self) -> bool:
-        return self.producer_id >= 0
-
-    @property
     def last_offset(self) -> int:
         return self.base_offset + self.last_offset_delta
 
@@ -178,14 +173,6 @@ def parse_header(buf: BytesLike, pos: int = 0) -> BatchHeader:
         raise CorruptBatchError(
             f"record batch header needs {HEADER_SIZE} bytes, {len(buf) - pos} available"
         ) from None
-
-
-def compute_crc(buf: BytesLike, pos: int = 0, size: int | None = None) -> int:
-    """CRC-32C of the batch at ``pos`` over bytes [21, end of batch)."""
-    mv = memoryview(buf)
-    if size is None:
-        size = _I32.unpack_from(mv, pos + 8)[0] + 12
-    return _crc32c(mv[pos + CRC_START : pos + size])
 
 
 def crc_ok(buf: BytesLike, pos: int = 0, size: int | None = None) -> bool:

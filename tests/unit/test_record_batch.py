@@ -75,7 +75,7 @@ def test_header_layout_matches_kafka_field_offsets():
         h.records_count,
     ) == (100, 5, 2, 7, 3, 11, 1)
     assert h.size == len(b) and h.is_transactional and not h.is_control
-    assert h.has_producer_id and h.last_offset == 100 and h.next_offset == 101
+    assert h.producer_id >= 0 and h.last_offset == 100 and h.next_offset == 101
 
 
 def test_header_properties():
@@ -83,7 +83,7 @@ def test_header_properties():
     assert h.compression == 3 and h.timestamp_type == 1
     assert h.is_transactional and h.is_control
     assert h.last_offset == 14 and h.size == 61
-    assert not _header().has_producer_id
+    assert _header().producer_id < 0
 
 
 @pytest.mark.parametrize(
