@@ -50,6 +50,7 @@ from minibroker.protocol.records import (
     rewrite_batch,
 )
 from minibroker.protocol.varint import BytesLike
+from minibroker.storage.compiled_walk import compiled_keys
 from minibroker.storage.segment import LogSegment, ScanStop, scan_batches
 from minibroker.storage.transaction_index import AbortedTxn
 
@@ -171,7 +172,7 @@ def build_offset_map(job: CleanJob, fds: dict[int, int], aborted: _AbortedRanges
 def _add_to_map(offsets: dict[bytes, int], deletes: list[int], data: BytesLike, first_dirty: int) -> None:
     """The batch's records of the dirty range; keyless ones (refused today, maybe in old logs)
     are dropped."""
-    for offset, key, has_value in record_keys(data):
+    for offset, key, has_value in record_keys(data, compiled_keys):
         if key is not None and offset >= first_dirty:
             offsets[key] = offset
             if not has_value:
@@ -380,7 +381,7 @@ def _keep_flags(
     latest = omap.latest
     flags = [
         (key is not None and offset >= latest.get(key, -1) and (has_value or retain_deletes), not has_value)
-        for offset, key, has_value in record_keys(data)
+        for offset, key, has_value in record_keys(data, compiled_keys)
     ]
     keep = [k for k, _ in flags]
     kept = sum(keep)

@@ -28,11 +28,9 @@ compressed batch is recompressed); no magic-2 client writes them, so they are re
 INVALID_RECORD rather than stored as sent.
 
 The record walk is ``protocol/records/walk.py``'s ``check_records``: the C walk
-(``storage/_record_walk.c``, an optional extension built as ``minibroker.storage._record_walk``)
+(``storage/_record_walk.c``, an optional extension imported by ``storage/compiled_walk.py``)
 when it is installed, the Python walk for every batch it declines and everything when it is
-absent. The import lives here because the extension is built inside ``minibroker.storage``
-(pyproject.toml) and protocol/ imports nothing of storage/; the choice between the two is
-``check_records``'s.
+absent.
 """
 
 from __future__ import annotations
@@ -40,7 +38,6 @@ from __future__ import annotations
 import struct
 from typing import NamedTuple
 
-import structlog
 from minibroker.protocol.crc import crc32c
 from minibroker.protocol.errors import ErrorCode
 from minibroker.protocol.records import (
@@ -65,18 +62,10 @@ from minibroker.protocol.records import (
     timestamp_deltas,
 )
 from minibroker.protocol.varint import BytesLike
+from minibroker.storage.compiled_walk import compiled_walk
 from minibroker.storage.errors import KafkaStorageError
 
-_compiled_walk: CompiledWalk | None
-try:
-    from minibroker.storage._record_walk import walk as _compiled_walk
-except ImportError as _missing:  # installed without a C compiler: the Python walk does it all
-    _compiled_walk = None
-    structlog.get_logger(__name__).warning(
-        "the compiled record walk is not installed, so every produced record is walked in"
-        " Python at about five times the CPU (reinstall minibroker where a C compiler is found)",
-        error=str(_missing),
-    )
+_compiled_walk: CompiledWalk | None = compiled_walk  # tests set it to None: the Python walk alone
 
 __all__ = ["first_produced_batch", "validate_batch_header", "validate_records", "RecordsInfo"]
 

@@ -48,6 +48,7 @@ from minibroker.protocol.records.control import (
 from minibroker.protocol.records.rewrite import rewrite_batch
 from minibroker.protocol.records.walk import (
     Checked,
+    CompiledKeys,
     CompiledWalk,
     InvalidRecord,
     Record,
@@ -82,6 +83,7 @@ __all__ = [
     "NO_TIMESTAMP",
     "BatchHeader",
     "Checked",
+    "CompiledKeys",
     "CompiledWalk",
     "CorruptBatchError",
     "DecompressedTooLarge",

@@ -1,7 +1,8 @@
 """One differential test over every walker of Kafka's record format (protocol/records/):
 
-- the C walk (storage/_record_walk.c) and the Python walk (``check_records`` without it), the
-  Produce validator's two: same verdict, same timestamp deltas and null-key indexes;
+- the C walk (storage/_record_walk.c ``walk``) and the Python walk (``check_records`` without
+  it), the Produce validator's two: same verdict, same timestamp deltas and null-key indexes;
+- the C walk's ``keys`` (the cleaner's offset map) and the Python ``record_keys``;
 - the validator end to end (``validate_records``) with and without the C walk: the same answer
   or the same error code and message;
 - the readers: ``iter_records`` (internal topics, timestamp lookups), ``record_keys`` (the
@@ -52,9 +53,9 @@ from minibroker.storage import log_validator
 from minibroker.storage.errors import KafkaStorageError
 
 try:  # without it only this module's fallback tests can pass; the others say why they fail
-    from minibroker.storage._record_walk import walk
+    from minibroker.storage._record_walk import keys, walk
 except ImportError:
-    walk = None
+    keys = walk = None
 
 from tests.support.crafted import NOW, raw_batch, record, varint
 from tests.unit.test_log_validator import run
@@ -75,6 +76,11 @@ def _area(batch: bytes) -> bytes:
 def compiled(batch: bytes, count: int | None = None):
     assert walk is not None, "storage/_record_walk.c is not built (make test builds it)"
     return walk(_area(batch), _count(batch) if count is None else count)
+
+
+def compiled_keys(batch: bytes):
+    assert keys is not None, "storage/_record_walk.c is not built (make test builds it)"
+    return keys(_area(batch), _count(batch), parse_header(batch).base_offset)
 
 
 def reference(batch: bytes, count: int | None = None):
@@ -129,12 +135,16 @@ def agree(batch: bytes) -> bool:
         "rewrite_batch": _read(lambda b: rewrite_batch(b, None), batch) if records != [] else None,
         "dump": _read(_dump, batch),
     }
+    fast_keys = compiled_keys(batch)
     if records is None:
         assert slow is None
         assert readers == dict.fromkeys(readers), "a reader accepts what iter_records refuses"
+        assert fast_keys is None
         return False
     h = parse_header(batch)
     assert readers["record_keys"] == [(r.offset, r.key, r.value is not None) for r in records]
+    if not (fast_keys is None and _count(batch) <= 0):  # the C walks decline an empty batch
+        assert fast_keys == readers["record_keys"]
     if records:  # the cleaner's rewrite keeping every record: the same records
         assert _area(readers["rewrite_batch"]) == _area(batch)
     assert readers["dump"] == [
@@ -184,6 +194,8 @@ def test_client_batches_are_walked_with_their_timestamps_and_null_keys():
 )
 def test_compressed_batches_take_the_compiled_walk(codec, monkeypatch):
     monkeypatch.setattr(walk_module, "walk_records", lambda *a, **k: pytest.fail("the Python walk was used"))
+    batch = build_batch([(b"k%d" % i, b"v" * 100) for i in range(50)], timestamp_ms=NOW, compression=codec)
+    assert record_keys(batch, keys) == [(i, b"k%d" % i, True) for i in range(50)]
     batch = build_batch([(b"k%d" % i, b"v" * 100) for i in range(50)], timestamp_ms=NOW, compression=codec)
     assert run(batch).max_timestamp == NOW
 
