@@ -23,13 +23,15 @@ Two walks exist, each measured:
   ``keys`` for the log cleaner (``record_keys``' answer); each returns None for anything it does
   not accept, and the Python walk then decides, with Kafka's message. It is an optional
   extension built into ``minibroker.storage`` (pyproject.toml), so storage/compiled_walk.py
-  imports it (protocol/ imports nothing of storage/) and its callers pass it in. Per 100 B
-  record (``bench.produce_path`` and /tmp micro-benchmarks on a loaded 2-core machine): the
-  validator's walk costs about 0.03 us in C against 2.2 in Python, the cleaner's keys about
-  0.09 in C against 2.4 in Python (the walks this one replaced, each skipping what its caller
-  did not need, cost 1.2 and 1.05 in Python, and agreed with no other walker on malformed
-  batches).
-tests/unit/test_record_walkers.py feeds both, and every reader here, the same batches.
+  imports it (protocol/ imports nothing of storage/) and its callers pass it in.
+
+Measured per 100 B record (a 1,000-record batch, timeit, best of 40, on a loaded 2-core
+machine): the validator's walk with the header and CRC checks costs 0.029 us with the C walk
+against 2.2 with the Python one; the cleaner's keys 0.09 us in C against 2.4 in Python. The
+Python walks this one replaced, each skipping what its caller did not need, cost 1.2 and 1.05
+but agreed with no other walker on malformed batches; where the extension is installed (make
+test checks it is) the cleaner is ten times faster than it was.
+tests/unit/test_record_walkers.py feeds every walker here, and both C walks, the same batches.
 """
 
 from __future__ import annotations
