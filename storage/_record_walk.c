@@ -237,57 +237,51 @@ walk_buffer(PyObject *records, long long count, int consecutive, int64_t *low, i
     return result;
 }
 
-static PyObject *
-walk(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+/* walk() (for_keys 0) and keys() (for_keys 1): parse the arguments, walk, and return the
+ * result, None when the walk declines. Inlined into both, so each is specialised. */
+static inline Py_ALWAYS_INLINE PyObject *
+run(PyObject *const *args, Py_ssize_t nargs, int for_keys)
 {
-    (void)module;
-    if (nargs != 2) {
-        PyErr_SetString(PyExc_TypeError, "walk(records, count) takes exactly 2 arguments");
+    if (nargs != 2 + for_keys) {
+        PyErr_SetString(PyExc_TypeError, for_keys ? "keys(records, count, base_offset) takes exactly 3 arguments"
+                                                  : "walk(records, count) takes exactly 2 arguments");
         return NULL;
     }
-    long long count = PyLong_AsLongLong(args[1]);
-    if (count == -1 && PyErr_Occurred())
+    long long ints[2] = {0, 0}; /* count, base_offset */
+    for (Py_ssize_t i = 1; i < nargs; i++) {
+        ints[i - 1] = PyLong_AsLongLong(args[i]);
+        if (ints[i - 1] == -1 && PyErr_Occurred())
+            return NULL;
+    }
+    PyObject *list = PyList_New(0);
+    if (list == NULL)
         return NULL;
-    struct sinks out = {PyList_New(0), NULL, 0};
-    if (out.null_keys == NULL)
-        return NULL;
+    struct sinks out = {for_keys ? NULL : list, for_keys ? list : NULL, ints[1]};
     int64_t low, high;
-    enum walk_result result = walk_buffer(args[0], count, 1, &low, &high, &out);
+    enum walk_result result = walk_buffer(args[0], ints[0], !for_keys, &low, &high, &out);
     if (result != WALKED) {
-        Py_DECREF(out.null_keys);
+        Py_DECREF(list);
         if (result == FAILED)
             return NULL;
         Py_RETURN_NONE;
     }
-    return Py_BuildValue("(LLN)", (long long)low, (long long)high, out.null_keys);
+    if (for_keys)
+        return list;
+    return Py_BuildValue("(LLN)", (long long)low, (long long)high, list);
+}
+
+static PyObject *
+walk(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)module;
+    return run(args, nargs, 0);
 }
 
 static PyObject *
 keys(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)module;
-    if (nargs != 3) {
-        PyErr_SetString(PyExc_TypeError, "keys(records, count, base_offset) takes exactly 3 arguments");
-        return NULL;
-    }
-    long long count = PyLong_AsLongLong(args[1]);
-    if (count == -1 && PyErr_Occurred())
-        return NULL;
-    long long base_offset = PyLong_AsLongLong(args[2]);
-    if (base_offset == -1 && PyErr_Occurred())
-        return NULL;
-    struct sinks out = {NULL, PyList_New(0), base_offset};
-    if (out.keys == NULL)
-        return NULL;
-    int64_t low, high;
-    enum walk_result result = walk_buffer(args[0], count, 0, &low, &high, &out);
-    if (result != WALKED) {
-        Py_DECREF(out.keys);
-        if (result == FAILED)
-            return NULL;
-        Py_RETURN_NONE;
-    }
-    return out.keys;
+    return run(args, nargs, 1);
 }
 
 static PyMethodDef methods[] = {
