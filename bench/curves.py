@@ -110,7 +110,7 @@ def connections_curve(workdir: Path, out_dir: Path, points=(10, 1000, 5000)) -> 
 
 
 def producers_curve(workdir: Path, out_dir: Path, points=(1, 100, 1000)) -> dict:
-    from minibroker.protocol.record_batch import build_batch  # noqa: PLC0415
+    from minibroker.protocol.records import build_batch  # noqa: PLC0415
 
     from conformance.wire import Connection  # noqa: PLC0415 - kio encodes the requests
 

@@ -99,7 +99,7 @@ async def _generate(data_dir: str, transactions: int, commits: int, backoff_ms: 
     from minibroker.broker.logging import configure
     from minibroker.broker.state import Broker
     from minibroker.protocol.errors import ErrorCode
-    from minibroker.protocol.record_batch import build_batch
+    from minibroker.protocol.records import build_batch
 
     configure("warning", "console")
     structlog.get_logger()  # logging configured before the broker's modules log
@@ -264,7 +264,7 @@ def append_unflushed_tail(data_dir: str, transactions: int) -> None:
     the last recovery-point checkpoint: the history topic's log is opened in-process, the
     history's producer continues (data batch + COMMIT marker each, as the coordinator writes
     them) and the files are closed without a flush, a snapshot or the clean-shutdown marker."""
-    from minibroker.protocol.record_batch import build_batch
+    from minibroker.protocol.records import build_batch
     from minibroker.storage.log_manager import LogManager
 
     manager = LogManager(data_dir, {})

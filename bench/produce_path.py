@@ -25,7 +25,7 @@ import time
 from collections.abc import Iterator
 
 from crc32c import crc32c
-from minibroker.protocol.record_batch import build_batch
+from minibroker.protocol.records import build_batch
 
 from bench.targets import TICK, cpu_ns, recv_exactly, start_broker, user_system_ticks
 from conformance.wire import decode_kio, encode_request, response_body

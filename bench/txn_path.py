@@ -19,7 +19,7 @@ import socket
 import statistics
 import time
 
-from minibroker.protocol.record_batch import build_batch
+from minibroker.protocol.records import build_batch
 
 from bench.produce_path import broker_with_topic, decoded_answer, error_codes, produce_request
 from bench.targets import cpu_ns

@@ -27,7 +27,7 @@ from typing import Any
 
 from minibroker.broker.kafka_compat import did_you_mean
 from minibroker.coordinator import group_records, txn_state
-from minibroker.protocol.record_batch import (
+from minibroker.protocol.records import (
     CONTROL_ABORT,
     CONTROL_COMMIT,
     CorruptBatchError,
@@ -72,9 +72,7 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _decode_txn_record(key: bytes | None, value: bytes | None) -> dict:
-    if key is None:
-        raise ValueError("a __transaction_state record without a key")
+def _decode_txn_record(key: bytes, value: bytes | None) -> dict:
     txn_id = txn_state.decode_key(key)
     if value is None:
         return {"transactional_id": txn_id, "tombstone": True}
@@ -85,9 +83,7 @@ def _decode_txn_record(key: bytes | None, value: bytes | None) -> dict:
     return out
 
 
-def _decode_offsets_record(key: bytes | None, value: bytes | None) -> dict:
-    if key is None:
-        raise ValueError("a __consumer_offsets record without a key")
+def _decode_offsets_record(key: bytes, value: bytes | None) -> dict:
     decoded = group_records.decode_key(key)
     if decoded is None:
         return {"unknown_key": _text(key)}
@@ -120,6 +116,8 @@ def _record_entries(topic: str, batch: bytes, header, print_data: bool) -> list[
         entry: dict[str, Any] = {"offset": rec.offset, "timestamp": rec.timestamp}
         if decoder is not None:
             try:
+                if rec.key is None:
+                    raise ValueError(f"a {topic} record without a key")
                 entry["decoded"] = decoder(rec.key, rec.value)
             except Exception as exc:  # noqa: BLE001 - show the bytes and the reason, keep going
                 entry["decode_error"] = f"{type(exc).__name__}: {exc}"

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import structlog
-from minibroker.protocol.record_batch import (
+from minibroker.protocol.records import (
     BatchHeader,
     CorruptBatchError,
     build_batch,

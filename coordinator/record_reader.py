@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import struct
 
+from minibroker.protocol.varint import read_uvarint
+
 __all__ = ["RecordReader"]
 
 _I8 = struct.Struct(">b")
@@ -30,32 +32,26 @@ class RecordReader:
         self.pos += n
         return view
 
-    def i8(self) -> int:
-        value: int = _I8.unpack(self.take(1))[0]
+    def _int(self, field: struct.Struct) -> int:
+        value: int = field.unpack(self.take(field.size))[0]
         return value
+
+    def i8(self) -> int:
+        return self._int(_I8)
 
     def i16(self) -> int:
-        value: int = _I16.unpack(self.take(2))[0]
-        return value
+        return self._int(_I16)
 
     def i32(self) -> int:
-        value: int = _I32.unpack(self.take(4))[0]
-        return value
+        return self._int(_I32)
 
     def i64(self) -> int:
-        value: int = _I64.unpack(self.take(8))[0]
-        return value
+        return self._int(_I64)
 
     def uvarint(self) -> int:
-        shift = result = 0
-        while True:
-            b = self.take(1)[0]
-            result |= (b & 0x7F) << shift
-            if not b & 0x80:
-                return result
-            shift += 7
-            if shift > 28:  # Kafka's readUnsignedVarint: at most 5 bytes
-                raise ValueError("varint too long")
+        """Kafka's readUnsignedVarint (at most 5 bytes): ``protocol/varint.py``."""
+        value, self.pos = read_uvarint(self.buf, self.pos)
+        return value
 
     def string(self) -> str | None:
         n = self.uvarint() - 1 if self.flexible else self.i16()

@@ -34,37 +34,29 @@ from __future__ import annotations
 
 import os
 import shutil
-import struct
 import time
 from bisect import bisect_left, bisect_right
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from minibroker.protocol.record_batch import (
+from minibroker.protocol.records import (
+    ATTR_DELETE_HORIZON,
     CONTROL_ABORT,
     CONTROL_COMMIT,
-    HEADER_SIZE,
-    HEADER_STRUCT,
+    BatchHeader,
     CorruptBatchError,
-    _compress,
-    _read_varint,
-    _zigzag_bytes,
-    compute_crc,
-    decompress,
-    filter_batch,
-    iter_record_keys,
     parse_control_record,
+    record_keys,
+    rewrite_batch,
 )
+from minibroker.protocol.varint import BytesLike
+from minibroker.storage.compiled_walk import compiled_keys
 from minibroker.storage.segment import LogSegment, ScanStop, scan_batches
 from minibroker.storage.transaction_index import AbortedTxn
 
 __all__ = ["CleanJob", "CleanResult", "SegmentToClean", "clean", "CLEANER_DIR"]
 
 CLEANER_DIR = "cleaner"
-#: batch attribute bit 6: the base timestamp is the delete horizon (Kafka's
-#: DefaultRecordBatch.DELETE_HORIZON_FLAG_MASK, KIP-534)
-ATTR_DELETE_HORIZON = 0x40
-_CRC = struct.Struct(">I")
-_CRC_OFFSET = 17
 _INT32_MAX = 2**31 - 1
 
 
@@ -110,7 +102,7 @@ class _OffsetMap:
     sorted offsets it holds: a batch of the dirty range that no cleaner filtered before keeps
     exactly the records whose offsets are in it, which ``survivors`` counts without decoding."""
 
-    def __init__(self, latest: dict, deletes: list[int]) -> None:
+    def __init__(self, latest: dict[bytes, int], deletes: list[int]) -> None:
         self.latest = latest
         self._offsets = sorted(latest.values())
         kept = set(self._offsets)
@@ -149,15 +141,16 @@ class _AbortedRanges:
         return None
 
 
-def _batches(seg: SegmentToClean, fd: int):
-    stop = ScanStop()
-    yield from scan_batches(fd, 0, seg.size, stop, with_bytes=True)
+def _batches(seg: SegmentToClean, fd: int) -> Iterator[tuple[BatchHeader, memoryview]]:
+    for _, h, data in scan_batches(fd, 0, seg.size, ScanStop(), with_bytes=True):
+        assert data is not None  # with_bytes=True
+        yield h, data
 
 
 def build_offset_map(job: CleanJob, fds: dict[int, int], aborted: _AbortedRanges) -> tuple[_OffsetMap, int]:
     """key -> last offset in the dirty range; returns (map, end). ``end`` moves back to a
     segment base if the map would exceed ``max_map_keys`` (the rest waits for a later pass)."""
-    offsets: dict = {}
+    offsets: dict[bytes, int] = {}
     deletes: list[int] = []  # offsets of the dirty range's tombstones
     end = job.end
     first_dirty = job.first_dirty
@@ -167,87 +160,23 @@ def build_offset_map(job: CleanJob, fds: dict[int, int], aborted: _AbortedRanges
         if len(offsets) > job.max_map_keys and seg.base_offset > first_dirty:
             end = seg.base_offset
             break
-        for _, h, data in _batches(seg, fds[seg.base_offset]):
+        for h, data in _batches(seg, fds[seg.base_offset]):
             if h.base_offset + h.last_offset_delta < first_dirty or h.is_control:
                 continue
             if h.is_transactional and aborted.find(h.producer_id, h.base_offset) is not None:
                 continue
-            _add_to_map(offsets, deletes, h, data, first_dirty)
-    offsets.pop(None, None)  # keyless records (refused today, maybe in old logs) are dropped
+            _add_to_map(offsets, deletes, data, first_dirty)
     return _OffsetMap(offsets, deletes), end
 
 
-def _add_to_map(offsets: dict, deletes: list[int], h, data, first_dirty: int) -> None:
-    keys = _keys_of_unfiltered(h, data, deletes) if h.base_offset >= first_dirty else None
-    if keys is not None:
-        # offsets base, base + 1, ...: the dict takes them all in one C call
-        offsets.update(zip(keys, range(h.base_offset, h.base_offset + len(keys)), strict=True))
-        return
-    for offset, key, has_value in iter_record_keys(data):
+def _add_to_map(offsets: dict[bytes, int], deletes: list[int], data: BytesLike, first_dirty: int) -> None:
+    """The batch's records of the dirty range; keyless ones (refused today, maybe in old logs)
+    are dropped."""
+    for offset, key, has_value in record_keys(data, compiled_keys):
         if key is not None and offset >= first_dirty:
             offsets[key] = offset
             if not has_value:
                 deletes.append(offset)
-
-
-def _keys_of_unfiltered(h, data, deletes: list[int]) -> list[bytes | None] | None:  # noqa: C901
-    """The key of every record of a batch whose records have offset deltas 0, 1, 2, ... (every
-    batch no cleaner has filtered yet), else None. The common case of ``iter_record_keys``
-    without a generator step and a tuple per record: the cleaner spends most of its time
-    here (hence one flat loop). Appends the offsets of tombstones (null values) to ``deletes``.
-    Raises CorruptBatchError."""
-    count = h.records_count
-    if count != h.last_offset_delta + 1:
-        return None
-    if h.compression:
-        buf = decompress(h.compression, memoryview(data)[HEADER_SIZE : h.size])
-        pos, end = 0, len(buf)
-    else:
-        buf, pos, end = bytes(data[: h.size]), HEADER_SIZE, h.size
-    keys: list[bytes | None] = []
-    append = keys.append
-    try:
-        for i in range(count):
-            b = buf[pos]  # record length, then attributes (1 byte)
-            if b < 0x80:
-                length, pos = (b >> 1) ^ -(b & 1), pos + 1
-            elif buf[pos + 1] < 0x80:
-                b = (b & 0x7F) | (buf[pos + 1] << 7)
-                length, pos = (b >> 1) ^ -(b & 1), pos + 2
-            else:
-                length, pos = _read_varint(buf, pos)
-            rec_end = pos + length
-            if length < 0 or rec_end > end:
-                raise CorruptBatchError("record runs past the end of the batch")
-            pos += 1
-            while buf[pos] >= 0x80:  # timestamp delta, skipped
-                pos += 1
-            b = buf[pos + 1]  # offset delta, which must be i
-            if b < 0x80:
-                delta, pos = (b >> 1) ^ -(b & 1), pos + 2
-            elif buf[pos + 2] < 0x80:
-                b = (b & 0x7F) | (buf[pos + 2] << 7)
-                delta, pos = (b >> 1) ^ -(b & 1), pos + 3
-            else:
-                delta, pos = _read_varint(buf, pos + 1)
-            if delta != i:
-                return None
-            b = buf[pos]  # key length
-            if b < 0x80:
-                n, pos = (b >> 1) ^ -(b & 1), pos + 1
-            else:
-                n, pos = _read_varint(buf, pos)
-            if n < 0:
-                append(None)
-            else:
-                append(buf[pos : pos + n])
-                pos += n
-            if buf[pos] == 0x01:  # value length -1 (zigzag varint 0x01): a tombstone
-                deletes.append(h.base_offset + i)
-            pos = rec_end
-    except IndexError:
-        raise CorruptBatchError("record runs past the end of the batch") from None
-    return keys
 
 
 def _next_base(job: CleanJob, seg: SegmentToClean) -> int:
@@ -265,7 +194,7 @@ class _TxnMetadata:
         self.committed: set[int] = set()  # producers with a batch seen since their last marker
         self.aborted_seen: dict[int, AbortedTxn] = {}  # aborted txns with a batch seen
 
-    def on_batch(self, h) -> bool:
+    def on_batch(self, h: BatchHeader) -> bool:
         """True if the (data) batch is discarded."""
         if not h.is_transactional:
             return False
@@ -276,7 +205,7 @@ class _TxnMetadata:
         self.committed.add(h.producer_id)
         return False
 
-    def on_marker(self, h, kind: int) -> tuple[bool, AbortedTxn | None]:
+    def on_marker(self, h: BatchHeader, kind: int) -> tuple[bool, AbortedTxn | None]:
         """(can the marker go, the index entry to keep for it)."""
         pid = h.producer_id
         if kind == CONTROL_ABORT:
@@ -381,7 +310,8 @@ def _clean_segment(
     horizon = job.now_ms + job.delete_retention_ms  # stamped where a delete is first kept
     unfiltered = seg.base_offset >= job.first_dirty  # batches here were never cleaned before
     changed = False
-    for _, h, data in _batches(seg, fd):
+    out: BytesLike | None
+    for h, data in _batches(seg, fd):
         result.bytes_read += h.size
         if h.is_control:
             out = _clean_marker(h, data, txn, new, job.now_ms, horizon)
@@ -398,9 +328,9 @@ def _clean_segment(
                 if not kept:
                     out = None
                 elif deletes and not h.attributes & ATTR_DELETE_HORIZON:
-                    out = rebuild_batch(h, data, keep, horizon)  # KIP-534: carries the horizon
+                    out = rewrite_batch(data, keep, horizon)  # KIP-534: carries the horizon
                 else:
-                    out = filter_batch(h, data, keep)
+                    out = rewrite_batch(data, keep)
         if out is not data:
             changed = True
         if out is not None:
@@ -411,7 +341,9 @@ def _clean_segment(
     return changed
 
 
-def _clean_marker(h, data, txn: _TxnMetadata, new: LogSegment, now: int, horizon: int):
+def _clean_marker(
+    h: BatchHeader, data: memoryview, txn: _TxnMetadata, new: LogSegment, now: int, horizon: int
+) -> BytesLike | None:
     """What is written for a control batch: ``data`` itself, a copy stamped with the delete
     horizon (Kafka 2.8+: a marker that may go is first stamped, then removed by a pass after
     the horizon), or None (removed)."""
@@ -426,11 +358,13 @@ def _clean_marker(h, data, txn: _TxnMetadata, new: LogSegment, now: int, horizon
     if not can_go:
         return data
     if not h.attributes & ATTR_DELETE_HORIZON:
-        return rebuild_batch(h, data, None, horizon)
+        return rewrite_batch(data, None, horizon)
     return None if h.base_timestamp <= now else data
 
 
-def _keep_flags(h, data, omap: _OffsetMap, unfiltered: bool, now: int) -> tuple[list[bool] | None, int, int]:
+def _keep_flags(
+    h: BatchHeader, data: memoryview, omap: _OffsetMap, unfiltered: bool, now: int
+) -> tuple[list[bool] | None, int, int]:
     """(which records of a data batch stay, or None when the batch stays as it is; how many
     stay; how many of those are tombstones). A record stays if it is its key's latest and,
     for a tombstone, its batch has no delete horizon or the horizon is still ahead (KIP-534)."""
@@ -447,7 +381,7 @@ def _keep_flags(h, data, omap: _OffsetMap, unfiltered: bool, now: int) -> tuple[
     latest = omap.latest
     flags = [
         (key is not None and offset >= latest.get(key, -1) and (has_value or retain_deletes), not has_value)
-        for offset, key, has_value in iter_record_keys(data)
+        for offset, key, has_value in record_keys(data, compiled_keys)
     ]
     keep = [k for k, _ in flags]
     kept = sum(keep)
@@ -455,58 +389,3 @@ def _keep_flags(h, data, omap: _OffsetMap, unfiltered: bool, now: int) -> tuple[
     if kept == count and (stamped or not deletes):
         return None, kept, deletes
     return keep, kept, deletes
-
-
-def rebuild_batch(h, data, keep: list[bool] | None, delete_horizon_ms: int) -> bytes:
-    """The batch with only the records ``keep`` marks (all if None), its base timestamp set to
-    ``delete_horizon_ms`` and the delete-horizon attribute bit set (Kafka 2.8+, KIP-534: the
-    time after which a later pass may drop its tombstones or its marker). Records keep their
-    timestamps: each timestamp delta is re-encoded against the new base; offsets, producer
-    fields and the codec are unchanged."""
-    mv = memoryview(data)
-    if h.compression:
-        buf = decompress(h.compression, mv[HEADER_SIZE : h.size])
-        pos = 0
-    else:
-        buf, pos = bytes(mv[: h.size]), HEADER_SIZE
-    shift = h.base_timestamp - delete_horizon_ms
-    parts: list[bytes] = []
-    kept = 0
-    try:
-        for i in range(h.records_count):
-            length, body = _read_varint(buf, pos)
-            rec_end = body + length
-            if length < 0 or rec_end > len(buf):
-                raise CorruptBatchError("record runs past the end of the batch")
-            if keep is None or keep[i]:
-                ts_delta, rest = _read_varint(buf, body + 1)
-                record = buf[body : body + 1] + _zigzag_bytes(ts_delta + shift) + buf[rest:rec_end]
-                parts.append(_zigzag_bytes(len(record)) + record)
-                kept += 1
-            pos = rec_end
-    except IndexError:
-        raise CorruptBatchError("record runs past the end of the batch") from None
-    section = b"".join(parts)
-    if h.compression:
-        section = _compress(h.compression, section)
-    out = bytearray(HEADER_SIZE + len(section))
-    HEADER_STRUCT.pack_into(
-        out,
-        0,
-        h.base_offset,
-        len(out) - 12,
-        h.partition_leader_epoch,
-        h.magic,
-        0,
-        h.attributes | ATTR_DELETE_HORIZON,
-        h.last_offset_delta,
-        delete_horizon_ms,
-        h.max_timestamp,
-        h.producer_id,
-        h.producer_epoch,
-        h.base_sequence,
-        kept,
-    )
-    out[HEADER_SIZE:] = section
-    _CRC.pack_into(out, _CRC_OFFSET, compute_crc(out))
-    return bytes(out)

@@ -44,7 +44,7 @@ from typing import Any, NamedTuple, Protocol, TypeVar
 
 import structlog
 from minibroker.protocol.errors import ErrorCode
-from minibroker.protocol.record_batch import (
+from minibroker.protocol.records import (
     ATTR_CONTROL,
     ATTR_LOG_APPEND_TIME,
     CONTROL_ABORT,

@@ -27,7 +27,7 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 import structlog
-from minibroker.protocol.record_batch import (
+from minibroker.protocol.records import (
     ATTR_CONTROL,
     CONTROL_ABORT,
     BatchHeader,

@@ -27,24 +27,20 @@ One deliberate difference: Kafka accepts non-consecutive offset deltas and rewri
 compressed batch is recompressed); no magic-2 client writes them, so they are refused here with
 INVALID_RECORD rather than stored as sent.
 
-The walk is the per-record cost of a Produce (measured by ``make bench``). ``_walk`` below is
-the definition. ``storage/_record_walk.c`` does the same walk in C: it accepts exactly the
-batches ``_walk`` accepts and declines (None) the others, which ``_walk`` then refuses with
-Kafka's error and message. The extension is optional (built where a C compiler is found at
-install time); without it ``_walk`` does all the work, and a Produce costs about five times the
-broker CPU per record (1.16 against 0.23 us per 100 B record in ``bench.produce_path``).
+The record walk is ``protocol/records/walk.py``'s ``check_records``: the C walk
+(``storage/_record_walk.c``, an optional extension imported by ``storage/compiled_walk.py``)
+when it is installed, the Python walk for every batch it declines and everything when it is
+absent.
 """
 
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable
 from typing import NamedTuple
 
-import structlog
 from minibroker.protocol.crc import crc32c
 from minibroker.protocol.errors import ErrorCode
-from minibroker.protocol.record_batch import (
+from minibroker.protocol.records import (
     ATTR_COMPRESSION_MASK,
     ATTR_CONTROL,
     ATTR_LOG_APPEND_TIME,
@@ -54,22 +50,22 @@ from minibroker.protocol.record_batch import (
     HEADER_SIZE,
     HEADER_STRUCT,
     MAGIC,
+    NO_TIMESTAMP,
     BatchHeader,
+    Checked,
+    CompiledWalk,
     DecompressedTooLarge,
+    InvalidRecord,
+    RecordsTruncated,
+    check_records,
     decompress,
+    timestamp_deltas,
 )
+from minibroker.protocol.varint import BytesLike
+from minibroker.storage.compiled_walk import compiled_walk
 from minibroker.storage.errors import KafkaStorageError
 
-_compiled_walk: Callable[[bytes | memoryview, int], tuple[int, int, list[int]] | None] | None
-try:
-    from minibroker.storage._record_walk import walk as _compiled_walk
-except ImportError as _missing:  # installed without a C compiler: the Python walk does it all
-    _compiled_walk = None
-    structlog.get_logger(__name__).warning(
-        "the compiled record walk is not installed, so every produced record is walked in"
-        " Python at about five times the CPU (reinstall minibroker where a C compiler is found)",
-        error=str(_missing),
-    )
+_compiled_walk: CompiledWalk | None = compiled_walk  # tests set it to None: the Python walk alone
 
 __all__ = ["first_produced_batch", "validate_batch_header", "validate_records", "RecordsInfo"]
 
@@ -82,7 +78,6 @@ _MIN_SIZE_FIELD = 14  # Kafka's LegacyRecord.RECORD_OVERHEAD_V0: the smallest si
 _HEADER_UP_TO_MAGIC = 17
 _MAGIC_OFFSET = 16
 _MAX_CODEC = 4
-_NO_TIMESTAMP = -1
 # Kafka streams a compressed batch through its decompressor; this broker decompresses it whole,
 # so a small payload that expands without bound (a "zip bomb") is refused past this size.
 MAX_DECOMPRESSED_BYTES = 64 << 20
@@ -93,13 +88,13 @@ def _fail(code: ErrorCode, message: str) -> KafkaStorageError:
 
 
 # ----------------------------------------------------------------------------- stage 1
-def _next_batch_size(mv, pos: int, *, first: bool = True) -> int | None:
+def _next_batch_size(mv: memoryview, pos: int, *, first: bool = True) -> int | None:
     """Kafka's ByteBufferLogInputStream.nextBatchSize + nextBatch: the size of the complete
     batch at ``pos``, None if what remains is not a complete batch; raises for a corrupt one."""
     remaining = len(mv) - pos
     if remaining < _LOG_OVERHEAD:
         return None
-    size_field = _I32.unpack_from(mv, pos + 8)[0]
+    size_field: int = _I32.unpack_from(mv, pos + 8)[0]
     # Kafka's Produce answer carries these two framing messages for the first batch only
     if size_field < _MIN_SIZE_FIELD:
         raise KafkaStorageError(
@@ -120,7 +115,7 @@ def _next_batch_size(mv, pos: int, *, first: bool = True) -> int | None:
     return None if remaining < size else size
 
 
-def first_produced_batch(records, api_version: int) -> memoryview:
+def first_produced_batch(records: BytesLike | None, api_version: int) -> memoryview:
     """The one batch a Produce request carries for a partition (stage 1 above)."""
     mv = memoryview(records or b"")
     size = _next_batch_size(mv, 0)
@@ -154,7 +149,7 @@ def first_produced_batch(records, api_version: int) -> memoryview:
     return mv[:size]
 
 
-def is_transactional(records) -> bool:
+def is_transactional(records: BytesLike | None) -> bool:
     """Kafka's RequestUtils.hasTransactionalRecords for one partition: whether the first complete
     batch is a magic-2 batch with the transactional bit. KafkaApis asks this of every partition
     before any other check of a Produce request (stage 1 included), so a batch whose attributes
@@ -171,7 +166,7 @@ def is_transactional(records) -> bool:
 
 
 # ----------------------------------------------------------------------------- stage 2
-def validate_batch_header(mv, max_message_bytes: int, *, client: bool) -> BatchHeader:
+def validate_batch_header(mv: BytesLike, max_message_bytes: int, *, client: bool) -> BatchHeader:
     """Stage 2 on exactly one batch (``mv`` is the whole batch). Returns its header."""
     n = len(mv)
     if n < HEADER_SIZE:
@@ -207,7 +202,7 @@ def validate_batch_header(mv, max_message_bytes: int, *, client: bool) -> BatchH
     return h
 
 
-def _shorter_than_a_header(mv, *, client: bool) -> KafkaStorageError:
+def _shorter_than_a_header(mv: BytesLike, *, client: bool) -> KafkaStorageError:
     n = len(mv)
     if n < 27:  # Kafka reads lastOffset past the end of the batch: an internal error
         return _fail(
@@ -246,8 +241,9 @@ def _check_client_header(h: BatchHeader) -> None:
         raise _fail(ErrorCode.invalid_record, "transactional batch without a producer id")
 
 
-def _unpack_base_offset(mv) -> int:
-    return struct.unpack_from(">q", mv, 0)[0]
+def _unpack_base_offset(mv: BytesLike) -> int:
+    base_offset: int = struct.unpack_from(">q", mv, 0)[0]
+    return base_offset
 
 
 # ----------------------------------------------------------------------------- stage 3
@@ -255,207 +251,30 @@ class RecordsInfo(NamedTuple):
     max_timestamp: int  # what Kafka stamps as the batch's maxTimestamp (CreateTime topics)
 
 
-class _Invalid(Exception):
-    """A record's structure is broken (Kafka's InvalidRecordException from the iterator)."""
-
-
-def _varint32(buf, pos: int) -> tuple[int, int]:
-    """Zig-zag int32 varint of at most 5 bytes, as Kafka's ByteUtils.readVarint."""
-    raw = 0
-    shift = 0
-    for _ in range(5):
-        b = buf[pos]
-        pos += 1
-        raw |= (b & 0x7F) << shift
-        if b < 0x80:
-            raw &= 0xFFFFFFFF
-            return (raw >> 1) ^ -(raw & 1), pos
-        shift += 7
-    raise _Invalid("varint is too long, the most significant bit in the 5th byte is set")
-
-
-def _varint64(buf, pos: int) -> tuple[int, int]:
-    raw = 0
-    shift = 0
-    for _ in range(10):
-        b = buf[pos]
-        pos += 1
-        raw |= (b & 0x7F) << shift
-        if b < 0x80:
-            raw &= 0xFFFFFFFFFFFFFFFF
-            return (raw >> 1) ^ -(raw & 1), pos
-        shift += 7
-    raise _Invalid("varlong is too long, the most significant bit in the 10th byte is set")
-
-
-def _walk(buf, pos: int, end: int, count: int) -> tuple[list, list]:  # noqa: C901 - Kafka's
-    # DefaultRecord.readFrom field by field, short varints inline: it decides every batch that
-    # storage/_record_walk.c declines, hostile ones included
-    """Walk ``count`` records in buf[pos:end]; returns (timestamp deltas, indexes of null-key
-    records). Raises _Invalid for anything Kafka's record reader refuses, and IndexError when a
-    field runs past the end. Varints of one or two bytes (nearly all of them) are decoded
-    inline: a function call per field would double the cost."""
-    deltas: list[int] = []
-    add_delta = deltas.append
-    null_keys = []
-    v32 = _varint32
-    for i in range(count):
-        b = buf[pos]  # record length
-        if b < 0x80:
-            length = (b >> 1) ^ -(b & 1)
-            pos += 1
-        else:
-            c = buf[pos + 1]
-            if c < 0x80:
-                b = (b & 0x7F) | (c << 7)
-                length = (b >> 1) ^ -(b & 1)
-                pos += 2
-            else:
-                length, pos = v32(buf, pos)
-        rec_end = pos + length
-        if length < 0 or rec_end > end:
-            raise _Invalid(
-                f"invalid record size: expected {length} bytes in record payload, but only {end - pos} remain"
-            )
-        if buf[pos] >= 0x80:  # unused by Kafka, but kafka-python reads it as a varint
-            raise _Invalid(f"record {i} has attributes {buf[pos]:#x}; none are defined")
-        b = buf[pos + 1]  # timestamp delta (varlong)
-        if b < 0x80:
-            add_delta((b >> 1) ^ -(b & 1))
-            pos += 2
-        else:
-            c = buf[pos + 2]
-            if c < 0x80:
-                b = (b & 0x7F) | (c << 7)
-                add_delta((b >> 1) ^ -(b & 1))
-                pos += 3
-            else:
-                d, pos = _varint64(buf, pos + 1)
-                add_delta(d)
-        z = i << 1  # the offset delta must be i: compare with its canonical one or two bytes
-        if z < 0x80 and buf[pos] == z:
-            pos += 1
-        elif z < 0x4000 and buf[pos] == (z & 0x7F) | 0x80 and buf[pos + 1] == z >> 7:
-            pos += 2
-        else:
-            off, pos = v32(buf, pos)
-            if off != i:
-                raise _Invalid(f"record {i} has offset delta {off}; offset deltas must be consecutive")
-        b = buf[pos]  # key length
-        if b < 0x80:
-            n = (b >> 1) ^ -(b & 1)
-            pos += 1
-        else:
-            n, pos = v32(buf, pos)
-        if n >= 0:
-            pos += n
-        elif n == -1:
-            null_keys.append(i)
-        else:  # Kafka reads any negative length as null; librdkafka stalls on the partition
-            raise _Invalid(f"record {i} has key length {n}")
-        b = buf[pos]  # value length
-        if b < 0x80:
-            n = (b >> 1) ^ -(b & 1)
-            pos += 1
-        else:
-            c = buf[pos + 1]
-            if c < 0x80:
-                b = (b & 0x7F) | (c << 7)
-                n = (b >> 1) ^ -(b & 1)
-                pos += 2
-            else:
-                n, pos = v32(buf, pos)
-        if n >= 0:
-            pos += n
-        elif n != -1:
-            raise _Invalid(f"record {i} has value length {n}")
-        if buf[pos] == 0 and pos + 1 == rec_end:  # no headers: the common case
-            pos += 1
-            continue
-        pos = _headers(buf, pos, end, i)
-        if pos != rec_end:
-            raise _Invalid(
-                f"invalid record size: expected to read {length} bytes in record "
-                f"payload, but instead read {length + pos - rec_end}"
-            )
-    if pos != end:
-        raise _Invalid("incorrect declared batch size, records still remaining in file")
-    return deltas, null_keys
-
-
-def _headers(buf, pos: int, end: int, i: int) -> int:
-    headers, pos = _varint32(buf, pos)
-    if headers < 0 or headers > end - pos:
-        raise _Invalid(f"found invalid number of record headers {headers}")
-    for _ in range(headers):
-        n, pos = _varint32(buf, pos)
-        if n < 0:
-            raise _Invalid(f"invalid negative header key size {n}")
-        try:  # consumers decode header keys as UTF-8 and fail on anything else
-            bytes(buf[pos : pos + n]).decode()
-        except UnicodeDecodeError:
-            raise _Invalid(f"record {i} has a header key that is not UTF-8") from None
-        pos += n
-        n, pos = _varint32(buf, pos)
-        if n >= 0:
-            pos += n
-        elif n != -1:
-            raise _Invalid(f"record {i} has header value length {n}")
-    return pos
-
-
-def _reference_walk(buf: bytes, count: int) -> tuple[list, list]:
-    """The definition of what is accepted (``_walk``), with its failures as Kafka's errors."""
-    try:
-        return _walk(buf, 0, len(buf), count)
-    except _Invalid as exc:
-        raise _fail(ErrorCode.invalid_record, f"found invalid record structure: {exc}") from None
-    except IndexError:
-        raise _fail(
-            ErrorCode.invalid_record, "incorrect declared batch size, premature EOF reached"
-        ) from None
-
-
-def _record_area(mv, h: BatchHeader):
-    """The batch's records, decompressed; the uncompressed ones are not copied."""
+def _walked(mv: BytesLike, h: BatchHeader) -> tuple[BytesLike, Checked]:
+    """The batch's records (decompressed; the uncompressed ones are not copied), walked.
+    Raises KafkaStorageError."""
     codec = h.attributes & ATTR_COMPRESSION_MASK
-    if not codec:
-        return mv[HEADER_SIZE:]
+    records: BytesLike = mv[HEADER_SIZE:]
+    if codec:
+        try:
+            records = decompress(codec, records, MAX_DECOMPRESSED_BYTES)
+        except DecompressedTooLarge as exc:
+            raise _fail(ErrorCode.message_too_large, str(exc)) from None
+        except Exception as exc:  # noqa: BLE001 - any codec failure is the client's bad data
+            raise _fail(
+                ErrorCode.unknown_server_error, f"failed to decompress record stream: {exc}"
+            ) from None
     try:
-        return decompress(codec, mv[HEADER_SIZE:], MAX_DECOMPRESSED_BYTES)
-    except DecompressedTooLarge as exc:
-        raise _fail(ErrorCode.message_too_large, str(exc)) from None
-    except Exception as exc:  # noqa: BLE001 - any codec failure is the client's bad data
-        raise _fail(ErrorCode.unknown_server_error, f"failed to decompress record stream: {exc}") from None
-
-
-class _Walked(NamedTuple):
-    records: bytes | memoryview  # see _record_area
-    low: int  # the smallest and largest timestamp delta
-    high: int
-    null_keys: list[int]
-    deltas: list[int] | None  # every record's timestamp delta, when the reference walk ran
-
-    def all_deltas(self, count: int) -> list[int]:
-        if self.deltas is not None:
-            return self.deltas
-        return _reference_walk(bytes(self.records), count)[0]
-
-
-def _walk_records(mv, h: BatchHeader) -> _Walked:
-    """Every record walked: in C when the extension is installed and accepts the batch (every
-    well-formed one), by the reference walk otherwise. Raises KafkaStorageError."""
-    records = _record_area(mv, h)
-    if _compiled_walk is not None:
-        fast = _compiled_walk(records, h.records_count)
-        if fast is not None:
-            return _Walked(records, *fast, None)
-    deltas, null_keys = _reference_walk(bytes(records), h.records_count)
-    return _Walked(records, min(deltas), max(deltas), null_keys, deltas)
+        return records, check_records(records, h.records_count, _compiled_walk)
+    except RecordsTruncated as exc:
+        raise _fail(ErrorCode.invalid_record, str(exc)) from None
+    except InvalidRecord as exc:
+        raise _fail(ErrorCode.invalid_record, f"found invalid record structure: {exc}") from None
 
 
 def validate_records(
-    mv,
+    mv: BytesLike,
     h: BatchHeader,
     *,
     now_ms: int,
@@ -467,12 +286,12 @@ def validate_records(
 ) -> RecordsInfo:
     """Stage 3 on a batch that passed stage 2. Raises KafkaStorageError (with
     ``record_errors`` for per-record problems)."""
-    walked = _walk_records(mv, h)
+    records, walked = _walked(mv, h)
     errors: dict[int, str] = {}  # record index -> its one error (a key error wins)
     timestamp_error = False
     batch_lat = h.attributes & ATTR_LOG_APPEND_TIME
-    max_ts = _NO_TIMESTAMP
-    if not log_append_time and not (batch_lat and h.max_timestamp == _NO_TIMESTAMP):
+    max_ts = NO_TIMESTAMP
+    if not log_append_time and not (batch_lat and h.max_timestamp == NO_TIMESTAMP):
         base = h.base_timestamp
         if batch_lat:  # every record's timestamp is the batch's maxTimestamp
             first_ts = max_ts = h.max_timestamp
@@ -484,10 +303,10 @@ def validate_records(
             stamps = (
                 [max_ts] * h.records_count
                 if batch_lat
-                else [base + d for d in walked.all_deltas(h.records_count)]
+                else [base + d for d in walked.deltas or timestamp_deltas(records, h.records_count)]
             )
             for i, ts in enumerate(stamps):
-                if ts != _NO_TIMESTAMP and (ts < lo or ts > hi):
+                if ts != NO_TIMESTAMP and (ts < lo or ts > hi):
                     timestamp_error = True
                     errors[i] = (
                         f"Timestamp {ts} of message with offset {i} is out of range. "

@@ -41,13 +41,13 @@ from typing import NamedTuple
 
 import structlog
 from minibroker.protocol.errors import ErrorCode
-from minibroker.protocol.record_batch import (
+from minibroker.protocol.records import (
     ATTR_CONTROL as _ATTR_CONTROL,
 )
-from minibroker.protocol.record_batch import (
+from minibroker.protocol.records import (
     ATTR_TRANSACTIONAL as _ATTR_TRANSACTIONAL,
 )
-from minibroker.protocol.record_batch import (
+from minibroker.protocol.records import (
     CONTROL_ABORT,
     CONTROL_COMMIT,
     parse_control_record,

@@ -22,7 +22,7 @@ import os
 from collections.abc import Iterator
 from typing import NamedTuple
 
-from minibroker.protocol.record_batch import (
+from minibroker.protocol.records import (
     BATCH_OVERHEAD_LENGTH,
     HEADER_SIZE,
     HEADER_STRUCT,

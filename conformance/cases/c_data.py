@@ -3,7 +3,7 @@
 Record-batch content validation and sequence rules: j_bad_batches.py.
 """
 
-from minibroker.protocol.record_batch import build_batch
+from minibroker.protocol.records import build_batch
 
 from conformance.cases import case, versions
 

@@ -1,6 +1,6 @@
 """Idempotent and transactional producers: InitProducerId, the transaction APIs, inspection."""
 
-from minibroker.protocol.record_batch import build_batch
+from minibroker.protocol.records import build_batch
 
 from conformance.cases import case, versions
 from conformance.cases.c_data import FETCH, LIST_OFFSETS, PRODUCE, fetch_req, list_offsets_req, produce_req

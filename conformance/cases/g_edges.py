@@ -1,6 +1,6 @@
 """Edge cases across APIs: empty and null fields, boundary sizes, misused ids and epochs."""
 
-from minibroker.protocol.record_batch import build_batch
+from minibroker.protocol.records import build_batch
 
 from conformance.cases import case
 from conformance.cases.c_data import (

@@ -7,7 +7,7 @@ import struct
 import time
 
 from crc32c import crc32c
-from minibroker.protocol.record_batch import build_batch
+from minibroker.protocol.records import build_batch
 
 from conformance.cases import case
 from conformance.cases.c_data import LIST_OFFSETS, PRODUCE, list_offsets_req, produce_req

@@ -4,7 +4,7 @@ checkProducerEpoch and the duplicate path; producer id allocation (durable, neve
 after SIGKILL + restart; expiry of idle producer state (producer.id.expiration.ms).
 
 Batches are built by kafka-python's DefaultRecordBatchBuilder (tests/support/wire.build_batch), an
-implementation independent of the broker's own protocol/record_batch.py; requests and responses
+implementation independent of the broker's own protocol/records/; requests and responses
 are encoded/decoded with kafka-python's schema classes."""
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ import time
 import uuid
 
 import pytest
-from minibroker.protocol.record_batch import build_batch
+from minibroker.protocol.records import build_batch
 
 from conformance.wire import CLOSED, NO_ANSWER, Connection
 from tests.support.broker import BrokerFactory

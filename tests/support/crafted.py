@@ -5,7 +5,7 @@ from __future__ import annotations
 import struct
 
 from crc32c import crc32c
-from minibroker.protocol.record_batch import COMPRESSION_NONE, _compress
+from minibroker.protocol.records import COMPRESSION_NONE, compress
 
 NOW = 1_700_000_000_000
 
@@ -67,7 +67,7 @@ def raw_batch(
     section = records if isinstance(records, bytes) else b"".join(records)
     n = count if count is not None else (1 if isinstance(records, bytes) else len(records))
     if codec:
-        section = _compress(codec, section)
+        section = compress(codec, section)
     lod = last_offset_delta if last_offset_delta is not None else n - 1
     head = struct.pack(
         ">qiibIhiqqqhii",

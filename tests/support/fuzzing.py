@@ -23,7 +23,7 @@ from crc32c import crc32c
 from kafka.record.memory_records import MemoryRecords
 from minibroker.broker.dispatch import HANDLERS
 from minibroker.protocol.codec import build, encode_response, request_class
-from minibroker.protocol.record_batch import build_batch
+from minibroker.protocol.records import build_batch
 from minibroker.protocol.schema_layout import layout
 
 from tests.support.wire import WireClient, encode_uvarint, request_header

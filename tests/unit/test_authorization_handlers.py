@@ -46,7 +46,7 @@ from minibroker.broker.handlers import (
 )
 from minibroker.protocol.codec import build, request_class, response_class
 from minibroker.protocol.errors import ErrorCode as E
-from minibroker.protocol.record_batch import build_batch
+from minibroker.protocol.records import build_batch
 
 from tests.unit.test_groups_handlers import PROTOCOLS, call, ctx_for, make_broker, ms
 

@@ -4,7 +4,7 @@ matching deviations (issue 11)."""
 from pathlib import Path
 
 import pytest
-from minibroker.protocol.record_batch import build_batch
+from minibroker.protocol.records import build_batch
 
 from conformance.compare import MISSING, diff
 from conformance.normalise import Normaliser

@@ -17,7 +17,7 @@ from minibroker.broker.durability import Durability, run_durably
 from minibroker.coordinator.transactions import TransactionCoordinator
 from minibroker.coordinator.txn_log import LogTxnStore
 from minibroker.coordinator.txn_state import TxnState
-from minibroker.protocol.record_batch import CONTROL_COMMIT, build_batch, iter_batches, parse_control_record
+from minibroker.protocol.records import CONTROL_COMMIT, build_batch, iter_batches, parse_control_record
 from minibroker.storage.log_manager import LogManager
 from minibroker.storage.segment import LogSegment
 

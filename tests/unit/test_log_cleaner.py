@@ -5,7 +5,7 @@ read_committed view unchanged, crash in the middle of a swap."""
 import os
 
 import pytest
-from minibroker.protocol.record_batch import ATTR_CONTROL, build_batch, crc_ok, iter_batches, iter_records
+from minibroker.protocol.records import ATTR_CONTROL, build_batch, crc_ok, iter_batches, iter_records
 from minibroker.storage.cleaner import CLEANER_DIR
 from minibroker.storage.log_cleaner import SWAP_FILE
 from minibroker.storage.log_manager import LogManager

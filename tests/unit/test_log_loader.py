@@ -12,7 +12,7 @@ import threading
 
 import pytest
 import structlog
-from minibroker.protocol.record_batch import build_batch, iter_batches
+from minibroker.protocol.records import build_batch, iter_batches
 from minibroker.storage import segment as segment_module
 from minibroker.storage.log import PartitionLog
 from minibroker.storage.producer_state import ProducerStateManager

@@ -9,7 +9,7 @@ import time
 import pytest
 from crc32c import crc32c
 from minibroker.protocol.errors import ErrorCode
-from minibroker.protocol.record_batch import (
+from minibroker.protocol.records import (
     COMPRESSION_GZIP,
     COMPRESSION_LZ4,
     COMPRESSION_NONE,
@@ -229,7 +229,7 @@ def test_now_is_real_time_in_the_broker():
 def test_log_stores_the_recomputed_max_timestamp(tmp_path):
     """A CreateTime header that lies about maxTimestamp (or claims LogAppendTime) is restamped
     with the records' real maximum and a new CRC, as Kafka's setMaxTimestamp does."""
-    from minibroker.protocol.record_batch import crc_ok, parse_header
+    from minibroker.protocol.records import crc_ok, parse_header
     from minibroker.storage.config import LogConfig
     from minibroker.storage.log import PartitionLog
 

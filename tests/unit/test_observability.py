@@ -11,7 +11,7 @@ from minibroker.broker.request_log import API_NAMES, error_counts
 from minibroker.broker.response_errors import error_codes
 from minibroker.protocol.codec import build, response_class
 from minibroker.protocol.fetch_response import PartitionData
-from minibroker.protocol.record_batch import build_batch
+from minibroker.protocol.records import build_batch
 
 
 def test_error_codes_walk_nested_response_entities():

@@ -8,7 +8,7 @@ import time
 
 import pytest
 from minibroker.protocol.errors import ErrorCode
-from minibroker.protocol.record_batch import build_control_batch, parse_header
+from minibroker.protocol.records import build_control_batch, parse_header
 from minibroker.storage.errors import KafkaStorageError
 from minibroker.storage.producer_state import (
     BatchMetadata,

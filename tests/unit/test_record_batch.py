@@ -1,10 +1,10 @@
-"""protocol.record_batch: header parsing, CRC, patching, building and decoding batches."""
+"""protocol/records/: header parsing, CRC, patching, building and decoding batches."""
 
 import struct
 
 import pytest
 from crc32c import crc32c
-from minibroker.protocol.record_batch import (
+from minibroker.protocol.records import (
     ATTR_CONTROL,
     ATTR_LOG_APPEND_TIME,
     ATTR_TRANSACTIONAL,
@@ -75,7 +75,7 @@ def test_header_layout_matches_kafka_field_offsets():
         h.records_count,
     ) == (100, 5, 2, 7, 3, 11, 1)
     assert h.size == len(b) and h.is_transactional and not h.is_control
-    assert h.has_producer_id and h.last_offset == 100 and h.next_offset == 101
+    assert h.producer_id >= 0 and h.last_offset == 100 and h.next_offset == 101
 
 
 def test_header_properties():
@@ -83,7 +83,7 @@ def test_header_properties():
     assert h.compression == 3 and h.timestamp_type == 1
     assert h.is_transactional and h.is_control
     assert h.last_offset == 14 and h.size == 61
-    assert not _header().has_producer_id
+    assert _header().producer_id < 0
 
 
 @pytest.mark.parametrize(
@@ -290,8 +290,8 @@ def test_interoperates_with_kafka_python():
 
 
 @pytest.mark.parametrize("compression", [0, 1, 3])
-def test_iter_record_keys_matches_iter_records(compression):
-    from minibroker.protocol.record_batch import iter_record_keys
+def test_record_keys_matches_iter_records(compression):
+    from minibroker.protocol.records import record_keys
 
     records = [
         (
@@ -304,14 +304,12 @@ def test_iter_record_keys_matches_iter_records(compression):
     ]
     records[5] = (None, b"no key", [], 5)
     data = build_batch(records, base_offset=40, compression=compression)
-    assert list(iter_record_keys(data)) == [
-        (r.offset, r.key, r.value is not None) for r in iter_records(data)
-    ]
+    assert record_keys(data) == [(r.offset, r.key, r.value is not None) for r in iter_records(data)]
 
 
 @pytest.mark.parametrize("compression", [0, 1, 3])
-def test_filter_batch_keeps_chosen_records_offsets_and_header(compression):
-    from minibroker.protocol.record_batch import filter_batch
+def test_rewrite_batch_keeps_chosen_records_offsets_and_header(compression):
+    from minibroker.protocol.records import rewrite_batch
 
     records = [
         (
@@ -326,7 +324,7 @@ def test_filter_batch_keeps_chosen_records_offsets_and_header(compression):
         records, base_offset=40, compression=compression, producer_id=7, producer_epoch=3, base_sequence=11
     )
     keep = [i % 4 != 1 and i != 149 for i in range(150)]
-    out = filter_batch(parse_header(data), data, keep)
+    out = rewrite_batch(data, keep)
     h, o = parse_header(data), parse_header(out)
     assert crc_ok(out) and o.records_count == sum(keep)
     assert (
@@ -350,7 +348,7 @@ def test_filter_batch_keeps_chosen_records_offsets_and_header(compression):
     )
     assert list(iter_records(out)) == [r for r, k in zip(iter_records(data), keep, strict=False) if k]
     with pytest.raises(ValueError):
-        filter_batch(h, data, [False] * 150)
+        rewrite_batch(data, [False] * 150)
 
 
 def test_control_record_read_in_place_and_other_layouts_decoded_in_full():

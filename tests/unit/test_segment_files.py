@@ -5,7 +5,7 @@ a FileSlice taken before its file was closed) keep returning the right bytes."""
 import os
 
 import pytest
-from minibroker.protocol.record_batch import build_batch, iter_batches
+from minibroker.protocol.records import build_batch, iter_batches
 from minibroker.storage.config import LogConfig
 from minibroker.storage.log import PartitionLog
 from minibroker.storage.segment_files import SEGMENT_FILES, SegmentFilePool, effective_max_open

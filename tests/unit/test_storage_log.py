@@ -6,7 +6,7 @@ import struct
 import pytest
 from crc32c import crc32c
 from minibroker.protocol.errors import ErrorCode
-from minibroker.protocol.record_batch import (
+from minibroker.protocol.records import (
     ATTR_LOG_APPEND_TIME,
     build_batch,
     build_control_batch,

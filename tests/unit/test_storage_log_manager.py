@@ -8,7 +8,7 @@ import uuid
 import pytest
 import structlog
 from minibroker.protocol.errors import ErrorCode
-from minibroker.protocol.record_batch import build_batch
+from minibroker.protocol.records import build_batch
 from minibroker.storage.errors import KafkaStorageError
 from minibroker.storage.log_manager import (
     CLEAN_SHUTDOWN_FILE,

@@ -5,7 +5,7 @@ import os
 
 import pytest
 import structlog
-from minibroker.protocol.record_batch import build_batch, iter_batches
+from minibroker.protocol.records import build_batch, iter_batches
 from minibroker.storage import segment as segment_module
 from minibroker.storage.log import PartitionLog
 

@@ -6,7 +6,7 @@ import os
 
 import pytest
 from minibroker.protocol.errors import ErrorCode
-from minibroker.protocol.record_batch import build_batch
+from minibroker.protocol.records import build_batch
 from minibroker.storage.errors import KafkaStorageError
 from minibroker.storage.log_manager import LOG_START_OFFSET_FILE, LogManager
 
