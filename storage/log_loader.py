@@ -21,12 +21,11 @@ the consumer's CRC check reports it. A clean start checks no CRC at all.
 from __future__ import annotations
 
 import os
-import time
 from bisect import bisect_right
-from collections.abc import Callable
 from typing import NamedTuple
 
 import structlog
+from minibroker.common.clock import Clock
 from minibroker.protocol.record_batch import (
     ATTR_CONTROL,
     CONTROL_ABORT,
@@ -46,6 +45,7 @@ from minibroker.storage.segment import (
     scan_batches,
     segment_file_name,
 )
+from minibroker.storage.segment_files import SegmentFilePool
 from minibroker.storage.transaction_index import AbortedTxn
 
 __all__ = ["LogLoader", "LoadedLog", "apply_txn_marker"]
@@ -107,19 +107,21 @@ class LogLoader:
         partition: int,
         config: LogConfig,
         producer_state: ProducerStateManager,
-        time_ms: Callable[[], int],
+        clock: Clock,
+        files: SegmentFilePool,
     ) -> None:
         self.dir = directory
         self.topic = topic
         self.partition = partition
         self.config = config
         self.producer_state = producer_state
-        self._time_ms = time_ms
+        self._clock = clock
+        self._files = files
 
     def load(self, recovery_point: int, clean: bool) -> LoadedLog:
         """Open (creating if needed) the segments in the directory, recovering what an unclean
         shutdown may have left torn, and bring the producer state up to the log end."""
-        started = time.monotonic()
+        started = self._clock.monotonic()
         names = os.listdir(self.dir)
         bases = sorted(
             int(n[:20])
@@ -128,7 +130,9 @@ class LogLoader:
         )
         _remove_orphan_index_files(self.dir, names, set(bases))
         if not bases:
-            seg = LogSegment.create(self.dir, 0, self.config.index_interval_bytes, self._time_ms())
+            seg = LogSegment.create(
+                self.dir, 0, self.config.index_interval_bytes, self._clock.wall_ms(), self._files
+            )
             self.producer_state.load_snapshot(0)
             return LoadedLog([seg], 0, [], True)
 
@@ -171,7 +175,7 @@ class LogLoader:
                 bytes_cut=found.bytes_cut,
                 log_end_offset=leo,
                 batches_replayed=replayed,
-                ms=round((time.monotonic() - started) * 1000, 1),
+                ms=round((self._clock.monotonic() - started) * 1000, 1),
             )
             # (unclean: replaying nothing means the snapshot loaded is the one at the log end)
             return LoadedLog(segments, recovered_to, aborted, clean or not replayed)
@@ -188,13 +192,13 @@ class LogLoader:
         self, bases: list[int], recovery_point: int, clean: bool, found: _Recovery
     ) -> list[LogSegment]:
         segments: list[LogSegment] = []
-        now = self._time_ms()
+        now = self._clock.wall_ms()
         for i, base in enumerate(bases):
             if found.cut:
                 delete_segment_files(self.dir, base)
                 found.dropped.append(base)
                 continue
-            seg = LogSegment.open(self.dir, base, self.config.index_interval_bytes, now)
+            seg = LogSegment.open(self.dir, base, self.config.index_interval_bytes, now, self._files)
             next_base = bases[i + 1] if i + 1 < len(bases) else None
             why = seg.suspect
             from_offset = None  # recover the whole segment (always when an index is suspect)
@@ -288,7 +292,7 @@ class LogLoader:
         if start >= segments[-1].next_offset:
             return 0
         count = 0
-        loaded_at = self._time_ms()  # replayed producers' idle time starts now (see update())
+        loaded_at = self._clock.wall_ms()  # replayed producers' idle time starts now (see update())
         rebuild_at = segments[-1].next_offset if rebuild_from is None else rebuild_from
         first = bisect_right([s.base_offset for s in segments], start) - 1
         update = self.producer_state.update

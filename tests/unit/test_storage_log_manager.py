@@ -7,6 +7,7 @@ import uuid
 
 import pytest
 import structlog
+from minibroker.common.clock import SYSTEM_CLOCK
 from minibroker.protocol.errors import ErrorCode
 from minibroker.protocol.record_batch import build_batch
 from minibroker.storage.errors import KafkaStorageError
@@ -22,7 +23,7 @@ pytestmark = pytest.mark.timeout(10)
 
 
 def manager(path, **config) -> LogManager:
-    m = LogManager(str(path), config)
+    m = LogManager(str(path), config, clock=SYSTEM_CLOCK)
     m.open()
     return m
 
