@@ -48,7 +48,7 @@ class Broker:
         self.config = config
         self.data_dir = config["log.dirs"]
         self.node_id = config["node.id"]
-        # Before anything below reads the directory (ProducerIdManager reads its file, Security
+        # Before anything below reads the directory (Security reads
         # the SCRAM and ACL stores; nothing is written into it before start() has bound the
         # ports, but this .lock): a second broker on the same directory stops here
         # (storage/data_dir_lock.py). Held until stop() or the process ends.
@@ -73,7 +73,7 @@ class Broker:
             on_log_opened=self.data_waiters.log_opened,
         )
         self.dynamic_configs = DynamicConfigs(self.data_dir, config, self.logs, self.durability.write_file)
-        self.producer_ids = ProducerIdManager(self.data_dir)
+        self.producer_ids = ProducerIdManager(self.data_dir, submit=self.durability.submit)
         scheduler = LoopScheduler()
         group_metadata = GroupMetadataManager(
             config,
@@ -145,6 +145,7 @@ class Broker:
         if raised:
             log.info("open file limit raised", soft_limit_was=raised[0], soft_limit=raised[1])
         self.logs.open()
+        self.producer_ids.open()  # its first block is written by the durability service
         phase_done("log_recovery")
         self.groups.load()  # replays __consumer_offsets
         phase_done("group_load")
