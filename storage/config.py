@@ -173,7 +173,7 @@ class TopicConfigDef:
     name: str
     parse: Callable[[str], Any]
     default: str  # Kafka's built-in default, as a string
-    broker_names: tuple = ()  # broker properties (or callables) giving the default, in order
+    broker_names: tuple[str | _Scaled, ...] = ()  # broker properties giving the default, in order
 
 
 _DAY_MS = 86_400_000

@@ -58,6 +58,7 @@ from minibroker.protocol.record_batch import (
     parse_control_record,
     stamp_header,
 )
+from minibroker.protocol.varint import BytesLike
 from minibroker.storage.config import LogConfig
 from minibroker.storage.errors import KafkaStorageError
 from minibroker.storage.file_slice import FileSlice
@@ -158,9 +159,9 @@ class AppendInfo(NamedTuple):
 class FlushTicket(NamedTuple):
     """What one fsync round of a PartitionLog covers (see PartitionLog.begin_flush)."""
 
-    segments: tuple  # LogSegments written since the previous flush
-    plans: tuple  # their LogSegment.plan_sync()
-    running: tuple  # futures of roll fsyncs still in flight
+    segments: tuple[LogSegment, ...]  # written since the previous flush
+    plans: tuple[tuple[str, tuple[str, ...]], ...]  # their LogSegment.plan_sync()
+    running: tuple[Future[None], ...]  # roll fsyncs still in flight
     offset: int  # everything below is durable once sync() returns
     messages: int = 0  # flush.messages count it covers (given back if it fails)
     last_flush_ms: int = 0  # flush.ms clock before it began (restored if it fails)
@@ -173,11 +174,11 @@ class FlushTicket(NamedTuple):
 
 
 class ReadResult(NamedTuple):
-    chunks: list  # [FileSlice]
+    chunks: list[FileSlice]
     high_watermark: int
     last_stable_offset: int
     log_start_offset: int
-    aborted: list | None  # [(producer_id, first_offset)] sorted by first offset; None for iso 0
+    aborted: list[tuple[int, int]] | None  # (producer_id, first_offset) sorted by the first; None: iso 0
 
 
 def _error(code: ErrorCode, message: str) -> KafkaStorageError:
@@ -300,7 +301,7 @@ class PartitionLog:
         return self._segments
 
     # ====================================================================== append
-    def append(self, batch, *, internal: bool = False) -> AppendInfo:
+    def append(self, batch: BytesLike, *, internal: bool = False) -> AppendInfo:
         """Validate and append exactly one magic-2 batch (see the module docstring). Raises
         KafkaStorageError; a rejected batch changes nothing on disk or in memory."""
         mv = memoryview(batch)
@@ -595,7 +596,8 @@ class PartitionLog:
         reach the disk (dirty segments, roll fsyncs still running, the offset it makes durable).
         ``ticket.sync()`` touches no Python state of this log, so it may run in a worker thread
         while appends continue; then ``finish_flush`` on the loop moves the recovery point."""
-        dirty, plans = [], []
+        dirty: list[LogSegment] = []
+        plans: list[tuple[str, tuple[str, ...]]] = []
         for seg in self._segments:
             if seg.dirty:
                 seg.write_pending()

@@ -190,7 +190,9 @@ def _move_segment(work: str, partition_dir: str, base: int) -> None:
                 pass
 
 
-def _cleanable(plog, now: int, checkpoint: dict[tuple[str, int], int]) -> tuple[float, int, int] | None:
+def _cleanable(
+    plog: PartitionLog, now: int, checkpoint: dict[tuple[str, int], int]
+) -> tuple[float, int, int] | None:
     """(dirty ratio, first dirty offset, end) of a compacted log that qualifies for a pass."""
     cfg = plog.config
     segs = plog.segments
@@ -291,10 +293,10 @@ class LogCleaner:
             self.finish_pass()
             if self._swapping is not None:
                 return True
-        job = self._choose()
-        if job is None:
+        chosen = self._choose()
+        if chosen is None:
             return False
-        plog, job, originals = job
+        plog, job, originals = chosen
         self._started = self._clock.monotonic()
         try:
             future = self._worker().submit(clean, job)

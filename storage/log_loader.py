@@ -33,6 +33,7 @@ from minibroker.protocol.record_batch import (
     CorruptBatchError,
     parse_control_record,
 )
+from minibroker.protocol.varint import BytesLike
 from minibroker.storage.config import LogConfig
 from minibroker.storage.durable_files import fsync_dir
 from minibroker.storage.producer_state import ProducerStateManager
@@ -308,12 +309,15 @@ class LogLoader:
                 if h.producer_id < 0 or h.base_offset < start:
                     continue
                 if h.attributes & ATTR_CONTROL:
+                    assert data is not None  # with_bytes
                     self._replay_marker(seg, h, data, h.base_offset >= rebuild_at, loaded_at)
                 else:
                     update(h, h.base_offset, h.max_timestamp, last_seen_ms=loaded_at)
         return count
 
-    def _replay_marker(self, seg: LogSegment, h: BatchHeader, batch, rebuild: bool, loaded_at: int) -> None:
+    def _replay_marker(
+        self, seg: LogSegment, h: BatchHeader, batch: BytesLike, rebuild: bool, loaded_at: int
+    ) -> None:
         psm = self.producer_state
         try:
             ctrl = parse_control_record(batch)

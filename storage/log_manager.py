@@ -30,7 +30,7 @@ import re
 import shutil
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
@@ -529,7 +529,7 @@ class LogManager:
         return self.settings.num_partitions
 
     def validate_new_topic(
-        self, name: str, partitions: int = -1, configs: dict | None = None
+        self, name: str, partitions: int = -1, configs: Mapping[str, str | None] | None = None
     ) -> dict[str, str]:
         """Everything create_topic checks, without creating; returns normalized overrides."""
         validate_topic_name(name)
@@ -551,7 +551,9 @@ class LogManager:
             )
         return validate_topic_configs(configs, client=name not in INTERNAL_TOPICS)
 
-    def create_topic(self, name: str, partitions: int = -1, configs: dict | None = None) -> TopicInfo:
+    def create_topic(
+        self, name: str, partitions: int = -1, configs: Mapping[str, str | None] | None = None
+    ) -> TopicInfo:
         """Create a topic (partitions -1: num.partitions). Errors: INVALID_TOPIC_EXCEPTION,
         TOPIC_ALREADY_EXISTS, INVALID_PARTITIONS, INVALID_CONFIG."""
         overrides = self.validate_new_topic(name, partitions, configs)
@@ -774,7 +776,7 @@ class LogManager:
             self.checkpoint_log_start_offsets()
         return deleted
 
-    def retire_segment(self, plog: PartitionLog, seg) -> None:
+    def retire_segment(self, plog: PartitionLog, seg: LogSegment) -> None:
         """A segment left the log (retention, compaction): close its file after
         file.delete.delay.ms, so fetch answers already holding a slice of it still read."""
         info = self.topics.get(plog.topic)

@@ -335,7 +335,14 @@ class LogSegment:
         return last_time is not None and last_time[1] >= recovery_point
 
     # ------------------------------------------------------------------ appending
-    def append(self, parts: list, size: int, base_offset: int, next_offset: int, max_timestamp: int) -> int:
+    def append(
+        self,
+        parts: list[bytes | bytearray | memoryview],
+        size: int,
+        base_offset: int,
+        next_offset: int,
+        max_timestamp: int,
+    ) -> int:
         """Write one batch (given as buffers) at the end; returns its position. On an OSError
         the file is cut back to its previous size, so a failed append leaves nothing behind."""
         pos = self.size
