@@ -452,7 +452,7 @@ class LogCleaner:
         for base, olds in plan.items():
             replaced = [current[b] for b in olds]
             new = LogSegment.open(
-                plog.dir, base, job.index_interval_bytes, self._clock.wall_ms(), self._files
+                plog.dir, base, job.index_interval_bytes, now_ms=self._clock.wall_ms(), files=self._files
             )
             new.next_offset = replaced[-1].next_offset
             plog.replace_segments(replaced, new)

@@ -199,7 +199,9 @@ class LogLoader:
                 delete_segment_files(self.dir, base)
                 found.dropped.append(base)
                 continue
-            seg = LogSegment.open(self.dir, base, self.config.index_interval_bytes, now, self._files)
+            seg = LogSegment.open(
+                self.dir, base, self.config.index_interval_bytes, now_ms=now, files=self._files
+            )
             next_base = bases[i + 1] if i + 1 < len(bases) else None
             why = seg.suspect
             from_offset = None  # recover the whole segment (always when an index is suspect)

@@ -241,19 +241,16 @@ class LogSegment:
     # ------------------------------------------------------------------ opening
     @classmethod
     def create(
-        cls,
-        directory: str,
-        base_offset: int,
-        index_interval_bytes: int,
-        now_ms: int,
-        files: SegmentFilePool | None = None,
+        cls, directory: str, base: int, interval: int, now_ms: int, files: SegmentFilePool | None = None
     ) -> LogSegment:
-        seg = cls(directory, base_offset, index_interval_bytes, files)
+        """A new, empty segment at offset ``base`` (the active one) with an index entry every
+        ``interval`` bytes."""
+        seg = cls(directory, base, interval, files)
         seg._keep_open = True  # a new segment is the active one
         seg._fd = os.open(seg.log_path, os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o644)
-        seg.index = OffsetIndex.create(seg.path(INDEX_SUFFIX), base_offset)
-        seg.time_index = TimeIndex.create(seg.path(TIME_INDEX_SUFFIX), base_offset)
-        seg.txn_index = TransactionIndex(seg.path(TXN_INDEX_SUFFIX), base_offset)
+        seg.index = OffsetIndex.create(seg.path(INDEX_SUFFIX), base)
+        seg.time_index = TimeIndex.create(seg.path(TIME_INDEX_SUFFIX), base)
+        seg.txn_index = TransactionIndex(seg.path(TXN_INDEX_SUFFIX), base)
         # Always present (empty: no aborts), so a missing one is known to be lost and is
         # rebuilt whatever the start; this also truncates a leftover with this base.
         seg.txn_index.reset()
@@ -266,6 +263,7 @@ class LogSegment:
         directory: str,
         base_offset: int,
         index_interval_bytes: int,
+        *,
         now_ms: int,
         files: SegmentFilePool | None = None,
     ) -> LogSegment:
