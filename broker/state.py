@@ -48,9 +48,9 @@ class Broker:
         self.config = config
         self.data_dir = config["log.dirs"]
         self.node_id = config["node.id"]
-        # Before anything below reads the directory (Security reads
-        # the SCRAM and ACL stores; nothing is written into it before start() has bound the
-        # ports, but this .lock): a second broker on the same directory stops here
+        # Before anything below reads the directory (Security reads the SCRAM and ACL stores;
+        # nothing is written into it before start() has bound the ports, but this .lock): a
+        # second broker on the same directory stops here
         # (storage/data_dir_lock.py). Held until stop() or the process ends.
         self.data_dir_lock = DataDirLock.acquire(self.data_dir)
         try:

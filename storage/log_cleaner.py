@@ -177,6 +177,17 @@ def _after_swap(
         write_offset_checkpoint(checkpoint_path, checkpoint)
 
 
+def _discard_swap(work: str) -> None:
+    """The flusher's thread: a swap decided but not installed (the log changed meanwhile) is
+    undone, its list first, so a restart does not complete it."""
+    try:
+        os.unlink(os.path.join(work, SWAP_FILE))
+        fsync_dir(work)
+    except FileNotFoundError:  # the partition was deleted meanwhile
+        pass
+    shutil.rmtree(work, ignore_errors=True)
+
+
 def _move_segment(work: str, partition_dir: str, base: int) -> None:
     for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX, LOG_SUFFIX):
         src = os.path.join(work, segment_file_name(base, suffix))
@@ -441,7 +452,7 @@ class LogCleaner:
                     partition=plog.partition,
                     error=str(error),
                 )
-            self._flusher.submit(shutil.rmtree, work, True)
+            self._flusher.submit(_discard_swap, work)
             return
         plan = swap.plan
         first = next(iter(plan))

@@ -173,7 +173,7 @@ class LogManager:
         self._retired: list[tuple[int, LogSegment]] = []
         self._log_starts: dict[tuple[str, int], int] | None = {}  # as last checkpointed
         self._recovery_points: dict[tuple[str, int], int] | None = None  # as last checkpointed
-        #: registry-file writes in flight or failed, by topic (CreateTopics awaits them)
+        #: the latest registry-file write of each topic (CreateTopics awaits it)
         self.registry_writes: dict[str, Future[None]] = {}
         self.cleaner = LogCleaner(
             self,
@@ -511,19 +511,12 @@ class LogManager:
 
     def _write_topic(self, info: TopicInfo) -> Future[None]:
         """A running broker: the registry file written by the flusher (``write``: in its thread,
-        in order with the other files; the answer of the request waits for it). Kept in
-        ``registry_writes`` until it succeeded (CreateTopics and CreatePartitions await it and
-        undo the creation if it failed: ``undo_creation``)."""
-        name = info.name
+        in order with the other files; the answer of the request waits for it). The topic's
+        latest write stays in ``registry_writes`` (CreateTopics and CreatePartitions await it
+        and undo the creation if it failed: ``undo_creation``)."""
         written = self._flusher.write(atomic_write, *self._topic_file(info))
-        self.registry_writes[name] = written
-        written.add_done_callback(lambda w: self._registry_written(name, w))
+        self.registry_writes[info.name] = written
         return written
-
-    def _registry_written(self, name: str, written: Future[None]) -> None:
-        """Any thread: forget a registry write that succeeded (a dict pop: atomic)."""
-        if written.exception() is None and self.registry_writes.get(name) is written:
-            self.registry_writes.pop(name, None)
 
     def _default_partitions(self) -> int:
         return self.settings.num_partitions
