@@ -167,3 +167,14 @@ def test_creates_missing_data_dir(tmp_path):
 def test_bad_block_size(tmp_path):
     with pytest.raises(ValueError):
         ProducerIdManager(str(tmp_path), block_size=0)
+
+
+def test_ensure_above_moves_past_ids_in_the_logs_and_writes_a_block_from_there(tmp_path):
+    m = opened(tmp_path, block_size=10)
+    assert m.ensure_above(4) and m.next_id == 5  # inside the block open asked for
+    assert m.allocate() == 5
+    assert not m.ensure_above(3)
+    assert m.ensure_above(500) and m.next_id == 501
+    assert m.allocate() == 501
+    assert json.loads((tmp_path / "producer_ids").read_text())["block_end"] > 501
+    assert opened(tmp_path, block_size=10).allocate() > 501  # after a restart too
