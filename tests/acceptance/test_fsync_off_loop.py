@@ -237,7 +237,11 @@ def test_no_fsync_on_the_event_loop(tmp_path, monkeypatch):
         # the first InitProducerId: a producer id block (the next one written ahead); the
         # internal topics created at their first use
         _transactions(broker.bootstrap, "t", 6)  # markers, TxnOffsetCommit, aborts
-        assert json.loads((tmp_path / "producer_ids").read_text())["block_end"] == 2000
+        wait_until(
+            lambda: json.loads((tmp_path / "producer_ids").read_text())["block_end"] == 2000,
+            timeout=10,
+            message="the producer id block after the first written ahead",
+        )
         _group_commits(broker.bootstrap, "t", 300)
         admin = admin_client(broker.bootstrap)
         try:  # DeleteRecords: the log-start-offset checkpoint, written before the answer
