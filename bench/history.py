@@ -264,10 +264,11 @@ def append_unflushed_tail(data_dir: str, transactions: int) -> None:
     the last recovery-point checkpoint: the history topic's log is opened in-process, the
     history's producer continues (data batch + COMMIT marker each, as the coordinator writes
     them) and the files are closed without a flush, a snapshot or the clean-shutdown marker."""
+    from minibroker.common.clock import SYSTEM_CLOCK
     from minibroker.protocol.records import build_batch
     from minibroker.storage.log_manager import LogManager
 
-    manager = LogManager(data_dir, {})
+    manager = LogManager(data_dir, {}, clock=SYSTEM_CLOCK)
     manager.open()
     plog = manager.get_log(TOPIC, 0)
     assert plog is not None

@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import structlog
 from minibroker.coordinator.collaborators import DurableOp
 from minibroker.storage.durable_files import atomic_write
+from minibroker.storage.errors import KafkaStorageError
 from minibroker.storage.log import run_now
 from minibroker.storage.recovery_checkpoint import plan_snapshots, write_snapshots
 
@@ -50,7 +51,7 @@ if TYPE_CHECKING:
     from minibroker.storage.log import FlushTicket, PartitionLog
     from minibroker.storage.log_manager import LogManager
 
-__all__ = ["Durability", "run_durably"]
+__all__ = ["Durability", "registry_written", "run_durably"]
 
 log = structlog.get_logger(__name__)
 
@@ -265,6 +266,20 @@ async def run_durably(op: DurableOp[T], durability: Durability) -> T:
     except BaseException:
         op.close()  # cancelled: run the operation's cleanup (its `finally` blocks) now
         raise
+
+
+async def registry_written(logs: LogManager, name: str, partitions_before: int) -> KafkaStorageError | None:
+    """CreateTopics (``partitions_before`` 0) and CreatePartitions: await the topic's registry
+    file (written in the io thread); if it failed, the creation is undone and its error
+    returned, for the answer (a failed write also closes the connection: ``settle``)."""
+    written = logs.registry_writes.get(name)
+    if written is None:
+        return None
+    try:
+        await asyncio.wrap_future(written)
+    except OSError as exc:
+        return logs.undo_creation(name, partitions_before, exc)
+    return None
 
 
 def _retrieve(fut: asyncio.Future[None]) -> None:

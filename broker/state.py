@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import errno
-import functools
 from typing import TypeVar
 
 import structlog
@@ -23,6 +22,7 @@ from minibroker.broker.security.service import Security
 from minibroker.broker.server import Server
 from minibroker.broker.waiters import DataWaiters
 from minibroker.common.clock import SYSTEM_CLOCK, Clock
+from minibroker.common.faults import Faults
 from minibroker.coordinator.collaborators import DurableOp
 from minibroker.coordinator.group_metadata_manager import GroupMetadataManager
 from minibroker.coordinator.group_store import LogOffsetsStore
@@ -31,9 +31,10 @@ from minibroker.coordinator.producer_ids import ProducerIdManager
 from minibroker.coordinator.transactions import TransactionCoordinator
 from minibroker.coordinator.txn_log import LogTxnStore
 from minibroker.protocol.errors import ErrorCode
+from minibroker.storage.config import LogManagerSettings
 from minibroker.storage.data_dir_lock import DataDirLock
 from minibroker.storage.errors import KafkaStorageError
-from minibroker.storage.log import disk_free_bytes
+from minibroker.storage.log import PartitionLog, disk_free_bytes
 from minibroker.storage.log_manager import LogManager
 
 log = structlog.get_logger("broker")
@@ -47,9 +48,9 @@ class Broker:
         self.clock = clock  # the one clock every part of this broker reads (common/clock.py)
         self.data_dir = config["log.dirs"]
         self.node_id = config["node.id"]
-        # Before anything below reads the directory (ProducerIdManager reads its file, Security
-        # the SCRAM and ACL stores; nothing is written into it before start() has bound the
-        # ports, but this .lock): a second broker on the same directory stops here
+        # Before anything below reads the directory (Security reads the SCRAM and ACL stores;
+        # nothing is written into it before start() has bound the ports, but this .lock): a
+        # second broker on the same directory stops here
         # (storage/data_dir_lock.py). Held until stop() or the process ends.
         self.data_dir_lock = DataDirLock.acquire(self.data_dir)
         try:
@@ -60,10 +61,19 @@ class Broker:
 
     def _build(self, config: BrokerConfig) -> None:
         self.durability = Durability()  # every fsync of the running broker, off the event loop
-        self.logs = LogManager(self.data_dir, config, flusher=self.durability)
+        self.faults = Faults.from_property(self.config["minibroker.test.fault"])
+        self.data_waiters = DataWaiters()  # long-poll wake-ups, wired to every log as it opens
+        self.logs = LogManager(
+            self.data_dir,
+            config,
+            clock=self.clock,
+            settings=LogManagerSettings.from_config(config),
+            flusher=self.durability,
+            faults=self.faults,
+            on_log_opened=self.data_waiters.log_opened,
+        )
         self.dynamic_configs = DynamicConfigs(self.data_dir, config, self.logs, self.durability.write_file)
-        self.producer_ids = ProducerIdManager(self.data_dir)
-        self.data_waiters = DataWaiters()
+        self.producer_ids = ProducerIdManager(self.data_dir, submit=self.durability.submit)
         scheduler = LoopScheduler()
         group_metadata = GroupMetadataManager(
             config,
@@ -94,9 +104,6 @@ class Broker:
         self.port = 0  # advertised to clients
         self.bound_port = 0  # what the listener really bound (--port 0 picks one)
         self._tasks: list[asyncio.Task] = []
-        # the log object each partition's wake-up listener is attached to: a topic deleted and
-        # created again gets a new PartitionLog, which needs its own listener
-        self._watched: dict[tuple[str, int], object] = {}
 
     # --- lifecycle ------------------------------------------------------------------------------
     async def start(self) -> None:
@@ -138,6 +145,7 @@ class Broker:
         if raised:
             log.info("open file limit raised", soft_limit_was=raised[0], soft_limit=raised[1])
         self.logs.open()
+        self.producer_ids.open()  # its first block is written by the durability service
         phase_done("log_recovery")
         self.groups.load()  # replays __consumer_offsets
         phase_done("group_load")
@@ -283,18 +291,14 @@ class Broker:
             self.every(self.config["log.cleaner.backoff.ms"], cleaner.maybe_clean, "log-cleaner")
         self.every(
             self.config["producer.id.expiration.check.interval.ms"],
-            lambda: self.logs.remove_expired_producers(self.clock.wall_ms()),
+            self.logs.remove_expired_producers,
             "producer-expiration",
         )
 
     # --- shared helpers for handlers ------------------------------------------------------------
-    def get_log(self, topic: str, partition: int):
-        """The partition's log, with long-poll wake-ups wired to it."""
-        plog = self.logs.get_log(topic, partition)
-        if plog is not None and self._watched.get((topic, partition)) is not plog:
-            self._watched[(topic, partition)] = plog
-            plog.add_listener(functools.partial(self.data_waiters.notify, topic, partition))
-        return plog
+    def get_log(self, topic: str, partition: int) -> PartitionLog | None:
+        """The partition's log (its long-poll wake-ups were wired when it opened)."""
+        return self.logs.get_log(topic, partition)
 
     def auto_create_topic(self, name: str) -> ErrorCode:
         """Create `name` with broker defaults if auto.create.topics.enable; returns the error

@@ -3,8 +3,14 @@
 Ids are handed out from blocks. Before the first id of a block is returned, the end of the
 block (exclusive) is written to ``<data_dir>/producer_ids`` atomically (temporary file, fsync,
 rename, directory fsync). On start the next id is that stored block end, so an id handed out
-before a restart or a crash (SIGKILL, power loss after the fsync) is never handed out again;
-at most one block of ids is skipped per restart.
+before a restart or a crash (SIGKILL, power loss after the fsync) is never handed out again.
+
+The writes run off the caller's thread (``submit``: the broker's durability service) one block
+ahead, as Kafka's ProducerIdManager prefetches its next block: ``open`` asks for the first
+block, and handing out a block's first id asks for the one after it, so ``allocate`` finds its
+next block on disk already and never waits for an fsync (if that write is still running it
+waits for it; if it failed, the block is written on the caller's thread, and a failure there is
+raised without advancing). At most two blocks of ids are skipped per restart.
 
 File format: one line of JSON ``{"version": 1, "block_end": N, "crc": crc32("1:N")}``.
 """
@@ -14,8 +20,12 @@ from __future__ import annotations
 import json
 import os
 import zlib
+from collections.abc import Callable
+from concurrent.futures import Future
 
+import structlog
 from minibroker.storage.durable_files import atomic_write
+from minibroker.storage.log import run_now
 
 __all__ = ["ProducerIdManager", "ProducerIdStateError", "DEFAULT_BLOCK_SIZE", "MAX_PRODUCER_ID"]
 
@@ -23,6 +33,11 @@ DEFAULT_BLOCK_SIZE = 1000
 MAX_PRODUCER_ID = (1 << 63) - 1
 _FILE_NAME = "producer_ids"
 _VERSION = 1
+
+log = structlog.get_logger(__name__)
+
+#: runs ``fn(*args)`` where durable writes go (the broker's ``Durability.submit``)
+Submit = Callable[..., Future[None]]
 
 
 class ProducerIdStateError(RuntimeError):
@@ -36,15 +51,27 @@ def _crc(block_end: int) -> int:
 class ProducerIdManager:
     """Hands out producer ids that are unique for the lifetime of the data directory."""
 
-    __slots__ = ("data_dir", "path", "block_size", "_next", "_block_end")
+    __slots__ = ("data_dir", "path", "block_size", "_submit", "_next", "_block_end", "_prefetch")
 
-    def __init__(self, data_dir: str, block_size: int = DEFAULT_BLOCK_SIZE) -> None:
+    def __init__(
+        self, data_dir: str, block_size: int = DEFAULT_BLOCK_SIZE, *, submit: Submit = run_now
+    ) -> None:
+        """Touches no file: ``open`` reads the counter. ``submit``: where the block writes run
+        (by default at once, on the caller's thread)."""
         if block_size < 1:
             raise ValueError("block_size must be >= 1")
         self.data_dir = data_dir
         self.path = os.path.join(data_dir, _FILE_NAME)
         self.block_size = block_size
-        os.makedirs(data_dir, exist_ok=True)
+        self._submit = submit
+        self._next = 0
+        self._block_end = 0  # exclusive end of the blocks known to be on disk
+        self._prefetch: tuple[Future[None], int] | None = None  # (write, block end) ahead
+
+    def open(self) -> None:
+        """Read the counter (startup; an interrupted write's temporary file is removed) and ask
+        for the first block."""
+        os.makedirs(self.data_dir, exist_ok=True)
         try:
             os.unlink(self.path + ".tmp")
         except FileNotFoundError:
@@ -53,6 +80,7 @@ class ProducerIdManager:
         # Every id below the stored block end may have been handed out already.
         self._next = stored
         self._block_end = stored
+        self._prefetch_next()
 
     def _read(self) -> int:
         try:
@@ -91,11 +119,34 @@ class ProducerIdManager:
         if pid >= self._block_end:
             if pid > MAX_PRODUCER_ID:
                 raise ProducerIdStateError("producer id space exhausted")
-            end = min(pid + self.block_size, MAX_PRODUCER_ID + 1)
-            self._write(end)  # durable before any id of the block is handed out
-            self._block_end = end
+            self._take_prefetched()
+            if pid >= self._block_end:  # none ahead (or its write failed): write it here
+                end = min(pid + self.block_size, MAX_PRODUCER_ID + 1)
+                self._write(end)  # durable before any id of the block is handed out
+                self._block_end = end
+            self._prefetch_next()  # the block after this one, written while this one is used
         self._next = pid + 1
         return pid
+
+    def _take_prefetched(self) -> None:
+        """The block written ahead becomes the current one (waiting for its write if it is still
+        running; one that failed is logged and dropped)."""
+        if self._prefetch is None:
+            return
+        written, end = self._prefetch
+        self._prefetch = None
+        error = written.exception()
+        if error is not None:
+            log.warning("could not write the next producer id block ahead", path=self.path, error=str(error))
+        elif end > self._block_end:
+            self._block_end = end
+
+    def _prefetch_next(self) -> None:
+        start = max(self._block_end, self._next)
+        if self._prefetch is not None or start > MAX_PRODUCER_ID:
+            return
+        end = min(start + self.block_size, MAX_PRODUCER_ID + 1)
+        self._prefetch = (self._submit(self._write, end), end)
 
     def ensure_above(self, highest_seen: int) -> bool:
         """Never hand out an id at or below one already in the logs (``highest_seen``, from
@@ -103,8 +154,10 @@ class ProducerIdManager:
         new producer collide with an old one's sequence state. True if the counter moved."""
         if highest_seen < self._next:
             return False
+        self._take_prefetched()  # (startup) the block asked for by open, if it still counts
         self._next = highest_seen + 1
-        self._block_end = self._next  # the next allocate() persists a block from here
+        self._block_end = max(self._block_end, self._next)  # nothing on disk below: from here
+        self._prefetch_next()  # the next allocate() takes a block from here
         return True
 
     @property

@@ -40,18 +40,18 @@ class AbstractIndex:
     def __init__(self, path: str, base_offset: int) -> None:
         self.path = path
         self.base_offset = base_offset
-        self._keys: array | None = None  # None until loaded
-        self._values: array | None = None
+        self._keys: array[int] | None = None  # None until loaded
+        self._values: array[int] | None = None
         self._on_disk = 0  # entries already in the file
         self._last: tuple[int, int] | None = None  # raw last entry, while not loaded
         self._synced = -1  # _on_disk when the last fsync was planned; -1: unknown
 
     # -------------------------------------------------------------- what an entry is
     @classmethod
-    def _decode(cls, data: bytes) -> tuple[array, array]:
+    def _decode(cls, data: bytes) -> tuple[array[int], array[int]]:
         raise NotImplementedError
 
-    def _encode(self, keys: array, values: array) -> bytes:
+    def _encode(self, keys: array[int], values: array[int]) -> bytes:
         raise NotImplementedError
 
     def _entry(self, key: int, value: int) -> tuple[int, int]:
@@ -97,7 +97,7 @@ class AbstractIndex:
     def _set_empty(self) -> None:
         self._keys, self._values = array(self.KEY_TYPE), array(self.VALUE_TYPE)
 
-    def _loaded(self) -> tuple[array, array]:
+    def _loaded(self) -> tuple[array[int], array[int]]:
         """The entries, read from the file on first use."""
         if self._keys is None or self._values is None:
             with open(self.path, "rb") as f:

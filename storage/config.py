@@ -19,9 +19,11 @@ from typing import Any
 
 from minibroker.protocol.errors import ErrorCode
 from minibroker.storage.errors import KafkaStorageError
+from minibroker.storage.segment_files import DEFAULT_MAX_OPEN_SEGMENT_FILES
 
 __all__ = [
     "LogConfig",
+    "LogManagerSettings",
     "TOPIC_CONFIGS",
     "validate_topic_configs",
     "effective_topic_configs",
@@ -48,6 +50,43 @@ def broker_value(config: Any, name: str) -> Any:
         return config[name]
     except (KeyError, TypeError):
         return None
+
+
+@dataclass(frozen=True, slots=True)
+class LogManagerSettings:
+    """The broker-level settings a LogManager reads itself (topic defaults, which a broker may
+    change at runtime, are read through ``LogConfig.from_configs``). Built once, by the broker
+    (``from_config``)."""
+
+    node_id: int = 1
+    num_partitions: int = 1  # of a topic created without a count
+    max_open_segment_files: int = DEFAULT_MAX_OPEN_SEGMENT_FILES  # minibroker.max.open.segment.files
+    producer_id_expiration_ms: int = 86_400_000
+    offsets_segment_bytes: int = INTERNAL_SEGMENT_BYTES  # offsets.topic.segment.bytes
+    transaction_segment_bytes: int = INTERNAL_SEGMENT_BYTES  # transaction.state.log.segment.bytes
+
+    @classmethod
+    def from_config(cls, config: Any) -> LogManagerSettings:
+        """From the broker config (or a dict of broker properties: tools and tests); absent
+        properties keep the defaults above."""
+        defaults = cls()
+
+        def number(name: str, default: int) -> int:
+            value = broker_value(config, name)
+            return default if value is None else int(value)
+
+        return cls(
+            node_id=number("node.id", defaults.node_id),
+            num_partitions=number("num.partitions", defaults.num_partitions),
+            max_open_segment_files=number(
+                "minibroker.max.open.segment.files", defaults.max_open_segment_files
+            ),
+            producer_id_expiration_ms=number("producer.id.expiration.ms", defaults.producer_id_expiration_ms),
+            # 0 (unset) falls back too, as Kafka's internal topics never use 0
+            offsets_segment_bytes=number("offsets.topic.segment.bytes", 0) or INTERNAL_SEGMENT_BYTES,
+            transaction_segment_bytes=number("transaction.state.log.segment.bytes", 0)
+            or INTERNAL_SEGMENT_BYTES,
+        )
 
 
 class _Range:
@@ -134,7 +173,7 @@ class TopicConfigDef:
     name: str
     parse: Callable[[str], Any]
     default: str  # Kafka's built-in default, as a string
-    broker_names: tuple = ()  # broker properties (or callables) giving the default, in order
+    broker_names: tuple[str | _Scaled, ...] = ()  # broker properties giving the default, in order
 
 
 _DAY_MS = 86_400_000

@@ -17,7 +17,7 @@ class KafkaStorageError(Exception):
         self,
         error_code: ErrorCode,
         message: str = "",
-        record_errors: list[tuple[int, str]] | tuple = (),
+        record_errors: list[tuple[int, str]] | tuple[tuple[int, str], ...] = (),
         *,
         in_answer: bool = False,
     ) -> None:

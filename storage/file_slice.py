@@ -12,7 +12,7 @@ internal topics joins them with ``slice_bytes``).
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any, NamedTuple
+from typing import NamedTuple, Protocol
 
 __all__ = ["FileSlice", "ShortSliceError", "slice_bytes"]
 
@@ -21,8 +21,17 @@ class ShortSliceError(OSError):
     """The segment file ends before the slice does (it was truncated under the reader)."""
 
 
+class SegmentFile(Protocol):
+    """What a slice reads through (storage.segment.LogSegment)."""
+
+    @property
+    def fd(self) -> int: ...
+
+    def read_batch(self, position: int, size: int) -> bytes: ...
+
+
 class FileSlice(NamedTuple):
-    segment: Any  # storage.segment.LogSegment (read_batch(position, size) -> bytes)
+    segment: SegmentFile
     position: int
     length: int
 

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import os
 import threading
-import time
 from bisect import bisect_left, bisect_right
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -43,6 +42,7 @@ from concurrent.futures import Future
 from typing import Any, NamedTuple, Protocol, TypeVar
 
 import structlog
+from minibroker.common.clock import Clock
 from minibroker.protocol.errors import ErrorCode
 from minibroker.protocol.records import (
     ATTR_CONTROL,
@@ -58,6 +58,7 @@ from minibroker.protocol.records import (
     parse_control_record,
     stamp_header,
 )
+from minibroker.protocol.varint import BytesLike
 from minibroker.storage.config import LogConfig
 from minibroker.storage.errors import KafkaStorageError
 from minibroker.storage.file_slice import FileSlice
@@ -65,6 +66,7 @@ from minibroker.storage.log_loader import LoadedLog, LogLoader, apply_txn_marker
 from minibroker.storage.log_validator import validate_batch_header, validate_records
 from minibroker.storage.producer_state import ProducerStateManager
 from minibroker.storage.segment import LogSegment
+from minibroker.storage.segment_files import SegmentFilePool
 
 __all__ = [
     "PartitionLog",
@@ -96,10 +98,6 @@ EARLIEST_LOCAL_TIMESTAMP = -4
 _INT32_MAX = 2**31 - 1
 _make_header = BatchHeader._make
 _unpack_header = HEADER_STRUCT.unpack_from
-
-
-def _now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 T = TypeVar("T")
@@ -161,9 +159,9 @@ class AppendInfo(NamedTuple):
 class FlushTicket(NamedTuple):
     """What one fsync round of a PartitionLog covers (see PartitionLog.begin_flush)."""
 
-    segments: tuple  # LogSegments written since the previous flush
-    plans: tuple  # their LogSegment.plan_sync()
-    running: tuple  # futures of roll fsyncs still in flight
+    segments: tuple[LogSegment, ...]  # written since the previous flush
+    plans: tuple[tuple[str, tuple[str, ...]], ...]  # their LogSegment.plan_sync()
+    running: tuple[Future[None], ...]  # roll fsyncs still in flight
     offset: int  # everything below is durable once sync() returns
     messages: int = 0  # flush.messages count it covers (given back if it fails)
     last_flush_ms: int = 0  # flush.ms clock before it began (restored if it fails)
@@ -176,11 +174,11 @@ class FlushTicket(NamedTuple):
 
 
 class ReadResult(NamedTuple):
-    chunks: list  # [FileSlice]
+    chunks: list[FileSlice]
     high_watermark: int
     last_stable_offset: int
     log_start_offset: int
-    aborted: list | None  # [(producer_id, first_offset)] sorted by first offset; None for iso 0
+    aborted: list[tuple[int, int]] | None  # (producer_id, first_offset) sorted by the first; None: iso 0
 
 
 def _error(code: ErrorCode, message: str) -> KafkaStorageError:
@@ -214,7 +212,8 @@ class PartitionLog:
         "_active",
         "_leo",
         "_log_start",
-        "_time_ms",
+        "_clock",
+        "_files",
         "_flusher",
         "flush_due",
         "_pending_flushes",
@@ -235,7 +234,8 @@ class PartitionLog:
         partition: int,
         config: LogConfig,
         producer_state: ProducerStateManager,
-        time_ms: Callable[[], int],
+        clock: Clock,
+        files: SegmentFilePool,
         flusher: Flusher | None,
         loaded: LoadedLog,
     ) -> None:
@@ -256,7 +256,8 @@ class PartitionLog:
         self._active.keep_open = True  # older segments open their files on demand
         self._leo = self._active.next_offset
         self._log_start = loaded.segments[0].base_offset
-        self._time_ms = time_ms
+        self._clock = clock
+        self._files = files
         self._flusher: Flusher = flusher if flusher is not None else InlineFlusher()
         #: the flush policy (flush.messages / flush.ms) asks for an fsync not yet begun
         self.flush_due = False
@@ -266,7 +267,7 @@ class PartitionLog:
         self._aborted = loaded.aborted  # sorted by last_offset (marker offset)
         self._aborted_last = [e.last_offset for e in loaded.aborted]  # the same, for bisect
         self._unflushed_messages = 0
-        self._last_flush_ms = time_ms()
+        self._last_flush_ms = clock.wall_ms()
         # offset of the last producer-state snapshot written: at the log end if the loader left
         # one there; otherwise the next checkpoint writes one
         self._snapshot_offset = self._leo if loaded.snapshot_at_end else -1
@@ -300,7 +301,7 @@ class PartitionLog:
         return self._segments
 
     # ====================================================================== append
-    def append(self, batch, *, internal: bool = False) -> AppendInfo:
+    def append(self, batch: BytesLike, *, internal: bool = False) -> AppendInfo:
         """Validate and append exactly one magic-2 batch (see the module docstring). Raises
         KafkaStorageError; a rejected batch changes nothing on disk or in memory."""
         mv = memoryview(batch)
@@ -311,7 +312,7 @@ class PartitionLog:
             max_ts = validate_records(
                 mv,
                 h,
-                now_ms=self._time_ms(),
+                now_ms=self._clock.wall_ms(),
                 log_append_time=cfg.log_append_time,
                 before_max_ms=cfg.timestamp_before_max_ms,
                 after_max_ms=cfg.timestamp_after_max_ms,
@@ -325,7 +326,7 @@ class PartitionLog:
                 # Kafka answers a duplicate with the cached batch's timestamp as its
                 # log_append_time, whatever the topic's timestamp type
                 return AppendInfo(dup.first_offset, dup.last_offset, dup.timestamp, self._log_start, True)
-        now = self._time_ms()
+        now = self._clock.wall_ms()
         base = self._write(h, mv, now, max_ts)
         if h.producer_id >= 0:
             stored = h._replace(base_offset=base)
@@ -392,7 +393,7 @@ class PartitionLog:
         """Write a COMMIT/ABORT control batch and close the producer's open transaction here;
         returns the marker's offset. Raises KafkaStorageError (e.g. INVALID_PRODUCER_EPOCH for
         a marker from an older epoch)."""
-        now = self._time_ms()
+        now = self._clock.wall_ms()
         batch = build_control_batch(producer_id, producer_epoch, commit, coordinator_epoch, now)
         mv = memoryview(batch)
         h = _make_header(_unpack_header(mv, 0))
@@ -461,7 +462,7 @@ class PartitionLog:
         if count <= 0:
             return []
         if count >= len(self._segments):
-            self._roll(self._time_ms())
+            self._roll(self._clock.wall_ms())
         doomed = self._segments[:count]
         del self._segments[:count]
         del self._bases[:count]
@@ -503,12 +504,12 @@ class PartitionLog:
         """Start a new active segment at the log end offset (no-op if the active one is empty)."""
         if self._active.size == 0:
             return self._active
-        return self._roll(self._time_ms())
+        return self._roll(self._clock.wall_ms())
 
     def _roll(self, now: int) -> LogSegment:
         old = self._active
         old.on_become_inactive()
-        new = LogSegment.create(self.dir, self._leo, self.config.index_interval_bytes, now)
+        new = LogSegment.create(self.dir, self._leo, self.config.index_interval_bytes, now, self._files)
         self._segments.append(new)
         self._bases.append(new.base_offset)
         self._active = new
@@ -595,7 +596,8 @@ class PartitionLog:
         reach the disk (dirty segments, roll fsyncs still running, the offset it makes durable).
         ``ticket.sync()`` touches no Python state of this log, so it may run in a worker thread
         while appends continue; then ``finish_flush`` on the loop moves the recovery point."""
-        dirty, plans = [], []
+        dirty: list[LogSegment] = []
+        plans: list[tuple[str, tuple[str, ...]]] = []
         for seg in self._segments:
             if seg.dirty:
                 seg.write_pending()
@@ -608,7 +610,7 @@ class PartitionLog:
         )
         # the flush policy counts from here: appends during the round are not covered by it
         self._unflushed_messages = 0
-        self._last_flush_ms = self._time_ms()
+        self._last_flush_ms = self._clock.wall_ms()
         self.flush_due = False
         return ticket
 
@@ -879,20 +881,22 @@ class PartitionLog:
         log_start_offset: int = 0,
         clean_shutdown: bool = False,
         producer_expiration_ms: int = 86_400_000,
-        time_ms: Callable[[], int] | None = None,
+        clock: Clock,
+        files: SegmentFilePool | None = None,
         flusher: Flusher | None = None,
     ) -> PartitionLog:
         """Open (creating if needed) the log in ``directory``: ``storage/log_loader.py`` loads
         and, after an unclean shutdown (from ``recovery_point`` on) or where an index is
         broken, recovers it. The log start offset is the checkpointed ``log_start_offset``
-        (DeleteRecords) or the first segment's base, whichever is larger."""
-        time_ms = time_ms or _now_ms
+        (DeleteRecords) or the first segment's base, whichever is larger. ``files``: the
+        LogManager's pool of open segment files (a log of none gets a pool of its own)."""
+        files = files if files is not None else SegmentFilePool()
         os.makedirs(directory, exist_ok=True)
         psm = ProducerStateManager(directory, producer_expiration_ms)
-        loaded = LogLoader(directory, topic, partition, config, psm, time_ms).load(
+        loaded = LogLoader(directory, topic, partition, config, psm, clock, files).load(
             recovery_point, clean_shutdown
         )
-        self = cls(directory, topic, partition, config, psm, time_ms, flusher, loaded)
+        self = cls(directory, topic, partition, config, psm, clock, files, flusher, loaded)
         if log_start_offset > self._log_start:
             self._set_log_start(min(log_start_offset, self._leo))
         return self

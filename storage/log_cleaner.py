@@ -31,11 +31,14 @@ import os
 import shutil
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import BrokenExecutor, Executor, Future
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
 
 import structlog
+from minibroker.common.clock import Clock
+from minibroker.common.faults import Faults
 from minibroker.protocol.errors import ErrorCode
 from minibroker.storage.checkpoint import read_offset_checkpoint, write_offset_checkpoint
 from minibroker.storage.cleaner import CLEANER_DIR, CleanJob, CleanResult, SegmentToClean, clean
@@ -49,6 +52,10 @@ from minibroker.storage.segment import (
     LogSegment,
     segment_file_name,
 )
+from minibroker.storage.segment_files import SegmentFilePool
+
+if TYPE_CHECKING:
+    from minibroker.storage.log import Flusher, PartitionLog
 
 __all__ = ["LogCleaner", "recover_interrupted_clean", "CLEANER_CHECKPOINT_FILE"]
 
@@ -86,6 +93,17 @@ def _exit_with(broker_pid: int) -> None:
     while os.getppid() == broker_pid:
         time.sleep(1)
     os._exit(0)
+
+
+class CleanerLogs(Protocol):
+    """What the cleaner uses of its LogManager."""
+
+    @property
+    def data_dir(self) -> str: ...
+
+    def all_logs(self) -> Iterator[PartitionLog]: ...
+
+    def get_log(self, topic: str, partition: int) -> PartitionLog | None: ...
 
 
 def recover_interrupted_clean(partition_dir: str) -> None:
@@ -128,11 +146,12 @@ def _read_swap_plan(swap: str, work: str) -> dict[int, list[int]]:
         ) from None
 
 
-def _install(work: str, partition_dir: str, plan: dict[int, list[int]]) -> None:
+def _install(work: str, partition_dir: str, plan: dict[int, list[int]], *, sync: bool = True) -> None:
     """For each new segment: move its files over the old segment with its base, then delete
     the other old segments it replaces (idempotent: a crash part-way is finished by running it
     again). The .log moves last: an index without its new .log would be rebuilt, a .log with a
-    stale index would be misread."""
+    stale index would be misread. ``sync``: fsync the directory after (at startup; a running
+    broker's swap leaves that to the flusher, ``_after_swap``)."""
     for base, olds in plan.items():
         if os.path.exists(os.path.join(work, segment_file_name(base, LOG_SUFFIX))):
             _move_segment(work, partition_dir, base)
@@ -143,7 +162,30 @@ def _install(work: str, partition_dir: str, plan: dict[int, list[int]]) -> None:
                         os.unlink(os.path.join(partition_dir, segment_file_name(old, suffix)))
                     except FileNotFoundError:
                         pass
+    if sync:
+        fsync_dir(partition_dir)
+
+
+def _after_swap(
+    partition_dir: str, work: str, checkpoint_path: str | None, checkpoint: dict[tuple[str, int], int]
+) -> None:
+    """The flusher's thread, after a swap's renames: make them durable, then drop the swap list
+    (until then a restart completes the swap), then record how far the log is clean."""
     fsync_dir(partition_dir)
+    shutil.rmtree(work, ignore_errors=True)
+    if checkpoint_path is not None:
+        write_offset_checkpoint(checkpoint_path, checkpoint)
+
+
+def _discard_swap(work: str) -> None:
+    """The flusher's thread: a swap decided but not installed (the log changed meanwhile) is
+    undone, its list first, so a restart does not complete it."""
+    try:
+        os.unlink(os.path.join(work, SWAP_FILE))
+        fsync_dir(work)
+    except FileNotFoundError:  # the partition was deleted meanwhile
+        pass
+    shutil.rmtree(work, ignore_errors=True)
 
 
 def _move_segment(work: str, partition_dir: str, base: int) -> None:
@@ -159,7 +201,9 @@ def _move_segment(work: str, partition_dir: str, base: int) -> None:
                 pass
 
 
-def _cleanable(plog, now: int, checkpoint: dict[tuple[str, int], int]) -> tuple[float, int, int] | None:
+def _cleanable(
+    plog: PartitionLog, now: int, checkpoint: dict[tuple[str, int], int]
+) -> tuple[float, int, int] | None:
     """(dirty ratio, first dirty offset, end) of a compacted log that qualifies for a pass."""
     cfg = plog.config
     segs = plog.segments
@@ -188,32 +232,51 @@ def _cleanable(plog, now: int, checkpoint: dict[tuple[str, int], int]) -> tuple[
     return ratio, first_dirty, end
 
 
+@dataclass(slots=True)
+class _Swap:
+    """A pass's output being swapped in: its swap list is being written by the flusher."""
+
+    plog: PartitionLog
+    job: CleanJob
+    originals: dict[int, LogSegment]
+    result: CleanResult
+    plan: dict[int, list[int]]
+    written: Future[None]  # the swap list
+    started: float
+
+
 class LogCleaner:
     def __init__(
         self,
-        logs: Any,
+        logs: CleanerLogs,
         *,
-        time_ms: Callable[[], int] | None = None,
+        flusher: Flusher,
+        clock: Clock,
+        faults: Faults,
+        files: SegmentFilePool,
         on_pass_done: Callable[[], None] | None = None,
-        retire: Callable[[Any, LogSegment], None] | None = None,
-        crash_mid_swap: bool = False,
+        retire: Callable[[PartitionLog, LogSegment], None] | None = None,
     ) -> None:
-        """``logs``: the LogManager (``all_logs``, ``get_log``, ``data_dir``).
-        ``on_pass_done`` is called from the worker thread when a pass ends (the broker uses it
-        to schedule ``finish_pass`` on the event loop at once). ``retire(plog, segment)``
-        closes a replaced segment later, after reads in flight. ``crash_mid_swap`` (tests
-        only, ``minibroker.test.fault=crash-mid-clean-swap``) exits the process after the
-        first segment of a swap was installed."""
+        """``logs``: the LogManager (``all_logs``, ``get_log``, ``data_dir``). ``flusher``: where
+        the swap's files are made durable (off the event loop); ``files``: the pool of open segment
+        files the swapped-in segments join. ``on_pass_done`` is called from
+        a worker thread when a pass ends or its swap list is written (the broker uses it to
+        call ``maybe_clean`` on the event loop at once). ``retire(plog, segment)`` closes a
+        replaced segment later, after reads in flight. ``faults``: the crash point
+        ``crash-mid-clean-swap`` (one cleaned segment installed, the others not)."""
         self.logs = logs
-        self._time_ms = time_ms or (lambda: int(time.time() * 1000))
+        self._flusher = flusher
+        self._clock = clock
+        self._faults = faults
+        self._files = files
         self.on_pass_done = on_pass_done
         self._retire = retire
         self._executor: Executor | None = None
-        self._running: tuple[Any, CleanJob, dict[int, LogSegment], Future] | None = None
+        self._running: tuple[PartitionLog, CleanJob, dict[int, LogSegment], Future[CleanResult]] | None = None
+        self._swapping: _Swap | None = None
         self._started = 0.0
         self._checkpoint: dict[tuple[str, int], int] | None = None
         self.passes = 0
-        self._crash_mid_swap = crash_mid_swap
         self._niced: set[int] = set()  # worker pids whose priority was lowered
 
     @property
@@ -231,15 +294,21 @@ class LogCleaner:
     def maybe_clean(self) -> bool:
         """Finish a pass that ended, else start one on the filthiest log. True if a pass is
         running afterwards."""
+        if self._swapping is not None:
+            self._continue_swap()
+            if self._swapping is not None:
+                return True
         if self._running is not None:
             if not self._running[3].done():
                 return True
             self.finish_pass()
-        job = self._choose()
-        if job is None:
+            if self._swapping is not None:
+                return True
+        chosen = self._choose()
+        if chosen is None:
             return False
-        plog, job, originals = job
-        self._started = time.monotonic()
+        plog, job, originals = chosen
+        self._started = self._clock.monotonic()
         try:
             future = self._worker().submit(clean, job)
         except BrokenExecutor:  # the worker died between passes: start a fresh one
@@ -278,8 +347,8 @@ class LogCleaner:
             )
         return self._executor
 
-    def _choose(self):
-        now = self._time_ms()
+    def _choose(self) -> tuple[PartitionLog, CleanJob, dict[int, LogSegment]] | None:
+        now = self._clock.wall_ms()
         checkpoint = self.first_dirty_offsets()
         best = None
         for plog in self.logs.all_logs():
@@ -313,10 +382,14 @@ class LogCleaner:
 
     # ------------------------------------------------------------------ swap (event loop)
     def finish_pass(self) -> None:
-        """Swap in the result of the pass that ended (called on the event loop)."""
+        """Swap in the result of the pass that ended (called on the event loop), in three
+        steps so no fsync runs here: the swap list is written by the flusher; then (``maybe_clean``
+        or ``shutdown`` sees it written) the renames and the logs' segment lists change here;
+        then the flusher fsyncs the directory, drops the swap list and writes the cleaner
+        checkpoint (``_after_swap``). A restart before that completes the swap from its list."""
         if self._running is None or not self._running[3].done():
             return
-        swap_started = time.monotonic()
+        swap_started = self._clock.monotonic()
         plog, job, originals, future = self._running
         self._running = None
         work = os.path.join(job.partition_dir, CLEANER_DIR)
@@ -334,49 +407,98 @@ class LogCleaner:
                 self._executor.shutdown(wait=False)  # the worker died: start a fresh one
                 self._executor = None
             return
+        plan = self._still_valid(plog, originals, result.rewritten)
+        if not plan:
+            self._done(plog, job, result, {}, swap_started)
+            return
+        written = self._flusher.submit(
+            atomic_write,
+            os.path.join(work, SWAP_FILE),
+            "".join(f"{base} {' '.join(map(str, olds))}\n" for base, olds in plan.items()).encode(),
+        )
+        self._swapping = _Swap(plog, job, originals, result, plan, written, swap_started)
+        done = self.on_pass_done
+        if done is not None and not written.done():
+            written.add_done_callback(lambda _f: done())
+        self._continue_swap()
+
+    def _still_valid(
+        self, plog: PartitionLog, originals: dict[int, LogSegment], rewritten: dict[int, list[int]]
+    ) -> dict[int, list[int]]:
+        """The groups of ``rewritten`` whose old segments are all still in the log (retention
+        may have run, or the topic been deleted)."""
         live = self.logs.get_log(plog.topic, plog.partition)
         current = {s.base_offset: s for s in plog.segments} if live is plog else {}
-        # only groups whose old segments are all still in the log (retention may have run)
-        plan = {
+        return {
             base: olds
-            for base, olds in result.rewritten.items()
+            for base, olds in rewritten.items()
             if all(current.get(b) is originals.get(b) is not None for b in olds)
         }
-        if plan:
-            atomic_write(
-                os.path.join(work, SWAP_FILE),
-                "".join(f"{base} {' '.join(map(str, olds))}\n" for base, olds in plan.items()).encode(),
+
+    def _continue_swap(self) -> None:
+        """The swap list is on disk: install the segments (renames only, on the loop)."""
+        swap = self._swapping
+        if swap is None or not swap.written.done():
+            return
+        self._swapping = None
+        plog, job = swap.plog, swap.job
+        work = os.path.join(job.partition_dir, CLEANER_DIR)
+        error = swap.written.exception()
+        if error is not None or self._still_valid(plog, swap.originals, swap.plan) != swap.plan:
+            if error is not None:
+                log.error(
+                    "could not write a log-cleaner swap list; the log is unchanged and will be cleaned again",
+                    topic=plog.topic,
+                    partition=plog.partition,
+                    error=str(error),
+                )
+            self._flusher.submit(_discard_swap, work)
+            return
+        plan = swap.plan
+        first = next(iter(plan))
+        _install(work, job.partition_dir, {first: plan[first]}, sync=False)
+        self._faults.crash_point("crash-mid-clean-swap")
+        _install(work, job.partition_dir, plan, sync=False)
+        current = {s.base_offset: s for s in plog.segments}
+        for base, olds in plan.items():
+            replaced = [current[b] for b in olds]
+            new = LogSegment.open(
+                plog.dir, base, job.index_interval_bytes, now_ms=self._clock.wall_ms(), files=self._files
             )
-            if self._crash_mid_swap:
-                first = next(iter(plan))
-                _install(work, job.partition_dir, {first: plan[first]})
-                log.warning("test fault hook: exiting in the middle of a log-cleaner swap")
-                os._exit(137)
-            _install(work, job.partition_dir, plan)
-            for base, olds in plan.items():
-                replaced = [current[b] for b in olds]
-                new = LogSegment.open(plog.dir, base, job.index_interval_bytes, self._time_ms())
-                new.next_offset = replaced[-1].next_offset
-                plog.replace_segments(replaced, new)
-                for old in replaced:
-                    if self._retire is not None:
-                        self._retire(plog, old)
-                    else:
-                        old.close()
-        shutil.rmtree(work, ignore_errors=True)
-        if live is plog:
-            checkpoint = self.first_dirty_offsets()
+            new.next_offset = replaced[-1].next_offset
+            plog.replace_segments(replaced, new)
+            for old in replaced:
+                if self._retire is not None:
+                    self._retire(plog, old)
+                else:
+                    old.close()
+        self._done(plog, job, swap.result, plan, swap.started)
+
+    def _done(
+        self,
+        plog: PartitionLog,
+        job: CleanJob,
+        result: CleanResult,
+        plan: dict[int, list[int]],
+        swap_started: float,
+    ) -> None:
+        work = os.path.join(job.partition_dir, CLEANER_DIR)
+        checkpoint_path = None
+        checkpoint = self.first_dirty_offsets()
+        if self.logs.get_log(plog.topic, plog.partition) is plog:
             checkpoint[(plog.topic, plog.partition)] = result.end
-            write_offset_checkpoint(self._checkpoint_path, checkpoint)
+            checkpoint_path = self._checkpoint_path
+        self._flusher.submit(_after_swap, job.partition_dir, work, checkpoint_path, dict(checkpoint))
         self.passes += 1
+        now = self._clock.monotonic()
         log.info(
             "cleaned log",
             topic=plog.topic,
             partition=plog.partition,
-            ms=round((time.monotonic() - self._started) * 1000, 1),
+            ms=round((now - self._started) * 1000, 1),
             worker_ms=result.worker_ms,
             worker_cpu_ms=result.worker_cpu_ms,
-            swap_ms=round((time.monotonic() - swap_started) * 1000, 1),
+            swap_ms=round((now - swap_started) * 1000, 1),
             segments_rewritten=sum(len(olds) for olds in plan.values()),
             segments_written=len(plan),
             bytes_read=result.bytes_read,
@@ -392,13 +514,16 @@ class LogCleaner:
         for key in doomed:
             del checkpoint[key]
         if doomed:  # a topic created later under this name starts clean
-            write_offset_checkpoint(self._checkpoint_path, checkpoint)
+            self._flusher.write(write_offset_checkpoint, self._checkpoint_path, dict(checkpoint))
 
     def shutdown(self) -> None:
         """Wait for a running pass (its output is discarded unless it can be swapped now)."""
         if self._running is not None:
             self._running[3].exception()  # waits
             self.finish_pass()
+        if self._swapping is not None:
+            self._swapping.written.exception()  # waits
+            self._continue_swap()
         if self._executor is not None:
             self._executor.shutdown(wait=True)
             self._executor = None

@@ -21,12 +21,11 @@ the consumer's CRC check reports it. A clean start checks no CRC at all.
 from __future__ import annotations
 
 import os
-import time
 from bisect import bisect_right
-from collections.abc import Callable
 from typing import NamedTuple
 
 import structlog
+from minibroker.common.clock import Clock
 from minibroker.protocol.records import (
     ATTR_CONTROL,
     CONTROL_ABORT,
@@ -34,6 +33,7 @@ from minibroker.protocol.records import (
     CorruptBatchError,
     parse_control_record,
 )
+from minibroker.protocol.varint import BytesLike
 from minibroker.storage.config import LogConfig
 from minibroker.storage.durable_files import fsync_dir
 from minibroker.storage.producer_state import ProducerStateManager
@@ -46,6 +46,7 @@ from minibroker.storage.segment import (
     scan_batches,
     segment_file_name,
 )
+from minibroker.storage.segment_files import SegmentFilePool
 from minibroker.storage.transaction_index import AbortedTxn
 
 __all__ = ["LogLoader", "LoadedLog", "apply_txn_marker"]
@@ -107,19 +108,21 @@ class LogLoader:
         partition: int,
         config: LogConfig,
         producer_state: ProducerStateManager,
-        time_ms: Callable[[], int],
+        clock: Clock,
+        files: SegmentFilePool,
     ) -> None:
         self.dir = directory
         self.topic = topic
         self.partition = partition
         self.config = config
         self.producer_state = producer_state
-        self._time_ms = time_ms
+        self._clock = clock
+        self._files = files
 
     def load(self, recovery_point: int, clean: bool) -> LoadedLog:
         """Open (creating if needed) the segments in the directory, recovering what an unclean
         shutdown may have left torn, and bring the producer state up to the log end."""
-        started = time.monotonic()
+        started = self._clock.monotonic()
         names = os.listdir(self.dir)
         bases = sorted(
             int(n[:20])
@@ -128,7 +131,9 @@ class LogLoader:
         )
         _remove_orphan_index_files(self.dir, names, set(bases))
         if not bases:
-            seg = LogSegment.create(self.dir, 0, self.config.index_interval_bytes, self._time_ms())
+            seg = LogSegment.create(
+                self.dir, 0, self.config.index_interval_bytes, self._clock.wall_ms(), self._files
+            )
             self.producer_state.load_snapshot(0)
             return LoadedLog([seg], 0, [], True)
 
@@ -171,7 +176,7 @@ class LogLoader:
                 bytes_cut=found.bytes_cut,
                 log_end_offset=leo,
                 batches_replayed=replayed,
-                ms=round((time.monotonic() - started) * 1000, 1),
+                ms=round((self._clock.monotonic() - started) * 1000, 1),
             )
             # (unclean: replaying nothing means the snapshot loaded is the one at the log end)
             return LoadedLog(segments, recovered_to, aborted, clean or not replayed)
@@ -188,13 +193,15 @@ class LogLoader:
         self, bases: list[int], recovery_point: int, clean: bool, found: _Recovery
     ) -> list[LogSegment]:
         segments: list[LogSegment] = []
-        now = self._time_ms()
+        now = self._clock.wall_ms()
         for i, base in enumerate(bases):
             if found.cut:
                 delete_segment_files(self.dir, base)
                 found.dropped.append(base)
                 continue
-            seg = LogSegment.open(self.dir, base, self.config.index_interval_bytes, now)
+            seg = LogSegment.open(
+                self.dir, base, self.config.index_interval_bytes, now_ms=now, files=self._files
+            )
             next_base = bases[i + 1] if i + 1 < len(bases) else None
             why = seg.suspect
             from_offset = None  # recover the whole segment (always when an index is suspect)
@@ -288,7 +295,7 @@ class LogLoader:
         if start >= segments[-1].next_offset:
             return 0
         count = 0
-        loaded_at = self._time_ms()  # replayed producers' idle time starts now (see update())
+        loaded_at = self._clock.wall_ms()  # replayed producers' idle time starts now (see update())
         rebuild_at = segments[-1].next_offset if rebuild_from is None else rebuild_from
         first = bisect_right([s.base_offset for s in segments], start) - 1
         update = self.producer_state.update
@@ -304,12 +311,15 @@ class LogLoader:
                 if h.producer_id < 0 or h.base_offset < start:
                     continue
                 if h.attributes & ATTR_CONTROL:
+                    assert data is not None  # with_bytes
                     self._replay_marker(seg, h, data, h.base_offset >= rebuild_at, loaded_at)
                 else:
                     update(h, h.base_offset, h.max_timestamp, last_seen_ms=loaded_at)
         return count
 
-    def _replay_marker(self, seg: LogSegment, h: BatchHeader, batch, rebuild: bool, loaded_at: int) -> None:
+    def _replay_marker(
+        self, seg: LogSegment, h: BatchHeader, batch: BytesLike, rebuild: bool, loaded_at: int
+    ) -> None:
         psm = self.producer_state
         try:
             ctrl = parse_control_record(batch)

@@ -30,12 +30,14 @@ import re
 import shutil
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
 import structlog
+from minibroker.common.clock import Clock
+from minibroker.common.faults import Faults
 from minibroker.protocol.errors import ErrorCode
 from minibroker.storage.checkpoint import (
     read_offset_checkpoint,
@@ -43,9 +45,8 @@ from minibroker.storage.checkpoint import (
 )
 from minibroker.storage.cleaner import CLEANER_DIR
 from minibroker.storage.config import (
-    INTERNAL_SEGMENT_BYTES,
     LogConfig,
-    broker_value,
+    LogManagerSettings,
     effective_topic_configs,
     validate_topic_configs,
 )
@@ -54,12 +55,8 @@ from minibroker.storage.errors import KafkaStorageError
 from minibroker.storage.log import LEADER_EPOCH, Flusher, InlineFlusher, PartitionLog
 from minibroker.storage.log_cleaner import LogCleaner, recover_interrupted_clean
 from minibroker.storage.retention import segments_to_delete
-from minibroker.storage.segment_files import (
-    DEFAULT_MAX_OPEN_SEGMENT_FILES,
-    SEGMENT_FILES,
-    effective_max_open,
-    open_files_limit,
-)
+from minibroker.storage.segment import LogSegment
+from minibroker.storage.segment_files import SegmentFilePool, effective_max_open, open_files_limit
 
 __all__ = [
     "LogManager",
@@ -75,10 +72,6 @@ __all__ = [
 log = structlog.get_logger(__name__)
 
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
-_INTERNAL_SEGMENT_PROPERTIES = {
-    "__consumer_offsets": "offsets.topic.segment.bytes",
-    "__transaction_state": "transaction.state.log.segment.bytes",
-}
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 RECOVERY_POINT_FILE = "recovery-point-offset-checkpoint"
 LOG_START_OFFSET_FILE = "log-start-offset-checkpoint"
@@ -130,8 +123,16 @@ def _uuid_b64(u: uuid.UUID) -> str:
     return base64.urlsafe_b64encode(u.bytes).decode().rstrip("=")
 
 
-def _now_ms() -> int:
-    return int(time.time() * 1000)
+def _remove_topic_file(data_dir: str, name: str) -> None:
+    """DeleteTopics' durable step (the flusher's thread): the partition directories renamed
+    away are made durable, then the registry file goes (the data is removed after, by
+    ``submit``: nobody waits for that)."""
+    fsync_dir(data_dir)
+    try:
+        os.unlink(os.path.join(data_dir, TOPICS_DIR, name + ".json"))
+    except FileNotFoundError:
+        pass
+    fsync_dir(os.path.join(data_dir, TOPICS_DIR))
 
 
 class LogManager:
@@ -140,40 +141,54 @@ class LogManager:
         data_dir: str,
         config: Any = None,
         *,
-        time_ms: Callable[[], int] | None = None,
+        clock: Clock,
+        settings: LogManagerSettings | None = None,
         flusher: Flusher | None = None,
+        faults: Faults | None = None,
+        on_log_opened: Callable[[str, int, PartitionLog], None] | None = None,
     ) -> None:
-        """``flusher``: where the logs' fsyncs go (the broker's ``broker/durability.py``); without
-        one (tools, unit tests) they run at once on the caller's thread."""
+        """``config``: the broker's properties (topic defaults; a dict in tools and tests);
+        ``settings``: what this class reads of them itself (by default taken from ``config``);
+        ``flusher``: where the logs' fsyncs go (the broker's ``broker/durability.py``; without
+        one, tools and unit tests, they run at once on the caller's thread); ``faults``: the
+        crash points of the log cleaner's swap; ``on_log_opened(topic, partition, log)``: called
+        for every log opened or created (the broker wires its long-poll wake-ups there, so a
+        partition deleted and created again has its new log watched too)."""
         self.data_dir = os.path.abspath(str(data_dir))
         self.config = config if config is not None else {}
+        self.settings = settings if settings is not None else LogManagerSettings.from_config(self.config)
         self.topics: dict[str, TopicInfo] = {}
         self.cluster_id: str | None = None
-        node_id = broker_value(self.config, "node.id")
-        self.node_id: int = 1 if node_id is None else int(node_id)
+        self.node_id: int = self.settings.node_id
         self._logs: dict[tuple[str, int], PartitionLog] = {}
-        self._time_ms = time_ms or _now_ms
+        self._clock = clock
         self._flusher: Flusher = flusher if flusher is not None else InlineFlusher()
+        #: the open files of this manager's inactive segments (storage/segment_files.py)
+        self.segment_files = SegmentFilePool()
+        self._on_log_opened = on_log_opened
         self._checkpoint_write: Future[None] | None = None  # the recovery points being written
         self._opened = False
         self._closed = False
         # segments deleted by retention whose fds stay open a while: (close after ms, segment)
-        self._retired: list[tuple[int, Any]] = []
+        self._retired: list[tuple[int, LogSegment]] = []
         self._log_starts: dict[tuple[str, int], int] | None = {}  # as last checkpointed
         self._recovery_points: dict[tuple[str, int], int] | None = None  # as last checkpointed
+        #: the latest registry-file write of each topic (CreateTopics awaits it)
+        self.registry_writes: dict[str, Future[None]] = {}
         self.cleaner = LogCleaner(
             self,
-            time_ms=self._time_ms,
+            flusher=self._flusher,
+            clock=clock,
+            faults=faults if faults is not None else Faults(),
+            files=self.segment_files,
             retire=self.retire_segment,
-            crash_mid_swap="crash-mid-clean-swap"
-            in str(broker_value(self.config, "minibroker.test.fault") or ""),
         )
 
     # ================================================================== startup
     def open(self) -> None:
         """Load the data directory: identity, topics, every partition log (recovering after an
         unclean shutdown). Called once, before serving."""
-        started = time.monotonic()
+        started = self._clock.monotonic()
         os.makedirs(os.path.join(self.data_dir, TOPICS_DIR), exist_ok=True)
         remove_temp_files(self.data_dir)  # interrupted writes of checkpoints, producer ids...
         self._load_meta_properties()
@@ -215,17 +230,14 @@ class LogManager:
             topics=len(self.topics),
             clean_shutdown=clean,
             cluster_id=self.cluster_id,
-            ms=round((time.monotonic() - started) * 1000, 1),
+            ms=round((self._clock.monotonic() - started) * 1000, 1),
         )
 
     def _configure_segment_files(self) -> None:
         """Bound the open files of inactive segments (storage/segment_files.py) by
         minibroker.max.open.segment.files and the open-files limit this process has now."""
-        configured = broker_value(self.config, "minibroker.max.open.segment.files")
-        bound = effective_max_open(
-            DEFAULT_MAX_OPEN_SEGMENT_FILES if configured is None else int(configured), open_files_limit()
-        )
-        SEGMENT_FILES.configure(bound)
+        bound = effective_max_open(self.settings.max_open_segment_files, open_files_limit())
+        self.segment_files.configure(bound)
         log.info("segment files bounded", max_open_segment_files=bound)
 
     def _load_meta_properties(self) -> None:
@@ -266,7 +278,7 @@ class LogManager:
             return
         self.cluster_id = _uuid_b64(_new_kafka_uuid())
         text = (
-            f"#\n#{time.strftime('%a %b %d %H:%M:%S %Z %Y')}\n"
+            f"#\n#{time.strftime('%a %b %d %H:%M:%S %Z %Y', time.localtime(self._clock.wall_ms() / 1000))}\n"
             f"cluster.id={self.cluster_id}\nnode.id={self.node_id}\nversion=1\n"
         )
         atomic_write(path, text.encode())
@@ -275,12 +287,12 @@ class LogManager:
         """Internal topics created before compaction existed have no segment.bytes override:
         with 1 GiB segments the cleaner could not reach their history. Give them the internal
         segment size (logged once; the oversized active segment rolls at its next append)."""
-        for name in _INTERNAL_SEGMENT_PROPERTIES:
+        for name in sorted(INTERNAL_TOPICS):
             info = self.topics.get(name)
             if info is None or "segment.bytes" in info.configs:
                 continue
             info.configs = {**info.configs, **self._internal_topic_configs(name)}
-            self._write_topic(info)
+            self._write_topic_now(info)
             log.info(
                 "internal topic given compaction-sized segments",
                 topic=name,
@@ -288,8 +300,13 @@ class LogManager:
             )
 
     def _internal_topic_configs(self, name: str) -> dict[str, str]:
-        size = broker_value(self.config, _INTERNAL_SEGMENT_PROPERTIES[name])
-        return {"cleanup.policy": "compact", "segment.bytes": str(size or INTERNAL_SEGMENT_BYTES)}
+        settings = self.settings
+        size = (
+            settings.offsets_segment_bytes
+            if name == "__consumer_offsets"
+            else settings.transaction_segment_bytes
+        )
+        return {"cleanup.policy": "compact", "segment.bytes": str(size)}
 
     def _load_topics(self) -> None:
         topics_dir = os.path.join(self.data_dir, TOPICS_DIR)
@@ -393,7 +410,7 @@ class LogManager:
         for p in range(info.num_partitions):
             if (topic, p) not in self._logs:  # a full recovery: nothing about them is known
                 self._open_log(info, config, p, 0, False)
-        self._write_topic(info)
+        self._write_topic_now(info)
 
     def _read_recovery_points(self) -> dict[tuple[str, int], int]:
         return read_offset_checkpoint(
@@ -448,7 +465,6 @@ class LogManager:
         clean: bool,
         log_start_offset: int = 0,
     ) -> PartitionLog:
-        expiration = broker_value(self.config, "producer.id.expiration.ms")
         recover_interrupted_clean(self._partition_dir(info.name, partition))
         plog = PartitionLog.open(
             self._partition_dir(info.name, partition),
@@ -458,12 +474,15 @@ class LogManager:
             recovery_point=recovery_point,
             log_start_offset=log_start_offset,
             clean_shutdown=clean,
-            producer_expiration_ms=86_400_000 if expiration is None else int(expiration),
-            time_ms=self._time_ms,
+            producer_expiration_ms=self.settings.producer_id_expiration_ms,
+            clock=self._clock,
+            files=self.segment_files,
             flusher=self._flusher,
         )
         plog.on_recovery_point_advanced = self._on_recovery_point_advanced
         self._logs[(info.name, partition)] = plog
+        if self._on_log_opened is not None:
+            self._on_log_opened(info.name, partition, plog)
         return plog
 
     def _on_recovery_point_advanced(self, _plog: PartitionLog) -> None:
@@ -471,7 +490,7 @@ class LogManager:
             self.checkpoint_recovery_points()
 
     # ================================================================== topics
-    def _write_topic(self, info: TopicInfo) -> None:
+    def _topic_file(self, info: TopicInfo) -> tuple[str, bytes]:
         data = json.dumps(
             {
                 "version": 1,
@@ -484,14 +503,26 @@ class LogManager:
             indent=1,
             sort_keys=True,
         )
-        atomic_write(os.path.join(self.data_dir, TOPICS_DIR, info.name + ".json"), data.encode())
+        return os.path.join(self.data_dir, TOPICS_DIR, info.name + ".json"), data.encode()
+
+    def _write_topic_now(self, info: TopicInfo) -> None:
+        """Startup: the registry file written on the caller's thread."""
+        atomic_write(*self._topic_file(info))
+
+    def _write_topic(self, info: TopicInfo) -> Future[None]:
+        """A running broker: the registry file written by the flusher (``write``: in its thread,
+        in order with the other files; the answer of the request waits for it). The topic's
+        latest write stays in ``registry_writes`` (CreateTopics and CreatePartitions await it
+        and undo the creation if it failed: ``undo_creation``)."""
+        written = self._flusher.write(atomic_write, *self._topic_file(info))
+        self.registry_writes[info.name] = written
+        return written
 
     def _default_partitions(self) -> int:
-        n = broker_value(self.config, "num.partitions")
-        return 1 if n is None else int(n)
+        return self.settings.num_partitions
 
     def validate_new_topic(
-        self, name: str, partitions: int = -1, configs: dict | None = None
+        self, name: str, partitions: int = -1, configs: Mapping[str, str | None] | None = None
     ) -> dict[str, str]:
         """Everything create_topic checks, without creating; returns normalized overrides."""
         validate_topic_name(name)
@@ -513,7 +544,9 @@ class LogManager:
             )
         return validate_topic_configs(configs, client=name not in INTERNAL_TOPICS)
 
-    def create_topic(self, name: str, partitions: int = -1, configs: dict | None = None) -> TopicInfo:
+    def create_topic(
+        self, name: str, partitions: int = -1, configs: Mapping[str, str | None] | None = None
+    ) -> TopicInfo:
         """Create a topic (partitions -1: num.partitions). Errors: INVALID_TOPIC_EXCEPTION,
         TOPIC_ALREADY_EXISTS, INVALID_PARTITIONS, INVALID_CONFIG."""
         overrides = self.validate_new_topic(name, partitions, configs)
@@ -557,21 +590,16 @@ class LogManager:
     def _add_partitions(self, info: TopicInfo, first: int, total: int) -> None:
         """Create partitions first..total-1, then record ``total`` in the registry file. An
         I/O error (a full disk) removes what was created, leaves the registry as it was and
-        raises KAFKA_STORAGE_ERROR: no half-created partition stays registered."""
+        raises KAFKA_STORAGE_ERROR: no half-created partition stays registered. The registry
+        file is written by the flusher: a failure found there later is undone by
+        ``undo_creation`` (the handler that awaited ``registry_writes``)."""
         try:
             config = self._log_config(info)
             for p in range(first, total):
                 self._create_partition(info, config, p)
             self._write_topic(TopicInfo(info.name, info.topic_id, total, info.configs, info.internal))
         except OSError as exc:
-            for p in range(first, total):
-                plog = self._logs.pop((info.name, p), None)
-                if plog is not None:
-                    try:
-                        plog.close(flush=False)
-                    except OSError:
-                        pass
-                shutil.rmtree(self._partition_dir(info.name, p), ignore_errors=True)
+            self._remove_partitions(info.name, first, total)
             log.error(
                 "could not create partitions; nothing was created",
                 topic=info.name,
@@ -583,6 +611,39 @@ class LogManager:
                 f"cannot create partitions of {info.name} in {self.data_dir}: {exc}",
             ) from exc
         info.num_partitions = total
+
+    def _remove_partitions(self, name: str, first: int, total: int) -> None:
+        for p in range(first, total):
+            plog = self._logs.pop((name, p), None)
+            if plog is not None:
+                try:
+                    plog.close(flush=False)
+                except OSError:
+                    pass
+            shutil.rmtree(self._partition_dir(name, p), ignore_errors=True)
+
+    def undo_creation(self, name: str, partitions_before: int, error: BaseException) -> KafkaStorageError:
+        """The registry file of a CreateTopics (``partitions_before`` 0) or CreatePartitions
+        could not be written: remove what it created, as ``_add_partitions`` does when a
+        partition cannot be created; returns the error to answer with."""
+        info = self.topics.get(name)
+        if info is not None and info.num_partitions > partitions_before:
+            self._remove_partitions(name, partitions_before, info.num_partitions)
+            if partitions_before == 0:
+                del self.topics[name]
+            else:
+                info.num_partitions = partitions_before
+        self.registry_writes.pop(name, None)
+        log.error(
+            "could not write a topic's registry file; the creation was undone",
+            topic=name,
+            partitions=partitions_before,
+            error=str(error),
+        )
+        return KafkaStorageError(
+            ErrorCode.kafka_storage_error,
+            f"cannot write the registry file of {name} in {self.data_dir}: {error}",
+        )
 
     def delete_topic(self, name: str) -> None:
         """Remove a topic and its data (UNKNOWN_TOPIC_OR_PARTITION if absent). Its directories
@@ -602,16 +663,14 @@ class LogManager:
                 dst = os.path.join(self.data_dir, name[: 255 - len(suffix)] + suffix)
                 os.rename(src, dst)
                 doomed.append(dst)
-        fsync_dir(self.data_dir)
-        try:
-            os.unlink(os.path.join(self.data_dir, TOPICS_DIR, name + ".json"))
-        except FileNotFoundError:
-            pass
-        fsync_dir(os.path.join(self.data_dir, TOPICS_DIR))
         del self.topics[name]
-        # a topic created later under this name must not inherit these positions
+        self.registry_writes.pop(name, None)
+        # The files go in the flusher's thread, in order with every other write: a topic created
+        # again under this name writes its registry file after this one is removed, and the
+        # checkpoints below (without this topic's positions) land before any of its own.
+        self._flusher.write(_remove_topic_file, self.data_dir, name)
         self.checkpoint_log_start_offsets()
-        self.checkpoint_recovery_points(now=True)
+        self.checkpoint_recovery_points()
         self.cleaner.forget(name)
         for path in doomed:
             self._flusher.submit(shutil.rmtree, path, True)
@@ -653,7 +712,7 @@ class LogManager:
         return iter(list(self._logs.values()))
 
     def remove_expired_producers(self, now_ms: int | None = None) -> None:
-        now = self._time_ms() if now_ms is None else now_ms
+        now = self._clock.wall_ms() if now_ms is None else now_ms
         for plog in self._logs.values():
             plog.remove_expired_producers(now)
 
@@ -687,7 +746,7 @@ class LogManager:
         """The retention check (every log.retention.check.interval.ms): apply retention.ms,
         retention.bytes and the log start offset to every log (storage/retention.py); returns
         the number of segments deleted. Also closes segments retired long enough ago."""
-        now = self._time_ms()
+        now = self._clock.wall_ms()
         self._close_retired(now)
         deleted = 0
         for plog in list(self._logs.values()):
@@ -710,14 +769,14 @@ class LogManager:
             self.checkpoint_log_start_offsets()
         return deleted
 
-    def retire_segment(self, plog: PartitionLog, seg) -> None:
+    def retire_segment(self, plog: PartitionLog, seg: LogSegment) -> None:
         """A segment left the log (retention, compaction): close its file after
         file.delete.delay.ms, so fetch answers already holding a slice of it still read."""
         info = self.topics.get(plog.topic)
         delay = effective_topic_configs(self.config, info.configs if info else {}).get(
             "file.delete.delay.ms", ("60000", True)
         )[0]
-        self._retired.append((self._time_ms() + int(delay), seg))
+        self._retired.append((self._clock.wall_ms() + int(delay), seg))
 
     def _close_retired(self, now: int | None) -> None:
         keep = []

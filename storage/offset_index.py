@@ -32,14 +32,14 @@ class OffsetIndex(AbstractIndex):
     __slots__ = ()
 
     @classmethod
-    def _decode(cls, data: bytes) -> tuple[array, array]:
+    def _decode(cls, data: bytes) -> tuple[array[int], array[int]]:
         flat = array("i")
         flat.frombytes(data)
         if not _BIG_ENDIAN:
             flat.byteswap()
         return flat[0::2], flat[1::2]
 
-    def _encode(self, keys: array, values: array) -> bytes:
+    def _encode(self, keys: array[int], values: array[int]) -> bytes:
         flat = array("i", bytes(8 * len(keys)))
         flat[0::2] = keys
         flat[1::2] = values

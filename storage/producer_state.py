@@ -50,8 +50,10 @@ from minibroker.protocol.records import (
 from minibroker.protocol.records import (
     CONTROL_ABORT,
     CONTROL_COMMIT,
+    BatchHeader,
     parse_control_record,
 )
+from minibroker.protocol.varint import BytesLike
 from minibroker.storage.durable_files import TEMP_PREFIX, atomic_write
 from minibroker.storage.errors import KafkaStorageError
 
@@ -177,7 +179,9 @@ def in_sequence(last_seq: int, next_seq: int) -> bool:
     return next_seq == last_seq + 1 or (next_seq == 0 and last_seq == _INT32_MAX)
 
 
-def sequence_error(entry: ProducerStateEntry, epoch: int, first_seq: int, last_offset_delta: int):
+def sequence_error(
+    entry: ProducerStateEntry, epoch: int, first_seq: int, last_offset_delta: int
+) -> BatchMetadata | KafkaStorageError | None:
     """Every epoch and sequence rule for a data batch of a known producer, in Kafka 4's order
     (``UnifiedLog.analyzeAndValidateProducerState``, then ``ProducerAppendInfo
     .checkProducerEpoch`` and ``.checkSequence``):
@@ -229,7 +233,7 @@ def snapshot_path(partition_dir: str, offset: int) -> str:
     return os.path.join(partition_dir, f"{offset:020d}{_SNAPSHOT_SUFFIX}")
 
 
-def parse_end_txn_marker(batch) -> tuple[bool, int]:
+def parse_end_txn_marker(batch: BytesLike) -> tuple[bool, int]:
     """(is_abort, coordinator_epoch) from the bytes of a whole control batch (its single record:
     key ``int16 version, int16 type`` (ABORT=0, COMMIT=1), value ``int16 version, int32
     coordinator_epoch``; -1 if the value is missing). Raises ValueError if it cannot be parsed."""
@@ -259,7 +263,7 @@ class ProducerStateManager:
     # ------------------------------------------------------------------ validation (hot path)
     def check(
         self,
-        header,
+        header: BatchHeader,
         *,
         coordinator_epoch: int | None = None,  # noqa: C901 - Kafka's rule table
     ) -> BatchMetadata | None:
@@ -326,13 +330,13 @@ class ProducerStateManager:
     # ------------------------------------------------------------------ state change
     def update(  # noqa: C901 - Kafka's ProducerAppendInfo rules, kept together to compare
         self,
-        header,
+        header: BatchHeader,
         first_offset: int,
         append_time_ms: int,
         *,  # noqa: C901 - one rule table
         abort: bool | None = None,
         coordinator_epoch: int | None = None,
-        batch=None,
+        batch: BytesLike | None = None,
         last_seen_ms: int | None = None,
     ) -> CompletedTxn | None:
         """Record an appended batch (after append and during recovery replay; never raises).

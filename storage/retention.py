@@ -19,8 +19,12 @@ to). ``PartitionLog.delete_oldest_segments`` does the deleting.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
-from typing import NamedTuple
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, NamedTuple
+
+if TYPE_CHECKING:
+    from minibroker.storage.config import LogConfig
+    from minibroker.storage.segment import LogSegment
 
 __all__ = ["RetentionDecision", "segments_to_delete"]
 
@@ -30,7 +34,7 @@ class RetentionDecision(NamedTuple):
     reason: str  # for the log line
 
 
-def _largest_timestamp(seg) -> int:
+def _largest_timestamp(seg: LogSegment) -> int:
     if seg.max_timestamp >= 0:
         return seg.max_timestamp
     try:
@@ -39,7 +43,9 @@ def _largest_timestamp(seg) -> int:
         return -1
 
 
-def _count_while(segments: Sequence, predicate) -> int:
+def _count_while(
+    segments: Sequence[LogSegment], predicate: Callable[[LogSegment, LogSegment | None], bool]
+) -> int:
     count = 0
     last = len(segments) - 1
     for i, seg in enumerate(segments):
@@ -53,7 +59,7 @@ def _count_while(segments: Sequence, predicate) -> int:
 
 
 def segments_to_delete(
-    segments: Sequence, config, log_start_offset: int, now_ms: int
+    segments: Sequence[LogSegment], config: LogConfig, log_start_offset: int, now_ms: int
 ) -> RetentionDecision | None:
     """The first rule (in Kafka's order) that deletes something, or None."""
     delete_policy = "delete" in config.cleanup_policy.split(",")
@@ -67,7 +73,7 @@ def segments_to_delete(
         excess = total - config.retention_bytes
         if excess > 0:
 
-            def fits(seg, _n):
+            def fits(seg: LogSegment, _n: LogSegment | None) -> bool:
                 nonlocal excess
                 if excess - seg.size < 0:
                     return False

@@ -33,7 +33,7 @@ from minibroker.protocol.records import (
 from minibroker.storage.abstract_index import CorruptIndexError
 from minibroker.storage.durable_files import fsync_file
 from minibroker.storage.offset_index import OffsetIndex
-from minibroker.storage.segment_files import SEGMENT_FILES, SegmentFilePool
+from minibroker.storage.segment_files import SegmentFilePool
 from minibroker.storage.time_index import TimeIndex
 from minibroker.storage.transaction_index import TransactionIndex
 
@@ -183,15 +183,17 @@ class LogSegment:
         directory: str,
         base_offset: int,
         index_interval_bytes: int,
-        files: SegmentFilePool = SEGMENT_FILES,
+        files: SegmentFilePool | None = None,
     ) -> None:
+        """``files``: the pool of open segment files of the segment's LogManager (a segment of
+        none, such as the cleaner worker's output, gets a pool of its own)."""
         self.dir = directory
         self.base_offset = base_offset
         self.log_path = self.path(LOG_SUFFIX)
         self._fd = -1  # the .log, opened on first use (see fd)
         self._keep_open = False  # out of the pool: never closed to make room
         self._detached = False  # left the log: its path may name another file now
-        self.files = files
+        self.files = files if files is not None else SegmentFilePool()
         self.size = 0
         self.next_offset = base_offset  # offset after the last batch (exact for the active one)
         # replaced by create() or open(); unread objects until then (no file is touched)
@@ -238,13 +240,17 @@ class LogSegment:
 
     # ------------------------------------------------------------------ opening
     @classmethod
-    def create(cls, directory: str, base_offset: int, index_interval_bytes: int, now_ms: int) -> LogSegment:
-        seg = cls(directory, base_offset, index_interval_bytes)
+    def create(
+        cls, directory: str, base: int, interval: int, now_ms: int, files: SegmentFilePool | None = None
+    ) -> LogSegment:
+        """A new, empty segment at offset ``base`` (the active one) with an index entry every
+        ``interval`` bytes."""
+        seg = cls(directory, base, interval, files)
         seg._keep_open = True  # a new segment is the active one
         seg._fd = os.open(seg.log_path, os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o644)
-        seg.index = OffsetIndex.create(seg.path(INDEX_SUFFIX), base_offset)
-        seg.time_index = TimeIndex.create(seg.path(TIME_INDEX_SUFFIX), base_offset)
-        seg.txn_index = TransactionIndex(seg.path(TXN_INDEX_SUFFIX), base_offset)
+        seg.index = OffsetIndex.create(seg.path(INDEX_SUFFIX), base)
+        seg.time_index = TimeIndex.create(seg.path(TIME_INDEX_SUFFIX), base)
+        seg.txn_index = TransactionIndex(seg.path(TXN_INDEX_SUFFIX), base)
         # Always present (empty: no aborts), so a missing one is known to be lost and is
         # rebuilt whatever the start; this also truncates a leftover with this base.
         seg.txn_index.reset()
@@ -252,11 +258,19 @@ class LogSegment:
         return seg
 
     @classmethod
-    def open(cls, directory: str, base_offset: int, index_interval_bytes: int, now_ms: int) -> LogSegment:
+    def open(
+        cls,
+        directory: str,
+        base_offset: int,
+        index_interval_bytes: int,
+        *,
+        now_ms: int,
+        files: SegmentFilePool | None = None,
+    ) -> LogSegment:
         """Open an existing segment without reading its batches or opening its .log (that
         happens on first use). Index problems are noted in ``suspect`` (the caller then runs
         ``recover``), never raised."""
-        seg = cls(directory, base_offset, index_interval_bytes)
+        seg = cls(directory, base_offset, index_interval_bytes, files)
         seg.size = os.stat(seg.log_path).st_size
         seg.created_ms = now_ms
         seg.txn_index = TransactionIndex(seg.path(TXN_INDEX_SUFFIX), base_offset)
@@ -319,7 +333,14 @@ class LogSegment:
         return last_time is not None and last_time[1] >= recovery_point
 
     # ------------------------------------------------------------------ appending
-    def append(self, parts: list, size: int, base_offset: int, next_offset: int, max_timestamp: int) -> int:
+    def append(
+        self,
+        parts: list[bytes | bytearray | memoryview],
+        size: int,
+        base_offset: int,
+        next_offset: int,
+        max_timestamp: int,
+    ) -> int:
         """Write one batch (given as buffers) at the end; returns its position. On an OSError
         the file is cut back to its previous size, so a failed append leaves nothing behind."""
         pos = self.size

@@ -8,8 +8,9 @@ more than `max_open` of them are open. Segments that must stay open are not in t
 partition's active segment, and segments already deleted from disk whose open file still serves
 reads in flight (file.delete.delay.ms).
 
-One pool per process, used only from the thread that runs the logs (the event loop): fsync in a
-worker thread opens its own descriptor (LogSegment.sync) so closing never races it.
+One pool per LogManager (built and configured by it, handed to its logs and their segments),
+used only from the thread that runs the logs (the event loop): fsync in a worker thread opens
+its own descriptor (LogSegment.sync) so closing never races it.
 """
 
 from __future__ import annotations
@@ -27,7 +28,6 @@ except ImportError:  # not on Windows
 __all__ = [
     "SegmentFilePool",
     "DEFAULT_MAX_OPEN_SEGMENT_FILES",
-    "SEGMENT_FILES",
     "effective_max_open",
     "open_files_limit",
 ]
@@ -90,6 +90,3 @@ def open_files_limit() -> int | None:
         return None
     soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
     return None if soft == resource.RLIM_INFINITY else soft
-
-
-SEGMENT_FILES = SegmentFilePool()

@@ -34,14 +34,14 @@ class TimeIndex(AbstractIndex):
     __slots__ = ()
 
     @classmethod
-    def _decode(cls, data: bytes) -> tuple[array, array]:
+    def _decode(cls, data: bytes) -> tuple[array[int], array[int]]:
         ts, offs = array("q"), array("i")
         for t, o in _ENTRY.iter_unpack(data):
             ts.append(t)
             offs.append(o)
         return ts, offs
 
-    def _encode(self, keys: array, values: array) -> bytes:
+    def _encode(self, keys: array[int], values: array[int]) -> bytes:
         return b"".join(_ENTRY.pack(t, o) for t, o in zip(keys, values, strict=True))
 
     def _entry(self, key: int, value: int) -> tuple[int, int]:

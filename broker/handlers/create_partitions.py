@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING
 
+from minibroker.broker.durability import registry_written
 from minibroker.broker.limits import partition_limit_error
 from minibroker.broker.security.acls import Operation as Op
 from minibroker.broker.security.acls import ResourceType as Res
@@ -97,5 +98,11 @@ async def handle(ctx: RequestContext, req: CreatePartitionsRequest) -> CreatePar
         elif refusal:
             results.append(dict(name=t.name, error_code=ErrorCode.policy_violation, error_message=refusal))
         else:
-            results.append(_grow(broker, t, req.validate_only))
+            before = topics[t.name].num_partitions if t.name in topics else 0
+            grown = _grow(broker, t, req.validate_only)
+            if grown["error_code"] == ErrorCode.none and not req.validate_only:
+                failed = await registry_written(broker.logs, t.name, before)  # its file on disk
+                if failed is not None:
+                    grown = dict(name=t.name, error_code=failed.error_code, error_message=failed.message)
+            results.append(grown)
     return ctx.response(throttle_time_ms=0, results=results)

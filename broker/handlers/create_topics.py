@@ -12,6 +12,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from minibroker.broker.durability import registry_written
 from minibroker.broker.limits import partition_limit_error
 from minibroker.broker.security.acls import CLUSTER_NAME
 from minibroker.broker.security.acls import Operation as Op
@@ -190,6 +191,11 @@ async def handle(ctx: RequestContext, req: CreateTopicsRequest) -> CreateTopicsR
         elif refusal:
             topics.append(_error(t.name, ErrorCode.policy_violation, refusal))
         else:
-            topics.append(_create(broker, t, req.validate_only))
+            created = _create(broker, t, req.validate_only)
+            if created["error_code"] == ErrorCode.none and not req.validate_only:
+                failed = await registry_written(broker.logs, t.name, 0)  # its file on disk
+                if failed is not None:
+                    created = _error(t.name, failed.error_code, failed.message)
+            topics.append(created)
             await asyncio.sleep(0)  # let other clients in between topics (creation is synchronous)
     return ctx.response(throttle_time_ms=0, topics=topics)

@@ -1,9 +1,11 @@
 """Issue 22: a running broker never fsyncs on its event loop's thread (broker/durability.py does
 every fsync in its own threads), under the settings that fsync the most: every append flushed
 (log.flush.interval.messages=1), a periodic flush and recovery-point checkpoint every 100 ms,
-segments small enough to roll, with produces, transactions (markers, TxnOffsetCommit), consumer
-group joins and offset commits, DeleteRecords, from real clients; and the metadata files of
-admin requests (ACLs, SCRAM credentials, dynamic broker configs).
+segments small enough to roll, with topics created, grown and deleted (the internal topics'
+first creation too), produces, transactions (markers, TxnOffsetCommit, producer id blocks),
+consumer group joins and offset commits, DeleteRecords, from real clients; a log cleaner pass
+swapped in; and the metadata files of admin requests (ACLs, SCRAM credentials, dynamic broker
+and topic configs).
 
 The broker runs in this process, on an event loop in a thread of its own, so ``os.fsync`` can be
 watched: every call records its thread, and any on the loop's thread fails the test with the
@@ -13,19 +15,21 @@ the watch is armed after the start and disarmed before the stop."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import threading
 import traceback
 
 import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.admin import ConfigResource, ConfigResourceType
 from kafka.structs import OffsetAndMetadata
 from minibroker.broker.cli import build_config, parse_args
 from minibroker.broker.state import Broker
 from minibroker.storage.log_manager import LOG_START_OFFSET_FILE, RECOVERY_POINT_FILE
 
 from tests.acceptance.test_security_acls import AUTHORIZER
-from tests.support.helpers import admin_client, wait_until
+from tests.support.helpers import admin_client, create_topic, wait_until
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -38,8 +42,7 @@ SETTINGS = {
     "transaction.state.log.segment.bytes": "4096",
     "offsets.topic.num.partitions": "2",
     "transaction.state.log.num.partitions": "2",
-    # a compaction pass still swaps its output in on the loop (storage/log_cleaner.py)
-    "log.cleaner.enable": "false",
+    "log.cleaner.backoff.ms": "100",
 }
 
 
@@ -53,6 +56,13 @@ class FsyncWatch:
         self.loop_thread: int | None = None
         self.off_loop = 0
         self.on_loop: list[str] = []
+
+    def check(self, at_least: int, what: str) -> None:
+        """None ran on the loop's thread, and at least ``at_least`` (``what``) off it."""
+        assert not self.on_loop, (
+            f"{len(self.on_loop)} fsyncs on the event loop; the first:\n{self.on_loop[0]}"
+        )
+        assert self.off_loop >= at_least, f"{self.off_loop} fsyncs off the loop: {what}"
 
     def __call__(self, fd: int) -> None:
         if self.armed:
@@ -96,10 +106,16 @@ class LoopBroker:
         await self._stop.wait()
         await self.broker.stop()
 
+    host = "127.0.0.1"
+
+    @property
+    def port(self) -> int:
+        assert self.broker is not None
+        return self.broker.bound_port
+
     @property
     def bootstrap(self) -> str:
-        assert self.broker is not None
-        return f"127.0.0.1:{self.broker.bound_port}"
+        return f"{self.host}:{self.port}"
 
     def start(self) -> LoopBroker:
         self._thread.start()
@@ -149,6 +165,32 @@ def _transactions(bootstrap: str, topic: str, count: int) -> None:
         producer.close(timeout=10)
 
 
+def _topic_admin(broker: LoopBroker, data_dir) -> None:
+    """CreateTopics, CreatePartitions, topic AlterConfigs and DeleteTopics: each answered once
+    its registry file (and DeleteTopics' directories) are on disk."""
+    create_topic(broker, "grown", partitions=1)
+    admin = admin_client(broker.bootstrap)
+    try:
+        admin.create_partitions({"grown": 3})
+        assert json.loads((data_dir / "topics" / "grown.json").read_text())["num_partitions"] == 3
+        admin.alter_configs(
+            [ConfigResource(ConfigResourceType.TOPIC, "grown", configs={"retention.ms": "3600000"})],
+            incremental=False,
+        )
+        assert json.loads((data_dir / "topics" / "grown.json").read_text())["configs"] == {
+            "retention.ms": "3600000"
+        }
+        admin.delete_topics(["grown"])
+    finally:
+        admin.close()
+    assert not (data_dir / "topics" / "grown.json").exists()
+    wait_until(
+        lambda: not [d for d in os.listdir(data_dir) if d.startswith("grown-")],
+        timeout=10,
+        message="the deleted topic's directories removed",
+    )
+
+
 def _group_commits(bootstrap: str, topic: str, expected: int) -> None:
     consumer = KafkaConsumer(
         topic,
@@ -179,12 +221,9 @@ def test_no_fsync_on_the_event_loop(tmp_path, monkeypatch):
     monkeypatch.setattr(os, "fsync", watch)
     broker = LoopBroker(str(tmp_path), watch).start()
     try:
-        # the topic's registry file and the internal topics' first creation are written on the
-        # loop (topic files are not yet written through the durability service)
-        broker.call(lambda: broker.broker.logs.create_topic("t", 1, {}))
-        _transactions(broker.bootstrap, "t", 1)
-        _group_commits(broker.bootstrap, "t", 1)
         watch.armed = True
+        _topic_admin(broker, tmp_path)
+        create_topic(broker, "t", partitions=1)
 
         producer = KafkaProducer(bootstrap_servers=broker.bootstrap, acks="all", linger_ms=0)
         try:
@@ -195,7 +234,14 @@ def test_no_fsync_on_the_event_loop(tmp_path, monkeypatch):
             producer.flush()
         finally:
             producer.close(timeout=10)
+        # the first InitProducerId: a producer id block (the next one written ahead); the
+        # internal topics created at their first use
         _transactions(broker.bootstrap, "t", 6)  # markers, TxnOffsetCommit, aborts
+        wait_until(
+            lambda: json.loads((tmp_path / "producer_ids").read_text())["block_end"] == 2000,
+            timeout=10,
+            message="the producer id block after the first written ahead",
+        )
         _group_commits(broker.bootstrap, "t", 300)
         admin = admin_client(broker.bootstrap)
         try:  # DeleteRecords: the log-start-offset checkpoint, written before the answer
@@ -217,10 +263,9 @@ def test_no_fsync_on_the_event_loop(tmp_path, monkeypatch):
     finally:
         watch.armed = False
         broker.stop()
-    assert not watch.on_loop, f"{len(watch.on_loop)} fsyncs on the event loop; the first:\n{watch.on_loop[0]}"
     # 6 transactions wait at 3 barriers or more each, every produce and offset commit at one
     assert rounds >= 20, f"only {rounds} fsync rounds: the workload did not flush"
-    assert watch.off_loop >= rounds, f"{watch.off_loop} fsyncs off the loop for {rounds} rounds"
+    watch.check(rounds, f"fewer than its {rounds} rounds")
 
 
 def test_no_fsync_on_the_event_loop_for_metadata_writes(tmp_path, monkeypatch):
@@ -283,5 +328,41 @@ def test_no_fsync_on_the_event_loop_for_metadata_writes(tmp_path, monkeypatch):
     finally:
         watch.armed = False
         broker.stop()
-    assert not watch.on_loop, f"{len(watch.on_loop)} fsyncs on the event loop; the first:\n{watch.on_loop[0]}"
-    assert watch.off_loop >= 6, f"{watch.off_loop} fsyncs off the loop: three files, each file and directory"
+    watch.check(6, "fewer than three files, each file and directory")
+
+
+def test_no_fsync_on_the_event_loop_for_a_compaction_swap(tmp_path, monkeypatch):
+    """A log cleaner pass: its swap list, the directory and the cleaner checkpoint are written
+    by the durability service's thread; the log reads the cleaned segments afterwards."""
+    watch = FsyncWatch()
+    monkeypatch.setattr(os, "fsync", watch)
+    broker = LoopBroker(str(tmp_path), watch, **{"log.flush.interval.messages": "100000"}).start()
+    try:
+        watch.armed = True
+        create_topic(broker, "c", 1, {"cleanup.policy": "compact", "min.cleanable.dirty.ratio": "0.01"})
+        producer = KafkaProducer(bootstrap_servers=broker.bootstrap, acks="all", linger_ms=0)
+        try:
+            for i in range(400):  # 10 keys over many 4 KiB segments
+                producer.send("c", key=b"k%d" % (i % 10), value=b"v" * 64 + b"%d" % i)
+            producer.flush()
+        finally:
+            producer.close(timeout=10)
+        plog = broker.call(lambda: broker.broker.logs.get_log("c", 0))
+        assert plog.log_end_offset == 400  # ~40 KB of records before compaction
+
+        def compacted() -> bool:  # 10 keys left of 400 records, apart from the active segment
+            return broker.call(lambda: sum(seg.size for seg in plog.segments[:-1])) < 8192
+
+        wait_until(compacted, timeout=30, message="compaction passes swapped in")
+        assert broker.broker.logs.cleaner.passes >= 1
+        wait_until(
+            lambda: "c 0 " in (tmp_path / "cleaner-offset-checkpoint").read_text(),
+            timeout=10,
+            message="the cleaner checkpoint written",
+        )
+        wait_until(lambda: not (tmp_path / "c-0" / "cleaner").exists(), timeout=10, message="swap list gone")
+        watch.armed = False
+    finally:
+        watch.armed = False
+        broker.stop()
+    watch.check(3, "fewer than the swap list, the directory and the checkpoint")

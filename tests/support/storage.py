@@ -9,19 +9,23 @@ from minibroker.storage.log_manager import LogManager
 
 
 class Clock:
-    """time_ms for storage objects; tests move ``now`` by hand."""
+    """The clock of storage objects (common.clock.Clock); tests set ``now`` (wall ms) by hand,
+    the monotonic reading follows it."""
 
     def __init__(self, now: int = 1_000_000) -> None:
         self.now = now
 
-    def __call__(self) -> int:
+    def wall_ms(self) -> int:
         return self.now
+
+    def monotonic(self) -> float:
+        return self.now / 1000
 
 
 def open_manager(path, clock: Clock, segment_bytes: int) -> LogManager:
     """An opened LogManager with fsyncs on the caller's thread (no flusher: InlineFlusher).
     Small segments come from the broker default: a topic may not ask for less than 1 MiB (Kafka 4)."""
-    m = LogManager(str(path), {"log.segment.bytes": segment_bytes}, time_ms=clock)
+    m = LogManager(str(path), {"log.segment.bytes": segment_bytes}, clock=clock)
     m.open()
     return m
 
@@ -58,7 +62,7 @@ def open_partition_log(path, *, clean=False, recovery_point=0, **cfg) -> Partiti
         LogConfig(**cfg),
         clean_shutdown=clean,
         recovery_point=recovery_point,
-        time_ms=Clock(),
+        clock=Clock(),
     )
 
 

@@ -13,6 +13,7 @@ import textwrap
 
 import pytest
 from minibroker.broker.config import BrokerConfig, ConfigError
+from minibroker.common.clock import SYSTEM_CLOCK
 from minibroker.storage.data_dir_lock import (
     LOCK_FILE,
     DataDirLock,
@@ -244,7 +245,7 @@ def _fail_close_of(monkeypatch, failing) -> None:
 def test_log_manager_close_goes_on_after_a_partition_fails(tmp_path, monkeypatch):
     from minibroker.storage.log_manager import CLEAN_SHUTDOWN_FILE, LogManager
 
-    logs = LogManager(str(tmp_path), {})
+    logs = LogManager(str(tmp_path), {}, clock=SYSTEM_CLOCK)
     logs.open()
     logs.create_topic("t", 3)
     plogs = [logs.get_log("t", p) for p in range(3)]

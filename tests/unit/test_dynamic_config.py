@@ -6,6 +6,7 @@ import json
 import pytest
 from minibroker.broker.config import BrokerConfig
 from minibroker.broker.dynamic_config import APPEND, BROKER, DELETE, SET, SUBTRACT, TOPIC, DynamicConfigs
+from minibroker.common.clock import SYSTEM_CLOCK
 from minibroker.protocol.errors import ErrorCode
 from minibroker.storage.errors import KafkaStorageError
 from minibroker.storage.log_manager import LogManager
@@ -15,7 +16,7 @@ pytestmark = pytest.mark.timeout(10)
 
 def setup(path, **static):
     config = BrokerConfig({"log.dirs": str(path), **static})
-    logs = LogManager(str(path), config)
+    logs = LogManager(str(path), config, clock=SYSTEM_CLOCK)
     dynamic = DynamicConfigs(str(path), config, logs)
     dynamic.load()
     logs.open()

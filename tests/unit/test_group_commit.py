@@ -14,6 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from minibroker.broker.durability import Durability, run_durably
+from minibroker.common.clock import SYSTEM_CLOCK
 from minibroker.coordinator.transactions import TransactionCoordinator
 from minibroker.coordinator.txn_log import LogTxnStore
 from minibroker.coordinator.txn_state import TxnState
@@ -47,7 +48,7 @@ class GatedExecutor(ThreadPoolExecutor):
 
 
 def open_logs(path, **config) -> LogManager:
-    m = LogManager(str(path), config)
+    m = LogManager(str(path), config, clock=SYSTEM_CLOCK)
     m.open()
     return m
 
@@ -328,7 +329,10 @@ def test_a_due_append_and_a_roll_fsync_off_the_callers_thread(tmp_path, monkeypa
     the recovery-point file go to its io thread."""
     durability = Durability()
     logs = LogManager(
-        str(tmp_path), {"log.flush.interval.messages": 1, "log.segment.bytes": 400}, flusher=durability
+        str(tmp_path),
+        {"log.flush.interval.messages": 1, "log.segment.bytes": 400},
+        clock=SYSTEM_CLOCK,
+        flusher=durability,
     )
     logs.open()
     logs.create_topic("t", 1, {})
@@ -362,7 +366,9 @@ def test_a_due_log_nobody_awaits_is_fsynced_and_settle_waits_for_it(tmp_path, mo
     """A background append (an offset expiry, a CompleteCommit) reaching the flush policy: its
     round starts by itself; an answer that saw the log come due waits in settle()."""
     durability = Durability()
-    logs = LogManager(str(tmp_path), {"log.flush.interval.messages": 2}, flusher=durability)
+    logs = LogManager(
+        str(tmp_path), {"log.flush.interval.messages": 2}, clock=SYSTEM_CLOCK, flusher=durability
+    )
     logs.open()
     logs.create_topic("t", 1, {})
     plog = logs.get_log("t", 0)
@@ -386,7 +392,9 @@ def test_a_due_log_nobody_awaits_is_fsynced_and_settle_waits_for_it(tmp_path, mo
 
 def test_a_failed_round_leaves_the_log_due_for_the_next(tmp_path, monkeypatch):
     durability = Durability()
-    logs = LogManager(str(tmp_path), {"log.flush.interval.messages": 1}, flusher=durability)
+    logs = LogManager(
+        str(tmp_path), {"log.flush.interval.messages": 1}, clock=SYSTEM_CLOCK, flusher=durability
+    )
     logs.open()
     logs.create_topic("t", 1, {})
     plog = logs.get_log("t", 0)

@@ -8,6 +8,7 @@ import itertools
 import struct
 
 import pytest
+from minibroker.common.clock import SYSTEM_CLOCK
 from minibroker.coordinator.group_metadata import GroupState, parse_subscription_topics
 from minibroker.coordinator.group_metadata_manager import RETRY_INTERVAL_MS
 from minibroker.coordinator.group_records import (
@@ -767,7 +768,7 @@ def test_remove_topic_offsets_on_topic_deletion(gc, store):
 def _logs(path):
     from minibroker.storage.log_manager import LogManager
 
-    m = LogManager(str(path), {})
+    m = LogManager(str(path), {}, clock=SYSTEM_CLOCK)
     m.open()
     return m
 

@@ -3,11 +3,13 @@ latest value per key kept, offsets unchanged, tombstones and aborted transaction
 read_committed view unchanged, crash in the middle of a swap."""
 
 import os
+from concurrent.futures import Future
 
 import pytest
 from minibroker.protocol.records import ATTR_CONTROL, build_batch, crc_ok, iter_batches, iter_records
 from minibroker.storage.cleaner import CLEANER_DIR
-from minibroker.storage.log_cleaner import SWAP_FILE
+from minibroker.storage.log import InlineFlusher
+from minibroker.storage.log_cleaner import CLEANER_CHECKPOINT_FILE, SWAP_FILE
 from minibroker.storage.log_manager import LogManager
 
 from tests.support import storage as storage_support
@@ -442,4 +444,53 @@ def test_multi_record_batches_partly_kept_with_tombstones(tmp_path, compression)
     m.close()
     m = manager(tmp_path, clock)
     assert read_all(m.get_log("t", 0)) == after
+    m.close()
+
+
+class HeldFlusher(InlineFlusher):
+    """Background disk work waits until ``run()``: the broker's io thread, not there yet."""
+
+    def __init__(self) -> None:
+        self.held: list = []
+
+    def submit(self, fn, /, *args):
+        fut: Future = Future()
+        self.held.append((fut, fn, args))
+        return fut
+
+    def run(self) -> None:
+        while self.held:
+            fut, fn, args = self.held.pop(0)
+            try:
+                fut.set_result(fn(*args))
+            except BaseException as exc:  # noqa: BLE001 - handed to the future's reader
+                fut.set_exception(exc)
+
+
+def test_the_swap_waits_for_its_list_on_disk_and_leaves_the_fsyncs_to_the_flusher(tmp_path):
+    clock, held = Clock(100_000_000), HeldFlusher()
+    m = LogManager(str(tmp_path), {"log.segment.bytes": 600}, clock=clock, flusher=held)
+    m.open()
+    m.create_topic("t", 1, COMPACT)
+    plog = m.get_log("t", 0)
+    overwrite_keys(plog, 8, 4, clock.now)
+    held.run()  # the rolls' fsyncs
+    before, segments = read_all(plog), list(plog.segments)
+    work = tmp_path / "t-0" / CLEANER_DIR
+    assert m.cleaner.maybe_clean()
+    m.cleaner._running[3].result(10)
+    m.cleaner.finish_pass()  # the swap list is the flusher's now: nothing installed yet
+    assert plog.segments == segments and not (work / SWAP_FILE).exists()
+    assert m.cleaner.maybe_clean()  # still swapping
+    held.run()
+    assert (work / SWAP_FILE).exists() and plog.segments == segments
+    m.cleaner.maybe_clean()  # the list is on disk: the segments are swapped in here
+    assert plog.segments != segments and latest(read_all(plog)) == latest(before)
+    assert sum(s.size for s in plog.segments) < sum(s.size for s in segments) / 2
+    assert (work / SWAP_FILE).exists()  # until the directory is fsynced (a restart completes it)
+    assert not (tmp_path / CLEANER_CHECKPOINT_FILE).exists()
+    held.run()
+    assert not work.exists()
+    assert "t 0 " in (tmp_path / CLEANER_CHECKPOINT_FILE).read_text()
+    assert m.cleaner.passes == 1
     m.close()

@@ -8,6 +8,7 @@ import time
 
 import pytest
 from crc32c import crc32c
+from minibroker.common.clock import ManualClock
 from minibroker.protocol.errors import ErrorCode
 from minibroker.protocol.records import (
     COMPRESSION_GZIP,
@@ -233,7 +234,7 @@ def test_log_stores_the_recomputed_max_timestamp(tmp_path):
     from minibroker.storage.config import LogConfig
     from minibroker.storage.log import PartitionLog
 
-    plog = PartitionLog.open(str(tmp_path / "p"), "t", 0, LogConfig(), time_ms=lambda: NOW)
+    plog = PartitionLog.open(str(tmp_path / "p"), "t", 0, LogConfig(), clock=ManualClock(wall_ms=NOW))
     recs = [record(0, ts_delta=7), record(1, ts_delta=3)]
     plog.append(raw_batch(recs, max_timestamp=NOW + 999))
     # LogAppendTime from a producer: every record's timestamp is maxTimestamp; type CreateTime

@@ -8,7 +8,9 @@ import pytest
 from minibroker.protocol.records import build_batch, iter_batches
 from minibroker.storage.config import LogConfig
 from minibroker.storage.log import PartitionLog
-from minibroker.storage.segment_files import SEGMENT_FILES, SegmentFilePool, effective_max_open
+from minibroker.storage.segment_files import SegmentFilePool, effective_max_open
+
+from tests.support.storage import Clock
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -18,18 +20,16 @@ SEGMENTS = 120
 
 @pytest.fixture
 def small_pool():
-    before = SEGMENT_FILES.max_open
-    SEGMENT_FILES.configure(BOUND)
-    yield SEGMENT_FILES
-    SEGMENT_FILES.configure(before)
+    """The pool the logs of a test share (a LogManager's own, in a broker)."""
+    return SegmentFilePool(BOUND)
 
 
 def open_fds() -> int:
     return len(os.listdir("/proc/self/fd"))
 
 
-def many_segments(path, clock=lambda: 1_000_000) -> PartitionLog:
-    plog = PartitionLog.open(str(path), "t", 0, LogConfig(segment_bytes=200), time_ms=clock)
+def many_segments(path, files: SegmentFilePool) -> PartitionLog:
+    plog = PartitionLog.open(str(path), "t", 0, LogConfig(segment_bytes=200), clock=Clock(), files=files)
     for i in range(SEGMENTS):  # each ~140-byte batch fills a 200-byte segment: one per batch
         plog.append(build_batch([(b"k", b"value-%04d" % i + b"x" * 60, [])], timestamp_ms=1000 + i))
     return plog
@@ -49,7 +49,7 @@ def values(plog: PartitionLog, offset: int = 0) -> list[int]:
 @pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="counts descriptors in /proc")
 def test_reading_every_segment_keeps_at_most_the_bound_open(tmp_path, small_pool):
     baseline = open_fds()
-    plog = many_segments(tmp_path / "p")
+    plog = many_segments(tmp_path / "p", small_pool)
     assert len(plog.segments) == SEGMENTS
     assert open_fds() - baseline <= BOUND + 2  # the pool, the active segment, a spare
     assert values(plog) == list(range(SEGMENTS))
@@ -60,14 +60,15 @@ def test_reading_every_segment_keeps_at_most_the_bound_open(tmp_path, small_pool
 
 @pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="counts descriptors in /proc")
 def test_reopening_keeps_at_most_the_bound_open_and_appends(tmp_path, small_pool):
-    many_segments(tmp_path / "p").close()
+    many_segments(tmp_path / "p", small_pool).close()
     baseline = open_fds()
     plog = PartitionLog.open(
         str(tmp_path / "p"),
         "t",
         0,
         LogConfig(segment_bytes=200),
-        time_ms=lambda: 1_000_000,
+        clock=Clock(),
+        files=small_pool,
         clean_shutdown=True,
         recovery_point=SEGMENTS,
     )
@@ -80,7 +81,7 @@ def test_reopening_keeps_at_most_the_bound_open_and_appends(tmp_path, small_pool
 
 
 def test_a_slice_reads_after_its_file_was_closed(tmp_path, small_pool):
-    plog = many_segments(tmp_path / "p")
+    plog = many_segments(tmp_path / "p", small_pool)
     held = plog.read(0, 1 << 20).chunks[0]
     expected = held.read(held.position, held.length)
     values(plog)  # opens every other segment: the first one's file is closed meanwhile
@@ -90,7 +91,7 @@ def test_a_slice_reads_after_its_file_was_closed(tmp_path, small_pool):
 
 
 def test_the_active_segment_is_never_closed_to_make_room(tmp_path, small_pool):
-    plog = many_segments(tmp_path / "p")
+    plog = many_segments(tmp_path / "p", small_pool)
     active = plog.segments[-1]
     values(plog)
     assert active.keep_open and active._fd >= 0
@@ -129,7 +130,7 @@ def test_a_segment_that_left_the_log_is_never_reopened_by_path(tmp_path, small_p
     """After compaction the path of a replaced segment names the cleaned file: a read of the old
     one must fail (the connection is closed and the client fetches again), never return bytes
     of another file. One still open when it left the log stays open and readable."""
-    plog = many_segments(tmp_path / "p")
+    plog = many_segments(tmp_path / "p", small_pool)
     first, second = plog.segments[0], plog.segments[1]
     stale = plog.read(0, 1 << 20).chunks[0]
     values(plog)  # the first segment's file is closed to make room

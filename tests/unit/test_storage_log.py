@@ -27,7 +27,7 @@ pytestmark = pytest.mark.timeout(10)
 
 
 def open_log(path, clock=None, **cfg) -> PartitionLog:
-    return PartitionLog.open(str(path), "t", 0, LogConfig(**cfg), time_ms=clock or Clock())
+    return PartitionLog.open(str(path), "t", 0, LogConfig(**cfg), clock=clock or Clock())
 
 
 def batch(n=1, *, ts=1000, value=b"v" * 20, **kw) -> bytes:

@@ -7,6 +7,7 @@ import uuid
 
 import pytest
 import structlog
+from minibroker.common.clock import SYSTEM_CLOCK
 from minibroker.protocol.errors import ErrorCode
 from minibroker.protocol.records import build_batch
 from minibroker.storage.errors import KafkaStorageError
@@ -22,7 +23,7 @@ pytestmark = pytest.mark.timeout(10)
 
 
 def manager(path, **config) -> LogManager:
-    m = LogManager(str(path), config)
+    m = LogManager(str(path), config, clock=SYSTEM_CLOCK)
     m.open()
     return m
 
@@ -264,4 +265,35 @@ def test_internal_topics_from_older_versions_get_compaction_sized_segments(tmp_p
     m = manager(tmp_path, **{"offsets.topic.segment.bytes": 4096})
     assert m.topics["__consumer_offsets"].configs == {"cleanup.policy": "compact", "segment.bytes": "4096"}
     assert m.get_log("__consumer_offsets", 0).config.segment_bytes == 4096
+    m.close()
+
+
+def test_every_log_opened_or_created_is_handed_to_on_log_opened(tmp_path):
+    """The broker wires long-poll wake-ups there: at startup, for new topics and partitions,
+    and for a topic deleted and created again (a new log under the same name)."""
+    opened: list[tuple[str, int, object]] = []
+
+    def open_manager() -> LogManager:
+        m = LogManager(
+            str(tmp_path),
+            {},
+            clock=SYSTEM_CLOCK,
+            on_log_opened=lambda t, p, plog: opened.append((t, p, plog)),
+        )
+        m.open()
+        return m
+
+    m = open_manager()
+    m.create_topic("t", 2, {})
+    m.create_partitions("t", 3)
+    assert [(t, p) for t, p, _ in opened] == [("t", 0), ("t", 1), ("t", 2)]
+    assert [plog for _, _, plog in opened] == [m.get_log("t", p) for p in range(3)]
+    first = m.get_log("t", 0)
+    m.delete_topic("t")
+    m.create_topic("t", 1, {})
+    assert opened[-1][:2] == ("t", 0) and opened[-1][2] is m.get_log("t", 0) is not first
+    m.close()
+    opened.clear()
+    m = open_manager()
+    assert [(t, p) for t, p, _ in opened] == [("t", 0)] and opened[0][2] is m.get_log("t", 0)
     m.close()
