@@ -527,10 +527,6 @@ class BrokerConfig:
         if broker_id is not None and broker_id != node_id:
             raise ConfigError(f"broker.id: {broker_id} differs from node.id {node_id} (they must be equal)")
 
-    def kafka_value(self, name: str) -> str | None:
-        """The value given for a Kafka property minibroker does not implement, if any."""
-        return self._kafka.get(name)
-
     def controller_listener_names(self) -> frozenset[str]:
         """The listeners controller.listener.names names (upper-cased): a KRaft controller's,
         which minibroker neither binds nor advertises."""
