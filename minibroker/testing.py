@@ -89,7 +89,7 @@ class BrokerProcess:
 
     def __init__(
         self,
-        data_dir: str | os.PathLike,
+        data_dir: str | os.PathLike[str],
         overrides: dict[str, object] | None = None,
         *,
         host: str = "127.0.0.1",
@@ -107,7 +107,7 @@ class BrokerProcess:
         self.log_format = log_format
         self.extra_args = list(extra_args or [])
         self.port: int | None = None
-        self.proc: subprocess.Popen | None = None
+        self.proc: subprocess.Popen[bytes] | None = None
         self.log_path = self.data_dir / LOG_NAME
         # Outside the data directory, and this object's own: a second broker started on a directory
         # that is in use (refused by the data-dir lock) must not delete the running one's port file.
