@@ -56,7 +56,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 class _PrintVersion(argparse.Action):
     """--version, looked up only when asked (importlib.metadata would add to every start)."""
 
-    def __call__(self, parser, namespace, values, option_string=None) -> None:
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: object,
+        option_string: str | None = None,
+    ) -> None:
         from importlib.metadata import PackageNotFoundError, version  # noqa: PLC0415
 
         try:

@@ -17,7 +17,7 @@ reported at once.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from minibroker.broker.kafka_compat import (
     cluster_only_reason,
@@ -28,6 +28,9 @@ from minibroker.broker.kafka_compat import (
 from minibroker.broker.kafka_properties import KAFKA_BROKER_PROPERTIES
 from minibroker.broker.security.settings import SECURITY_AND_LIMIT_PROPERTIES, Property, listener_property
 from minibroker.storage.config import TOPIC_CONFIGS, builtin_default, check_of
+
+if TYPE_CHECKING:
+    from structlog.typing import FilteringBoundLogger
 
 LONG_MAX = 2**63 - 1
 
@@ -44,11 +47,11 @@ class ConfigError(ValueError):
             super().__init__(*problems)
 
 
-def _positive(v) -> bool:
+def _positive(v: int) -> bool:
     return v > 0
 
 
-def _non_negative(v) -> bool:
+def _non_negative(v: int) -> bool:
     return v >= 0
 
 
@@ -524,10 +527,6 @@ class BrokerConfig:
         if broker_id is not None and broker_id != node_id:
             raise ConfigError(f"broker.id: {broker_id} differs from node.id {node_id} (they must be equal)")
 
-    def kafka_value(self, name: str) -> str | None:
-        """The value given for a Kafka property minibroker does not implement, if any."""
-        return self._kafka.get(name)
-
     def controller_listener_names(self) -> frozenset[str]:
         """The listeners controller.listener.names names (upper-cased): a KRaft controller's,
         which minibroker neither binds nor advertises."""
@@ -540,7 +539,7 @@ class BrokerConfig:
         cluster = {name: reason for name in sorted(self._kafka) if (reason := cluster_only_reason(name))}
         return cluster, [name for name in sorted(self._kafka) if name not in cluster]
 
-    def log_ignored(self, log) -> None:
+    def log_ignored(self, log: FilteringBoundLogger) -> None:
         """One line per kind of ignored Kafka property (at startup, once)."""
         cluster, other = self.ignored()
         if cluster:
@@ -578,7 +577,7 @@ class BrokerConfig:
                 return level
         return "static" if name in self._explicit else "default"
 
-    def items(self):
+    def items(self) -> list[tuple[str, Any]]:
         return [(name, self[name]) for name in self._values]
 
     # derived values -------------------------------------------------------------------------

@@ -3,7 +3,13 @@ and its synonyms (the broker properties a topic config falls back to), as Kafka 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from minibroker.storage.config import TOPIC_CONFIGS
+
+if TYPE_CHECKING:
+    from minibroker.broker.config import BrokerConfig
+    from minibroker.broker.security.settings import Property
 
 # DescribeConfigsResponse ConfigType values.
 BOOLEAN, STRING, INT, SHORT, LONG, DOUBLE, LIST, CLASS, PASSWORD = range(1, 10)
@@ -73,8 +79,11 @@ def topic_documentation(name: str) -> str | None:
     return TOPIC.get(name, (0, None))[1]
 
 
-def broker_type(prop) -> int:
-    """Kafka's type for a broker property (broker.config.Property)."""
+def broker_type(prop: Property | None) -> int:
+    """Kafka's type for a broker property (broker.config.Property; STRING for None, a name
+    minibroker does not declare)."""
+    if prop is None:
+        return STRING
     if prop.type == "bool":
         return BOOLEAN
     if prop.type == "list":
@@ -84,10 +93,10 @@ def broker_type(prop) -> int:
     return STRING
 
 
-def topic_synonyms(name: str, override: str | None, broker_config) -> list[dict]:
+def topic_synonyms(name: str, override: str | None, broker_config: BrokerConfig) -> list[dict[str, Any]]:
     """The topic override, then the broker properties it falls back to that are set, then the
     built-in default of its first broker property (what Kafka lists)."""
-    out = []
+    out: list[dict[str, Any]] = []
     if override is not None:
         out.append(dict(name=name, value=override, source=TOPIC_CONFIG))
     definition = TOPIC_CONFIGS.get(name)

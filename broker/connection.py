@@ -17,18 +17,21 @@ import asyncio
 import os
 import struct
 from collections.abc import Iterator
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 import structlog
 from minibroker.broker.context import NO_RESPONSE, CloseConnection, RawResponse, RequestContext
 from minibroker.broker.dispatch import HANDLERS, supports
 from minibroker.broker.handlers import api_versions
-from minibroker.broker.limits import RequestBudget
+from minibroker.broker.limits import ConnectionSettings, RequestBudget
 from minibroker.broker.security.sasl import Session
 from minibroker.broker.security.scram_store import AuthenticationFailed
 from minibroker.protocol.codec import DecodeError, decode_request, encode_response, request_class
 from minibroker.protocol.frames import API_VERSIONS_KEY, RequestHeader, parse_request_header, response_header
 from minibroker.storage.file_slice import FileSlice, ShortSliceError
+
+if TYPE_CHECKING:
+    from minibroker.broker.state import Broker
 
 log = structlog.get_logger("minibroker.broker.server")
 
@@ -48,11 +51,12 @@ class ClosingConnection(Exception):
 class Connection:
     def __init__(
         self,
-        broker,
+        broker: Broker,
         reader: asyncio.StreamReader,
         writer: asyncio.StreamWriter,
         session: Session,
         budget: RequestBudget,
+        settings: ConnectionSettings,
     ) -> None:
         self.broker = broker
         self.reader = reader
@@ -60,15 +64,12 @@ class Connection:
         self.session = session
         self.budget = budget
         self.peer = peer_text(writer.get_extra_info("peername"))
-        self._busy = False
+        self.busy = False  # a request is being served (not idleness, however long)
         self._stopping = False
-        config = broker.config
-        self.max_frame = config["socket.request.max.bytes"]
+        self.max_frame = settings.max_request_bytes
         # before authentication on a SASL listener, frames are capped lower (Kafka's rule)
-        self.max_unauthenticated_frame = config.for_listener(
-            session.listener.name, "sasl.server.max.receive.size"
-        )
-        self.failed_authentication_delay_s = config["connection.failed.authentication.delay.ms"] / 1000
+        self.max_unauthenticated_frame = session.listener.sasl_max_receive_size
+        self.failed_authentication_delay_s = settings.failed_authentication_delay_s
         self.clock = broker.clock
         self.last_activity = self.clock.monotonic()
         self.frame_started: float | None = None  # a frame's body is being received since then
@@ -80,7 +81,7 @@ class Connection:
 
     def stop_after_current(self) -> None:
         self._stopping = True
-        if not self._busy:
+        if not self.busy:
             self.abort()
 
     def abort(self) -> None:
@@ -127,13 +128,13 @@ class Connection:
                     if not self.budget.try_take_slot(charge):
                         await self.budget.take_slot()  # queued.max.requests: wait, not read further
                     self._holds_slot = True
-                    self._busy = True
+                    self.busy = True
                     if self.session.raw_tokens and not self.session.authenticated:
                         await self._serve_raw_sasl_token(bytes(frame))
                         continue
                     await self._serve(frame)
                 finally:
-                    self._busy = False
+                    self.busy = False
                     self._release_budget()
                     self.last_activity = self.clock.monotonic()
         except ClosingConnection as exc:
@@ -201,7 +202,7 @@ class Connection:
         if session.close_reason is not None:
             raise ClosingConnection(session.close_reason)
 
-    async def _handle(self, ctx: RequestContext, request) -> object:
+    async def _handle(self, ctx: RequestContext, request: object) -> object:
         key, version = ctx.api_key, ctx.api_version
         try:
             return await HANDLERS[key].handle(ctx, request)
@@ -292,7 +293,7 @@ class Connection:
         """Bytes parts and small slices gathered into one writev; large slices by sendfile."""
         self._ensure_open()
         self.writing_since = self.clock.monotonic()
-        pending: list = [_INT32.pack(len(head) + raw.size) + head]
+        pending: list[bytes | bytearray | memoryview] = [_INT32.pack(len(head) + raw.size) + head]
         pending_size = 0
         for part in raw.parts:
             if isinstance(part, _BYTES_LIKE):
@@ -317,7 +318,7 @@ class Connection:
         await self.writer.drain()
         self.writing_since = None
 
-    async def _sendfile(self, part) -> None:
+    async def _sendfile(self, part: FileSlice) -> None:
         """The slice from the segment file to the socket by os.sendfile, after everything the
         transport already holds (nothing may overtake it). When the socket buffer is full, one
         piece goes through the transport, which waits for the client to read."""
@@ -353,7 +354,7 @@ class Connection:
                 transport.set_write_buffer_limits()
 
 
-def peer_text(peer) -> str:
+def peer_text(peer: object) -> str:
     """A peer address as host:port (a socket's peername), for logs."""
     return f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
 
@@ -367,7 +368,7 @@ def _sendfile_socket(writer: asyncio.StreamWriter) -> int:
     return sock.fileno() if sock is not None else -1
 
 
-def _file_of(part) -> int:
+def _file_of(part: FileSlice) -> int:
     try:
         return part.fileno()
     except OSError as exc:  # the segment was deleted (topic deleted) meanwhile
@@ -390,7 +391,7 @@ def _pieces(part: FileSlice) -> Iterator[bytes]:
         yield chunk
 
 
-def _read_piece(part, position: int, end: int) -> bytes:
+def _read_piece(part: FileSlice, position: int, end: int) -> bytes:
     """At most _SLICE_READ bytes of the slice from `position`, never empty."""
     try:
         chunk = part.read(position, min(end - position, _SLICE_READ))

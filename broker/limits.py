@@ -1,6 +1,8 @@
 """Resource limits that keep one client from taking the broker down (sans I/O, but the budget
 waits on the event loop).
 
+- ConnectionSettings: the connection properties below, read from the configuration once at
+  start (none of them is dynamic here) and handed to the Server and each Connection.
 - ConnectionLimits: `max.connections` and `max.connections.per.ip`; a connection over either is
   closed as soon as it is accepted (Kafka instead delays accepting when the total is reached).
 - RequestBudget: `queued.max.requests` complete requests and `queued.max.request.bytes` request
@@ -28,14 +30,50 @@ import asyncio
 import contextlib
 import os
 from collections import Counter, deque
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 try:
     import resource
 except ImportError:  # not on Windows
     resource = None  # type: ignore[assignment]
 
+if TYPE_CHECKING:
+    from minibroker.broker.config import BrokerConfig
+
 # descriptors kept free for connections, new segments and lazily imported modules
 FD_RESERVE = 256
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectionSettings:
+    """How connections are admitted, bounded and timed out (Kafka's property names in the
+    comments; durations in seconds). Per-listener settings live on the Listener
+    (broker/security/listeners.py)."""
+
+    max_request_bytes: int  # socket.request.max.bytes
+    max_connections: int  # max.connections
+    max_connections_per_ip: int  # max.connections.per.ip
+    queued_max_requests: int  # queued.max.requests
+    queued_max_request_bytes: int  # queued.max.request.bytes (-1: no bound)
+    idle_s: float  # connections.max.idle.ms
+    receive_timeout_s: float  # minibroker.request.receive.timeout.ms
+    ssl_handshake_timeout_s: float  # minibroker.ssl.handshake.timeout.ms
+    failed_authentication_delay_s: float  # connection.failed.authentication.delay.ms
+
+    @classmethod
+    def from_config(cls, config: BrokerConfig) -> ConnectionSettings:
+        return cls(
+            max_request_bytes=config["socket.request.max.bytes"],
+            max_connections=config["max.connections"],
+            max_connections_per_ip=config["max.connections.per.ip"],
+            queued_max_requests=config["queued.max.requests"],
+            queued_max_request_bytes=config["queued.max.request.bytes"],
+            idle_s=config["connections.max.idle.ms"] / 1000,
+            receive_timeout_s=config["minibroker.request.receive.timeout.ms"] / 1000,
+            ssl_handshake_timeout_s=config["minibroker.ssl.handshake.timeout.ms"] / 1000,
+            failed_authentication_delay_s=config["connection.failed.authentication.delay.ms"] / 1000,
+        )
 
 
 class ConnectionLimits:
@@ -86,8 +124,8 @@ class RequestBudget:
         self.max_bytes = max_bytes  # -1: no bound
         self.requests = 0
         self.bytes = 0
-        self._slot_waiters: deque[asyncio.Future] = deque()
-        self._room_waiters: deque[tuple[object, asyncio.Future]] = deque()
+        self._slot_waiters: deque[asyncio.Future[None]] = deque()
+        self._room_waiters: deque[tuple[object, asyncio.Future[None]]] = deque()
         self._overdraft: object | None = None  # the reader allowed past a full budget
 
     def full(self) -> bool:
@@ -216,7 +254,7 @@ def idle_or_stalled(
     return None
 
 
-def partition_limit_error(config, existing_partitions: int, requested: int) -> str | None:
+def partition_limit_error(config: BrokerConfig, existing_partitions: int, requested: int) -> str | None:
     """Why creating `requested` more partitions in one request is refused, or None."""
     per_request = config["minibroker.max.partitions.per.request"]
     if requested > per_request:

@@ -13,8 +13,11 @@ from __future__ import annotations
 
 import asyncio
 import struct
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, cast
 
 import structlog
+from minibroker.broker.context import RawResponse
 from minibroker.broker.request_log import API_NAMES
 from minibroker.protocol.errors import ErrorCode
 from prometheus_client import (
@@ -26,6 +29,13 @@ from prometheus_client import (
     generate_latest,
 )
 from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.metrics_core import Metric
+
+if TYPE_CHECKING:
+    from minibroker.broker.api_types import ProduceRequest, ProduceResponse
+    from minibroker.broker.context import RequestContext
+    from minibroker.broker.state import Broker
+    from minibroker.coordinator.txn_state import TransactionMetadata
 
 log = structlog.get_logger("minibroker.broker.metrics")
 
@@ -68,20 +78,23 @@ def _record_count(records: bytes | None) -> int:
     return total
 
 
-class _PerLabel(dict):
+_Label = str | tuple[str, ...]
+
+
+class _PerLabel(dict[_Label, Counter]):
     """Counter children cached by label value (prometheus_client's .labels() is slower)."""
 
     def __init__(self, counter: Counter) -> None:
         super().__init__()
         self.counter = counter
 
-    def __missing__(self, key):
+    def __missing__(self, key: _Label) -> Counter:
         child = self[key] = self.counter.labels(*key) if isinstance(key, tuple) else self.counter.labels(key)
         return child
 
 
 class BrokerMetrics:
-    def __init__(self, broker) -> None:
+    def __init__(self, broker: Broker) -> None:
         self.broker = broker
         disable_created_metrics()  # *_created samples only add noise to a single process's scrape
         self.registry = CollectorRegistry(auto_describe=True)
@@ -144,7 +157,9 @@ class BrokerMetrics:
         self._server: asyncio.base_events.Server | None = None
 
     # ------------------------------------------------------------------ hot-path updates
-    def on_request(self, ctx, request, result, seconds: float, errors: list[int]) -> None:
+    def on_request(
+        self, ctx: RequestContext, request: object, result: object, seconds: float, errors: list[int]
+    ) -> None:
         key = ctx.api_key
         child = self._latency_children.get(key)
         if child is None:
@@ -155,25 +170,25 @@ class BrokerMetrics:
             for code in errors:
                 self.request_errors[(api, _error_name(code))].inc()
         if key == PRODUCE_KEY:
-            self._count_produce(request, result, errors)
-        elif getattr(result, "summary", None):
+            self._count_produce(cast("ProduceRequest", request), cast("ProduceResponse", result), errors)
+        elif isinstance(result, RawResponse) and result.summary:
             for topic, partitions in result.summary:
                 size = sum(p.records_size for p in partitions)
                 if size:
                     self.bytes_out[topic].inc(size)
 
-    def _count_produce(self, request, result, errors: list[int]) -> None:
+    def _count_produce(self, request: ProduceRequest, result: ProduceResponse, errors: list[int]) -> None:
         failed: set[tuple[str, int]] = set()
         if errors:  # only then is it worth finding which partitions were refused
             for t in result.responses:
                 failed.update((t.name, p.index) for p in t.partition_responses if p.error_code)
-        for t in request.topic_data:
-            for p in t.partition_data:
-                if p.records and (t.name, p.index) not in failed:
-                    self.bytes_in[t.name].inc(len(p.records))
-                    self.records_in[t.name].inc(_record_count(p.records))
+        for topic in request.topic_data:
+            for data in topic.partition_data:
+                if data.records and (topic.name, data.index) not in failed:
+                    self.bytes_in[topic.name].inc(len(data.records))
+                    self.records_in[topic.name].inc(_record_count(data.records))
 
-    def on_txn_transition(self, old, new) -> None:
+    def on_txn_transition(self, old: TransactionMetadata | None, new: TransactionMetadata) -> None:
         """Called by the transaction coordinator after each state change it persisted."""
         from minibroker.coordinator.txn_state import TxnState
 
@@ -240,13 +255,13 @@ def _error_name(code: int) -> str:
 class _StateCollector:
     """Gauges read from the broker's state at scrape time."""
 
-    def __init__(self, broker) -> None:
+    def __init__(self, broker: Broker) -> None:
         self.broker = broker
 
-    def describe(self):
+    def describe(self) -> list[Metric]:
         return []  # computed families: nothing to pre-register
 
-    def collect(self):
+    def collect(self) -> Iterator[Metric]:
         broker = self.broker
         now_ms = broker.clock.wall_ms()
         yield from self._transactions(broker, now_ms)
@@ -262,7 +277,7 @@ class _StateCollector:
         yield startup
 
     @staticmethod
-    def _transactions(broker, now_ms: int):
+    def _transactions(broker: Broker, now_ms: int) -> Iterator[Metric]:
         from minibroker.coordinator.txn_state import TxnState
 
         ongoing = [m for m in broker.txns.txns.values() if m.state == TxnState.ONGOING]
@@ -277,7 +292,7 @@ class _StateCollector:
         )
 
     @staticmethod
-    def _logs(broker, now_ms: int):
+    def _logs(broker: Broker, now_ms: int) -> Iterator[Metric]:
         lso_lag = GaugeMetricFamily(
             "minibroker_partition_lso_lag_messages",
             "High watermark minus last stable offset: what read_committed consumers cannot see yet.",
@@ -318,7 +333,7 @@ class _StateCollector:
         )
 
     @staticmethod
-    def _groups(broker):
+    def _groups(broker: Broker) -> Iterator[Metric]:
         members = GaugeMetricFamily(
             "minibroker_group_members", "Members of a consumer group.", labels=["group"]
         )

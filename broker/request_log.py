@@ -7,9 +7,15 @@ server one `is None` check per request: no observer is installed at all.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import structlog
 from minibroker.broker.dispatch import HANDLERS
 from minibroker.protocol.errors import ErrorCode
+
+if TYPE_CHECKING:
+    from minibroker.broker.config import BrokerConfig
+    from minibroker.broker.context import RequestContext
 
 log = structlog.get_logger("broker.requests")
 
@@ -39,15 +45,15 @@ class RequestLog:
         self._emit = log.info if at_info else log.debug
 
     @classmethod
-    def from_config(cls, config) -> RequestLog | None:
+    def from_config(cls, config: BrokerConfig) -> RequestLog | None:
         if config["minibroker.request.log.enable"]:
             return cls(at_info=True)
         if log.is_enabled_for(10):  # logging.DEBUG
             return cls(at_info=False)
         return None
 
-    def record(self, ctx, seconds: float, errors: list[int]) -> None:
-        fields = dict(
+    def record(self, ctx: RequestContext, seconds: float, errors: list[int]) -> None:
+        fields: dict[str, Any] = dict(
             api=API_NAMES.get(ctx.api_key, str(ctx.api_key)),
             api_version=ctx.api_version,
             client_id=ctx.client_id,

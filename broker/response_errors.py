@@ -8,22 +8,29 @@ partitions they answered instead.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import cache
 
 from minibroker.broker.context import NO_RESPONSE, RawResponse
 from minibroker.protocol.codec import _plan as field_plans  # the per-class schema plan codec already caches
 
+#: walk(entity, out): appends the entity's non-zero error codes to out
+_Walk = Callable[[object, list[int]], None]
+
 
 @cache
-def _walker(cls: type):
+def _walker(cls: type) -> _Walk | None:
     plans = field_plans(cls)
     direct = [p.name for p in plans if p.kafka_type == "error_code"]
-    nested = [(p.name, p.is_array, _walker(p.nested)) for p in plans if p.nested is not None]
-    nested = [(name, is_array, walk) for name, is_array, walk in nested if walk is not None]
+    nested: list[tuple[str, bool, _Walk]] = []
+    for p in plans:
+        inner = _walker(p.nested) if p.nested is not None else None
+        if inner is not None:
+            nested.append((p.name, p.is_array, inner))
     if not direct and not nested:
         return None
 
-    def walk(entity, out: list[int]) -> None:
+    def walk(entity: object, out: list[int]) -> None:
         for name in direct:
             code = getattr(entity, name)
             if code:

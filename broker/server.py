@@ -9,35 +9,43 @@ import asyncio
 import functools
 import socket
 import struct
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 import structlog
 from minibroker.broker.connection import Connection, peer_text
-from minibroker.broker.limits import ConnectionLimits, LogThrottle, RequestBudget, idle_or_stalled
+from minibroker.broker.limits import (
+    ConnectionLimits,
+    ConnectionSettings,
+    LogThrottle,
+    RequestBudget,
+    idle_or_stalled,
+)
 from minibroker.broker.security.listeners import Listener, finish_binding, tls_principal
 from minibroker.broker.security.sasl import ANONYMOUS, Session
+
+if TYPE_CHECKING:
+    from minibroker.broker.state import Broker
 
 log = structlog.get_logger("minibroker.broker.server")
 
 
 class Server:
-    def __init__(self, broker) -> None:
+    def __init__(self, broker: Broker, settings: ConnectionSettings) -> None:
         self.broker = broker
-        config = broker.config
-        self._servers: list[asyncio.base_events.Server] = []
+        self.settings = settings
+        self._servers: list[asyncio.Server] = []
         self._tls_sockets: list[tuple[Listener, list[socket.socket]]] = []
-        self._accepting: list[asyncio.Task] = []  # TLS accept loops
-        self._tls_tasks: set[asyncio.Task] = set()  # TLS connections (a reference keeps them alive)
-        self._handshaking: set[asyncio.Task] = set()  # those still in their handshake
+        self._accepting: list[asyncio.Task[None]] = []  # TLS accept loops
+        self._tls_tasks: set[asyncio.Task[None]] = set()  # TLS connections (a reference keeps them alive)
+        self._handshaking: set[asyncio.Task[None]] = set()  # those still in their handshake
         self._connections: set[Connection] = set()
-        self.limits = ConnectionLimits(config["max.connections"], config["max.connections.per.ip"])
-        self.budget = RequestBudget(config["queued.max.requests"], config["queued.max.request.bytes"])
-        self._idle_s = config["connections.max.idle.ms"] / 1000
-        self._receive_timeout_s = config["minibroker.request.receive.timeout.ms"] / 1000
-        self._handshake_timeout_s = config["minibroker.ssl.handshake.timeout.ms"] / 1000
-        self._watchdog: asyncio.Task | None = None
+        self.limits = ConnectionLimits(settings.max_connections, settings.max_connections_per_ip)
+        self.budget = RequestBudget(settings.queued_max_requests, settings.queued_max_request_bytes)
+        self._watchdog: asyncio.Task[None] | None = None
         self._refusals = LogThrottle(1.0)
 
-    async def bind(self, listeners) -> None:
+    async def bind(self, listeners: Iterable[Listener]) -> None:
         """Bind every listener (broker/security/listeners.py) without accepting yet. Called before
         the data dir is recovered, so a start whose port is taken fails before it writes anything.
         Plain listeners are asyncio servers; TLS listeners are listening sockets whose accepted
@@ -69,7 +77,9 @@ class Server:
                 )
         self._watchdog = asyncio.create_task(self._close_idle_and_stalled(), name="connection-watchdog")
 
-    async def _on_connect(self, listener, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _on_connect(
+        self, listener: Listener, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
         peer = writer.get_extra_info("peername")
         ip = peer[0] if isinstance(peer, tuple) else str(peer)
         refusal = self.limits.admit(ip)
@@ -82,16 +92,23 @@ class Server:
         finally:
             self.limits.release(ip)
 
-    async def _serve_connection(self, listener, reader, writer, ip: str, principal: str | None) -> None:
+    async def _serve_connection(
+        self,
+        listener: Listener,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        ip: str,
+        principal: str | None,
+    ) -> None:
         session = Session(listener, ip, principal or ANONYMOUS)
-        conn = Connection(self.broker, reader, writer, session, self.budget)
+        conn = Connection(self.broker, reader, writer, session, self.budget, self.settings)
         self._connections.add(conn)
         try:
             await conn.run()
         finally:
             self._connections.discard(conn)
 
-    async def _accept_tls(self, listener, sock: socket.socket) -> None:
+    async def _accept_tls(self, listener: Listener, sock: socket.socket) -> None:
         """Accept loop of a TLS listener: each connection is admitted (max.connections and
         max.connections.per.ip) before its handshake starts, so the handshake counts against the
         caps from the start (an asyncio TLS server would count it only once done)."""
@@ -101,7 +118,9 @@ class Server:
         finally:  # cancelled by stop(): no more connections on this port
             sock.close()
 
-    async def _accept_loop(self, loop, listener, sock: socket.socket) -> None:
+    async def _accept_loop(
+        self, loop: asyncio.AbstractEventLoop, listener: Listener, sock: socket.socket
+    ) -> None:
         while True:
             try:
                 conn, addr = await loop.sock_accept(sock)
@@ -121,7 +140,7 @@ class Server:
             self._handshaking.add(task)
             task.add_done_callback(functools.partial(self._tls_connection_done, unowned, ip))
 
-    def _tls_connection_done(self, unowned: list[socket.socket], ip: str, task: asyncio.Task) -> None:
+    def _tls_connection_done(self, unowned: list[socket.socket], ip: str, task: asyncio.Task[None]) -> None:
         """However a TLS connection's task ended, even cancelled by stop() before its first step
         (its code never ran then): it leaves the caps, and a socket the event loop never took
         over is closed here."""
@@ -131,7 +150,9 @@ class Server:
             conn.close()
         self.limits.release(ip)
 
-    async def _tls_connection(self, listener, unowned: list[socket.socket], ip: str, addr) -> None:
+    async def _tls_connection(
+        self, listener: Listener, unowned: list[socket.socket], ip: str, addr: object
+    ) -> None:
         """Handshake within minibroker.ssl.handshake.timeout.ms, then serve; the connection holds
         its place in the caps throughout (_tls_connection_done gives it back)."""
         loop = asyncio.get_running_loop()
@@ -149,12 +170,12 @@ class Server:
                 lambda: protocol,
                 conn,
                 ssl=listener.ssl_context,
-                ssl_handshake_timeout=self._handshake_timeout_s,
+                ssl_handshake_timeout=self.settings.ssl_handshake_timeout_s,
             )
         except (TimeoutError, OSError) as exc:  # ssl.SSLError is an OSError
             reason = str(exc) or type(exc).__name__
             if "taking longer than" in reason or isinstance(exc, TimeoutError):
-                timeout_ms = int(self._handshake_timeout_s * 1000)
+                timeout_ms = int(self.settings.ssl_handshake_timeout_s * 1000)
                 reason = f"TLS handshake not done within minibroker.ssl.handshake.timeout.ms={timeout_ms}"
             # closed at once, as Kafka does (KafkaChannel.prepare delays the close only of a
             # failed authentication after the handshake, i.e. SASL)
@@ -172,7 +193,8 @@ class Server:
             log.warning("connections refused", ip=ip, listener=listener, reason=reason, count=due[0])
 
     async def _close_idle_and_stalled(self) -> None:
-        interval = min(1.0, max(0.05, min(self._idle_s, self._receive_timeout_s) / 4))
+        idle_s, receive_timeout_s = self.settings.idle_s, self.settings.receive_timeout_s
+        interval = min(1.0, max(0.05, min(idle_s, receive_timeout_s) / 4))
         while True:
             await asyncio.sleep(interval)
             now = self.broker.clock.monotonic()
@@ -184,9 +206,9 @@ class Server:
                     conn.last_activity,
                     conn.frame_started,
                     conn.writing_since,
-                    conn._busy,
-                    self._idle_s,
-                    self._receive_timeout_s,
+                    conn.busy,
+                    idle_s,
+                    receive_timeout_s,
                 )
                 if reason is not None:
                     log.info("closing connection", peer=conn.peer, reason=reason)

@@ -15,7 +15,7 @@ import structlog
 from minibroker.broker.config import BrokerConfig
 from minibroker.broker.durability import Durability, run_durably
 from minibroker.broker.dynamic_config import DynamicConfigs
-from minibroker.broker.limits import raise_open_file_limit
+from minibroker.broker.limits import ConnectionSettings, raise_open_file_limit
 from minibroker.broker.observe import build_request_observer
 from minibroker.broker.scheduler import LoopScheduler
 from minibroker.broker.security.service import Security
@@ -91,7 +91,7 @@ class Broker:
         )
         # listeners, SASL, SCRAM, ACLs
         self.security = Security(config, self.data_dir, self.durability.write_file)
-        self.server = Server(self)
+        self.server = Server(self, ConnectionSettings.from_config(config))
         self.metrics = None
         if config["minibroker.metrics.port"] is not None:
             from minibroker.broker.metrics import BrokerMetrics  # prometheus_client takes ~90 ms to import

@@ -29,6 +29,9 @@ import socket
 import time
 import uuid
 import warnings
+from collections.abc import Callable, Generator, Iterator
+from types import ModuleType
+from typing import Any
 
 import pytest
 
@@ -66,7 +69,7 @@ class TopicCreationError(RuntimeError):
     """The broker refused a `kafka_topic(...)` creation; the message is the broker's."""
 
 
-def _kafka_admin_module():
+def _kafka_admin_module() -> ModuleType:
     """kafka.admin, imported only by the fixtures that need kafka-python."""
     with _kafka_import_warnings_ignored():
         import kafka.admin  # noqa: PLC0415 - only for the fixtures that need kafka-python
@@ -75,7 +78,7 @@ def _kafka_admin_module():
 
 
 @contextlib.contextmanager
-def _kafka_import_warnings_ignored():
+def _kafka_import_warnings_ignored() -> Iterator[None]:
     """Inside pytest's own warning capture (its hook wrappers are outermost), so these two filters
     win over the ini's and the command line's, `-W error::DeprecationWarning` included: the
     warnings are kafka-python's use of the standard library, whoever imports it (a fixture here or
@@ -87,13 +90,15 @@ def _kafka_import_warnings_ignored():
 
 
 @pytest.hookimpl(wrapper=True)
-def pytest_collection(session: pytest.Session):
+def pytest_collection(session: pytest.Session) -> Generator[None, object, object]:
     with _kafka_import_warnings_ignored():
         return (yield)
 
 
 @pytest.hookimpl(wrapper=True)
-def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
+def pytest_runtest_protocol(
+    item: pytest.Item, nextitem: pytest.Item | None
+) -> Generator[None, object, object]:
     with _kafka_import_warnings_ignored():
         return (yield)
 
@@ -139,7 +144,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 @pytest.fixture(scope="session")
-def minibroker(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
+def minibroker(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[BrokerProcess | ExternalBroker]:
     """The session's broker; see the module docstring."""
     external = os.environ.get(BOOTSTRAP_ENV, "").strip()
     if external:
@@ -169,12 +176,12 @@ def minibroker(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPath
 
 
 @pytest.fixture(scope="session")
-def kafka_bootstrap_servers(minibroker) -> str:
+def kafka_bootstrap_servers(minibroker: BrokerProcess | ExternalBroker) -> str:
     return minibroker.bootstrap_servers
 
 
 @pytest.fixture(scope="session")
-def kafka_admin(kafka_bootstrap_servers):
+def kafka_admin(kafka_bootstrap_servers: str) -> Iterator[Any]:  # kafka-python has no types
     admin = _kafka_admin_module().KafkaAdminClient(
         bootstrap_servers=kafka_bootstrap_servers,
         client_id="minibroker-pytest-admin",
@@ -190,7 +197,7 @@ def _topic_stem(name: str) -> str:
 
 
 @pytest.fixture
-def kafka_topic(request: pytest.FixtureRequest, kafka_admin):
+def kafka_topic(request: pytest.FixtureRequest, kafka_admin: Any) -> Iterator[Callable[..., str]]:
     """Factory: `kafka_topic(partitions=1, configs=None, prefix=None)` creates a new uniquely
     named topic, waits until the broker reports it, and returns its name."""
     new_topic = _kafka_admin_module().NewTopic
@@ -233,7 +240,7 @@ def _refusal(name: str, exc: Exception) -> str:
     return f"kafka_topic: could not create topic {name}: {what}: {text[:300]}"
 
 
-def _wait_for_topic(admin, name: str, partitions: int) -> None:
+def _wait_for_topic(admin: Any, name: str, partitions: int) -> None:
     deadline = time.monotonic() + _TOPIC_TIMEOUT_S
     while True:
         described = admin.describe_topics([name])
@@ -254,7 +261,9 @@ def _wait_for_topic(admin, name: str, partitions: int) -> None:
 
 
 @pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
     handle = item.config.stash.get(_BROKER_KEY, None)
     if handle is None or "minibroker" not in getattr(item, "fixturenames", ()):

@@ -29,7 +29,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 START_TIMEOUT = 30.0  # generous: a loaded CI runner may take seconds to import Python packages
 STOP_TIMEOUT = 15.0
@@ -76,7 +76,7 @@ _CONSOLE_ERROR = re.compile(r"\[(?:error|critical)\s*\]\s+(\S.*?)(?:\s{2,}|$)(.*
 _CONSOLE_PROBLEM = re.compile(r"""\bproblem=(?:"(.*?)"|'(.*?)'|(\S+))""")
 
 
-def properties(config: dict | None = None, **kwargs) -> dict[str, object]:
+def properties(config: dict[str, object] | None = None, **kwargs: object) -> dict[str, object]:
     """Merge a dict of dotted property names with keyword arguments (underscores for dots)."""
     merged: dict[str, object] = dict(config or {})
     merged.update({key.replace("_", "."): value for key, value in kwargs.items()})
@@ -89,7 +89,7 @@ class BrokerProcess:
 
     def __init__(
         self,
-        data_dir: str | os.PathLike,
+        data_dir: str | os.PathLike[str],
         overrides: dict[str, object] | None = None,
         *,
         host: str = "127.0.0.1",
@@ -107,7 +107,7 @@ class BrokerProcess:
         self.log_format = log_format
         self.extra_args = list(extra_args or [])
         self.port: int | None = None
-        self.proc: subprocess.Popen | None = None
+        self.proc: subprocess.Popen[bytes] | None = None
         self.log_path = self.data_dir / LOG_NAME
         # Outside the data directory, and this object's own: a second broker started on a directory
         # that is in use (refused by the data-dir lock) must not delete the running one's port file.
@@ -325,13 +325,13 @@ class BrokerProcess:
 
 @contextlib.contextmanager
 def broker(
-    config: dict | None = None,
+    config: dict[str, object] | None = None,
     *,
-    data_dir: str | os.PathLike | None = None,
+    data_dir: str | os.PathLike[str] | None = None,
     profile: str = "test",
     log_level: str = "info",
     start_timeout: float = START_TIMEOUT,
-    **props,
+    **props: object,
 ) -> Iterator[BrokerProcess]:
     """A running broker for the duration of the `with` block, then a clean SIGTERM stop.
 
@@ -354,7 +354,9 @@ def broker(
 
 
 @contextlib.asynccontextmanager
-async def async_broker(config: dict | None = None, **kwargs) -> AsyncIterator[BrokerProcess]:
+async def async_broker(
+    config: dict[str, object] | None = None, **kwargs: Any
+) -> AsyncIterator[BrokerProcess]:
     """`broker()` for asyncio code: start and stop run in a worker thread so the event loop
     (and the test's own clients on it) keep running meanwhile."""
     manager = broker(config, **kwargs)

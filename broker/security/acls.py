@@ -137,7 +137,7 @@ class AclBinding:
             return self.resource_name == name or self.resource_name == WILDCARD
         return name.startswith(self.resource_name)
 
-    def to_json(self) -> list:
+    def to_json(self) -> list[int | str]:
         return [
             self.resource_type,
             self.resource_name,

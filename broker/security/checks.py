@@ -1,14 +1,33 @@
 """Authorization checks shared by several handlers (the config APIs address topics and brokers
 alike)."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Protocol
+
 from minibroker.broker.security.acls import CLUSTER_NAME
 from minibroker.broker.security.acls import ResourceType as Res
 from minibroker.protocol.errors import ErrorCode
 
+if TYPE_CHECKING:
+    from minibroker.broker.context import RequestContext
+
 _CONFIG_TOPIC, _CONFIG_BROKER = 2, 4  # ConfigResource.Type
 
 
-def config_resource_denial(ctx, resource_type: int, name: str, operation: int) -> ErrorCode | None:
+class ConfigResource(Protocol):
+    """A config request's resource (DescribeConfigs, AlterConfigs, IncrementalAlterConfigs)."""
+
+    @property
+    def resource_type(self) -> int: ...
+
+    @property
+    def resource_name(self) -> str: ...
+
+
+def config_resource_denial(
+    ctx: RequestContext, resource_type: int, name: str, operation: int
+) -> ErrorCode | None:
     """Kafka: DESCRIBE_CONFIGS/ALTER_CONFIGS on the topic, or on the cluster for a broker; the
     error to answer, or None when allowed."""
     if resource_type == _CONFIG_BROKER:
@@ -22,7 +41,7 @@ def config_resource_denial(ctx, resource_type: int, name: str, operation: int) -
     return None  # other resource types are refused by the handler itself
 
 
-def denied_config_result(resource, error: ErrorCode) -> dict:
+def denied_config_result(resource: ConfigResource, error: ErrorCode) -> dict[str, Any]:
     return dict(
         error_code=error,
         error_message=None,

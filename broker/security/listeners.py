@@ -12,7 +12,7 @@ import ssl
 from dataclasses import dataclass
 
 import structlog
-from minibroker.broker.config import ConfigError, parse_listener_entry
+from minibroker.broker.config import BrokerConfig, ConfigError, parse_listener_entry
 from minibroker.broker.security.settings import SUPPORTED_MECHANISMS
 from minibroker.broker.security.x500 import BadName, subject_name
 
@@ -23,10 +23,14 @@ PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 
 @dataclass
 class Listener:
+    """One listener and its own settings (Kafka's `listener.name.<name>.` overrides applied)."""
+
     name: str
     protocol: str
     host: str
     port: int
+    # sasl.server.max.receive.size: the largest frame read before authentication (SASL only)
+    sasl_max_receive_size: int
     ssl_context: ssl.SSLContext | None = None
     mechanisms: tuple[str, ...] = ()
     advertised_host: str = ""
@@ -62,7 +66,7 @@ def _protocol_map(value: str) -> dict[str, str]:
     return mapping
 
 
-def ssl_context(config, name: str) -> ssl.SSLContext:
+def ssl_context(config: BrokerConfig, name: str) -> ssl.SSLContext:
     """A server TLS context from the listener's PEM keystore (chain + key) and truststore."""
     keystore = config.for_listener(name, "ssl.keystore.location")
     if not keystore:
@@ -84,7 +88,7 @@ def ssl_context(config, name: str) -> ssl.SSLContext:
     return ctx
 
 
-def _mechanisms(config, name: str) -> tuple[str, ...]:
+def _mechanisms(config: BrokerConfig, name: str) -> tuple[str, ...]:
     raw = config.for_listener(name, "sasl.enabled.mechanisms") or ""
     mechs = tuple(m.strip().upper() for m in raw.split(",") if m.strip())
     unknown = [m for m in mechs if m not in SUPPORTED_MECHANISMS]
@@ -96,7 +100,7 @@ def _mechanisms(config, name: str) -> tuple[str, ...]:
     return mechs
 
 
-def parse_listeners(config) -> list[Listener]:
+def parse_listeners(config: BrokerConfig) -> list[Listener]:
     """Every configured listener, validated; TLS contexts built (raises ConfigError). Those that
     controller.listener.names names (a KRaft controller's, as in Kafka's stock server.properties)
     are neither bound nor advertised: on one node, nothing talks to a controller."""
@@ -110,7 +114,13 @@ def parse_listeners(config) -> list[Listener]:
             raise ConfigError(f"listeners: listener {name} has no entry in listener.security.protocol.map")
         if any(existing.name == name for existing in listeners):
             raise ConfigError(f"listeners: listener {name} is given twice")
-        listener = Listener(name, protocols[name], host or "0.0.0.0", port)
+        listener = Listener(
+            name,
+            protocols[name],
+            host or "0.0.0.0",
+            port,
+            config.for_listener(name, "sasl.server.max.receive.size"),
+        )
         if listener.uses_tls:
             listener.ssl_context = ssl_context(config, name)
         if listener.uses_sasl:

@@ -15,6 +15,8 @@ from minibroker.broker.security.scram_store import BY_NAME as SCRAM_MECHANISMS
 from minibroker.broker.security.scram_store import AuthenticationFailed, ScramStore
 
 if TYPE_CHECKING:
+    from minibroker.broker.config import BrokerConfig
+    from minibroker.broker.security.listeners import Listener
     from minibroker.broker.security.scram import ScramServer
 
 API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE = 18, 17, 36
@@ -62,7 +64,7 @@ class PlainServer:
 class SaslMechanisms:
     """Builds the server side of each mechanism a listener offers."""
 
-    def __init__(self, config, scram_store: ScramStore, listeners) -> None:
+    def __init__(self, config: BrokerConfig, scram_store: ScramStore, listeners: list[Listener]) -> None:
         self.scram_store = scram_store
         self.plain_users: dict[str, dict[str, str]] = {}
         for lst in listeners:
@@ -88,7 +90,7 @@ class SaslMechanisms:
 class Session:
     """Who is on a connection and how far its authentication got."""
 
-    def __init__(self, listener, client_host: str, principal: str = ANONYMOUS) -> None:
+    def __init__(self, listener: Listener, client_host: str, principal: str = ANONYMOUS) -> None:
         self.listener = listener
         self.client_host = client_host
         self.principal = principal

@@ -8,6 +8,7 @@ import base64
 import hashlib
 import hmac
 import secrets
+from collections.abc import Callable
 
 from minibroker.broker.security.scram_store import (
     BY_NAME,
@@ -58,7 +59,10 @@ class ScramServer:
     """One server-side SCRAM exchange: client-first -> server-first, client-final -> server-final."""
 
     def __init__(
-        self, mechanism: str, store: ScramStore, server_nonce=lambda: secrets.token_urlsafe(18)
+        self,
+        mechanism: str,
+        store: ScramStore,
+        server_nonce: Callable[[], str] = lambda: secrets.token_urlsafe(18),
     ) -> None:
         self.mechanism = mechanism
         self._server_nonce = server_nonce  # tests pass RFC 7677's fixed nonce

@@ -14,6 +14,7 @@ import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from minibroker.protocol.errors import ErrorCode
 from minibroker.storage.durable_files import atomic_write
@@ -36,8 +37,10 @@ class ScramCredential:
     server_key: bytes
     iterations: int
 
-    def to_json(self) -> dict:
-        enc = lambda b: base64.b64encode(b).decode()  # noqa: E731
+    def to_json(self) -> dict[str, str | int]:
+        def enc(b: bytes) -> str:
+            return base64.b64encode(b).decode()
+
         return dict(
             salt=enc(self.salt),
             stored_key=enc(self.stored_key),
@@ -46,7 +49,7 @@ class ScramCredential:
         )
 
     @classmethod
-    def from_json(cls, d: dict) -> ScramCredential:
+    def from_json(cls, d: dict[str, Any]) -> ScramCredential:  # as json.loads gives it
         dec = base64.b64decode
         return cls(dec(d["salt"]), dec(d["stored_key"]), dec(d["server_key"]), int(d["iterations"]))
 

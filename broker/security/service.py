@@ -5,9 +5,10 @@ hangs off the Broker as `broker.security`; handlers reach it through RequestCont
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import structlog
-from minibroker.broker.config import ConfigError
+from minibroker.broker.config import BrokerConfig, ConfigError
 from minibroker.broker.security.acl_store import AclStore
 from minibroker.broker.security.authorizer import Authorizer, all_operations
 from minibroker.broker.security.listeners import parse_listeners
@@ -15,11 +16,16 @@ from minibroker.broker.security.sasl import ANONYMOUS, SaslMechanisms
 from minibroker.broker.security.scram_store import BY_NAME, ScramStore, parse_add_scram
 from minibroker.storage.durable_files import atomic_write
 
+if TYPE_CHECKING:
+    from minibroker.broker.security.sasl import Session
+
 log = structlog.get_logger("minibroker.broker.security")
 
 
 class Security:
-    def __init__(self, config, data_dir: str, write: Callable[[str, bytes], None] = atomic_write) -> None:
+    def __init__(
+        self, config: BrokerConfig, data_dir: str, write: Callable[[str, bytes], None] = atomic_write
+    ) -> None:
         """``write``: how the stores replace their files on a request (the broker's
         ``Durability.write_file``)."""
         self.listeners = parse_listeners(config)
@@ -58,19 +64,19 @@ class Security:
             self._scram_to_save = False
 
     # --- authorization (handlers call these through RequestContext) ---------------------------
-    def allowed(self, session, operation: int, resource_type: int, name: str) -> bool:
+    def allowed(self, session: Session | None, operation: int, resource_type: int, name: str) -> bool:
         if self.authorizer is None:
             return True
         principal, host = (session.principal, session.client_host) if session else (ANONYMOUS, "")
         return self.authorizer.authorize(principal, host, operation, resource_type, name)
 
-    def allowed_any(self, session, operation: int, resource_type: int) -> bool:
+    def allowed_any(self, session: Session | None, operation: int, resource_type: int) -> bool:
         if self.authorizer is None:
             return True
         principal, host = (session.principal, session.client_host) if session else (ANONYMOUS, "")
         return self.authorizer.authorize_any(principal, host, operation, resource_type)
 
-    def authorized_operations(self, session, resource_type: int, name: str) -> int:
+    def authorized_operations(self, session: Session | None, resource_type: int, name: str) -> int:
         if self.authorizer is None:
             return all_operations(resource_type)
         principal, host = (session.principal, session.client_host) if session else (ANONYMOUS, "")

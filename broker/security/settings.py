@@ -25,11 +25,11 @@ class Property:
     check_doc: str = ""
 
 
-def _positive(v) -> bool:
+def _positive(v: int) -> bool:
     return v > 0
 
 
-def _one_of(*values: str):
+def _one_of(*values: str) -> Callable[[Any], bool]:
     return lambda v: v in values
 
 

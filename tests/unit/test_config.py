@@ -113,7 +113,6 @@ def test_kafka_properties_minibroker_does_not_implement_are_accepted_and_not_des
         "listener.name.internal.socket.send.buffer.bytes",
         "num.io.threads",
     ]
-    assert config.kafka_value("num.io.threads") == "8"
     assert "num.io.threads" not in dict(config.items())  # DescribeConfigs lists what minibroker does
 
 
@@ -221,6 +220,18 @@ def test_the_stock_kafka_file_is_read_without_problems():
         ("PLAINTEXT", "PLAINTEXT", "0.0.0.0", 9092)
     ]
     assert (listeners[0].advertised_host, listeners[0].advertised_port) == ("localhost", 9092)
+
+
+def test_sasl_max_receive_size_is_read_per_listener():
+    config = BrokerConfig(
+        {
+            "listeners": "INTERNAL://127.0.0.1:0,EXTERNAL://127.0.0.1:0",
+            "listener.security.protocol.map": "INTERNAL:SASL_PLAINTEXT,EXTERNAL:SASL_PLAINTEXT",
+            "listener.name.internal.sasl.server.max.receive.size": "1024",
+        }
+    )
+    sizes = {lst.name: lst.sasl_max_receive_size for lst in parse_listeners(config)}
+    assert sizes == {"INTERNAL": 1024, "EXTERNAL": 524288}
 
 
 def test_controller_listeners_are_skipped_wherever_they_are_named():

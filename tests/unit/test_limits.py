@@ -6,9 +6,11 @@ served in arrival order."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 
 import pytest
-from minibroker.broker.limits import RequestBudget
+from minibroker.broker.config import BrokerConfig
+from minibroker.broker.limits import ConnectionSettings, RequestBudget
 
 
 def test_stalled_frames_hold_only_what_they_sent():
@@ -115,3 +117,35 @@ def test_unbounded_bytes_never_fill():
     budget = RequestBudget(max_requests=1, max_bytes=-1)
     budget.charge(1 << 40)
     assert not budget.full()
+
+
+def test_connection_settings_are_read_once_under_kafkas_names():
+    cases = {  # property: (value set, field, value read)
+        "socket.request.max.bytes": ("1000", "max_request_bytes", 1000),
+        "max.connections": ("7", "max_connections", 7),
+        "max.connections.per.ip": ("3", "max_connections_per_ip", 3),
+        "queued.max.requests": ("5", "queued_max_requests", 5),
+        "queued.max.request.bytes": ("-1", "queued_max_request_bytes", -1),
+        "connections.max.idle.ms": ("1500", "idle_s", 1.5),
+        "minibroker.request.receive.timeout.ms": ("2500", "receive_timeout_s", 2.5),
+        "minibroker.ssl.handshake.timeout.ms": ("3500", "ssl_handshake_timeout_s", 3.5),
+        "connection.failed.authentication.delay.ms": ("0", "failed_authentication_delay_s", 0.0),
+    }
+    assert {field for _, field, _ in cases.values()} == {
+        f.name for f in dataclasses.fields(ConnectionSettings)
+    }
+    settings = ConnectionSettings.from_config(
+        BrokerConfig({name: raw for name, (raw, _, _) in cases.items()})
+    )
+    assert {field: getattr(settings, field) for _, field, _ in cases.values()} == {
+        field: read for _, field, read in cases.values()
+    }
+    # Kafka's defaults where nothing is set
+    defaults = ConnectionSettings.from_config(BrokerConfig())
+    assert (defaults.max_request_bytes, defaults.queued_max_requests, defaults.idle_s) == (
+        104857600,
+        500,
+        600.0,
+    )
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        defaults.max_connections = 1  # type: ignore[misc]
