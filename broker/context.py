@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
@@ -23,6 +25,7 @@ if TYPE_CHECKING:
     from minibroker.storage.log_manager import LogManager
 
 T = TypeVar("T")
+K = TypeVar("K", bound=Hashable)
 
 
 class HandlerServices(Protocol):
@@ -114,3 +117,18 @@ class RequestContext:
         if listener is None:
             return self.broker.host, self.broker.port
         return listener.advertised_host, listener.advertised_port
+
+
+def each_once(items: Sequence[T], key: Callable[[T], K]) -> Iterator[tuple[T, bool]]:
+    """Kafka's rule for a name (topic, partition) given more than once in one request: it is
+    answered once, with an error, and nothing is done for it. Yields (item, repeated) for every
+    item whose key is unique and for the first of each repeated key, in request order."""
+    counts = Counter(key(item) for item in items)
+    seen: set[K] = set()
+    for item in items:
+        k = key(item)
+        if counts[k] == 1:
+            yield item, False
+        elif k not in seen:
+            seen.add(k)
+            yield item, True

@@ -35,15 +35,7 @@ async def handle(ctx: RequestContext, req: CreateAclsRequest) -> CreateAclsRespo
         )
     results, valid = [], []
     for c in req.creations:
-        binding = AclBinding(
-            c.resource_type,
-            c.resource_name,
-            c.resource_pattern_type,
-            c.principal,
-            c.host,
-            c.operation,
-            c.permission_type,
-        )
+        binding = AclBinding.of_creation(c)
         try:
             binding.validate()
         except InvalidAcl as exc:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from minibroker.broker.context import each_once
 from minibroker.broker.durability import registry_written
 from minibroker.broker.limits import partition_limit_error
 from minibroker.broker.security.acls import Operation as Op
@@ -73,18 +75,17 @@ async def handle(ctx: RequestContext, req: CreatePartitionsRequest) -> CreatePar
         if added
         else None
     )
-    results, seen = [], set()
-    for t in req.topics:
-        if counts[t.name] > 1:  # Kafka answers a repeated name once, with INVALID_REQUEST
-            if t.name not in seen:
-                results.append(
-                    dict(
-                        name=t.name,
-                        error_code=ErrorCode.invalid_request,
-                        error_message=f"topic {t.name} appears more than once",
-                    )
+    results = []
+    named: Sequence[CreatePartitionsTopic] = req.topics
+    for t, repeated in each_once(named, lambda t: t.name):
+        if repeated:  # Kafka answers a repeated name once, with INVALID_REQUEST
+            results.append(
+                dict(
+                    name=t.name,
+                    error_code=ErrorCode.invalid_request,
+                    error_message=f"topic {t.name} appears more than once",
                 )
-            seen.add(t.name)
+            )
         elif t.name in denied:
             results.append(dict(name=t.name, error_code=ErrorCode.topic_authorization_failed))
         elif req.timeout.total_seconds() <= 0:  # Kafka's controller gives up on a past deadline

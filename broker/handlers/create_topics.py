@@ -12,6 +12,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from minibroker.broker.context import each_once
 from minibroker.broker.durability import registry_written
 from minibroker.broker.limits import partition_limit_error
 from minibroker.broker.security.acls import CLUSTER_NAME
@@ -163,19 +164,15 @@ async def handle(ctx: RequestContext, req: CreateTopicsRequest) -> CreateTopicsR
         if requested
         else None
     )
-    topics, seen = [], set()
-    for t in req.topics:
-        if counts[t.name] > 1:
-            # Kafka answers a name given twice once, with INVALID_REQUEST, and creates nothing.
-            if t.name not in seen:
-                topics.append(
-                    _error(
-                        t.name,
-                        ErrorCode.invalid_request,
-                        f"topic {t.name} appears more than once in the request",
-                    )
+    topics = []
+    named: Sequence[CreatableTopic] = req.topics
+    for t, repeated in each_once(named, lambda t: t.name):
+        if repeated:  # Kafka answers a name given twice once, with INVALID_REQUEST, and creates nothing
+            topics.append(
+                _error(
+                    t.name, ErrorCode.invalid_request, f"topic {t.name} appears more than once in the request"
                 )
-            seen.add(t.name)
+            )
         elif t.name in denied:
             topics.append(_error(t.name, ErrorCode.topic_authorization_failed, None))
         elif timed_out:  # Kafka's controller gives up at once on a deadline already past

@@ -38,15 +38,7 @@ async def handle(ctx: RequestContext, req: DeleteAclsRequest) -> DeleteAclsRespo
     filters, problems = [], {}
     wanted: Sequence[DeleteAclsFilter] = req.filters
     for i, f in enumerate(wanted):
-        acl_filter = AclFilter(
-            f.resource_type_filter,
-            f.resource_name_filter,
-            f.pattern_type_filter,
-            f.principal_filter,
-            f.host_filter,
-            f.operation,
-            f.permission_type,
-        )
+        acl_filter = AclFilter.of_request(f)
         try:
             acl_filter.validate()
             filters.append(acl_filter)

@@ -33,15 +33,7 @@ async def handle(ctx: RequestContext, req: DescribeAclsRequest) -> DescribeAclsR
             error_message=None,
             resources=[],
         )
-    acl_filter = AclFilter(
-        req.resource_type_filter,
-        req.resource_name_filter,
-        req.pattern_type_filter,
-        req.principal_filter,
-        req.host_filter,
-        req.operation,
-        req.permission_type,
-    )
+    acl_filter = AclFilter.of_request(req)
     try:
         acl_filter.validate()
     except InvalidAcl as exc:

@@ -11,11 +11,12 @@ from __future__ import annotations
 import uuid
 from typing import TYPE_CHECKING
 
+from minibroker.broker.cluster import partition_leadership
 from minibroker.broker.security.acls import Operation as Op
 from minibroker.broker.security.acls import ResourceType as Res
 from minibroker.protocol.errors import ErrorCode
 from minibroker.storage.errors import KafkaStorageError
-from minibroker.storage.log_manager import LEADER_EPOCH, validate_topic_name
+from minibroker.storage.log_manager import validate_topic_name
 
 if TYPE_CHECKING:
     from minibroker.broker.api_types import DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse
@@ -29,15 +30,7 @@ _ZERO_UUID = uuid.UUID(int=0)
 
 def _partition(node: int, index: int) -> dict:
     return dict(
-        error_code=ErrorCode.none,
-        partition_index=index,
-        leader_id=node,
-        leader_epoch=LEADER_EPOCH,
-        replica_nodes=[node],
-        isr_nodes=[node],
-        eligible_leader_replicas=[],
-        last_known_elr=[],
-        offline_replicas=[],
+        partition_leadership(node, index), eligible_leader_replicas=[], last_known_elr=[], offline_replicas=[]
     )
 
 

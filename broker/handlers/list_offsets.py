@@ -5,9 +5,10 @@ Kafka does not know, gets UNSUPPORTED_VERSION; a partition named twice gets INVA
 
 from __future__ import annotations
 
-from collections import Counter
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from minibroker.broker.context import each_once
 from minibroker.broker.handlers.fetch import leader_epoch_error
 from minibroker.broker.security.acls import Operation as Op
 from minibroker.broker.security.acls import ResourceType as Res
@@ -58,20 +59,18 @@ def _lookup(
 
 
 def _partitions(ctx: RequestContext, t: ListOffsetsTopic, isolation: int) -> list[dict]:
-    counts = Counter(p.partition_index for p in t.partitions)
-    out, seen = [], set()
-    for p in t.partitions:
-        if counts[p.partition_index] > 1:
-            if p.partition_index not in seen:
-                out.append(
-                    dict(
-                        partition_index=p.partition_index,
-                        error_code=ErrorCode.invalid_request,
-                        timestamp=-1,
-                        offset=-1,
-                    )
+    out = []
+    asked: Sequence[ListOffsetsPartition] = t.partitions
+    for p, repeated in each_once(asked, lambda p: p.partition_index):
+        if repeated:
+            out.append(
+                dict(
+                    partition_index=p.partition_index,
+                    error_code=ErrorCode.invalid_request,
+                    timestamp=-1,
+                    offset=-1,
                 )
-            seen.add(p.partition_index)
+            )
             continue
         out.append(_lookup(ctx.broker, t.name, p, isolation, ctx.api_version))
     return out

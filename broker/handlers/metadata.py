@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import structlog
+from minibroker.broker.cluster import partition_leadership
 from minibroker.broker.limits import partition_limit_error
 from minibroker.broker.security.acls import CLUSTER_NAME
 from minibroker.broker.security.acls import Operation as Op
@@ -23,7 +24,7 @@ from minibroker.broker.security.authorizer import OPERATIONS_NOT_REQUESTED
 from minibroker.protocol.codec import field
 from minibroker.protocol.errors import ErrorCode
 from minibroker.storage.errors import KafkaStorageError
-from minibroker.storage.log_manager import LEADER_EPOCH, validate_topic_name
+from minibroker.storage.log_manager import validate_topic_name
 
 if TYPE_CHECKING:
     from minibroker.broker.api_types import MetadataRequest, MetadataRequestTopic, MetadataResponse
@@ -55,17 +56,7 @@ def topic_entry(
         name=name,
         topic_id=info.topic_id,
         is_internal=info.internal,
-        partitions=[
-            dict(
-                error_code=ErrorCode.none,
-                partition_index=p,
-                leader_id=node,
-                leader_epoch=LEADER_EPOCH,
-                replica_nodes=[node],
-                isr_nodes=[node],
-            )
-            for p in range(info.num_partitions)
-        ],
+        partitions=[partition_leadership(node, p) for p in range(info.num_partitions)],
         topic_authorized_operations=authorized_operations,
     )
 

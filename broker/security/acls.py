@@ -97,6 +97,27 @@ class InvalidAcl(ValueError):
     """The binding or filter cannot be stored or used; the message is sent to the client."""
 
 
+#: the request's fields in the order of AclBinding's and AclFilter's
+_CREATION_FIELDS = (
+    "resource_type",
+    "resource_name",
+    "resource_pattern_type",
+    "principal",
+    "host",
+    "operation",
+    "permission_type",
+)
+_FILTER_FIELDS = (
+    "resource_type_filter",
+    "resource_name_filter",
+    "pattern_type_filter",
+    "principal_filter",
+    "host_filter",
+    "operation",
+    "permission_type",
+)
+
+
 @dataclass(frozen=True)
 class AclBinding:
     resource_type: int
@@ -106,6 +127,11 @@ class AclBinding:
     host: str
     operation: int
     permission: int
+
+    @classmethod
+    def of_creation(cls, c: object) -> AclBinding:
+        """From a CreateAcls creation (a missing field fails loudly, never defaults)."""
+        return cls(*(getattr(c, name) for name in _CREATION_FIELDS))
 
     def validate(self) -> None:
         if self.resource_type not in SUPPORTED_OPERATIONS:
@@ -158,6 +184,11 @@ class AclFilter:
     host: str | None
     operation: int
     permission: int
+
+    @classmethod
+    def of_request(cls, f: object) -> AclFilter:
+        """From a DescribeAcls request or a DeleteAcls filter (the same fields)."""
+        return cls(*(getattr(f, name) for name in _FILTER_FIELDS))
 
     def validate(self) -> None:
         if (
