@@ -114,11 +114,11 @@ async def _generate(data_dir: str, transactions: int, commits: int, backoff_ms: 
         broker.logs.create_topic(TOPIC, 1, {})
         plog = broker.get_log(TOPIC, 0)
         txns = broker.txns
-        err, pid, epoch = await broker.run_durably(txns.init_producer_id(TXN_ID, 60_000))
+        err, pid, epoch = await broker.coordinators.run(txns, txns.init_producer_id(TXN_ID, 60_000))
         assert err == ErrorCode.none, err
         started = time.perf_counter()
         for seq in range(transactions):
-            err = await broker.run_durably(txns.add_partitions(TXN_ID, pid, epoch, [(TOPIC, 0)]))
+            err = await broker.coordinators.run(txns, txns.add_partitions(TXN_ID, pid, epoch, [(TOPIC, 0)]))
             assert err == ErrorCode.none, err
             batch = build_batch(
                 [(None, b"x")],
@@ -129,7 +129,7 @@ async def _generate(data_dir: str, transactions: int, commits: int, backoff_ms: 
             )
             txns.verify_produce(TXN_ID, TOPIC, 0, batch, 11)
             plog.append(batch)
-            err = await broker.run_durably(txns.end_txn(TXN_ID, pid, epoch, True))
+            err = await broker.coordinators.run(txns, txns.end_txn(TXN_ID, pid, epoch, True))
             assert err == ErrorCode.none, err
             if seq % 200 == 0:
                 await asyncio.sleep(0)  # the broker's duties (cleaner, timers) get their turn

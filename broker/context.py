@@ -3,25 +3,23 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol
 
 from minibroker.protocol.codec import build, response_class
 
 if TYPE_CHECKING:
     from minibroker.broker.config import BrokerConfig
+    from minibroker.broker.coordinator_runtime import CoordinatorRuntime
     from minibroker.broker.durability import Durability
     from minibroker.broker.dynamic_config import DynamicConfigs
     from minibroker.broker.security.sasl import Session
     from minibroker.broker.security.service import Security
     from minibroker.broker.waiters import DataWaiters
-    from minibroker.coordinator.collaborators import DurableOp
     from minibroker.coordinator.groups import GroupCoordinator
     from minibroker.coordinator.transactions import TransactionCoordinator
     from minibroker.protocol.errors import ErrorCode
     from minibroker.storage.log import PartitionLog
     from minibroker.storage.log_manager import LogManager
-
-T = TypeVar("T")
 
 
 class HandlerServices(Protocol):
@@ -35,12 +33,11 @@ class HandlerServices(Protocol):
     logs: LogManager
     groups: GroupCoordinator
     txns: TransactionCoordinator
+    coordinators: CoordinatorRuntime  # runs the coordinators' operations, answers parked ones
     security: Security
     durability: Durability
     data_waiters: DataWaiters
     dynamic_configs: DynamicConfigs
-
-    async def run_durably(self, op: DurableOp[T]) -> T: ...
 
     def get_log(self, topic: str, partition: int) -> PartitionLog | None: ...
 

@@ -15,20 +15,22 @@ from typing import TypeVar
 
 import structlog
 from minibroker.broker.config import BrokerConfig
-from minibroker.broker.durability import Durability, run_durably
+from minibroker.broker.coordinator_runtime import CoordinatorRuntime
+from minibroker.broker.durability import Durability
 from minibroker.broker.dynamic_config import DynamicConfigs
 from minibroker.broker.limits import raise_open_file_limit
 from minibroker.broker.observe import build_request_observer
-from minibroker.broker.scheduler import LoopScheduler
 from minibroker.broker.security.service import Security
 from minibroker.broker.server import Server
 from minibroker.broker.waiters import DataWaiters
-from minibroker.coordinator.collaborators import DurableOp
+from minibroker.common.clock import SYSTEM_CLOCK
+from minibroker.common.faults import Faults
 from minibroker.coordinator.group_metadata_manager import GroupMetadataManager
+from minibroker.coordinator.group_settings import GroupSettings
 from minibroker.coordinator.group_store import LogOffsetsStore
 from minibroker.coordinator.groups import GroupCoordinator
 from minibroker.coordinator.producer_ids import ProducerIdManager
-from minibroker.coordinator.transactions import TransactionCoordinator
+from minibroker.coordinator.transactions import TransactionCoordinator, TransactionSettings
 from minibroker.coordinator.txn_log import LogTxnStore
 from minibroker.protocol.errors import ErrorCode
 from minibroker.storage.data_dir_lock import DataDirLock
@@ -58,25 +60,34 @@ class Broker:
             raise
 
     def _build(self, config: BrokerConfig) -> None:
+        self.clock = SYSTEM_CLOCK  # the one clock every coordinator reads
+        # the named crash points (minibroker.test.fault): one object for every layer that has some
+        self.faults = Faults.from_property(config["minibroker.test.fault"])
         self.durability = Durability()  # every fsync of the running broker, off the event loop
         self.logs = LogManager(self.data_dir, config, flusher=self.durability)
         self.dynamic_configs = DynamicConfigs(self.data_dir, config, self.logs, self.durability.write_file)
         self.producer_ids = ProducerIdManager(self.data_dir)
         self.data_waiters = DataWaiters()
-        scheduler = LoopScheduler()
+        # runs every coordinator operation, their timers and duties (on the loop)
+        self.coordinators = CoordinatorRuntime(self.durability)
+        group_settings = GroupSettings.from_config(config)
         group_metadata = GroupMetadataManager(
-            config,
+            group_settings,
             store=LogOffsetsStore(self.logs, config["offsets.topic.num.partitions"]),
             topics=self.logs,
-            clock=scheduler.now_ms,
+            clock=self.clock,
         )
-        self.groups = GroupCoordinator(config, manager=group_metadata, scheduler=scheduler)
+        self.groups = GroupCoordinator(
+            group_settings, manager=group_metadata, clock=self.clock, scheduler=self.coordinators
+        )
         self.txns = TransactionCoordinator(
-            config,
+            TransactionSettings.from_config(config),
             store=LogTxnStore(self.logs, config["transaction.state.log.num.partitions"]),
             logs=self.logs,
             groups=self.groups,
             producer_ids=self.producer_ids,
+            clock=self.clock,
+            faults=self.faults,
         )
         # listeners, SASL, SCRAM, ACLs
         self.security = Security(config, self.data_dir, self.durability.write_file)
@@ -141,7 +152,7 @@ class Broker:
         self.groups.load()  # replays __consumer_offsets
         phase_done("group_load")
         # replays __transaction_state, completes or aborts what was open
-        await self.run_durably(self.txns.load())
+        await self.coordinators.run(self.txns, self.txns.load())
         phase_done("transaction_load")
         self._check_producer_id_counter()
         await self.server.serve()
@@ -177,6 +188,7 @@ class Broker:
         """Stop serving, then close the logs and release the lock; False (lock kept) when a file
         of the clean stop could not be written."""
         self.groups.close()  # answer parked JoinGroup/SyncGroup now instead of after the grace period
+        await self.coordinators.close()  # the coordinators' periodic duties
         self.data_waiters.close()  # answer parked long-poll Fetches now too
         await self.server.stop()
         if self.metrics is not None:
@@ -225,10 +237,6 @@ class Broker:
                 next_id=self.producer_ids.next_id,
             )
 
-    async def run_durably(self, op: DurableOp[T]) -> T:
-        """Run a transaction coordinator operation, waiting for the disk where it asks to."""
-        return await run_durably(op, self.durability)
-
     def every(self, interval_ms: int, duty, name: str) -> None:
         """Run `duty()` on the event loop every interval (background duties: flush, expiry)."""
 
@@ -256,21 +264,7 @@ class Broker:
         self.every(
             self.config["log.retention.check.interval.ms"], self.logs.delete_old_segments, "log-retention"
         )
-        self.every(
-            self.config["offsets.retention.check.interval.ms"],
-            self.groups.expire_offsets,
-            "offsets-expiration",
-        )
-        self.every(
-            self.txns.abort_interval_ms,
-            lambda: self.run_durably(self.txns.abort_timed_out_transactions()),
-            "txn-abort-timed-out",
-        )
-        self.every(
-            self.txns.remove_interval_ms,
-            lambda: self.run_durably(self.txns.remove_expired_transactional_ids()),
-            "txn-remove-expired",
-        )
+        self._start_coordinator_duties()
         if self.config["log.cleaner.enable"]:
             loop = asyncio.get_running_loop()
             cleaner = self.logs.cleaner
@@ -284,6 +278,24 @@ class Broker:
             self.config["producer.id.expiration.check.interval.ms"],
             lambda: self.logs.remove_expired_producers(int(time.time() * 1000)),
             "producer-expiration",
+        )
+
+    def _start_coordinator_duties(self) -> None:
+        runtime, txns, settings = self.coordinators, self.txns, self.txns.settings
+        runtime.every(
+            self.config["offsets.retention.check.interval.ms"],
+            "offsets-expiration",
+            self.groups.expire_offsets,
+        )
+        runtime.every(
+            settings.abort_interval_ms,
+            "txn-abort-timed-out",
+            lambda: runtime.run(txns, txns.abort_timed_out_transactions()),
+        )
+        runtime.every(
+            settings.remove_interval_ms,
+            "txn-remove-expired",
+            lambda: runtime.run(txns, txns.remove_expired_transactional_ids()),
         )
 
     # --- shared helpers for handlers ------------------------------------------------------------

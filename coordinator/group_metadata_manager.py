@@ -18,15 +18,16 @@ system has room (`room_again`, checked at most every `RETRY_INTERVAL_MS`).
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
 import structlog
+from minibroker.common.clock import Clock
 from minibroker.coordinator import group_records
-from minibroker.coordinator.collaborators import Config, OffsetsStore, TopicCatalog
+from minibroker.coordinator.collaborators import OffsetsStore, TopicCatalog
 from minibroker.coordinator.group_metadata import Group, GroupState, Member, OffsetAndMetadata
+from minibroker.coordinator.group_settings import GroupSettings
 from minibroker.coordinator.partitioning import partition_for
 from minibroker.protocol.errors import ErrorCode
 from minibroker.storage.errors import KafkaStorageError
@@ -34,7 +35,6 @@ from minibroker.storage.errors import KafkaStorageError
 __all__ = [
     "GroupMetadataManager",
     "TopicPartition",
-    "config_value",
     "storage_error_for_commit",
     "storage_error_for_group",
 ]
@@ -42,7 +42,6 @@ __all__ = [
 log = structlog.get_logger("minibroker.coordinator.groups")
 
 E = ErrorCode
-OFFSET_METADATA_MAX_BYTES = 4096  # Kafka's offset.metadata.max.bytes default
 #: A partition that could not be written is tried again only with this much room on its file
 #: system (a group metadata record is a few KiB; this leaves room for more than one write).
 ROOM_TO_RESUME_BYTES = 1 << 20
@@ -53,16 +52,6 @@ TopicPartition = tuple[str, int]
 T = TypeVar("T")
 #: (topic, partition), offset, leader epoch, metadata
 OffsetEntry = tuple[TopicPartition, int, int, str | None]
-
-
-def config_value(config: Config, name: str, default: T) -> T:
-    """A broker property, or `default` where the config lacks it (unit tests pass a dict). The
-    broker's config parses each property to the type of its default."""
-    try:
-        value: T | None = config[name]
-    except (KeyError, TypeError):
-        return default
-    return default if value is None else value
 
 
 @dataclass(slots=True)
@@ -76,12 +65,12 @@ class Unwritable:
 
 class GroupMetadataManager:
     def __init__(
-        self, config: Config, *, store: OffsetsStore, topics: TopicCatalog, clock: Callable[[], int]
+        self, settings: GroupSettings, *, store: OffsetsStore, topics: TopicCatalog, clock: Clock
     ) -> None:
-        self.config = config
+        self.settings = settings
         self.store = store  # __consumer_offsets
         self.topics = topics  # which topics exist (offsets for others are refused)
-        self._now = clock
+        self.clock = clock
         self.groups: dict[str, Group] = {}
         # producer id -> ids of groups holding its pending transactional offsets
         self._txn_groups: dict[int, set[str]] = {}
@@ -91,16 +80,19 @@ class GroupMetadataManager:
         self.unwritable: dict[int, Unwritable] = {}
         self.on_unwritable: Callable[[int], None] | None = None
 
+    def _now_ms(self) -> int:
+        return self.clock.wall_ms()
+
     @property
     def metadata_max_bytes(self) -> int:
-        return config_value(self.config, "offset.metadata.max.bytes", OFFSET_METADATA_MAX_BYTES)
+        return self.settings.offset_metadata_max_bytes
 
     def partition_for(self, group_id: str) -> int:
         """The __consumer_offsets partition that holds this group (Kafka's formula)."""
         return partition_for(group_id, self.store.num_partitions())
 
     def add_group(self, group_id: str) -> Group:
-        group = self.groups[group_id] = Group(group_id, GroupState.EMPTY, self._now())
+        group = self.groups[group_id] = Group(group_id, GroupState.EMPTY, self._now_ms())
         return group
 
     # --- partitions that cannot be written ----------------------------------------------------------
@@ -132,7 +124,7 @@ class GroupMetadataManager:
     def _give_up(self, partition: int, exc: Exception) -> None:
         if partition in self.unwritable:
             return
-        now = self._now()
+        now = self._now_ms()
         self.unwritable[partition] = Unwritable(str(exc), now, now)
         path, free = self.space(partition)
         log.warning(
@@ -162,7 +154,7 @@ class GroupMetadataManager:
         state = self.unwritable.get(partition)
         if state is None:
             return True
-        now = self._now()
+        now = self._now_ms()
         if now - state.checked_ms < RETRY_INTERVAL_MS:
             return False
         state.checked_ms = now
@@ -230,7 +222,7 @@ class GroupMetadataManager:
     def _offset_records(
         self, group_id: str, valid: list[OffsetEntry]
     ) -> tuple[list[tuple[TopicPartition, OffsetAndMetadata]], list[tuple[bytes, bytes | None]]]:
-        now = self._now()
+        now = self._now_ms()
         values = [
             (
                 tp,
@@ -400,7 +392,7 @@ class GroupMetadataManager:
             group.generation_id,
             group.protocol_name,
             group.leader_id,
-            self._now(),
+            self._now_ms(),
             tuple(members),
         )
         record = (group_records.encode_group_key(group.group_id), group_records.encode_group_value(value))
@@ -423,7 +415,7 @@ class GroupMetadataManager:
         except Exception as exc:  # noqa: BLE001
             log.warning("group delete append failed", group=group_id, error=str(exc))
             return storage_error_for_group(exc)
-        group.transition_to(GroupState.DEAD, self._now())
+        group.transition_to(GroupState.DEAD, self._now_ms())
         for producer_id in group.pending_txn_offsets:
             self._txn_groups.get(producer_id, set()).discard(group_id)
         del self.groups[group_id]
@@ -437,8 +429,8 @@ class GroupMetadataManager:
         offset of a group that never had members (standalone commits) once it was committed
         that long ago; offsets waiting for a transaction stay. An Empty group left without
         offsets is removed (group tombstone). Returns how many offsets expired."""
-        now = self._now() if now_ms is None else now_ms
-        retention_ms = int(config_value(self.config, "offsets.retention.minutes", 10080)) * 60_000
+        now = self._now_ms() if now_ms is None else now_ms
+        retention_ms = self.settings.offsets_retention_ms
         expired_total = 0
         for group in list(self.groups.values()):
             if not group.is_state(GroupState.EMPTY):
@@ -517,7 +509,7 @@ class GroupMetadataManager:
     # --- loading ----------------------------------------------------------------------------------
     def load(self) -> None:
         """Rebuild groups and offsets from __consumer_offsets (called once at broker start)."""
-        started = time.monotonic()
+        started = self.clock.monotonic()
         records = 0
         for partition in range(self.store.num_partitions()):
             records += self._load_partition(partition)
@@ -527,7 +519,7 @@ class GroupMetadataManager:
             groups=len(self.groups),
             records=records,
             pending_txns=len(self._txn_groups),
-            ms=round((time.monotonic() - started) * 1000, 1),
+            ms=round((self.clock.monotonic() - started) * 1000, 1),
         )
 
     def _load_partition(self, partition: int) -> int:
@@ -565,7 +557,7 @@ class GroupMetadataManager:
                 del self.groups[group_id]
 
     def _restore_group(self, group_id: str, value: group_records.GroupValue | None) -> Group:
-        group = Group(group_id, GroupState.EMPTY, self._now())
+        group = Group(group_id, GroupState.EMPTY, self._now_ms())
         self.groups[group_id] = group
         if value is None:
             return group

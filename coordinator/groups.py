@@ -9,15 +9,17 @@ parts by job:
   shutdown;
 - coordinator/group_join.py (`GroupMembership`): the membership state machine, Empty ->
   PreparingRebalance -> CompletingRebalance -> Stable, and its timers; JoinGroup and SyncGroup
-  arrive as the values of coordinator/group_requests.py and are answered through callbacks,
-  now or when the rebalance gets there;
+  arrive as the values of coordinator/group_requests.py; their answers are parked responses of
+  the coordinator runtime (coordinator/runtime.py `Deferred`), completed now or when the
+  rebalance gets there;
 - coordinator/group_metadata_manager.py (`GroupMetadataManager`, Kafka's seam): the groups both
   work on and __consumer_offsets. It appends group metadata and offsets before a request is
   answered, stages transactional offsets until their marker, expires offsets and replays the
   topic at startup.
 
-It knows nothing about sockets: time comes from an injected `coordinator.collaborators.Scheduler`
-(broker/scheduler.py on the event loop, a fake clock in unit tests). A partition of
+It knows nothing about sockets: time comes from an injected `common.clock.Clock` and timers from a
+`coordinator.collaborators.Scheduler` (the coordinator runtime's, broker/coordinator_runtime.py,
+on the event loop; a fake clock in unit tests); its settings are a frozen `GroupSettings`. A partition of
 __consumer_offsets that cannot be written (a full disk) is given up as Kafka gives up a partition
 of a failed log dir: its groups are unloaded and answer NOT_COORDINATOR until it has room again
 (`coordinates`), instead of rebalancing to a new generation on every failed write.
@@ -29,19 +31,22 @@ from collections.abc import Iterable
 from typing import Any
 
 import structlog
-from minibroker.coordinator.collaborators import Config, Scheduler
+from minibroker.common.clock import Clock
+from minibroker.coordinator.collaborators import Scheduler
 from minibroker.coordinator.group_join import GroupMembership, current_member_error
 from minibroker.coordinator.group_metadata import (
     Group,
     GroupState,
-    JoinCallback,
+    JoinAnswer,
     JoinResult,
-    SyncCallback,
+    SyncAnswer,
     SyncResult,
 )
 from minibroker.coordinator.group_metadata_manager import GroupMetadataManager, TopicPartition
 from minibroker.coordinator.group_requests import JoinRequest, SyncRequest
+from minibroker.coordinator.group_settings import GroupSettings
 from minibroker.coordinator.group_store import OFFSETS_TOPIC
+from minibroker.coordinator.runtime import Deferred
 from minibroker.protocol.errors import ErrorCode
 
 __all__ = ["GroupCoordinator", "JoinRequest", "OFFSETS_TOPIC", "SyncRequest"]
@@ -52,12 +57,15 @@ E = ErrorCode
 
 
 class GroupCoordinator:
-    def __init__(self, config: Config, *, manager: GroupMetadataManager, scheduler: Scheduler) -> None:
-        self.config = config
-        self.scheduler = scheduler
+    def __init__(
+        self, settings: GroupSettings, *, manager: GroupMetadataManager, clock: Clock, scheduler: Scheduler
+    ) -> None:
+        self.settings = settings
+        self.clock = clock
+        self.scheduler = scheduler  # the coordinator runtime's timers
         self.manager = manager  # the groups, their offsets and __consumer_offsets
         self.groups = manager.groups  # the one cache of groups, shared with the manager
-        self.membership = GroupMembership(config, manager=manager, scheduler=scheduler)
+        self.membership = GroupMembership(settings, manager=manager, clock=clock, scheduler=scheduler)
         manager.on_unwritable = self._partition_given_up
 
     def partition_for(self, group_id: str) -> int:
@@ -94,7 +102,7 @@ class GroupCoordinator:
         groups = self.manager.unload_partition(partition)
         for group in groups:
             self.membership.stop_group(group, E.not_coordinator)
-            group.transition_to(GroupState.DEAD, self.scheduler.now_ms())
+            group.transition_to(GroupState.DEAD, self.clock.wall_ms())
         log.info("groups unloaded", partition=partition, groups=len(groups))
 
     def _refusal(self, group_id: str) -> int | None:
@@ -110,21 +118,26 @@ class GroupCoordinator:
     # ===========================================================================================
     # Membership: JoinGroup, SyncGroup, Heartbeat, LeaveGroup (coordinator/group_join.py)
     # ===========================================================================================
-    def join_group(self, request: JoinRequest, callback: JoinCallback) -> None:
-        """Answer through `callback(JoinResult)`, now or when the rebalance completes."""
+    def join_group(self, request: JoinRequest) -> JoinAnswer:
+        """The JoinGroup's answer: completed now, or parked until the rebalance completes."""
+        answer: JoinAnswer = Deferred()
         error = self._refusal(request.group_id)
         if error is not None:
-            callback(JoinResult(error, request.member_id))
-            return
-        self.membership.join(request, callback)
+            answer.complete(JoinResult(error, request.member_id))
+        else:
+            self.membership.join(request, answer)
+        return answer
 
-    def sync_group(self, request: SyncRequest, callback: SyncCallback) -> None:
-        """Answer through `callback(SyncResult)`, now or once the leader's assignment is stored."""
+    def sync_group(self, request: SyncRequest) -> SyncAnswer:
+        """The SyncGroup's answer: completed now, or (a follower's, in CompletingRebalance)
+        parked until the leader's assignment is stored."""
+        answer: SyncAnswer = Deferred()
         error = self._refusal(request.group_id)
         if error is not None:
-            callback(SyncResult(error))
-            return
-        self.membership.sync(request, callback)
+            answer.complete(SyncResult(error))
+        else:
+            self.membership.sync(request, answer)
+        return answer
 
     def heartbeat(
         self, group_id: str, member_id: str, group_instance_id: str | None, generation_id: int

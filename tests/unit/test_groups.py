@@ -38,8 +38,12 @@ class FakeScheduler:
         self._heap: list = []
         self._seq = itertools.count()
 
-    def now_ms(self) -> int:
+    # common.clock.Clock: the same fake time
+    def wall_ms(self) -> int:
         return self.now
+
+    def monotonic(self) -> float:
+        return self.now / 1000
 
     class Handle:
         def __init__(self):
@@ -82,22 +86,18 @@ PROTOS = [("range", subscription("t")), ("roundrobin", subscription("t"))]
 
 
 class Box:
-    """Collects one callback result."""
+    """A JoinGroup's or SyncGroup's answer as the test sees it: parked, or done with a value."""
 
-    def __init__(self):
-        self.results = []
-
-    def __call__(self, result):
-        self.results.append(result)
+    def __init__(self, answer):
+        self.answer = answer
 
     @property
     def done(self):
-        return bool(self.results)
+        return self.answer.done
 
     @property
     def value(self):
-        assert len(self.results) == 1, self.results
-        return self.results[0]
+        return self.answer.result()
 
 
 @pytest.fixture
@@ -128,7 +128,6 @@ def join(
     skip=False,
     client="c",
 ):
-    box = Box()
     request = JoinRequest(
         group_id=group,
         member_id=member_id,
@@ -142,15 +141,12 @@ def join(
         require_known_member_id=require_known,
         supports_skip_assignment=skip,
     )
-    gc.join_group(request, box)
-    return box
+    return Box(gc.join_group(request))
 
 
 def sync(gc, member_id, generation, assignments=None, group="g", instance=None, ptype=None, pname=None):
-    box = Box()
     request = SyncRequest(group, generation, member_id, instance, ptype, pname, assignments or {})
-    gc.sync_group(request, box)
-    return box
+    return Box(gc.sync_group(request))
 
 
 def join_new(gc, clock, **kw):

@@ -8,6 +8,7 @@ import datetime
 
 import pytest
 from minibroker.broker.context import RequestContext
+from minibroker.broker.coordinator_runtime import CoordinatorRuntime
 from minibroker.broker.handlers import (
     delete_groups,
     describe_groups,
@@ -21,8 +22,8 @@ from minibroker.broker.handlers import (
     offset_fetch,
     sync_group,
 )
-from minibroker.broker.scheduler import LoopScheduler
 from minibroker.broker.security.authorizer import all_operations
+from minibroker.common.clock import SYSTEM_CLOCK
 from minibroker.protocol.codec import build, encode_response, request_class
 from minibroker.protocol.errors import ErrorCode as E
 
@@ -48,8 +49,11 @@ class AllowAll:
 
 
 def make_broker():
-    gc = group_coordinator(dict(CONFIG), store=MemoryOffsetsStore(1), scheduler=LoopScheduler())
-    return FakeBroker(groups=gc, node_id=7, host="broker.example", port=9999, security=AllowAll())
+    runtime = CoordinatorRuntime(durability=None)  # these tests' coordinator writes no records through it
+    gc = group_coordinator(dict(CONFIG), store=MemoryOffsetsStore(1), scheduler=runtime, clock=SYSTEM_CLOCK)
+    return FakeBroker(
+        groups=gc, coordinators=runtime, node_id=7, host="broker.example", port=9999, security=AllowAll()
+    )
 
 
 def ctx_for(broker, module, version):
