@@ -96,6 +96,7 @@ def internal_sizes(data_dir: str) -> dict[str, float]:
 async def _generate(data_dir: str, transactions: int, commits: int, backoff_ms: int) -> dict:
     import structlog
     from minibroker.broker.cli import build_config, parse_args
+    from minibroker.broker.coordinator_runtime import CoordinatorRuntime
     from minibroker.broker.logging import configure
     from minibroker.broker.state import Broker
     from minibroker.protocol.errors import ErrorCode
@@ -108,6 +109,7 @@ async def _generate(data_dir: str, transactions: int, commits: int, backoff_ms: 
     )
     broker = Broker(config)
     broker.durability = _no_fsync()
+    broker.coordinators = CoordinatorRuntime(broker.durability)  # the driver waits on that one
     await broker.start()
     out: dict = {}
     try:
@@ -139,7 +141,9 @@ async def _generate(data_dir: str, transactions: int, commits: int, backoff_ms: 
         started = time.perf_counter()
         groups = broker.groups
         for i in range(commits):
-            result = groups.commit_offsets(GROUP, "", None, -1, [(TOPIC, 0, i + 1, -1, None)])
+            result = await broker.coordinators.run(
+                groups, groups.commit_offsets(GROUP, "", None, -1, [(TOPIC, 0, i + 1, -1, None)])
+            )
             assert set(result.values()) == {0}, result
             if i % 200 == 0:
                 await asyncio.sleep(0)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import TypeAlias
 
 from minibroker.coordinator.collaborators import TimerHandle
 from minibroker.coordinator.group_records import MemberIdentity
@@ -86,8 +87,8 @@ class SyncResult:
 
 #: Where a JoinGroup or SyncGroup waits for its answer (a parked response of the coordinator
 #: runtime, completed now or when the rebalance gets there).
-JoinAnswer = Deferred[JoinResult]
-SyncAnswer = Deferred[SyncResult]
+JoinAnswer: TypeAlias = Deferred[JoinResult]
+SyncAnswer: TypeAlias = Deferred[SyncResult]
 
 
 @dataclass(slots=True, eq=False)

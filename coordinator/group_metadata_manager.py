@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import structlog
 from minibroker.common.clock import Clock
@@ -52,6 +52,22 @@ TopicPartition = tuple[str, int]
 T = TypeVar("T")
 #: (topic, partition), offset, leader epoch, metadata
 OffsetEntry = tuple[TopicPartition, int, int, str | None]
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetsRecord:
+    """The group coordinator's record for the coordinator runtime: one batch of a group's
+    committed offsets, plain or (producer_id >= 0) inside that producer's transaction, pending
+    until its marker. `write` appends it (and numbers its offsets), `replay` applies it."""
+
+    group_id: str
+    offsets: tuple[tuple[TopicPartition, OffsetAndMetadata], ...]
+    producer_id: int = -1
+    producer_epoch: int = -1
+
+    @property
+    def transactional(self) -> bool:
+        return self.producer_id >= 0
 
 
 @dataclass(slots=True)
@@ -219,47 +235,54 @@ class GroupMetadataManager:
         info = self.topics.topics.get(topic)
         return info is not None and 0 <= partition < info.num_partitions
 
-    def _offset_records(
-        self, group_id: str, valid: list[OffsetEntry]
-    ) -> tuple[list[tuple[TopicPartition, OffsetAndMetadata]], list[tuple[bytes, bytes | None]]]:
+    def offsets_record(
+        self, group_id: str, valid: list[OffsetEntry], producer_id: int = -1, producer_epoch: int = -1
+    ) -> OffsetsRecord:
+        """The record of an OffsetCommit (or, with a producer, a TxnOffsetCommit)."""
         now = self._now_ms()
-        values = [
-            (
-                tp,
-                OffsetAndMetadata(
-                    offset, leader_epoch if leader_epoch is not None else -1, metadata or "", now
-                ),
-            )
-            for tp, offset, leader_epoch, metadata in valid
-        ]
-        records: list[tuple[bytes, bytes | None]] = [
-            (
-                group_records.encode_offset_key(group_id, tp[0], tp[1]),
-                group_records.encode_offset_value(
-                    group_records.OffsetValue(om.offset, om.leader_epoch, om.metadata, om.commit_timestamp)
-                ),
-            )
-            for tp, om in values
-        ]
-        return values, records
+        offsets = tuple(
+            (tp, OffsetAndMetadata(offset, -1 if epoch is None else epoch, metadata or "", now))
+            for tp, offset, epoch, metadata in valid
+        )
+        return OffsetsRecord(group_id, offsets, producer_id, producer_epoch)
 
-    def store_offsets(
-        self, group: Group, valid: list[OffsetEntry], results: dict[TopicPartition, int]
-    ) -> None:
-        """Append the committed offsets, then make them the group's (Kafka's storeOffsets)."""
-        values, records = self._offset_records(group.group_id, valid)
-        try:
-            base = self._append(group.group_id, records)
-        except Exception as exc:  # noqa: BLE001 - storage failure -> retriable error
-            error = storage_error_for_commit(exc)
-            log.warning("offset commit append failed", group=group.group_id, error=str(exc))
-            for tp, _ in values:
-                results[tp] = error
+    # --- the coordinator runtime's shard: write and replay ----------------------------------------
+    def write(self, records: Sequence[OffsetsRecord]) -> Sequence[Any]:
+        """Append each record as one batch of the group's partition (a transactional one inside
+        its producer's transaction) and number its offsets by their place in the log. Nothing to
+        wait for here: the answer barrier (broker/connection.py) covers a log its flush policy
+        made due, as for every record of __consumer_offsets."""
+        for record in records:
+            base = self._append(
+                record.group_id,
+                [
+                    (
+                        group_records.encode_offset_key(record.group_id, tp[0], tp[1]),
+                        group_records.encode_offset_value(
+                            group_records.OffsetValue(
+                                om.offset, om.leader_epoch, om.metadata, om.commit_timestamp
+                            )
+                        ),
+                    )
+                    for tp, om in record.offsets
+                ],
+                producer_id=record.producer_id,
+                producer_epoch=record.producer_epoch,
+                transactional=record.transactional,
+            )
+            for i, (_, om) in enumerate(record.offsets):
+                om.record_offset = base + i
+        return ()
+
+    def replay(self, record: OffsetsRecord) -> None:
+        """Make written offsets the group's (Kafka's storeOffsets), or its producer's pending
+        ones until the marker."""
+        group = self.groups.get(record.group_id) or self.add_group(record.group_id)
+        if not record.transactional:
+            group.offsets.update(record.offsets)
             return
-        for i, (tp, om) in enumerate(values):
-            om.record_offset = base + i
-            group.offsets[tp] = om
-            results[tp] = E.none
+        group.pending_txn_offsets.setdefault(record.producer_id, {}).update(record.offsets)
+        self._txn_groups.setdefault(record.producer_id, set()).add(record.group_id)
 
     def fetch_offsets(
         self, group_id: str, partitions: Iterable[TopicPartition] | None, require_stable: bool = False
@@ -314,39 +337,6 @@ class GroupMetadataManager:
         return E.none, results
 
     # --- transactional offsets (KIP-447) ------------------------------------------------------------
-    def store_txn_offsets(
-        self,
-        group: Group,
-        producer_id: int,
-        producer_epoch: int,
-        valid: list[OffsetEntry],
-        results: dict[TopicPartition, int],
-    ) -> None:
-        """Append offsets inside the producer's transaction; they stay pending (invisible to
-        OffsetFetch, UNSTABLE_OFFSET_COMMIT with require_stable) until `complete_txn`."""
-        group_id = group.group_id
-        values, records = self._offset_records(group_id, valid)
-        try:
-            base = self._append(
-                group_id,
-                records,
-                producer_id=producer_id,
-                producer_epoch=producer_epoch,
-                transactional=True,
-            )
-        except Exception as exc:  # noqa: BLE001
-            error = storage_error_for_commit(exc)
-            log.warning("transactional offset append failed", group=group_id, error=str(exc))
-            for tp, _ in values:
-                results[tp] = error
-            return
-        pending = group.pending_txn_offsets.setdefault(producer_id, {})
-        for i, (tp, om) in enumerate(values):
-            om.record_offset = base + i
-            pending[tp] = om
-            results[tp] = E.none
-        self._txn_groups.setdefault(producer_id, set()).add(group_id)
-
     def complete_txn(self, producer_id: int, commit: bool, partition: int | None = None) -> None:
         """The marker for `producer_id` was written to __consumer_offsets (`partition`, or every
         partition if None): apply (commit) or drop (abort) its pending offsets there."""

@@ -27,7 +27,7 @@ of a failed log dir: its groups are unloaded and answer NOT_COORDINATOR until it
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import structlog
@@ -42,11 +42,16 @@ from minibroker.coordinator.group_metadata import (
     SyncAnswer,
     SyncResult,
 )
-from minibroker.coordinator.group_metadata_manager import GroupMetadataManager, TopicPartition
+from minibroker.coordinator.group_metadata_manager import (
+    GroupMetadataManager,
+    OffsetsRecord,
+    TopicPartition,
+    storage_error_for_commit,
+)
 from minibroker.coordinator.group_requests import JoinRequest, SyncRequest
 from minibroker.coordinator.group_settings import GroupSettings
 from minibroker.coordinator.group_store import OFFSETS_TOPIC
-from minibroker.coordinator.runtime import Deferred
+from minibroker.coordinator.runtime import Deferred, Operation, Write
 from minibroker.protocol.errors import ErrorCode
 
 __all__ = ["GroupCoordinator", "JoinRequest", "OFFSETS_TOPIC", "SyncRequest"]
@@ -71,6 +76,13 @@ class GroupCoordinator:
     def partition_for(self, group_id: str) -> int:
         """The __consumer_offsets partition that holds this group (Kafka's formula)."""
         return self.manager.partition_for(group_id)
+
+    # --- the coordinator runtime's shard (coordinator/runtime.py) -------------------------------
+    def write(self, records: Sequence[OffsetsRecord]) -> Sequence[Any]:
+        return self.manager.write(records)
+
+    def replay(self, record: OffsetsRecord) -> None:
+        self.manager.replay(record)
 
     # --- __consumer_offsets partitions that cannot be written -----------------------------------
     def coordinates(self, group_id: str) -> bool:
@@ -169,9 +181,10 @@ class GroupCoordinator:
         generation_id: int,
         offsets: Iterable[tuple[str, int, int, int, str | None]],
         api_version: int = 0,
-    ) -> dict[TopicPartition, int]:
-        """OffsetCommit: offsets are (topic, partition, offset, leader_epoch, metadata).
-        Returns the error code of every partition."""
+    ) -> Operation[dict[TopicPartition, int]]:
+        """OffsetCommit: offsets are (topic, partition, offset, leader_epoch, metadata). An
+        operation of the coordinator runtime; its response is the error code of every
+        partition."""
         offsets = list(offsets)
         if not self.coordinates(group_id):
             return {(t, p): E.not_coordinator for t, p, *_ in offsets}
@@ -202,7 +215,26 @@ class GroupCoordinator:
             group = self.manager.add_group(group_id)
         elif group.state in (GroupState.STABLE, GroupState.PREPARING_REBALANCE) and group.has(member_id):
             self.membership.schedule_heartbeat(group, group.members[member_id])
-        self.manager.store_offsets(group, valid, results)
+        return (yield from self._store_offsets(self.manager.offsets_record(group_id, valid), results))
+
+    def _store_offsets(
+        self, record: OffsetsRecord, results: dict[TopicPartition, int]
+    ) -> Operation[dict[TopicPartition, int]]:
+        """Have the runtime append the offsets and apply them (`replay`); a storage failure
+        answers its retriable error for each of them."""
+        try:
+            yield Write((record,), durable=False)
+        except Exception as exc:  # noqa: BLE001 - storage failure -> retriable error
+            error = storage_error_for_commit(exc)
+            log.warning(
+                "offset commit append failed",
+                group=record.group_id,
+                transactional=record.transactional,
+                error=str(exc),
+            )
+            results.update((tp, error) for tp, _ in record.offsets)
+            return results
+        results.update((tp, E.none) for tp, _ in record.offsets)
         return results
 
     def _validate_offset_commit(
@@ -275,8 +307,9 @@ class GroupCoordinator:
         member_id: str,
         group_instance_id: str | None,
         offsets: Iterable[tuple[str, int, int, int, str | None]],
-    ) -> dict[TopicPartition, int]:
-        """TxnOffsetCommit: offsets are (topic, partition, offset, leader_epoch, metadata),
+    ) -> Operation[dict[TopicPartition, int]]:
+        """TxnOffsetCommit (an operation of the coordinator runtime): offsets are (topic,
+        partition, offset, leader_epoch, metadata),
         appended inside the producer's transaction; they stay pending (invisible to OffsetFetch,
         UNSTABLE_OFFSET_COMMIT with require_stable) until `complete_txn`. Pass generation_id=-1,
         member_id="", group_instance_id=None for requests below v3. Returns the error code of
@@ -295,11 +328,12 @@ class GroupCoordinator:
             return {(t, p): error for t, p, *_ in offsets}
         results: dict[TopicPartition, int] = {}
         valid = self.manager.check_offsets(offsets, results)
-        if valid:
-            if group is None:
-                group = self.manager.add_group(group_id)
-            self.manager.store_txn_offsets(group, producer_id, producer_epoch, valid, results)
-        return results
+        if not valid:
+            return results
+        if group is None:
+            self.manager.add_group(group_id)
+        record = self.manager.offsets_record(group_id, valid, producer_id, producer_epoch)
+        return (yield from self._store_offsets(record, results))
 
     def complete_txn(self, producer_id: int, commit: bool, partition: int | None = None) -> None:
         """The marker for `producer_id` was written to __consumer_offsets (`partition`, or every

@@ -183,3 +183,13 @@ def run_now(shard, op):
     except StopIteration as done:
         return done.value
     return resume(shard, op, step)
+
+
+def commit(gc, *args, **kwargs):
+    """OffsetCommit on a GroupCoordinator, run to its answer."""
+    return run_now(gc, gc.commit_offsets(*args, **kwargs))
+
+
+def stage(gc, *args, **kwargs):
+    """TxnOffsetCommit on a GroupCoordinator, run to its answer."""
+    return run_now(gc, gc.stage_txn_offsets(*args, **kwargs))
