@@ -8,7 +8,8 @@ fsync on commit either), replays them into the shard and answers; a storage fail
 back into the operation at its yield. `answer(deferred)` is the one place a parked response (a
 JoinGroup waiting for its rebalance, a follower's SyncGroup waiting for the assignment) becomes
 awaitable. The coordinators' timers (`call_later`, the `coordinator.collaborators.Scheduler`)
-and periodic duties (`every`) run here too, on the same loop.
+and the broker's periodic duties (`every`; `Broker.every` goes through it) run here too, on the
+same loop.
 """
 
 from __future__ import annotations
@@ -97,8 +98,9 @@ class CoordinatorRuntime:
         return asyncio.get_running_loop().call_later(max(delay_ms, 0) / 1000, _guarded(fn))
 
     def every(self, interval_ms: int, name: str, duty: Callable[[], object]) -> None:
-        """Run a coordinator duty every interval on the loop (awaiting it when it returns an
-        awaitable, e.g. `lambda: runtime.run(shard, shard.some_duty())`); `close()` stops them."""
+        """Run a duty every interval on the loop (awaiting it when it returns an awaitable, e.g.
+        `lambda: runtime.run(shard, shard.some_duty())`); `close()` stops them. The broker's one
+        scheduler of periodic duties: the coordinators' and, through `Broker.every`, storage's."""
 
         async def loop() -> None:
             while True:
@@ -108,12 +110,13 @@ class CoordinatorRuntime:
                     if inspect.isawaitable(result):
                         await result
                 except Exception:  # noqa: BLE001 - a failing duty is logged and retried
-                    log.exception("coordinator duty failed", duty=name)
+                    log.exception("background duty failed", duty=name)
 
         self._tasks.append(asyncio.create_task(loop(), name=name))
 
     async def close(self) -> None:
-        """Stop the periodic duties (the coordinators' own timers are cancelled by their close)."""
+        """Stop the periodic duties and wait for them (the coordinators' one-shot timers are
+        cancelled by their own close)."""
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)

@@ -103,7 +103,6 @@ class Broker:
         self.host = "127.0.0.1"
         self.port = 0  # advertised to clients
         self.bound_port = 0  # what the listener really bound (--port 0 picks one)
-        self._tasks: list[asyncio.Task] = []
         # the log object each partition's wake-up listener is attached to: a topic deleted and
         # created again gets a new PartitionLog, which needs its own listener
         self._watched: dict[tuple[str, int], object] = {}
@@ -188,14 +187,11 @@ class Broker:
         """Stop serving, then close the logs and release the lock; False (lock kept) when a file
         of the clean stop could not be written."""
         self.groups.close()  # answer parked JoinGroup/SyncGroup now instead of after the grace period
-        await self.coordinators.close()  # the coordinators' periodic duties
         self.data_waiters.close()  # answer parked long-poll Fetches now too
         await self.server.stop()
         if self.metrics is not None:
             await self.metrics.stop()
-        for task in self._tasks:
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self.coordinators.close()  # every periodic duty (Broker.every goes through it)
         self.durability.close()  # waits for an fsync round still running on the logs' files
         try:
             self.logs.close()
@@ -238,19 +234,9 @@ class Broker:
             )
 
     def every(self, interval_ms: int, duty, name: str) -> None:
-        """Run `duty()` on the event loop every interval (background duties: flush, expiry)."""
-
-        async def loop() -> None:
-            while True:
-                await asyncio.sleep(interval_ms / 1000)
-                try:
-                    result = duty()
-                    if asyncio.iscoroutine(result):
-                        await result
-                except Exception:  # noqa: BLE001 - a failing duty is logged and retried
-                    log.exception("background duty failed", duty=name)
-
-        self._tasks.append(asyncio.create_task(loop(), name=name))
+        """Run `duty()` on the event loop every interval (background duties: flush, expiry),
+        through the broker's one scheduler of periodic duties (the coordinator runtime's)."""
+        self.coordinators.every(interval_ms, name, duty)
 
     def _start_background_tasks(self) -> None:
         flush_ms = self.config["log.flush.interval.ms"]
