@@ -267,11 +267,11 @@ class Broker:
         )
 
     def _start_coordinator_duties(self) -> None:
-        runtime, txns, settings = self.coordinators, self.txns, self.txns.settings
+        runtime, groups, txns, settings = self.coordinators, self.groups, self.txns, self.txns.settings
         runtime.every(
             self.config["offsets.retention.check.interval.ms"],
             "offsets-expiration",
-            self.groups.expire_offsets,
+            lambda: runtime.run(groups, groups.expire_offsets()),
         )
         runtime.every(
             settings.abort_interval_ms,

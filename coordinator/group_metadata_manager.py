@@ -29,6 +29,7 @@ from minibroker.coordinator.collaborators import OffsetsStore, TopicCatalog
 from minibroker.coordinator.group_metadata import Group, GroupState, Member, OffsetAndMetadata
 from minibroker.coordinator.group_settings import GroupSettings
 from minibroker.coordinator.partitioning import partition_for
+from minibroker.coordinator.runtime import Operation, Write
 from minibroker.protocol.errors import ErrorCode
 from minibroker.storage.errors import KafkaStorageError
 
@@ -68,6 +69,21 @@ class OffsetsRecord:
     @property
     def transactional(self) -> bool:
         return self.producer_id >= 0
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetsRemoval:
+    """The group coordinator's other record: tombstones for a group's committed offsets of
+    `partitions`, and for the group itself when `group_gone` (DeleteGroups, the expiry of an
+    Empty group's last offsets)."""
+
+    group_id: str
+    partitions: tuple[TopicPartition, ...]
+    group_gone: bool = False
+
+
+#: What the group coordinator hands the coordinator runtime to write and replay.
+GroupRecord = OffsetsRecord | OffsetsRemoval
 
 
 @dataclass(slots=True)
@@ -247,12 +263,21 @@ class GroupMetadataManager:
         return OffsetsRecord(group_id, offsets, producer_id, producer_epoch)
 
     # --- the coordinator runtime's shard: write and replay ----------------------------------------
-    def write(self, records: Sequence[OffsetsRecord]) -> Sequence[Any]:
+    def write(self, records: Sequence[GroupRecord]) -> Sequence[Any]:
         """Append each record as one batch of the group's partition (a transactional one inside
-        its producer's transaction) and number its offsets by their place in the log. Nothing to
-        wait for here: the answer barrier (broker/connection.py) covers a log its flush policy
-        made due, as for every record of __consumer_offsets."""
+        its producer's transaction) and number committed offsets by their place in the log.
+        Nothing to wait for here: the answer barrier (broker/connection.py) covers a log its
+        flush policy made due, as for every record of __consumer_offsets."""
         for record in records:
+            if isinstance(record, OffsetsRemoval):
+                tombstones: list[tuple[bytes, bytes | None]] = [
+                    (group_records.encode_offset_key(record.group_id, t, p), None)
+                    for t, p in record.partitions
+                ]
+                if record.group_gone:
+                    tombstones.append((group_records.encode_group_key(record.group_id), None))
+                self._append(record.group_id, tombstones)
+                continue
             base = self._append(
                 record.group_id,
                 [
@@ -274,15 +299,30 @@ class GroupMetadataManager:
                 om.record_offset = base + i
         return ()
 
-    def replay(self, record: OffsetsRecord) -> None:
+    def replay(self, record: GroupRecord) -> None:
         """Make written offsets the group's (Kafka's storeOffsets), or its producer's pending
-        ones until the marker."""
+        ones until the marker; or drop removed offsets (and the group, Dead)."""
+        if isinstance(record, OffsetsRemoval):
+            self._remove(record)
+            return
         group = self.groups.get(record.group_id) or self.add_group(record.group_id)
         if not record.transactional:
             group.offsets.update(record.offsets)
             return
         group.pending_txn_offsets.setdefault(record.producer_id, {}).update(record.offsets)
         self._txn_groups.setdefault(record.producer_id, set()).add(record.group_id)
+
+    def _remove(self, record: OffsetsRemoval) -> None:
+        group = self.groups.get(record.group_id)
+        if group is None:
+            return
+        for tp in record.partitions:
+            group.offsets.pop(tp, None)
+        if record.group_gone:
+            group.transition_to(GroupState.DEAD, self._now_ms())
+            for producer_id in group.pending_txn_offsets:
+                self._txn_groups.get(producer_id, set()).discard(record.group_id)
+            del self.groups[record.group_id]
 
     def fetch_offsets(
         self, group_id: str, partitions: Iterable[TopicPartition] | None, require_stable: bool = False
@@ -310,7 +350,7 @@ class GroupMetadataManager:
 
     def delete_offsets(
         self, group: Group, partitions: list[TopicPartition]
-    ) -> tuple[int, dict[TopicPartition, int]]:
+    ) -> Operation[tuple[int, dict[TopicPartition, int]]]:
         """Tombstones for the group's offsets of existing partitions: (group error,
         per-partition errors)."""
         results: dict[TopicPartition, int] = {}
@@ -322,16 +362,11 @@ class GroupMetadataManager:
                 checked.append(tp)
         present = [tp for tp in checked if tp in group.offsets]
         if present:
-            records: list[tuple[bytes, bytes | None]] = [
-                (group_records.encode_offset_key(group.group_id, t, p), None) for t, p in present
-            ]
             try:
-                self._append(group.group_id, records)
+                yield Write((OffsetsRemoval(group.group_id, tuple(present)),), durable=False)
             except Exception as exc:  # noqa: BLE001
                 log.warning("offset delete append failed", group=group.group_id, error=str(exc))
                 return storage_error_for_group(exc), {}
-            for tp in present:
-                del group.offsets[tp]
         for tp in checked:
             results[tp] = E.none
         return E.none, results
@@ -393,26 +428,19 @@ class GroupMetadataManager:
             return storage_error_for_group(exc)
         return E.none
 
-    def delete_group(self, group: Group) -> int:
+    def delete_group(self, group: Group) -> Operation[int]:
         """Tombstones for an Empty group's offsets and metadata, then it is gone (Dead)."""
-        group_id = group.group_id
-        records: list[tuple[bytes, bytes | None]] = [
-            (group_records.encode_offset_key(group_id, t, p), None) for t, p in group.offsets
-        ]
-        records.append((group_records.encode_group_key(group_id), None))
         try:
-            self._append(group_id, records)
+            yield Write(
+                (OffsetsRemoval(group.group_id, tuple(group.offsets), group_gone=True),), durable=False
+            )
         except Exception as exc:  # noqa: BLE001
-            log.warning("group delete append failed", group=group_id, error=str(exc))
+            log.warning("group delete append failed", group=group.group_id, error=str(exc))
             return storage_error_for_group(exc)
-        group.transition_to(GroupState.DEAD, self._now_ms())
-        for producer_id in group.pending_txn_offsets:
-            self._txn_groups.get(producer_id, set()).discard(group_id)
-        del self.groups[group_id]
         return E.none
 
     # --- expiry -----------------------------------------------------------------------------------
-    def expire_offsets(self, now_ms: int | None = None) -> int:
+    def expire_offsets(self, now_ms: int | None = None) -> Operation[int]:
         """Kafka's cleanupGroupMetadata (every offsets.retention.check.interval.ms): committed
         offsets older than offsets.retention.minutes go, with tombstones in __consumer_offsets:
         all of an Empty group's offsets once it has been empty that long (KIP-211), each
@@ -447,22 +475,15 @@ class GroupMetadataManager:
             remove_group = len(doomed) == len(group.offsets) and not group.pending_txn_offsets
             if not doomed and not remove_group:
                 continue
-            records = [(group_records.encode_offset_key(group.group_id, t, p), None) for t, p in doomed]
-            if remove_group:
-                records.append((group_records.encode_group_key(group.group_id), None))
             if not self.is_writable(self.partition_for(group.group_id)):
                 continue  # given up after a storage failure: retried once it is loaded again
+            removal = OffsetsRemoval(group.group_id, tuple(doomed), group_gone=remove_group)
             try:
-                self._append(group.group_id, records)
+                yield Write((removal,), durable=False)
             except Exception as exc:  # noqa: BLE001 - retried at the next check
                 log.warning("offset expiration append failed", group=group.group_id, error=str(exc))
                 continue
-            for tp in doomed:
-                del group.offsets[tp]
             expired_total += len(doomed)
-            if remove_group:
-                group.transition_to(GroupState.DEAD, now)
-                del self.groups[group.group_id]
             log.info(
                 "expired committed offsets",
                 group=group.group_id,

@@ -44,6 +44,7 @@ from minibroker.coordinator.group_metadata import (
 )
 from minibroker.coordinator.group_metadata_manager import (
     GroupMetadataManager,
+    GroupRecord,
     OffsetsRecord,
     TopicPartition,
     storage_error_for_commit,
@@ -78,10 +79,10 @@ class GroupCoordinator:
         return self.manager.partition_for(group_id)
 
     # --- the coordinator runtime's shard (coordinator/runtime.py) -------------------------------
-    def write(self, records: Sequence[OffsetsRecord]) -> Sequence[Any]:
+    def write(self, records: Sequence[GroupRecord]) -> Sequence[Any]:
         return self.manager.write(records)
 
-    def replay(self, record: OffsetsRecord) -> None:
+    def replay(self, record: GroupRecord) -> None:
         self.manager.replay(record)
 
     # --- __consumer_offsets partitions that cannot be written -----------------------------------
@@ -267,8 +268,9 @@ class GroupCoordinator:
 
     def delete_offsets(
         self, group_id: str, partitions: Iterable[TopicPartition]
-    ) -> tuple[int, dict[TopicPartition, int]]:
-        """OffsetDelete: (group error, per-partition errors)."""
+    ) -> Operation[tuple[int, dict[TopicPartition, int]]]:
+        """OffsetDelete, an operation of the coordinator runtime: (group error, per-partition
+        errors)."""
         partitions = list(partitions)
         if not group_id:
             return E.invalid_group_id, {}
@@ -289,7 +291,7 @@ class GroupCoordinator:
                     eligible.append(tp)
         else:
             return E.non_empty_group, {}
-        error, deleted = self.manager.delete_offsets(group, eligible)
+        error, deleted = yield from self.manager.delete_offsets(group, eligible)
         if error != E.none:
             return error, {}
         results.update(deleted)
@@ -399,7 +401,8 @@ class GroupCoordinator:
             members=members,
         )
 
-    def delete_groups(self, group_ids: Iterable[str]) -> dict[str, int]:
+    def delete_groups(self, group_ids: Iterable[str]) -> Operation[dict[str, int]]:
+        """DeleteGroups, an operation of the coordinator runtime: the error of each group."""
         results: dict[str, int] = {}
         for group_id in group_ids:
             if not self.coordinates(group_id):
@@ -412,14 +415,15 @@ class GroupCoordinator:
             if not group.is_state(GroupState.EMPTY):
                 results[group_id] = E.non_empty_group
                 continue
-            results[group_id] = self.manager.delete_group(group)
+            results[group_id] = yield from self.manager.delete_group(group)
             if results[group_id] == E.none:
                 log.info("group deleted", group=group_id)
         return results
 
-    def expire_offsets(self, now_ms: int | None = None) -> int:
-        """Offsets past offsets.retention.minutes go (GroupMetadataManager.expire_offsets)."""
-        return self.manager.expire_offsets(now_ms)
+    def expire_offsets(self, now_ms: int | None = None) -> Operation[int]:
+        """Offsets past offsets.retention.minutes go (GroupMetadataManager.expire_offsets), a
+        duty of the coordinator runtime."""
+        return (yield from self.manager.expire_offsets(now_ms))
 
     def remove_topic_offsets(self, topic: str) -> int:
         """A topic was deleted: its committed offsets go too."""

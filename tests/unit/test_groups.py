@@ -27,7 +27,7 @@ from minibroker.coordinator.partitioning import java_string_hash, partition_for
 from minibroker.protocol.errors import ErrorCode as E
 from minibroker.storage.errors import KafkaStorageError
 
-from tests.unit.coordinator_fakes import MemoryOffsetsStore, commit, group_coordinator, stage
+from tests.unit.coordinator_fakes import MemoryOffsetsStore, commit, group_coordinator, run_now, stage
 
 
 class FakeScheduler:
@@ -544,15 +544,15 @@ def test_commit_storage_failure(gc, store):
 
 def test_delete_offsets_and_groups(gc, clock):
     commit(gc, "s", "", None, -1, [("t", 0, 5, -1, ""), ("u", 0, 6, -1, "")])
-    err, res = gc.delete_offsets("s", [("t", 0)])
+    err, res = run_now(gc, gc.delete_offsets("s", [("t", 0)]))
     assert err == E.none and res == {("t", 0): E.none}
     assert gc.fetch_offsets("s", None)[1] == [("u", 0, 6, -1, "", E.none)]
-    assert gc.delete_offsets("none", [("t", 0)]) == (E.group_id_not_found, {})
+    assert run_now(gc, gc.delete_offsets("none", [("t", 0)])) == (E.group_id_not_found, {})
     gen, (a,) = form_group(gc, clock, 1)
     commit(gc, "g", a, None, gen, [("t", 0, 1, -1, ""), ("other", 0, 1, -1, "")])
-    err, res = gc.delete_offsets("g", [("t", 0), ("other", 0)])
+    err, res = run_now(gc, gc.delete_offsets("g", [("t", 0), ("other", 0)]))
     assert res == {("t", 0): E.group_subscribed_to_topic, ("other", 0): E.none}
-    assert gc.delete_groups(["s", "g", "missing"]) == {
+    assert run_now(gc, gc.delete_groups(["s", "g", "missing"])) == {
         "s": E.none,
         "g": E.non_empty_group,
         "missing": E.group_id_not_found,
@@ -625,8 +625,8 @@ def test_replay_rebuilds_offsets_groups_and_txn_state(gc, clock, store):
     commit(gc, "g", a, None, gen, [("t", 0, 11, 1, "x"), ("t", 1, 12, -1, "")])
     commit(gc, "s", "", None, -1, [("t", 0, 5, -1, "")])
     commit(gc, "gone", "", None, -1, [("t", 0, 5, -1, "")])
-    gc.delete_groups(["gone"])
-    gc.delete_offsets("s", [("t", 0)])
+    run_now(gc, gc.delete_groups(["gone"]))
+    run_now(gc, gc.delete_offsets("s", [("t", 0)]))
     commit(gc, "s", "", None, -1, [("t", 2, 8, -1, "")])
     tp = [("t", 3, 30, -1, "")]
     stage(gc, 100, 0, "s", -1, "", None, tp)  # committed
@@ -875,7 +875,7 @@ def test_failed_commit_gives_up_only_its_partition_once(gc, clock, store):
     clock.advance(0)
     assert not gc.coordinates("g")
     assert gc.describe_group("g")[0] == E.not_coordinator
-    assert gc.delete_groups(["g"]) == {"g": E.not_coordinator}
+    assert run_now(gc, gc.delete_groups(["g"])) == {"g": E.not_coordinator}
     clock.advance(RETRY_INTERVAL_MS)
     assert gc.coordinates("g")
     # the member's session restarted at the reload
