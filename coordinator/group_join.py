@@ -5,11 +5,11 @@ A port of Apache Kafka's classic group state machine (GroupCoordinator of `kafka
 in 3.x, the classic-group half of GroupMetadataManager in 4.x): one state machine per group,
 Empty -> PreparingRebalance -> CompletingRebalance -> Stable (-> Dead when deleted). Requests
 arrive as values (coordinator/group_requests.py) after coordinator/groups.py has checked that
-this broker coordinates the group; delayed answers (JoinGroup waiting for the rebalance,
-SyncGroup waiting for the leader) are parked `Deferred`s of the coordinator runtime, completed
-by a later request or timer, and time comes from an injected
-`common.clock.Clock` and timers from a `coordinator.collaborators.Scheduler` (`call_later(delay_ms,
-fn) -> handle`: the coordinator runtime's, broker/coordinator_runtime.py).
+this broker coordinates the group. Delayed answers (JoinGroup waiting for the rebalance,
+SyncGroup waiting for the leader) are parked `Deferred`s of the coordinator runtime
+(coordinator/runtime.py), completed by a later request or timer. Time comes from an injected
+`common.clock.Clock`, timers from a `coordinator.collaborators.Scheduler` (`call_later(delay_ms,
+fn) -> handle`, the coordinator runtime's), limits from `GroupSettings`.
 
 Kafka's purgatories map to timers here:
 - initial rebalance delay (`group.initial.rebalance.delay.ms`, an Empty group's first rebalance
