@@ -96,6 +96,7 @@ def internal_sizes(data_dir: str) -> dict[str, float]:
 async def _generate(data_dir: str, transactions: int, commits: int, backoff_ms: int) -> dict:
     import structlog
     from minibroker.broker.cli import build_config, parse_args
+    from minibroker.broker.coordinator_runtime import CoordinatorRuntime
     from minibroker.broker.logging import configure
     from minibroker.broker.state import Broker
     from minibroker.protocol.errors import ErrorCode
@@ -108,17 +109,18 @@ async def _generate(data_dir: str, transactions: int, commits: int, backoff_ms: 
     )
     broker = Broker(config)
     broker.durability = _no_fsync()
+    broker.coordinators = CoordinatorRuntime(broker.durability)  # the driver waits on that one
     await broker.start()
     out: dict = {}
     try:
         broker.logs.create_topic(TOPIC, 1, {})
         plog = broker.get_log(TOPIC, 0)
         txns = broker.txns
-        err, pid, epoch = await broker.run_durably(txns.init_producer_id(TXN_ID, 60_000))
+        err, pid, epoch = await broker.coordinators.run(txns, txns.init_producer_id(TXN_ID, 60_000))
         assert err == ErrorCode.none, err
         started = time.perf_counter()
         for seq in range(transactions):
-            err = await broker.run_durably(txns.add_partitions(TXN_ID, pid, epoch, [(TOPIC, 0)]))
+            err = await broker.coordinators.run(txns, txns.add_partitions(TXN_ID, pid, epoch, [(TOPIC, 0)]))
             assert err == ErrorCode.none, err
             batch = build_batch(
                 [(None, b"x")],
@@ -129,7 +131,7 @@ async def _generate(data_dir: str, transactions: int, commits: int, backoff_ms: 
             )
             txns.verify_produce(TXN_ID, TOPIC, 0, batch, 11)
             plog.append(batch)
-            err = await broker.run_durably(txns.end_txn(TXN_ID, pid, epoch, True))
+            err = await broker.coordinators.run(txns, txns.end_txn(TXN_ID, pid, epoch, True))
             assert err == ErrorCode.none, err
             if seq % 200 == 0:
                 await asyncio.sleep(0)  # the broker's duties (cleaner, timers) get their turn
@@ -139,7 +141,9 @@ async def _generate(data_dir: str, transactions: int, commits: int, backoff_ms: 
         started = time.perf_counter()
         groups = broker.groups
         for i in range(commits):
-            result = groups.commit_offsets(GROUP, "", None, -1, [(TOPIC, 0, i + 1, -1, None)])
+            result = await broker.coordinators.run(
+                groups, groups.commit_offsets(GROUP, "", None, -1, [(TOPIC, 0, i + 1, -1, None)])
+            )
             assert set(result.values()) == {0}, result
             if i % 200 == 0:
                 await asyncio.sleep(0)

@@ -11,13 +11,13 @@ from minibroker.protocol.codec import build, response_class
 
 if TYPE_CHECKING:
     from minibroker.broker.config import BrokerConfig
+    from minibroker.broker.coordinator_runtime import CoordinatorRuntime
     from minibroker.broker.durability import Durability
     from minibroker.broker.dynamic_config import DynamicConfigs
     from minibroker.broker.security.sasl import Session
     from minibroker.broker.security.service import Security
     from minibroker.broker.waiters import DataWaiters
     from minibroker.common.clock import Clock
-    from minibroker.coordinator.collaborators import DurableOp
     from minibroker.coordinator.groups import GroupCoordinator
     from minibroker.coordinator.transactions import TransactionCoordinator
     from minibroker.protocol.errors import ErrorCode
@@ -40,12 +40,11 @@ class HandlerServices(Protocol):
     logs: LogManager
     groups: GroupCoordinator
     txns: TransactionCoordinator
+    coordinators: CoordinatorRuntime  # runs the coordinators' operations, answers parked ones
     security: Security
     durability: Durability
     data_waiters: DataWaiters
     dynamic_configs: DynamicConfigs
-
-    async def run_durably(self, op: DurableOp[T]) -> T: ...
 
     def get_log(self, topic: str, partition: int) -> PartitionLog | None: ...
 

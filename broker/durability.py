@@ -26,8 +26,8 @@ sees it move while it served a request awaits ``settle(marks)`` before it answer
 disk has what it promised: a Produce under a flush policy (which also awaits ``sync`` itself, to
 answer an fsync failure with KAFKA_STORAGE_ERROR), an offset commit or a group's record, an ACL.
 
-The transaction coordinator's operations yield ``MakeDurable(logs)``; ``run_durably`` drives
-them, awaiting ``sync`` for the logs whose flush policy is set (Kafka's default, none, leaves
+The coordinator runtime (broker/coordinator_runtime.py) awaits ``sync`` for the coordinators'
+writes and markers, for the logs whose flush policy is set (Kafka's default, none, leaves
 them in the page cache: a killed process loses nothing, and Kafka does not fsync on commit
 either). ``checkpoint`` is the periodic recovery-point checkpoint (storage/recovery_checkpoint.py)
 and ``flush_logs`` the periodic ``log.flush.interval.ms`` flush.
@@ -41,7 +41,6 @@ from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import structlog
-from minibroker.coordinator.collaborators import DurableOp
 from minibroker.storage.durable_files import atomic_write
 from minibroker.storage.errors import KafkaStorageError
 from minibroker.storage.log import run_now
@@ -51,7 +50,7 @@ if TYPE_CHECKING:
     from minibroker.storage.log import FlushTicket, PartitionLog
     from minibroker.storage.log_manager import LogManager
 
-__all__ = ["Durability", "registry_written", "run_durably"]
+__all__ = ["Durability", "registry_written"]
 
 log = structlog.get_logger(__name__)
 
@@ -245,27 +244,6 @@ class Durability:
         for pool in (self._sync_thread, self._io_thread):
             if pool is not None:
                 pool.shutdown(wait=True)
-
-
-async def run_durably(op: DurableOp[T], durability: Durability) -> T:
-    """Drive a transaction coordinator operation (a generator yielding ``MakeDurable(logs)``)
-    to its result, awaiting ``durability.sync`` wherever it asks to, for the logs whose
-    ``flush.messages`` is set; an fsync failure is thrown back in at the yield, where the
-    coordinator handles it."""
-    try:
-        request = next(op)
-        while True:
-            try:
-                await durability.sync(plog for plog in request.logs if plog.config.flush_messages is not None)
-            except Exception as exc:  # noqa: BLE001 - the operation decides what a failure means
-                request = op.throw(exc)
-            else:
-                request = op.send(None)
-    except StopIteration as done:
-        return done.value
-    except BaseException:
-        op.close()  # cancelled: run the operation's cleanup (its `finally` blocks) now
-        raise
 
 
 async def registry_written(logs: LogManager, name: str, partitions_before: int) -> KafkaStorageError | None:

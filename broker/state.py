@@ -13,22 +13,22 @@ from typing import TypeVar
 
 import structlog
 from minibroker.broker.config import BrokerConfig
-from minibroker.broker.durability import Durability, run_durably
+from minibroker.broker.coordinator_runtime import CoordinatorRuntime
+from minibroker.broker.durability import Durability
 from minibroker.broker.dynamic_config import DynamicConfigs
 from minibroker.broker.limits import ConnectionSettings, raise_open_file_limit
 from minibroker.broker.observe import build_request_observer
-from minibroker.broker.scheduler import LoopScheduler
 from minibroker.broker.security.service import Security
 from minibroker.broker.server import Server
 from minibroker.broker.waiters import DataWaiters
 from minibroker.common.clock import SYSTEM_CLOCK, Clock
 from minibroker.common.faults import Faults
-from minibroker.coordinator.collaborators import DurableOp
 from minibroker.coordinator.group_metadata_manager import GroupMetadataManager
+from minibroker.coordinator.group_settings import GroupSettings
 from minibroker.coordinator.group_store import LogOffsetsStore
 from minibroker.coordinator.groups import GroupCoordinator
 from minibroker.coordinator.producer_ids import ProducerIdManager
-from minibroker.coordinator.transactions import TransactionCoordinator
+from minibroker.coordinator.transactions import TransactionCoordinator, TransactionSettings
 from minibroker.coordinator.txn_log import LogTxnStore
 from minibroker.protocol.errors import ErrorCode
 from minibroker.storage.config import LogManagerSettings
@@ -60,8 +60,9 @@ class Broker:
             raise
 
     def _build(self, config: BrokerConfig) -> None:
+        # the named crash points (minibroker.test.fault): one object for every layer that has some
+        self.faults = Faults.from_property(config["minibroker.test.fault"])
         self.durability = Durability()  # every fsync of the running broker, off the event loop
-        self.faults = Faults.from_property(self.config["minibroker.test.fault"])
         self.data_waiters = DataWaiters()  # long-poll wake-ups, wired to every log as it opens
         self.logs = LogManager(
             self.data_dir,
@@ -74,20 +75,26 @@ class Broker:
         )
         self.dynamic_configs = DynamicConfigs(self.data_dir, config, self.logs, self.durability.write_file)
         self.producer_ids = ProducerIdManager(self.data_dir, submit=self.durability.submit)
-        scheduler = LoopScheduler()
+        # runs every coordinator operation, their timers and duties (on the loop)
+        self.coordinators = CoordinatorRuntime(self.durability)
+        group_settings = GroupSettings.from_config(config)
         group_metadata = GroupMetadataManager(
-            config,
+            group_settings,
             store=LogOffsetsStore(self.logs, config["offsets.topic.num.partitions"]),
             topics=self.logs,
-            clock=scheduler.now_ms,
+            clock=self.clock,
         )
-        self.groups = GroupCoordinator(config, manager=group_metadata, scheduler=scheduler)
+        self.groups = GroupCoordinator(
+            group_settings, manager=group_metadata, clock=self.clock, scheduler=self.coordinators
+        )
         self.txns = TransactionCoordinator(
-            config,
+            TransactionSettings.from_config(config),
             store=LogTxnStore(self.logs, config["transaction.state.log.num.partitions"]),
             logs=self.logs,
             groups=self.groups,
             producer_ids=self.producer_ids,
+            clock=self.clock,
+            faults=self.faults,
         )
         # listeners, SASL, SCRAM, ACLs
         self.security = Security(config, self.data_dir, self.durability.write_file)
@@ -103,7 +110,6 @@ class Broker:
         self.host = "127.0.0.1"
         self.port = 0  # advertised to clients
         self.bound_port = 0  # what the listener really bound (--port 0 picks one)
-        self._tasks: list[asyncio.Task] = []
 
     # --- lifecycle ------------------------------------------------------------------------------
     async def start(self) -> None:
@@ -150,7 +156,7 @@ class Broker:
         self.groups.load()  # replays __consumer_offsets
         phase_done("group_load")
         # replays __transaction_state, completes or aborts what was open
-        await self.run_durably(self.txns.load())
+        await self.coordinators.run(self.txns, self.txns.load())
         phase_done("transaction_load")
         self._check_producer_id_counter()
         await self.server.serve()
@@ -190,9 +196,7 @@ class Broker:
         await self.server.stop()
         if self.metrics is not None:
             await self.metrics.stop()
-        for task in self._tasks:
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self.coordinators.close()  # every periodic duty (Broker.every goes through it)
         self.durability.close()  # waits for an fsync round still running on the logs' files
         try:
             self.logs.close()
@@ -234,24 +238,10 @@ class Broker:
                 next_id=self.producer_ids.next_id,
             )
 
-    async def run_durably(self, op: DurableOp[T]) -> T:
-        """Run a transaction coordinator operation, waiting for the disk where it asks to."""
-        return await run_durably(op, self.durability)
-
     def every(self, interval_ms: int, duty, name: str) -> None:
-        """Run `duty()` on the event loop every interval (background duties: flush, expiry)."""
-
-        async def loop() -> None:
-            while True:
-                await asyncio.sleep(interval_ms / 1000)
-                try:
-                    result = duty()
-                    if asyncio.iscoroutine(result):
-                        await result
-                except Exception:  # noqa: BLE001 - a failing duty is logged and retried
-                    log.exception("background duty failed", duty=name)
-
-        self._tasks.append(asyncio.create_task(loop(), name=name))
+        """Run `duty()` on the event loop every interval (background duties: flush, expiry),
+        through the broker's one scheduler of periodic duties (the coordinator runtime's)."""
+        self.coordinators.every(interval_ms, name, duty)
 
     def _start_background_tasks(self) -> None:
         flush_ms = self.config["log.flush.interval.ms"]
@@ -265,21 +255,7 @@ class Broker:
         self.every(
             self.config["log.retention.check.interval.ms"], self.logs.delete_old_segments, "log-retention"
         )
-        self.every(
-            self.config["offsets.retention.check.interval.ms"],
-            self.groups.expire_offsets,
-            "offsets-expiration",
-        )
-        self.every(
-            self.txns.abort_interval_ms,
-            lambda: self.run_durably(self.txns.abort_timed_out_transactions()),
-            "txn-abort-timed-out",
-        )
-        self.every(
-            self.txns.remove_interval_ms,
-            lambda: self.run_durably(self.txns.remove_expired_transactional_ids()),
-            "txn-remove-expired",
-        )
+        self._start_coordinator_duties()
         if self.config["log.cleaner.enable"]:
             loop = asyncio.get_running_loop()
             cleaner = self.logs.cleaner
@@ -293,6 +269,24 @@ class Broker:
             self.config["producer.id.expiration.check.interval.ms"],
             self.logs.remove_expired_producers,
             "producer-expiration",
+        )
+
+    def _start_coordinator_duties(self) -> None:
+        runtime, groups, txns, settings = self.coordinators, self.groups, self.txns, self.txns.settings
+        runtime.every(
+            self.config["offsets.retention.check.interval.ms"],
+            "offsets-expiration",
+            lambda: runtime.run(groups, groups.expire_offsets()),
+        )
+        runtime.every(
+            settings.abort_interval_ms,
+            "txn-abort-timed-out",
+            lambda: runtime.run(txns, txns.abort_timed_out_transactions()),
+        )
+        runtime.every(
+            settings.remove_interval_ms,
+            "txn-remove-expired",
+            lambda: runtime.run(txns, txns.remove_expired_transactional_ids()),
         )
 
     # --- shared helpers for handlers ------------------------------------------------------------

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from minibroker.coordinator.collaborators import DurableOp
+from minibroker.coordinator.runtime import Operation
 from minibroker.protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
@@ -21,8 +21,8 @@ def client_error(error: ErrorCode, api_version: int, fenced_since: int) -> Error
     return error
 
 
-async def answer_when_durable(ctx: RequestContext, op: DurableOp[ErrorCode], *, fenced_since: int) -> Any:
-    """Run the coordinator's operation (its state changes durable before it returns) and answer
-    with its error code."""
-    error = await ctx.broker.run_durably(op)
+async def answer_when_durable(ctx: RequestContext, op: Operation[ErrorCode], *, fenced_since: int) -> Any:
+    """Run the transaction coordinator's operation through the coordinator runtime (its state
+    changes durable before it returns) and answer with its error code."""
+    error = await ctx.broker.coordinators.run(ctx.broker.txns, op)
     return ctx.response(throttle_time_ms=0, error_code=client_error(error, ctx.api_version, fenced_since))

@@ -5,7 +5,7 @@ loop. Each collaborator is passed to their constructors (broker/state.py is the 
 wires the real ones; unit tests pass fakes that implement these protocols in full, which
 tests/unit/test_collaborator_fakes.py checks):
 
-- `Scheduler`: the clock and timers of the group coordinator (broker/scheduler.py on the loop).
+- `Scheduler`: the coordinators' timers (broker/coordinator_runtime.py, on the loop).
 - `TopicCatalog`: which topics and partitions exist (storage.LogManager).
 - `OffsetsStore`, `TxnStore`: the internal topics `__consumer_offsets` and `__transaction_state`
   (coordinator/group_store.py, coordinator/txn_log.py).
@@ -14,16 +14,14 @@ tests/unit/test_collaborator_fakes.py checks):
 - `TxnOffsetsParticipant`: the group coordinator as the transaction coordinator sees it.
 - `ProducerIdSource`: durable producer id blocks (coordinator/producer_ids.py).
 
-Waiting for the disk is the broker's job: an operation of the transaction coordinator is a
-generator that yields `MakeDurable(logs)` where it must not go on before those logs are fsynced;
-broker/durability.py (`run_durably`) drives it on the event loop (the fsync runs in a worker
-thread) and throws an fsync failure back in at the yield.
+Writing the coordinators' records, waiting for the disk and answering is the coordinator
+runtime's job (coordinator/runtime.py: what an operation is; broker/coordinator_runtime.py: the
+driver on the event loop).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from minibroker.coordinator.internal_topic import StoredBatch
@@ -46,9 +44,8 @@ class TimerHandle(Protocol):
 
 @runtime_checkable
 class Scheduler(Protocol):
-    """Wall-clock milliseconds and one-shot timers that run on the coordinator's thread."""
-
-    def now_ms(self) -> int: ...
+    """One-shot timers that run on the coordinators' loop (the coordinator runtime's; the time
+    itself comes from a `common.clock.Clock`)."""
 
     def call_later(self, delay_ms: int, fn: Callable[[], None]) -> TimerHandle: ...
 
@@ -163,16 +160,3 @@ class TxnOffsetsParticipant(Protocol):
 @runtime_checkable
 class ProducerIdSource(Protocol):
     def allocate(self) -> int: ...
-
-
-# --- durability ----------------------------------------------------------------------------------
-@dataclass(frozen=True, slots=True)
-class MakeDurable:
-    """Yielded by a coordinator operation: resume me once everything appended to these logs so
-    far is on disk (or throw the fsync's OSError in)."""
-
-    logs: tuple[Any, ...]
-
-
-#: A sans-I/O operation: yields MakeDurable requests, returns its result.
-DurableOp = Generator[MakeDurable, None, T]

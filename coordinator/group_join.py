@@ -5,9 +5,11 @@ A port of Apache Kafka's classic group state machine (GroupCoordinator of `kafka
 in 3.x, the classic-group half of GroupMetadataManager in 4.x): one state machine per group,
 Empty -> PreparingRebalance -> CompletingRebalance -> Stable (-> Dead when deleted). Requests
 arrive as values (coordinator/group_requests.py) after coordinator/groups.py has checked that
-this broker coordinates the group; delayed answers (JoinGroup waiting for the rebalance,
-SyncGroup waiting for the leader) are given to callbacks, and time comes from an injected
-`coordinator.collaborators.Scheduler` (`now_ms()`, `call_later(delay_ms, fn) -> handle`).
+this broker coordinates the group. Delayed answers (JoinGroup waiting for the rebalance,
+SyncGroup waiting for the leader) are parked `Deferred`s of the coordinator runtime
+(coordinator/runtime.py), completed by a later request or timer. Time comes from an injected
+`common.clock.Clock`, timers from a `coordinator.collaborators.Scheduler` (`call_later(delay_ms,
+fn) -> handle`, the coordinator runtime's), limits from `GroupSettings`.
 
 Kafka's purgatories map to timers here:
 - initial rebalance delay (`group.initial.rebalance.delay.ms`, an Empty group's first rebalance
@@ -28,18 +30,20 @@ import uuid
 from collections.abc import Callable, Iterable
 
 import structlog
-from minibroker.coordinator.collaborators import Config, Scheduler, TimerHandle
+from minibroker.common.clock import Clock
+from minibroker.coordinator.collaborators import Scheduler, TimerHandle
 from minibroker.coordinator.group_metadata import (
     Group,
     GroupState,
-    JoinCallback,
+    JoinAnswer,
     JoinResult,
     Member,
-    SyncCallback,
+    SyncAnswer,
     SyncResult,
 )
-from minibroker.coordinator.group_metadata_manager import GroupMetadataManager, config_value
+from minibroker.coordinator.group_metadata_manager import GroupMetadataManager
 from minibroker.coordinator.group_requests import JoinRequest, SyncRequest
+from minibroker.coordinator.group_settings import GroupSettings
 from minibroker.protocol.errors import ErrorCode
 
 __all__ = ["GroupMembership", "current_member_error"]
@@ -69,56 +73,46 @@ class GroupMembership:
     """Joins, syncs, heartbeats and leaves of the groups the manager holds. Every public method
     expects GroupCoordinator to have checked the group id and that this broker coordinates it."""
 
-    def __init__(self, config: Config, *, manager: GroupMetadataManager, scheduler: Scheduler) -> None:
-        self.config = config
+    def __init__(
+        self, settings: GroupSettings, *, manager: GroupMetadataManager, clock: Clock, scheduler: Scheduler
+    ) -> None:
+        self.settings = settings
+        self.clock = clock
         self.scheduler = scheduler
         self.manager = manager
         self.groups = manager.groups  # the one cache of groups, shared with the manager
 
-    # --- configuration -------------------------------------------------------------------------
-    @property
-    def initial_rebalance_delay_ms(self) -> int:
-        return config_value(self.config, "group.initial.rebalance.delay.ms", 3000)
-
-    @property
-    def min_session_timeout_ms(self) -> int:
-        return config_value(self.config, "group.min.session.timeout.ms", 6000)
-
-    @property
-    def max_session_timeout_ms(self) -> int:
-        return config_value(self.config, "group.max.session.timeout.ms", 1800000)
-
-    @property
-    def max_group_size(self) -> int:
-        return config_value(self.config, "group.max.size", 2**31 - 1)
-
     def _now(self) -> int:
-        return self.scheduler.now_ms()
+        return self.clock.wall_ms()
 
     # ===========================================================================================
     # JoinGroup
     # ===========================================================================================
-    def join(self, request: JoinRequest, callback: JoinCallback) -> None:
-        """Answer through `callback(JoinResult)`, now or when the rebalance completes."""
+    def join(self, request: JoinRequest, answer: JoinAnswer) -> None:
+        """Complete `answer` now, or park it on the member until the rebalance completes."""
         member_id = request.member_id
-        if not self.min_session_timeout_ms <= request.session_timeout_ms <= self.max_session_timeout_ms:
-            callback(JoinResult(E.invalid_session_timeout, member_id))
+        if (
+            not self.settings.min_session_timeout_ms
+            <= request.session_timeout_ms
+            <= self.settings.max_session_timeout_ms
+        ):
+            answer.complete(JoinResult(E.invalid_session_timeout, member_id))
             return
         group = self.groups.get(request.group_id)
         if group is None:
             if member_id:
-                callback(JoinResult(E.unknown_member_id, member_id))
+                answer.complete(JoinResult(E.unknown_member_id, member_id))
                 return
             group = self.manager.add_group(request.group_id)
         if not self._accept_joining_member(group, member_id):
             existing = group.members.get(member_id)
             if existing is not None:
                 self.remove_member_and_update_group(group, existing, "group max size reached")
-            callback(JoinResult(E.group_max_size_reached, ""))
+            answer.complete(JoinResult(E.group_max_size_reached, ""))
         elif member_id == "":
-            self._new_member_join(group, request, callback)
+            self._new_member_join(group, request, answer)
         else:
-            self._current_member_join(group, request, callback)
+            self._current_member_join(group, request, answer)
         if group.is_state(GroupState.PREPARING_REBALANCE):
             self._try_complete_join(group)
 
@@ -130,15 +124,15 @@ class GroupMembership:
             member = group.members.get(member_id)
             return (
                 member is not None and member.awaiting_join
-            ) or group.num_awaiting_join < self.max_group_size
-        return group.has(member_id) or group.size < self.max_group_size
+            ) or group.num_awaiting_join < self.settings.max_size
+        return group.has(member_id) or group.size < self.settings.max_size
 
-    def _new_member_join(self, group: Group, request: JoinRequest, callback: JoinCallback) -> None:
+    def _new_member_join(self, group: Group, request: JoinRequest, answer: JoinAnswer) -> None:
         if group.is_state(GroupState.DEAD):
-            callback(JoinResult(E.coordinator_not_available, ""))
+            answer.complete(JoinResult(E.coordinator_not_available, ""))
             return
         if not group.supports_protocols(request.protocol_type, request.protocol_names()):
-            callback(JoinResult(E.inconsistent_group_protocol, ""))
+            answer.complete(JoinResult(E.inconsistent_group_protocol, ""))
             return
         instance_id = request.group_instance_id
         prefix = instance_id if instance_id is not None else (request.client_id or "")
@@ -153,45 +147,43 @@ class GroupMembership:
                     old=old_member_id,
                     new=new_member_id,
                 )
-                self._update_static_member_and_rebalance(
-                    group, request, old_member_id, new_member_id, callback
-                )
+                self._update_static_member_and_rebalance(group, request, old_member_id, new_member_id, answer)
             else:
-                self._add_member_and_rebalance(group, request, new_member_id, callback)
+                self._add_member_and_rebalance(group, request, new_member_id, answer)
         elif request.require_known_member_id:
             # KIP-394: hand out the id, expect the member to come back with it
             self._add_pending_member(group, new_member_id, request.session_timeout_ms)
-            callback(JoinResult(E.member_id_required, new_member_id))
+            answer.complete(JoinResult(E.member_id_required, new_member_id))
         else:
-            self._add_member_and_rebalance(group, request, new_member_id, callback)
+            self._add_member_and_rebalance(group, request, new_member_id, answer)
 
-    def _current_member_join(self, group: Group, request: JoinRequest, callback: JoinCallback) -> None:
+    def _current_member_join(self, group: Group, request: JoinRequest, answer: JoinAnswer) -> None:
         member_id = request.member_id
         instance_id = request.group_instance_id
         if group.is_state(GroupState.DEAD):
-            callback(JoinResult(E.coordinator_not_available, member_id))
+            answer.complete(JoinResult(E.coordinator_not_available, member_id))
             return
         if not group.supports_protocols(request.protocol_type, request.protocol_names()):
-            callback(JoinResult(E.inconsistent_group_protocol, member_id))
+            answer.complete(JoinResult(E.inconsistent_group_protocol, member_id))
             return
         if group.is_pending_member(member_id):
             if instance_id is not None:
                 # a pending member is always dynamic; a static join with its id is a mismatch
-                callback(JoinResult(E.unknown_member_id, member_id))
+                answer.complete(JoinResult(E.unknown_member_id, member_id))
                 return
-            self._add_member_and_rebalance(group, request, member_id, callback)
+            self._add_member_and_rebalance(group, request, member_id, answer)
             return
         instance_not_found = instance_id is not None and group.static_member_id(instance_id) is None
         if group.is_static_member_fenced(instance_id, member_id):
-            callback(JoinResult(E.fenced_instance_id, member_id))
+            answer.complete(JoinResult(E.fenced_instance_id, member_id))
             return
         if not group.has(member_id) or instance_not_found:
-            callback(JoinResult(E.unknown_member_id, member_id))
+            answer.complete(JoinResult(E.unknown_member_id, member_id))
             return
-        self._known_member_rejoin(group, group.members[member_id], request, callback)
+        self._known_member_rejoin(group, group.members[member_id], request, answer)
 
     def _known_member_rejoin(
-        self, group: Group, member: Member, request: JoinRequest, callback: JoinCallback
+        self, group: Group, member: Member, request: JoinRequest, answer: JoinAnswer
     ) -> None:
         """JoinGroup of a current member: what it means depends on the group's state."""
         member_id = member.member_id
@@ -199,24 +191,24 @@ class GroupMembership:
         state = group.state
         if state is GroupState.PREPARING_REBALANCE:
             self._update_member_and_rebalance(
-                group, member, request, callback, "member joining during rebalance"
+                group, member, request, answer, "member joining during rebalance"
             )
         elif state is GroupState.COMPLETING_REBALANCE:
             if member.matches(protocols):
                 # it missed the join response: send the current generation again
-                callback(self._join_result_for(group, member))
+                answer.complete(self._join_result_for(group, member))
             else:
-                self._update_member_and_rebalance(group, member, request, callback, "metadata changed")
+                self._update_member_and_rebalance(group, member, request, answer, "metadata changed")
         elif state is GroupState.STABLE:
             if group.is_leader(member_id) or not member.matches(protocols):
                 # the leader's rejoin forces a rebalance (topic metadata changes, KIP-?),
                 # as does a follower whose metadata changed
                 reason = "leader rejoined" if group.is_leader(member_id) else "metadata changed"
-                self._update_member_and_rebalance(group, member, request, callback, reason)
+                self._update_member_and_rebalance(group, member, request, answer, reason)
             else:
-                callback(self._join_result_for(group, member, members=False))
+                answer.complete(self._join_result_for(group, member, members=False))
         else:  # Empty/Dead: the member must reset and rejoin
-            callback(JoinResult(E.unknown_member_id, member_id))
+            answer.complete(JoinResult(E.unknown_member_id, member_id))
 
     def _join_result_for(
         self,
@@ -256,7 +248,7 @@ class GroupMembership:
             self._try_complete_join(group)
 
     def _add_member_and_rebalance(
-        self, group: Group, request: JoinRequest, member_id: str, callback: JoinCallback
+        self, group: Group, request: JoinRequest, member_id: str, answer: JoinAnswer
     ) -> None:
         member = Member(
             member_id,
@@ -269,7 +261,7 @@ class GroupMembership:
             list(request.protocols),
         )
         member.is_new = True
-        member.join_callback = callback
+        member.join_answer = answer
         if group.is_state(GroupState.PREPARING_REBALANCE) and group.generation_id == 0:
             group.new_member_added = True
         pending = group.pending_members.pop(member_id, None)
@@ -287,34 +279,32 @@ class GroupMembership:
         self._maybe_prepare_rebalance(group, f"adding new member {member_id}")
 
     def _update_member_and_rebalance(
-        self, group: Group, member: Member, request: JoinRequest, callback: JoinCallback, reason: str
+        self, group: Group, member: Member, request: JoinRequest, answer: JoinAnswer, reason: str
     ) -> None:
-        self._replace_join_callback(member)
-        self._update_member(group, member, request, callback)
+        self._replace_join_answer(member)
+        self._update_member(group, member, request, answer)
         self._maybe_prepare_rebalance(group, reason)
 
     @staticmethod
-    def _update_member(
-        group: Group, member: Member, request: JoinRequest, callback: JoinCallback | None
-    ) -> None:
-        """The member's protocols and timeouts as `request` gives them; `callback` awaits the
+    def _update_member(group: Group, member: Member, request: JoinRequest, answer: JoinAnswer | None) -> None:
+        """The member's protocols and timeouts as `request` gives them; `answer` awaits the
         join."""
         group.update_member(
             member,
             list(request.protocols),
             request.rebalance_timeout_ms,
             request.session_timeout_ms,
-            callback,
+            answer,
         )
 
     @staticmethod
-    def _replace_join_callback(member: Member) -> None:
+    def _replace_join_answer(member: Member) -> None:
         # a second JoinGroup from the same member supersedes the first; answer the old one so
         # its request does not hang (Kafka drops it silently)
-        old = member.join_callback
+        old = member.join_answer
         if old is not None:
-            member.join_callback = None
-            old(JoinResult(E.rebalance_in_progress, member.member_id))
+            member.join_answer = None
+            old.complete(JoinResult(E.rebalance_in_progress, member.member_id))
 
     def _update_static_member_and_rebalance(
         self,
@@ -322,24 +312,24 @@ class GroupMembership:
         request: JoinRequest,
         old_member_id: str,
         new_member_id: str,
-        callback: JoinCallback,
+        answer: JoinAnswer,
     ) -> None:
         instance_id = request.group_instance_id
         assert instance_id is not None  # a static member's join
         current_leader = group.leader_id
         old = group.members[old_member_id]
         # the previous incarnation is fenced: answer its outstanding requests
-        if old.join_callback is not None:
-            join_cb, old.join_callback = old.join_callback, None
-            join_cb(JoinResult(E.fenced_instance_id, old_member_id))
-        if old.sync_callback is not None:
-            sync_cb, old.sync_callback = old.sync_callback, None
-            sync_cb(SyncResult(E.fenced_instance_id))
+        if old.join_answer is not None:
+            join_cb, old.join_answer = old.join_answer, None
+            join_cb.complete(JoinResult(E.fenced_instance_id, old_member_id))
+        if old.sync_answer is not None:
+            sync_cb, old.sync_answer = old.sync_answer, None
+            sync_cb.complete(SyncResult(E.fenced_instance_id))
         old_protocols = list(old.protocols)
         old_rebalance, old_session = old.rebalance_timeout_ms, old.session_timeout_ms
         member = group.replace_static_member(instance_id, old_member_id, new_member_id)
         self.schedule_heartbeat(group, member)
-        self._update_member(group, member, request, callback)
+        self._update_member(group, member, request, answer)
         state = group.state
         if state is GroupState.STABLE:
             if group.protocol_name == group.select_protocol():
@@ -352,15 +342,15 @@ class GroupMembership:
                     group.update_member(member, old_protocols, old_rebalance, old_session, None)
                     if current_leader == old_member_id:
                         group.leader_id = old_member_id
-                    callback(JoinResult(error, ""))
+                    answer.complete(JoinResult(error, ""))
                     return
-                member.join_callback = None
+                member.join_answer = None
                 if request.supports_skip_assignment:
                     is_leader = group.is_leader(new_member_id)
-                    callback(self._join_result_for(group, member, skip_assignment=is_leader))
+                    answer.complete(self._join_result_for(group, member, skip_assignment=is_leader))
                 else:
                     # the old leader id: the member must not think it leads and re-assign
-                    callback(
+                    answer.complete(
                         self._join_result_for(group, member, members=False, leader_id=current_leader or "")
                     )
             else:
@@ -385,7 +375,7 @@ class GroupMembership:
             "preparing to rebalance", group=group.group_id, generation=group.generation_id, reason=reason
         )
         if was_empty:
-            delay = self.initial_rebalance_delay_ms
+            delay = self.settings.initial_rebalance_delay_ms
             remaining = max(group.rebalance_timeout_ms() - delay, 0)
             self._schedule_initial_join(group, delay, delay, remaining)
         else:
@@ -471,9 +461,9 @@ class GroupMembership:
             leader=group.leader_id,
         )
         for member in list(group.members.values()):
-            callback, member.join_callback = member.join_callback, None
-            if callback is not None:
-                callback(self._join_result_for(group, member))
+            answer, member.join_answer = member.join_answer, None
+            if answer is not None:
+                answer.complete(self._join_result_for(group, member))
             self.schedule_heartbeat(group, member)
             member.is_new = False
         self._schedule_pending_sync(group)
@@ -521,9 +511,9 @@ class GroupMembership:
     def _propagate_assignment(self, group: Group, error: int) -> None:
         ok = error == E.none
         for member in list(group.members.values()):
-            callback, member.sync_callback = member.sync_callback, None
-            if callback is not None:
-                callback(
+            answer, member.sync_answer = member.sync_answer, None
+            if answer is not None:
+                answer.complete(
                     SyncResult(
                         error,
                         group.protocol_type if ok else None,
@@ -538,12 +528,12 @@ class GroupMembership:
         """Take a member out of the group, answering whatever it is waiting for."""
         _cancel(member.heartbeat_timer)
         member.heartbeat_timer = None
-        if member.join_callback is not None:
-            join_cb, member.join_callback = member.join_callback, None
-            join_cb(JoinResult(E.unknown_member_id, ""))
-        if member.sync_callback is not None:
-            sync_cb, member.sync_callback = member.sync_callback, None
-            sync_cb(SyncResult(E.unknown_member_id))
+        if member.join_answer is not None:
+            join_cb, member.join_answer = member.join_answer, None
+            join_cb.complete(JoinResult(E.unknown_member_id, ""))
+        if member.sync_answer is not None:
+            sync_cb, member.sync_answer = member.sync_answer, None
+            sync_cb.complete(SyncResult(E.unknown_member_id))
         group.remove(member.member_id)
         if not group.pending_sync_members:
             self._cancel_sync_timer(group)
@@ -596,29 +586,29 @@ class GroupMembership:
     # ===========================================================================================
     # SyncGroup
     # ===========================================================================================
-    def sync(self, request: SyncRequest, callback: SyncCallback) -> None:
-        """Answer through `callback(SyncResult)`, now or (a follower's, in CompletingRebalance)
-        once the leader's assignment is stored."""
+    def sync(self, request: SyncRequest, answer: SyncAnswer) -> None:
+        """Complete `answer` now, or (a follower's, in CompletingRebalance) park it on the member
+        until the leader's assignment is stored."""
         group = self.groups.get(request.group_id)
         error = self._sync_error(group, request)
         if error is not None:
-            callback(SyncResult(error))
+            answer.complete(SyncResult(error))
             return
         assert group is not None  # _sync_error answers for a missing group
         state = group.state
         if state is GroupState.EMPTY:
-            callback(SyncResult(E.unknown_member_id))
+            answer.complete(SyncResult(E.unknown_member_id))
         elif state is GroupState.PREPARING_REBALANCE:
-            callback(SyncResult(E.rebalance_in_progress))
+            answer.complete(SyncResult(E.rebalance_in_progress))
         elif state is GroupState.COMPLETING_REBALANCE:
-            self._await_assignment(group, request, callback)
+            self._await_assignment(group, request, answer)
         elif state is GroupState.STABLE:
             self._remove_pending_sync_member(group, request.member_id)
             member = group.members[request.member_id]
-            callback(SyncResult(E.none, group.protocol_type, group.protocol_name, member.assignment))
+            answer.complete(SyncResult(E.none, group.protocol_type, group.protocol_name, member.assignment))
             self.schedule_heartbeat(group, member)
         else:  # pragma: no cover - Dead handled above
-            callback(SyncResult(E.coordinator_not_available))
+            answer.complete(SyncResult(E.coordinator_not_available))
 
     def _sync_error(self, group: Group | None, request: SyncRequest) -> int | None:
         """What SyncGroup answers before looking at the group's state (Kafka's order)."""
@@ -643,15 +633,15 @@ class GroupMembership:
             return E.coordinator_not_available
         return current_member_error(group, member_id, group_instance_id, generation_id)
 
-    def _await_assignment(self, group: Group, request: SyncRequest, callback: SyncCallback) -> None:
+    def _await_assignment(self, group: Group, request: SyncRequest, answer: SyncAnswer) -> None:
         """SyncGroup in CompletingRebalance: members wait for the leader's assignment, which is
         stored before anyone gets it."""
         member_id = request.member_id
         member = group.members[member_id]
-        if member.sync_callback is not None:
-            cb, member.sync_callback = member.sync_callback, None
-            cb(SyncResult(E.rebalance_in_progress))
-        member.sync_callback = callback
+        if member.sync_answer is not None:
+            cb, member.sync_answer = member.sync_answer, None
+            cb.complete(SyncResult(E.rebalance_in_progress))
+        member.sync_answer = answer
         self._remove_pending_sync_member(group, member_id)
         if not group.is_leader(member_id):
             return
@@ -748,12 +738,12 @@ class GroupMembership:
         for member in group.members.values():
             _cancel(member.heartbeat_timer)
             member.heartbeat_timer = None
-            if member.join_callback is not None:
-                join_cb, member.join_callback = member.join_callback, None
-                join_cb(JoinResult(error, member.member_id))
-            if member.sync_callback is not None:
-                sync_cb, member.sync_callback = member.sync_callback, None
-                sync_cb(SyncResult(error))
+            if member.join_answer is not None:
+                join_cb, member.join_answer = member.join_answer, None
+                join_cb.complete(JoinResult(error, member.member_id))
+            if member.sync_answer is not None:
+                sync_cb, member.sync_answer = member.sync_answer, None
+                sync_cb.complete(SyncResult(error))
 
 
 def _cancel(handle: TimerHandle | None) -> None:

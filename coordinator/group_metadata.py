@@ -9,12 +9,13 @@ coordinator.group_join.GroupMembership (rebalances, timers) and coordinator.grou
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import TypeAlias
 
 from minibroker.coordinator.collaborators import TimerHandle
 from minibroker.coordinator.group_records import MemberIdentity
+from minibroker.coordinator.runtime import Deferred
 
 __all__ = [
     "GroupState",
@@ -84,8 +85,10 @@ class SyncResult:
     assignment: bytes = b""
 
 
-JoinCallback = Callable[[JoinResult], None]
-SyncCallback = Callable[[SyncResult], None]
+#: Where a JoinGroup or SyncGroup waits for its answer (a parked response of the coordinator
+#: runtime, completed now or when the rebalance gets there).
+JoinAnswer: TypeAlias = Deferred[JoinResult]
+SyncAnswer: TypeAlias = Deferred[SyncResult]
 
 
 @dataclass(slots=True, eq=False)
@@ -93,8 +96,8 @@ class Member(MemberIdentity):
     protocol_type: str
     protocols: list[tuple[str, bytes]]  # (name, metadata) in the member's preference order
     assignment: bytes = b""
-    join_callback: JoinCallback | None = None
-    sync_callback: SyncCallback | None = None
+    join_answer: JoinAnswer | None = None
+    sync_answer: SyncAnswer | None = None
     is_new: bool = False
     heartbeat_satisfied: bool = False
     heartbeat_timer: TimerHandle | None = None  # scheduler handle
@@ -105,11 +108,11 @@ class Member(MemberIdentity):
 
     @property
     def awaiting_join(self) -> bool:
-        return self.join_callback is not None
+        return self.join_answer is not None
 
     @property
     def awaiting_sync(self) -> bool:
-        return self.sync_callback is not None
+        return self.sync_answer is not None
 
     def protocol_names(self) -> list[str]:
         return [name for name, _ in self.protocols]
@@ -244,7 +247,7 @@ class Group:
         protocols: list[tuple[str, bytes]],
         rebalance_timeout_ms: int,
         session_timeout_ms: int,
-        callback: JoinCallback | None,
+        answer: JoinAnswer | None,
     ) -> None:
         self._uncount_protocols(member)
         member.protocols = list(protocols)
@@ -252,7 +255,7 @@ class Group:
             self.supported_protocols[name] = self.supported_protocols.get(name, 0) + 1
         member.rebalance_timeout_ms = rebalance_timeout_ms
         member.session_timeout_ms = session_timeout_ms
-        member.join_callback = callback
+        member.join_answer = answer
 
     def _uncount_protocols(self, member: Member) -> None:
         """The member's protocols no longer count towards the group's candidates."""

@@ -18,23 +18,24 @@ system has room (`room_again`, checked at most every `RETRY_INTERVAL_MS`).
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import structlog
+from minibroker.common.clock import Clock
 from minibroker.coordinator import group_records
-from minibroker.coordinator.collaborators import Config, OffsetsStore, TopicCatalog
+from minibroker.coordinator.collaborators import OffsetsStore, TopicCatalog
 from minibroker.coordinator.group_metadata import Group, GroupState, Member, OffsetAndMetadata
+from minibroker.coordinator.group_settings import GroupSettings
 from minibroker.coordinator.partitioning import partition_for
+from minibroker.coordinator.runtime import Operation, Write
 from minibroker.protocol.errors import ErrorCode
 from minibroker.storage.errors import KafkaStorageError
 
 __all__ = [
     "GroupMetadataManager",
     "TopicPartition",
-    "config_value",
     "storage_error_for_commit",
     "storage_error_for_group",
 ]
@@ -42,7 +43,6 @@ __all__ = [
 log = structlog.get_logger("minibroker.coordinator.groups")
 
 E = ErrorCode
-OFFSET_METADATA_MAX_BYTES = 4096  # Kafka's offset.metadata.max.bytes default
 #: A partition that could not be written is tried again only with this much room on its file
 #: system (a group metadata record is a few KiB; this leaves room for more than one write).
 ROOM_TO_RESUME_BYTES = 1 << 20
@@ -55,14 +55,35 @@ T = TypeVar("T")
 OffsetEntry = tuple[TopicPartition, int, int, str | None]
 
 
-def config_value(config: Config, name: str, default: T) -> T:
-    """A broker property, or `default` where the config lacks it (unit tests pass a dict). The
-    broker's config parses each property to the type of its default."""
-    try:
-        value: T | None = config[name]
-    except (KeyError, TypeError):
-        return default
-    return default if value is None else value
+@dataclass(frozen=True, slots=True)
+class OffsetsRecord:
+    """The group coordinator's record for the coordinator runtime: one batch of a group's
+    committed offsets, plain or (producer_id >= 0) inside that producer's transaction, pending
+    until its marker. `write` appends it (and numbers its offsets), `replay` applies it."""
+
+    group_id: str
+    offsets: tuple[tuple[TopicPartition, OffsetAndMetadata], ...]
+    producer_id: int = -1
+    producer_epoch: int = -1
+
+    @property
+    def transactional(self) -> bool:
+        return self.producer_id >= 0
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetsRemoval:
+    """The group coordinator's other record: tombstones for a group's committed offsets of
+    `partitions`, and for the group itself when `group_gone` (DeleteGroups, the expiry of an
+    Empty group's last offsets)."""
+
+    group_id: str
+    partitions: tuple[TopicPartition, ...]
+    group_gone: bool = False
+
+
+#: What the group coordinator hands the coordinator runtime to write and replay.
+GroupRecord = OffsetsRecord | OffsetsRemoval
 
 
 @dataclass(slots=True)
@@ -76,12 +97,12 @@ class Unwritable:
 
 class GroupMetadataManager:
     def __init__(
-        self, config: Config, *, store: OffsetsStore, topics: TopicCatalog, clock: Callable[[], int]
+        self, settings: GroupSettings, *, store: OffsetsStore, topics: TopicCatalog, clock: Clock
     ) -> None:
-        self.config = config
+        self.settings = settings
         self.store = store  # __consumer_offsets
         self.topics = topics  # which topics exist (offsets for others are refused)
-        self._now = clock
+        self.clock = clock
         self.groups: dict[str, Group] = {}
         # producer id -> ids of groups holding its pending transactional offsets
         self._txn_groups: dict[int, set[str]] = {}
@@ -91,16 +112,19 @@ class GroupMetadataManager:
         self.unwritable: dict[int, Unwritable] = {}
         self.on_unwritable: Callable[[int], None] | None = None
 
+    def _now_ms(self) -> int:
+        return self.clock.wall_ms()
+
     @property
     def metadata_max_bytes(self) -> int:
-        return config_value(self.config, "offset.metadata.max.bytes", OFFSET_METADATA_MAX_BYTES)
+        return self.settings.offset_metadata_max_bytes
 
     def partition_for(self, group_id: str) -> int:
         """The __consumer_offsets partition that holds this group (Kafka's formula)."""
         return partition_for(group_id, self.store.num_partitions())
 
     def add_group(self, group_id: str) -> Group:
-        group = self.groups[group_id] = Group(group_id, GroupState.EMPTY, self._now())
+        group = self.groups[group_id] = Group(group_id, GroupState.EMPTY, self._now_ms())
         return group
 
     # --- partitions that cannot be written ----------------------------------------------------------
@@ -132,7 +156,7 @@ class GroupMetadataManager:
     def _give_up(self, partition: int, exc: Exception) -> None:
         if partition in self.unwritable:
             return
-        now = self._now()
+        now = self._now_ms()
         self.unwritable[partition] = Unwritable(str(exc), now, now)
         path, free = self.space(partition)
         log.warning(
@@ -162,7 +186,7 @@ class GroupMetadataManager:
         state = self.unwritable.get(partition)
         if state is None:
             return True
-        now = self._now()
+        now = self._now_ms()
         if now - state.checked_ms < RETRY_INTERVAL_MS:
             return False
         state.checked_ms = now
@@ -227,47 +251,78 @@ class GroupMetadataManager:
         info = self.topics.topics.get(topic)
         return info is not None and 0 <= partition < info.num_partitions
 
-    def _offset_records(
-        self, group_id: str, valid: list[OffsetEntry]
-    ) -> tuple[list[tuple[TopicPartition, OffsetAndMetadata]], list[tuple[bytes, bytes | None]]]:
-        now = self._now()
-        values = [
-            (
-                tp,
-                OffsetAndMetadata(
-                    offset, leader_epoch if leader_epoch is not None else -1, metadata or "", now
-                ),
-            )
-            for tp, offset, leader_epoch, metadata in valid
-        ]
-        records: list[tuple[bytes, bytes | None]] = [
-            (
-                group_records.encode_offset_key(group_id, tp[0], tp[1]),
-                group_records.encode_offset_value(
-                    group_records.OffsetValue(om.offset, om.leader_epoch, om.metadata, om.commit_timestamp)
-                ),
-            )
-            for tp, om in values
-        ]
-        return values, records
+    def offsets_record(
+        self, group_id: str, valid: list[OffsetEntry], producer_id: int = -1, producer_epoch: int = -1
+    ) -> OffsetsRecord:
+        """The record of an OffsetCommit (or, with a producer, a TxnOffsetCommit)."""
+        now = self._now_ms()
+        offsets = tuple(
+            (tp, OffsetAndMetadata(offset, -1 if epoch is None else epoch, metadata or "", now))
+            for tp, offset, epoch, metadata in valid
+        )
+        return OffsetsRecord(group_id, offsets, producer_id, producer_epoch)
 
-    def store_offsets(
-        self, group: Group, valid: list[OffsetEntry], results: dict[TopicPartition, int]
-    ) -> None:
-        """Append the committed offsets, then make them the group's (Kafka's storeOffsets)."""
-        values, records = self._offset_records(group.group_id, valid)
-        try:
-            base = self._append(group.group_id, records)
-        except Exception as exc:  # noqa: BLE001 - storage failure -> retriable error
-            error = storage_error_for_commit(exc)
-            log.warning("offset commit append failed", group=group.group_id, error=str(exc))
-            for tp, _ in values:
-                results[tp] = error
+    # --- the coordinator runtime's shard: write and replay ----------------------------------------
+    def write(self, records: Sequence[GroupRecord]) -> Sequence[Any]:
+        """Append each record as one batch of the group's partition (a transactional one inside
+        its producer's transaction) and number committed offsets by their place in the log.
+        Nothing to wait for here: the answer barrier (broker/connection.py) covers a log its
+        flush policy made due, as for every record of __consumer_offsets."""
+        for record in records:
+            if isinstance(record, OffsetsRemoval):
+                tombstones: list[tuple[bytes, bytes | None]] = [
+                    (group_records.encode_offset_key(record.group_id, t, p), None)
+                    for t, p in record.partitions
+                ]
+                if record.group_gone:
+                    tombstones.append((group_records.encode_group_key(record.group_id), None))
+                self._append(record.group_id, tombstones)
+                continue
+            base = self._append(
+                record.group_id,
+                [
+                    (
+                        group_records.encode_offset_key(record.group_id, tp[0], tp[1]),
+                        group_records.encode_offset_value(
+                            group_records.OffsetValue(
+                                om.offset, om.leader_epoch, om.metadata, om.commit_timestamp
+                            )
+                        ),
+                    )
+                    for tp, om in record.offsets
+                ],
+                producer_id=record.producer_id,
+                producer_epoch=record.producer_epoch,
+                transactional=record.transactional,
+            )
+            for i, (_, om) in enumerate(record.offsets):
+                om.record_offset = base + i
+        return ()
+
+    def replay(self, record: GroupRecord) -> None:
+        """Make written offsets the group's (Kafka's storeOffsets), or its producer's pending
+        ones until the marker; or drop removed offsets (and the group, Dead)."""
+        if isinstance(record, OffsetsRemoval):
+            self._remove(record)
             return
-        for i, (tp, om) in enumerate(values):
-            om.record_offset = base + i
-            group.offsets[tp] = om
-            results[tp] = E.none
+        group = self.groups.get(record.group_id) or self.add_group(record.group_id)
+        if not record.transactional:
+            group.offsets.update(record.offsets)
+            return
+        group.pending_txn_offsets.setdefault(record.producer_id, {}).update(record.offsets)
+        self._txn_groups.setdefault(record.producer_id, set()).add(record.group_id)
+
+    def _remove(self, record: OffsetsRemoval) -> None:
+        group = self.groups.get(record.group_id)
+        if group is None:
+            return
+        for tp in record.partitions:
+            group.offsets.pop(tp, None)
+        if record.group_gone:
+            group.transition_to(GroupState.DEAD, self._now_ms())
+            for producer_id in group.pending_txn_offsets:
+                self._txn_groups.get(producer_id, set()).discard(record.group_id)
+            del self.groups[record.group_id]
 
     def fetch_offsets(
         self, group_id: str, partitions: Iterable[TopicPartition] | None, require_stable: bool = False
@@ -295,7 +350,7 @@ class GroupMetadataManager:
 
     def delete_offsets(
         self, group: Group, partitions: list[TopicPartition]
-    ) -> tuple[int, dict[TopicPartition, int]]:
+    ) -> Operation[tuple[int, dict[TopicPartition, int]]]:
         """Tombstones for the group's offsets of existing partitions: (group error,
         per-partition errors)."""
         results: dict[TopicPartition, int] = {}
@@ -307,54 +362,16 @@ class GroupMetadataManager:
                 checked.append(tp)
         present = [tp for tp in checked if tp in group.offsets]
         if present:
-            records: list[tuple[bytes, bytes | None]] = [
-                (group_records.encode_offset_key(group.group_id, t, p), None) for t, p in present
-            ]
             try:
-                self._append(group.group_id, records)
+                yield Write((OffsetsRemoval(group.group_id, tuple(present)),), durable=False)
             except Exception as exc:  # noqa: BLE001
                 log.warning("offset delete append failed", group=group.group_id, error=str(exc))
                 return storage_error_for_group(exc), {}
-            for tp in present:
-                del group.offsets[tp]
         for tp in checked:
             results[tp] = E.none
         return E.none, results
 
     # --- transactional offsets (KIP-447) ------------------------------------------------------------
-    def store_txn_offsets(
-        self,
-        group: Group,
-        producer_id: int,
-        producer_epoch: int,
-        valid: list[OffsetEntry],
-        results: dict[TopicPartition, int],
-    ) -> None:
-        """Append offsets inside the producer's transaction; they stay pending (invisible to
-        OffsetFetch, UNSTABLE_OFFSET_COMMIT with require_stable) until `complete_txn`."""
-        group_id = group.group_id
-        values, records = self._offset_records(group_id, valid)
-        try:
-            base = self._append(
-                group_id,
-                records,
-                producer_id=producer_id,
-                producer_epoch=producer_epoch,
-                transactional=True,
-            )
-        except Exception as exc:  # noqa: BLE001
-            error = storage_error_for_commit(exc)
-            log.warning("transactional offset append failed", group=group_id, error=str(exc))
-            for tp, _ in values:
-                results[tp] = error
-            return
-        pending = group.pending_txn_offsets.setdefault(producer_id, {})
-        for i, (tp, om) in enumerate(values):
-            om.record_offset = base + i
-            pending[tp] = om
-            results[tp] = E.none
-        self._txn_groups.setdefault(producer_id, set()).add(group_id)
-
     def complete_txn(self, producer_id: int, commit: bool, partition: int | None = None) -> None:
         """The marker for `producer_id` was written to __consumer_offsets (`partition`, or every
         partition if None): apply (commit) or drop (abort) its pending offsets there."""
@@ -400,7 +417,7 @@ class GroupMetadataManager:
             group.generation_id,
             group.protocol_name,
             group.leader_id,
-            self._now(),
+            self._now_ms(),
             tuple(members),
         )
         record = (group_records.encode_group_key(group.group_id), group_records.encode_group_value(value))
@@ -411,34 +428,27 @@ class GroupMetadataManager:
             return storage_error_for_group(exc)
         return E.none
 
-    def delete_group(self, group: Group) -> int:
+    def delete_group(self, group: Group) -> Operation[int]:
         """Tombstones for an Empty group's offsets and metadata, then it is gone (Dead)."""
-        group_id = group.group_id
-        records: list[tuple[bytes, bytes | None]] = [
-            (group_records.encode_offset_key(group_id, t, p), None) for t, p in group.offsets
-        ]
-        records.append((group_records.encode_group_key(group_id), None))
         try:
-            self._append(group_id, records)
+            yield Write(
+                (OffsetsRemoval(group.group_id, tuple(group.offsets), group_gone=True),), durable=False
+            )
         except Exception as exc:  # noqa: BLE001
-            log.warning("group delete append failed", group=group_id, error=str(exc))
+            log.warning("group delete append failed", group=group.group_id, error=str(exc))
             return storage_error_for_group(exc)
-        group.transition_to(GroupState.DEAD, self._now())
-        for producer_id in group.pending_txn_offsets:
-            self._txn_groups.get(producer_id, set()).discard(group_id)
-        del self.groups[group_id]
         return E.none
 
     # --- expiry -----------------------------------------------------------------------------------
-    def expire_offsets(self, now_ms: int | None = None) -> int:
+    def expire_offsets(self, now_ms: int | None = None) -> Operation[int]:
         """Kafka's cleanupGroupMetadata (every offsets.retention.check.interval.ms): committed
         offsets older than offsets.retention.minutes go, with tombstones in __consumer_offsets:
         all of an Empty group's offsets once it has been empty that long (KIP-211), each
         offset of a group that never had members (standalone commits) once it was committed
         that long ago; offsets waiting for a transaction stay. An Empty group left without
         offsets is removed (group tombstone). Returns how many offsets expired."""
-        now = self._now() if now_ms is None else now_ms
-        retention_ms = int(config_value(self.config, "offsets.retention.minutes", 10080)) * 60_000
+        now = self._now_ms() if now_ms is None else now_ms
+        retention_ms = self.settings.offsets_retention_ms
         expired_total = 0
         for group in list(self.groups.values()):
             if not group.is_state(GroupState.EMPTY):
@@ -465,22 +475,15 @@ class GroupMetadataManager:
             remove_group = len(doomed) == len(group.offsets) and not group.pending_txn_offsets
             if not doomed and not remove_group:
                 continue
-            records = [(group_records.encode_offset_key(group.group_id, t, p), None) for t, p in doomed]
-            if remove_group:
-                records.append((group_records.encode_group_key(group.group_id), None))
             if not self.is_writable(self.partition_for(group.group_id)):
                 continue  # given up after a storage failure: retried once it is loaded again
+            removal = OffsetsRemoval(group.group_id, tuple(doomed), group_gone=remove_group)
             try:
-                self._append(group.group_id, records)
+                yield Write((removal,), durable=False)
             except Exception as exc:  # noqa: BLE001 - retried at the next check
                 log.warning("offset expiration append failed", group=group.group_id, error=str(exc))
                 continue
-            for tp in doomed:
-                del group.offsets[tp]
             expired_total += len(doomed)
-            if remove_group:
-                group.transition_to(GroupState.DEAD, now)
-                del self.groups[group.group_id]
             log.info(
                 "expired committed offsets",
                 group=group.group_id,
@@ -517,7 +520,7 @@ class GroupMetadataManager:
     # --- loading ----------------------------------------------------------------------------------
     def load(self) -> None:
         """Rebuild groups and offsets from __consumer_offsets (called once at broker start)."""
-        started = time.monotonic()
+        started = self.clock.monotonic()
         records = 0
         for partition in range(self.store.num_partitions()):
             records += self._load_partition(partition)
@@ -527,7 +530,7 @@ class GroupMetadataManager:
             groups=len(self.groups),
             records=records,
             pending_txns=len(self._txn_groups),
-            ms=round((time.monotonic() - started) * 1000, 1),
+            ms=round((self.clock.monotonic() - started) * 1000, 1),
         )
 
     def _load_partition(self, partition: int) -> int:
@@ -565,7 +568,7 @@ class GroupMetadataManager:
                 del self.groups[group_id]
 
     def _restore_group(self, group_id: str, value: group_records.GroupValue | None) -> Group:
-        group = Group(group_id, GroupState.EMPTY, self._now())
+        group = Group(group_id, GroupState.EMPTY, self._now_ms())
         self.groups[group_id] = group
         if value is None:
             return group

@@ -9,15 +9,17 @@ parts by job:
   shutdown;
 - coordinator/group_join.py (`GroupMembership`): the membership state machine, Empty ->
   PreparingRebalance -> CompletingRebalance -> Stable, and its timers; JoinGroup and SyncGroup
-  arrive as the values of coordinator/group_requests.py and are answered through callbacks,
-  now or when the rebalance gets there;
+  arrive as the values of coordinator/group_requests.py; their answers are parked responses of
+  the coordinator runtime (coordinator/runtime.py `Deferred`), completed now or when the
+  rebalance gets there;
 - coordinator/group_metadata_manager.py (`GroupMetadataManager`, Kafka's seam): the groups both
   work on and __consumer_offsets. It appends group metadata and offsets before a request is
   answered, stages transactional offsets until their marker, expires offsets and replays the
   topic at startup.
 
-It knows nothing about sockets: time comes from an injected `coordinator.collaborators.Scheduler`
-(broker/scheduler.py on the event loop, a fake clock in unit tests). A partition of
+It knows nothing about sockets: time comes from an injected `common.clock.Clock` and timers from a
+`coordinator.collaborators.Scheduler` (the coordinator runtime's, broker/coordinator_runtime.py,
+on the event loop; a fake clock in unit tests); its settings are a frozen `GroupSettings`. A partition of
 __consumer_offsets that cannot be written (a full disk) is given up as Kafka gives up a partition
 of a failed log dir: its groups are unloaded and answer NOT_COORDINATOR until it has room again
 (`coordinates`), instead of rebalancing to a new generation on every failed write.
@@ -25,23 +27,32 @@ of a failed log dir: its groups are unloaded and answer NOT_COORDINATOR until it
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import structlog
-from minibroker.coordinator.collaborators import Config, Scheduler
+from minibroker.common.clock import Clock
+from minibroker.coordinator.collaborators import Scheduler
 from minibroker.coordinator.group_join import GroupMembership, current_member_error
 from minibroker.coordinator.group_metadata import (
     Group,
     GroupState,
-    JoinCallback,
+    JoinAnswer,
     JoinResult,
-    SyncCallback,
+    SyncAnswer,
     SyncResult,
 )
-from minibroker.coordinator.group_metadata_manager import GroupMetadataManager, TopicPartition
+from minibroker.coordinator.group_metadata_manager import (
+    GroupMetadataManager,
+    GroupRecord,
+    OffsetsRecord,
+    TopicPartition,
+    storage_error_for_commit,
+)
 from minibroker.coordinator.group_requests import JoinRequest, SyncRequest
+from minibroker.coordinator.group_settings import GroupSettings
 from minibroker.coordinator.group_store import OFFSETS_TOPIC
+from minibroker.coordinator.runtime import Deferred, Operation, Write
 from minibroker.protocol.errors import ErrorCode
 
 __all__ = ["GroupCoordinator", "JoinRequest", "OFFSETS_TOPIC", "SyncRequest"]
@@ -52,17 +63,27 @@ E = ErrorCode
 
 
 class GroupCoordinator:
-    def __init__(self, config: Config, *, manager: GroupMetadataManager, scheduler: Scheduler) -> None:
-        self.config = config
-        self.scheduler = scheduler
+    def __init__(
+        self, settings: GroupSettings, *, manager: GroupMetadataManager, clock: Clock, scheduler: Scheduler
+    ) -> None:
+        self.settings = settings
+        self.clock = clock
+        self.scheduler = scheduler  # the coordinator runtime's timers
         self.manager = manager  # the groups, their offsets and __consumer_offsets
         self.groups = manager.groups  # the one cache of groups, shared with the manager
-        self.membership = GroupMembership(config, manager=manager, scheduler=scheduler)
+        self.membership = GroupMembership(settings, manager=manager, clock=clock, scheduler=scheduler)
         manager.on_unwritable = self._partition_given_up
 
     def partition_for(self, group_id: str) -> int:
         """The __consumer_offsets partition that holds this group (Kafka's formula)."""
         return self.manager.partition_for(group_id)
+
+    # --- the coordinator runtime's shard (coordinator/runtime.py) -------------------------------
+    def write(self, records: Sequence[GroupRecord]) -> Sequence[Any]:
+        return self.manager.write(records)
+
+    def replay(self, record: GroupRecord) -> None:
+        self.manager.replay(record)
 
     # --- __consumer_offsets partitions that cannot be written -----------------------------------
     def coordinates(self, group_id: str) -> bool:
@@ -94,7 +115,7 @@ class GroupCoordinator:
         groups = self.manager.unload_partition(partition)
         for group in groups:
             self.membership.stop_group(group, E.not_coordinator)
-            group.transition_to(GroupState.DEAD, self.scheduler.now_ms())
+            group.transition_to(GroupState.DEAD, self.clock.wall_ms())
         log.info("groups unloaded", partition=partition, groups=len(groups))
 
     def _refusal(self, group_id: str) -> int | None:
@@ -110,21 +131,26 @@ class GroupCoordinator:
     # ===========================================================================================
     # Membership: JoinGroup, SyncGroup, Heartbeat, LeaveGroup (coordinator/group_join.py)
     # ===========================================================================================
-    def join_group(self, request: JoinRequest, callback: JoinCallback) -> None:
-        """Answer through `callback(JoinResult)`, now or when the rebalance completes."""
+    def join_group(self, request: JoinRequest) -> JoinAnswer:
+        """The JoinGroup's answer: completed now, or parked until the rebalance completes."""
+        answer: JoinAnswer = Deferred()
         error = self._refusal(request.group_id)
         if error is not None:
-            callback(JoinResult(error, request.member_id))
-            return
-        self.membership.join(request, callback)
+            answer.complete(JoinResult(error, request.member_id))
+        else:
+            self.membership.join(request, answer)
+        return answer
 
-    def sync_group(self, request: SyncRequest, callback: SyncCallback) -> None:
-        """Answer through `callback(SyncResult)`, now or once the leader's assignment is stored."""
+    def sync_group(self, request: SyncRequest) -> SyncAnswer:
+        """The SyncGroup's answer: completed now, or (a follower's, in CompletingRebalance)
+        parked until the leader's assignment is stored."""
+        answer: SyncAnswer = Deferred()
         error = self._refusal(request.group_id)
         if error is not None:
-            callback(SyncResult(error))
-            return
-        self.membership.sync(request, callback)
+            answer.complete(SyncResult(error))
+        else:
+            self.membership.sync(request, answer)
+        return answer
 
     def heartbeat(
         self, group_id: str, member_id: str, group_instance_id: str | None, generation_id: int
@@ -156,9 +182,10 @@ class GroupCoordinator:
         generation_id: int,
         offsets: Iterable[tuple[str, int, int, int, str | None]],
         api_version: int = 0,
-    ) -> dict[TopicPartition, int]:
-        """OffsetCommit: offsets are (topic, partition, offset, leader_epoch, metadata).
-        Returns the error code of every partition."""
+    ) -> Operation[dict[TopicPartition, int]]:
+        """OffsetCommit: offsets are (topic, partition, offset, leader_epoch, metadata). An
+        operation of the coordinator runtime; its response is the error code of every
+        partition."""
         offsets = list(offsets)
         if not self.coordinates(group_id):
             return {(t, p): E.not_coordinator for t, p, *_ in offsets}
@@ -189,7 +216,26 @@ class GroupCoordinator:
             group = self.manager.add_group(group_id)
         elif group.state in (GroupState.STABLE, GroupState.PREPARING_REBALANCE) and group.has(member_id):
             self.membership.schedule_heartbeat(group, group.members[member_id])
-        self.manager.store_offsets(group, valid, results)
+        return (yield from self._store_offsets(self.manager.offsets_record(group_id, valid), results))
+
+    def _store_offsets(
+        self, record: OffsetsRecord, results: dict[TopicPartition, int]
+    ) -> Operation[dict[TopicPartition, int]]:
+        """Have the runtime append the offsets and apply them (`replay`); a storage failure
+        answers its retriable error for each of them."""
+        try:
+            yield Write((record,), durable=False)
+        except Exception as exc:  # noqa: BLE001 - storage failure -> retriable error
+            error = storage_error_for_commit(exc)
+            log.warning(
+                "offset commit append failed",
+                group=record.group_id,
+                transactional=record.transactional,
+                error=str(exc),
+            )
+            results.update((tp, error) for tp, _ in record.offsets)
+            return results
+        results.update((tp, E.none) for tp, _ in record.offsets)
         return results
 
     def _validate_offset_commit(
@@ -222,8 +268,9 @@ class GroupCoordinator:
 
     def delete_offsets(
         self, group_id: str, partitions: Iterable[TopicPartition]
-    ) -> tuple[int, dict[TopicPartition, int]]:
-        """OffsetDelete: (group error, per-partition errors)."""
+    ) -> Operation[tuple[int, dict[TopicPartition, int]]]:
+        """OffsetDelete, an operation of the coordinator runtime: (group error, per-partition
+        errors)."""
         partitions = list(partitions)
         if not group_id:
             return E.invalid_group_id, {}
@@ -244,7 +291,7 @@ class GroupCoordinator:
                     eligible.append(tp)
         else:
             return E.non_empty_group, {}
-        error, deleted = self.manager.delete_offsets(group, eligible)
+        error, deleted = yield from self.manager.delete_offsets(group, eligible)
         if error != E.none:
             return error, {}
         results.update(deleted)
@@ -262,8 +309,9 @@ class GroupCoordinator:
         member_id: str,
         group_instance_id: str | None,
         offsets: Iterable[tuple[str, int, int, int, str | None]],
-    ) -> dict[TopicPartition, int]:
-        """TxnOffsetCommit: offsets are (topic, partition, offset, leader_epoch, metadata),
+    ) -> Operation[dict[TopicPartition, int]]:
+        """TxnOffsetCommit (an operation of the coordinator runtime): offsets are (topic,
+        partition, offset, leader_epoch, metadata),
         appended inside the producer's transaction; they stay pending (invisible to OffsetFetch,
         UNSTABLE_OFFSET_COMMIT with require_stable) until `complete_txn`. Pass generation_id=-1,
         member_id="", group_instance_id=None for requests below v3. Returns the error code of
@@ -282,11 +330,12 @@ class GroupCoordinator:
             return {(t, p): error for t, p, *_ in offsets}
         results: dict[TopicPartition, int] = {}
         valid = self.manager.check_offsets(offsets, results)
-        if valid:
-            if group is None:
-                group = self.manager.add_group(group_id)
-            self.manager.store_txn_offsets(group, producer_id, producer_epoch, valid, results)
-        return results
+        if not valid:
+            return results
+        if group is None:
+            self.manager.add_group(group_id)
+        record = self.manager.offsets_record(group_id, valid, producer_id, producer_epoch)
+        return (yield from self._store_offsets(record, results))
 
     def complete_txn(self, producer_id: int, commit: bool, partition: int | None = None) -> None:
         """The marker for `producer_id` was written to __consumer_offsets (`partition`, or every
@@ -352,7 +401,8 @@ class GroupCoordinator:
             members=members,
         )
 
-    def delete_groups(self, group_ids: Iterable[str]) -> dict[str, int]:
+    def delete_groups(self, group_ids: Iterable[str]) -> Operation[dict[str, int]]:
+        """DeleteGroups, an operation of the coordinator runtime: the error of each group."""
         results: dict[str, int] = {}
         for group_id in group_ids:
             if not self.coordinates(group_id):
@@ -365,14 +415,15 @@ class GroupCoordinator:
             if not group.is_state(GroupState.EMPTY):
                 results[group_id] = E.non_empty_group
                 continue
-            results[group_id] = self.manager.delete_group(group)
+            results[group_id] = yield from self.manager.delete_group(group)
             if results[group_id] == E.none:
                 log.info("group deleted", group=group_id)
         return results
 
-    def expire_offsets(self, now_ms: int | None = None) -> int:
-        """Offsets past offsets.retention.minutes go (GroupMetadataManager.expire_offsets)."""
-        return self.manager.expire_offsets(now_ms)
+    def expire_offsets(self, now_ms: int | None = None) -> Operation[int]:
+        """Offsets past offsets.retention.minutes go (GroupMetadataManager.expire_offsets), a
+        duty of the coordinator runtime."""
+        return (yield from self.manager.expire_offsets(now_ms))
 
     def remove_topic_offsets(self, topic: str) -> int:
         """A topic was deleted: its committed offsets go too."""

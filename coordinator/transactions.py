@@ -8,10 +8,12 @@ offsets become visible or are dropped.
 Rules that hold everywhere in this module:
 - A transition is installed in memory only after its record is durable (appended and fsynced);
   a failed write leaves the previous state (and answers COORDINATOR_NOT_AVAILABLE, retriable).
-- The coordinator is sans-I/O: every operation that must wait for the disk is a generator that
-  yields `MakeDurable(logs)` (coordinator/collaborators.py) at that point; broker/durability.py
-  (`run_durably`) awaits the fsync there (in a worker thread, one round shared by concurrent
-  transactions) and resumes it, or throws the fsync's error in.
+- The coordinator is a shard of the coordinator runtime (coordinator/runtime.py): every
+  operation is a generator that yields `Write(records)` (a `TxnRecord` per transition) or
+  `AwaitDurable(logs)` (the markers); the driver (broker/coordinator_runtime.py) appends the
+  records through `write`, awaits the fsync (in a worker thread, one round shared by concurrent
+  transactions), installs them through `replay` (the same method `load` replays the topic
+  through) and resumes it, or throws the storage error in.
 - EndTxn is two-phase: PrepareCommit/PrepareAbort durable -> one control batch per partition of
   the transaction, all appended first, then fsynced together -> staged group offsets applied or
   dropped -> CompleteCommit / CompleteAbort durable -> answer. A crash anywhere in between is
@@ -19,7 +21,7 @@ Rules that hold everywhere in this module:
   partitions). The order of the fsync barriers is what keeps a power loss from leaving a marker
   without its PrepareX, or a CompleteX without its markers.
 - While a multi-step operation on a transactional id is in progress (it is suspended at each
-  MakeDurable), other requests for that id get
+  step), other requests for that id get
   CONCURRENT_TRANSACTIONS (Kafka's pendingState).
 - Errors are Kafka's, from the coordinator's point of view (PRODUCER_FENCED etc.); handlers map
   them to what each request version may carry.
@@ -27,25 +29,24 @@ Rules that hold everywhere in this module:
 
 from __future__ import annotations
 
-import os
 import struct
-import sys
-import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import structlog
+from minibroker.common.clock import Clock
+from minibroker.common.faults import Faults
 from minibroker.coordinator.collaborators import (
     Config,
-    DurableOp,
-    MakeDurable,
     ProducerIdSource,
     TransactionPartitions,
     TxnOffsetsParticipant,
     TxnStore,
 )
 from minibroker.coordinator.partitioning import partition_for
-from minibroker.coordinator.txn_log import TXN_TOPIC, replay_states, state_record
+from minibroker.coordinator.runtime import AwaitDurable, Operation, Write
+from minibroker.coordinator.txn_log import TXN_TOPIC, TxnRecord, replay_states, state_record
 from minibroker.coordinator.txn_state import (
     NO_PRODUCER_EPOCH,
     NO_PRODUCER_ID,
@@ -59,22 +60,31 @@ from minibroker.protocol.errors import ErrorCode
 from minibroker.protocol.varint import BytesLike
 from minibroker.storage.errors import KafkaStorageError
 
-__all__ = ["TransactionCoordinator", "OFFSETS_TOPIC", "FAULT_POINTS"]
+__all__ = ["TransactionCoordinator", "TransactionSettings", "OFFSETS_TOPIC"]
 
 log = structlog.get_logger("minibroker.coordinator.transactions")
 
 OFFSETS_TOPIC = "__consumer_offsets"
 
-#: Values of the test-only property `minibroker.test.fault` (comma separated) that make the
-#: process exit with code 137 (as if SIGKILLed) at that point of a transaction's completion;
-#: `point@transactional-id` limits it to one transactional id.
-FAULT_POINTS = (
-    "crash-after-prepare-commit",  # PrepareCommit durable, no marker written
-    "crash-after-prepare-abort",  # PrepareAbort durable, no marker written
-    "crash-after-first-marker",  # the first of the transaction's markers written
-    "crash-before-complete",  # all markers written and offsets applied, CompleteX not
-    "crash-mid-clean-swap",  # storage/log_cleaner.py: one cleaned segment installed
-)
+
+@dataclass(frozen=True, slots=True)
+class TransactionSettings:
+    """The broker properties the transaction coordinator reads, read once (broker/state.py)."""
+
+    max_timeout_ms: int = 900_000  # transaction.max.timeout.ms
+    id_expiration_ms: int = 604_800_000  # transactional.id.expiration.ms
+    abort_interval_ms: int = 10_000  # transaction.abort.timed.out.transaction.cleanup.interval.ms
+    remove_interval_ms: int = 3_600_000  # transaction.remove.expired.transaction.cleanup.interval.ms
+
+    @classmethod
+    def from_config(cls, config: Config) -> TransactionSettings:
+        return cls(
+            max_timeout_ms=config["transaction.max.timeout.ms"],
+            id_expiration_ms=config["transactional.id.expiration.ms"],
+            abort_interval_ms=config["transaction.abort.timed.out.transaction.cleanup.interval.ms"],
+            remove_interval_ms=config["transaction.remove.expired.transaction.cleanup.interval.ms"],
+        )
+
 
 _ATTR_TRANSACTIONAL = 0x10
 _HEADER_SIZE = 61
@@ -84,28 +94,23 @@ _PID = struct.Struct(">qh")  # producer id, producer epoch at offset 43
 class TransactionCoordinator:
     def __init__(
         self,
-        config: Config,
+        settings: TransactionSettings,
         *,
         store: TxnStore,
         logs: TransactionPartitions,
         groups: TxnOffsetsParticipant,
         producer_ids: ProducerIdSource,
-        clock: Callable[[], int] | None = None,
+        clock: Clock,
+        faults: Faults,
     ) -> None:
+        self.settings = settings
         self.store = store  # __transaction_state
         self.logs = logs  # where the markers go
         self.groups = groups  # owns the transactional offsets staged in __consumer_offsets
         self.producer_ids = producer_ids
-        self.max_timeout_ms = config["transaction.max.timeout.ms"]
-        self.expiration_ms = config["transactional.id.expiration.ms"]
-        self.abort_interval_ms = config["transaction.abort.timed.out.transaction.cleanup.interval.ms"]
-        self.remove_interval_ms = config["transaction.remove.expired.transaction.cleanup.interval.ms"]
-        faults = config["minibroker.test.fault"] or ""
-        self.faults = {f.strip() for f in faults.split(",") if f.strip()}
-        unknown = {f for f in self.faults if f.partition("@")[0] not in FAULT_POINTS}
-        if unknown:
-            log.warning("unknown test fault points ignored", faults=sorted(unknown))
-        self._clock = clock or (lambda: int(time.time() * 1000))
+        self.clock = clock
+        self.faults = faults  # the named crash points between the steps of a completion
+        self._loading = False
         self.txns: dict[str, TransactionMetadata] = {}
         self._by_pid: dict[int, str] = {}
         self._pending: dict[str, TxnState] = {}
@@ -116,7 +121,7 @@ class TransactionCoordinator:
 
     # ------------------------------------------------------------------ helpers
     def _now(self) -> int:
-        return self._clock()
+        return self.clock.wall_ms()
 
     def _partition(self, transactional_id: str) -> int:
         return partition_for(transactional_id, self.store.num_partitions())
@@ -137,60 +142,71 @@ class TransactionCoordinator:
         if meta is not None and self._by_pid.get(meta.producer_id) == transactional_id:
             del self._by_pid[meta.producer_id]
 
+    # ------------------------------------------------------------------ the runtime's shard
+    def write(self, records: Sequence[TxnRecord]) -> list[Any]:
+        """Append each transition to its partition of __transaction_state; the logs to make
+        durable before the change counts."""
+        written = []
+        for record in records:
+            partition = self._partition(record.meta.transactional_id)
+            plog = self.store.append(partition, *state_record(record.meta, record.tombstone))
+            if plog is not None:
+                written.append(plog)
+        return written
+
+    def replay(self, record: TxnRecord) -> None:
+        """Install a written transition (or, at load, a replayed one): a tombstone, Dead or
+        PrepareEpochFence state removes the id."""
+        meta = record.meta
+        if self.on_transition is not None and not self._loading:
+            self.on_transition(self.txns.get(meta.transactional_id), meta)
+        if record.tombstone or meta.state in (TxnState.DEAD, TxnState.PREPARE_EPOCH_FENCE):
+            self._remove(meta.transactional_id)
+        else:
+            self._install(meta)
+
     def _persist(
         self, meta: TransactionMetadata, *, tombstone: bool = False, wait_fsync: bool = True
-    ) -> DurableOp[ErrorCode]:
-        """Append the transition to __transaction_state and wait until it is fsynced
-        (`wait_fsync=False`: in the page cache is enough, see `_complete`)."""
-        txn_id = meta.transactional_id
+    ) -> Operation[ErrorCode]:
+        """Append the transition to __transaction_state, wait until it is fsynced
+        (`wait_fsync=False`: in the page cache is enough, see `_complete`) and install it."""
         try:
-            plog = self.store.append(self._partition(txn_id), *state_record(meta, tombstone))
-            if plog is not None and wait_fsync:
-                yield MakeDurable((plog,))
+            yield Write((TxnRecord(meta, tombstone),), durable=wait_fsync)
         except Exception as exc:  # noqa: BLE001 - storage failure: state unchanged, retriable
             log.error(
                 "could not write transaction state",
-                transactional_id=txn_id,
+                transactional_id=meta.transactional_id,
                 state=meta.state.display,
                 error=repr(exc),
             )
             return ErrorCode.coordinator_not_available
-        if self.on_transition is not None:
-            self.on_transition(self.txns.get(txn_id), meta)
         return ErrorCode.none
 
-    def _persist_and_install(self, meta: TransactionMetadata) -> DurableOp[ErrorCode]:
-        """Persist a transition and install it once durable; the id is pending meanwhile."""
+    def _persist_pending(self, meta: TransactionMetadata) -> Operation[ErrorCode]:
+        """Persist a transition (installed once durable); the id is pending meanwhile."""
         txn_id = meta.transactional_id
         self._pending[txn_id] = meta.state
         try:
-            err = yield from self._persist(meta)
+            return (yield from self._persist(meta))
         finally:
             self._pending.pop(txn_id, None)
-        if err == ErrorCode.none:
-            self._install(meta)
-        return err
-
-    def _fault(self, point: str, transactional_id: str) -> None:
-        if point in self.faults or f"{point}@{transactional_id}" in self.faults:
-            log.warning("test fault hook: exiting now", fault=point, transactional_id=transactional_id)
-            sys.stdout.flush()
-            sys.stderr.flush()
-            os._exit(137)
 
     def offsets_partition(self, group_id: str) -> int:
         return self.groups.partition_for(group_id)
 
     # ------------------------------------------------------------------ startup
-    def load(self) -> DurableOp[None]:
+    def load(self) -> Operation[None]:
         """Replay __transaction_state and finish what a crash interrupted (the broker then
         runs `abort_timed_out_transactions` and `remove_expired_transactional_ids` every
         `abort_interval_ms` / `remove_interval_ms`)."""
-        started = time.monotonic()
+        started = self.clock.monotonic()
         states, records = replay_states(self.store.replay())
-        for meta in states:
-            if meta.state not in (TxnState.DEAD, TxnState.PREPARE_EPOCH_FENCE):
-                self._install(meta)
+        self._loading = True
+        try:
+            for meta in states:
+                self.replay(TxnRecord(meta))
+        finally:
+            self._loading = False
         now = self._now()
         completed = aborted = 0
         for txn_id, meta in list(self.txns.items()):
@@ -215,7 +231,7 @@ class TransactionCoordinator:
             completed=completed,
             timed_out_aborted=aborted,
             ongoing=sum(1 for m in self.txns.values() if m.state == TxnState.ONGOING),
-            load_ms=round((time.monotonic() - started) * 1000, 1),
+            load_ms=round((self.clock.monotonic() - started) * 1000, 1),
         )
 
     def _report_hanging_transactions(self) -> None:
@@ -251,7 +267,7 @@ class TransactionCoordinator:
         timeout_ms: int,
         producer_id: int = NO_PRODUCER_ID,
         producer_epoch: int = NO_PRODUCER_EPOCH,
-    ) -> DurableOp[tuple[ErrorCode, int, int]]:
+    ) -> Operation[tuple[ErrorCode, int, int]]:
         fail = (NO_PRODUCER_ID, NO_PRODUCER_EPOCH)
         expected = _claimed_producer(producer_id, producer_epoch)
         if isinstance(expected, ErrorCode):
@@ -261,7 +277,7 @@ class TransactionCoordinator:
             return ErrorCode.none, self._allocate(), 0
         if transactional_id == "":
             return (ErrorCode.invalid_request, *fail)
-        if not 0 < timeout_ms <= self.max_timeout_ms:
+        if not 0 < timeout_ms <= self.settings.max_timeout_ms:
             return (ErrorCode.invalid_transaction_timeout, *fail)
         now = self._now()
         meta = self.txns.get(transactional_id)
@@ -299,7 +315,7 @@ class TransactionCoordinator:
                 fence=True,
             )
             return (ErrorCode.concurrent_transactions if err == ErrorCode.none else err, *fail)
-        err = yield from self._persist_and_install(plan)
+        err = yield from self._persist_pending(plan)
         if err != ErrorCode.none:
             return (err, *fail)
         log.info(
@@ -317,7 +333,7 @@ class TransactionCoordinator:
         producer_id: int,
         producer_epoch: int,
         partitions: Iterable[tuple[str, int]],
-    ) -> DurableOp[ErrorCode]:
+    ) -> Operation[ErrorCode]:
         if not transactional_id:
             return ErrorCode.invalid_request
         parts = frozenset(partitions)
@@ -334,11 +350,11 @@ class TransactionCoordinator:
         if err is not None:
             return err
         new = meta.prepare_add_partitions(parts, self._now())
-        return (yield from self._persist_and_install(new))
+        return (yield from self._persist_pending(new))
 
     def add_offsets(
         self, transactional_id: str, producer_id: int, producer_epoch: int, group_id: str
-    ) -> DurableOp[ErrorCode]:
+    ) -> Operation[ErrorCode]:
         partition = (OFFSETS_TOPIC, self.offsets_partition(group_id))
         return (yield from self.add_partitions(transactional_id, producer_id, producer_epoch, [partition]))
 
@@ -364,7 +380,7 @@ class TransactionCoordinator:
     # ------------------------------------------------------------------ EndTxn
     def end_txn(
         self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool
-    ) -> DurableOp[ErrorCode]:
+    ) -> Operation[ErrorCode]:
         return (
             yield from self._end_transaction(
                 transactional_id, producer_id, producer_epoch, commit, from_client=True
@@ -380,7 +396,7 @@ class TransactionCoordinator:
         *,
         from_client: bool,
         fence: bool = False,
-    ) -> DurableOp[ErrorCode]:
+    ) -> Operation[ErrorCode]:
         if not transactional_id:
             return ErrorCode.invalid_request
         meta = self.txns.get(transactional_id)
@@ -412,17 +428,18 @@ class TransactionCoordinator:
                 if fence:
                     meta.has_failed_epoch_fence = True
                 return err
-            self._install(prepared)
         finally:
             self._pending.pop(transactional_id, None)
-        self._fault("crash-after-prepare-commit" if commit else "crash-after-prepare-abort", transactional_id)
+        self.faults.crash_point(
+            "crash-after-prepare-commit" if commit else "crash-after-prepare-abort", transactional_id
+        )
         # The outcome is decided and durable from here on: if completing fails now, the
         # background duty (and the next startup) finishes it; the client is told NONE, as Kafka
         # tells it once PrepareX is written.
         yield from self._complete(transactional_id)
         return ErrorCode.none
 
-    def _complete(self, transactional_id: str) -> DurableOp[ErrorCode]:
+    def _complete(self, transactional_id: str) -> Operation[ErrorCode]:
         """Markers, group offsets and CompleteX for a transaction in PrepareX."""
         meta = self.txns.get(transactional_id)
         if meta is None or not meta.state.is_prepare or transactional_id in self._pending:
@@ -441,7 +458,7 @@ class TransactionCoordinator:
                     error=repr(exc),
                 )
                 return ErrorCode.coordinator_not_available
-            self._fault("crash-before-complete", transactional_id)
+            self.faults.crash_point("crash-before-complete", transactional_id)
             meta = self.txns[transactional_id]
             completed = meta.prepare_complete(self._now())
             # CompleteX need not be fsynced before the answer: a SIGKILL keeps the page cache,
@@ -450,7 +467,6 @@ class TransactionCoordinator:
             # same id included) covers it, so newer state never overtakes it on disk.
             err = yield from self._persist(completed, wait_fsync=False)
             if err == ErrorCode.none:
-                self._install(completed)
                 log.info(
                     "transaction completed",
                     transactional_id=transactional_id,
@@ -463,7 +479,7 @@ class TransactionCoordinator:
         finally:
             self._pending.pop(transactional_id, None)
 
-    def _write_markers(self, meta: TransactionMetadata, commit: bool) -> DurableOp[None]:
+    def _write_markers(self, meta: TransactionMetadata, commit: bool) -> Operation[None]:
         """Append every partition's marker (page cache, no waiting), then one fsync round for
         all of them: the markers must be durable before CompleteX can be written."""
         coordinator_epoch = self.store.coordinator_epoch(self._partition(meta.transactional_id))
@@ -499,11 +515,11 @@ class TransactionCoordinator:
             written.append(plog)
             if first:
                 first = False
-                self._fault("crash-after-first-marker", meta.transactional_id)
-        yield MakeDurable(tuple(written))
+                self.faults.crash_point("crash-after-first-marker", meta.transactional_id)
+        yield AwaitDurable(tuple(written))
 
     # ------------------------------------------------------------------ background duties
-    def _abort_timed_out(self, transactional_id: str) -> DurableOp[None]:
+    def _abort_timed_out(self, transactional_id: str) -> Operation[None]:
         meta = self.txns.get(transactional_id)
         if meta is None or transactional_id in self._pending or not meta.timed_out(self._now()):
             return
@@ -528,7 +544,7 @@ class TransactionCoordinator:
                 "timed-out transaction not aborted", transactional_id=transactional_id, error=err.name
             )
 
-    def abort_timed_out_transactions(self) -> DurableOp[None]:
+    def abort_timed_out_transactions(self) -> Operation[None]:
         """Abort (with an epoch bump) transactions Ongoing longer than their timeout, and finish
         any PrepareX whose completion failed earlier."""
         now = self._now()
@@ -540,17 +556,16 @@ class TransactionCoordinator:
             elif meta.timed_out(now):
                 yield from self._abort_timed_out(txn_id)
 
-    def remove_expired_transactional_ids(self) -> DurableOp[None]:
+    def remove_expired_transactional_ids(self) -> Operation[None]:
         """Expire ids idle longer than transactional.id.expiration.ms: Dead, tombstone, gone."""
         now = self._now()
         for txn_id, meta in list(self.txns.items()):
-            if txn_id in self._pending or not meta.expired(now, self.expiration_ms):
+            if txn_id in self._pending or not meta.expired(now, self.settings.id_expiration_ms):
                 continue
             dead = meta.prepare_dead()
             self._pending[txn_id] = TxnState.DEAD
             try:
                 if (yield from self._persist(dead, tombstone=True)) == ErrorCode.none:
-                    self._remove(txn_id)
                     log.info(
                         "transactional id expired", transactional_id=txn_id, producer_id=meta.producer_id
                     )

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import structlog
@@ -26,13 +27,22 @@ if TYPE_CHECKING:
     from minibroker.storage.log import PartitionLog
     from minibroker.storage.log_manager import LogManager
 
-__all__ = ["TXN_TOPIC", "LogTxnStore", "replay_states", "state_record"]
+__all__ = ["TXN_TOPIC", "LogTxnStore", "TxnRecord", "replay_states", "state_record"]
 
 TXN_TOPIC = "__transaction_state"
 
 log = structlog.get_logger("minibroker.coordinator.transactions")
 
 _UNREADABLE = (ValueError, UnicodeDecodeError, struct.error)
+
+
+@dataclass(frozen=True, slots=True)
+class TxnRecord:
+    """One record of the transaction coordinator (the runtime's record type): a transition of a
+    transactional id, or its tombstone."""
+
+    meta: TransactionMetadata
+    tombstone: bool = False
 
 
 def state_record(meta: TransactionMetadata, tombstone: bool = False) -> tuple[bytes, bytes | None]:

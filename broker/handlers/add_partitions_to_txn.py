@@ -79,13 +79,14 @@ async def handle(ctx: RequestContext, req: AddPartitionsToTxnRequest) -> AddPart
             ),
         )
     else:
-        error = await broker.run_durably(
+        error = await broker.coordinators.run(
+            broker.txns,
             broker.txns.add_partitions(
                 req.v3_and_below_transactional_id,
                 req.v3_and_below_producer_id,
                 req.v3_and_below_producer_epoch,
                 [(t.name, p) for t in topics for p in t.partitions],
-            )
+            ),
         )
         error = client_error(error, ctx.api_version, fenced_since=2)
         results = _results(topics, lambda t, p: error)

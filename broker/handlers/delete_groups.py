@@ -19,7 +19,10 @@ API_KEY = 42
 async def handle(ctx: RequestContext, req: DeleteGroupsRequest) -> DeleteGroupsResponse:
     # authorization (Kafka: DELETE on each group)
     denied = [g for g in req.groups_names if not ctx.allowed(Op.DELETE, Res.GROUP, g)]
-    results = ctx.broker.groups.delete_groups([g for g in req.groups_names if g not in denied])
+    groups = ctx.broker.groups
+    results = await ctx.broker.coordinators.run(
+        groups, groups.delete_groups([g for g in req.groups_names if g not in denied])
+    )
     results.update({g: ErrorCode.group_authorization_failed for g in denied})
     return ctx.response(
         throttle_time_ms=0,

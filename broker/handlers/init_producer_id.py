@@ -46,8 +46,8 @@ async def handle(ctx: RequestContext, req: InitProducerIdRequest) -> InitProduce
             producer_id=-1,
             producer_epoch=-1,
         )
-    error, pid, epoch = await broker.run_durably(
-        broker.txns.init_producer_id(req.transactional_id, timeout_ms, pid, epoch)
+    error, pid, epoch = await broker.coordinators.run(
+        broker.txns, broker.txns.init_producer_id(req.transactional_id, timeout_ms, pid, epoch)
     )
     return ctx.response(
         throttle_time_ms=0,

@@ -1,11 +1,11 @@
-"""JoinGroup (11): the answer waits (broker/group_answers.py) until the group's rebalance
-completes; the state machine is coordinator/group_join.py, reached through GroupCoordinator."""
+"""JoinGroup (11): the coordinator's answer is a parked response (coordinator/runtime.py
+`Deferred`) that the coordinator runtime waits for until the group's rebalance completes; the
+state machine is coordinator/group_join.py, reached through GroupCoordinator."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from minibroker.broker.group_answers import answer_of
 from minibroker.broker.security.acls import Operation as Op
 from minibroker.broker.security.acls import ResourceType as Res
 from minibroker.coordinator.group_requests import JoinRequest
@@ -56,7 +56,7 @@ async def handle(ctx: RequestContext, req: JoinGroupRequest) -> JoinGroupRespons
         supports_skip_assignment=version >= 9,
         reason=field(req, "reason", None),
     )
-    result = await answer_of(ctx.broker.groups.join_group, request)
+    result = await ctx.broker.coordinators.answer(ctx.broker.groups.join_group(request))
     protocol_name = result.protocol_name
     if version < 7:
         protocol_name = protocol_name or ""  # non-nullable before v7

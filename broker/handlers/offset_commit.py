@@ -34,13 +34,17 @@ async def handle(ctx: RequestContext, req: OffsetCommitRequest) -> OffsetCommitR
         if t.name not in denied
         for p in t.partitions
     ]
-    results = ctx.broker.groups.commit_offsets(
-        req.group_id,
-        req.member_id,
-        field(req, "group_instance_id", None),
-        req.generation_id_or_member_epoch,
-        offsets,
-        ctx.api_version,
+    groups = ctx.broker.groups
+    results = await ctx.broker.coordinators.run(
+        groups,
+        groups.commit_offsets(
+            req.group_id,
+            req.member_id,
+            field(req, "group_instance_id", None),
+            req.generation_id_or_member_epoch,
+            offsets,
+            ctx.api_version,
+        ),
     )
     refused = ErrorCode.group_authorization_failed if group_denied else ErrorCode.topic_authorization_failed
     results.update(

@@ -22,7 +22,8 @@ async def handle(ctx: RequestContext, req: OffsetDeleteRequest) -> OffsetDeleteR
         return ctx.response(error_code=ErrorCode.group_authorization_failed, throttle_time_ms=0, topics=[])
     denied = {t.name for t in req.topics if not ctx.allowed(Op.READ, Res.TOPIC, t.name)}
     wanted = [(t.name, p.partition_index) for t in req.topics if t.name not in denied for p in t.partitions]
-    error, results = ctx.broker.groups.delete_offsets(req.group_id, wanted)
+    groups = ctx.broker.groups
+    error, results = await ctx.broker.coordinators.run(groups, groups.delete_offsets(req.group_id, wanted))
     results.update(
         {
             (t.name, p.partition_index): ErrorCode.topic_authorization_failed

@@ -1,10 +1,10 @@
-"""SyncGroup (14): followers wait (broker/group_answers.py) for the leader's assignment."""
+"""SyncGroup (14): a follower's answer is parked (coordinator/runtime.py `Deferred`) until the
+leader's assignment is stored; the coordinator runtime waits for it."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from minibroker.broker.group_answers import answer_of
 from minibroker.broker.security.acls import Operation as Op
 from minibroker.broker.security.acls import ResourceType as Res
 from minibroker.coordinator.group_requests import SyncRequest
@@ -35,7 +35,7 @@ async def handle(ctx: RequestContext, req: SyncGroupRequest) -> SyncGroupRespons
         protocol_name=field(req, "protocol_name", None),
         assignments={a.member_id: a.assignment for a in req.assignments},
     )
-    result = await answer_of(ctx.broker.groups.sync_group, request)
+    result = await ctx.broker.coordinators.answer(ctx.broker.groups.sync_group(request))
     return ctx.response(
         throttle_time_ms=0,
         error_code=result.error,

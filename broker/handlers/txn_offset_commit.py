@@ -27,7 +27,7 @@ async def handle(ctx: RequestContext, req: TxnOffsetCommitRequest) -> TxnOffsetC
     codes: dict[tuple[str, int], int] = {}
     wanted = _authorized_and_existing(ctx, req, codes)
     if wanted:
-        codes.update(_stage(ctx, req, wanted))
+        codes.update(await _stage(ctx, req, wanted))
     topics = [
         dict(
             name=t.name,
@@ -72,7 +72,9 @@ def _authorized_and_existing(
     return wanted
 
 
-def _stage(ctx: RequestContext, req: TxnOffsetCommitRequest, wanted: list) -> dict[tuple[str, int], int]:
+async def _stage(
+    ctx: RequestContext, req: TxnOffsetCommitRequest, wanted: list
+) -> dict[tuple[str, int], int]:
     broker = ctx.broker
     error = broker.txns.check_txn_offset_commit(
         req.transactional_id, req.producer_id, req.producer_epoch, req.group_id, ctx.api_version
@@ -90,7 +92,7 @@ def _stage(ctx: RequestContext, req: TxnOffsetCommitRequest, wanted: list) -> di
         )
         for name, p in wanted
     ]
-    return broker.groups.stage_txn_offsets(
+    stage = broker.groups.stage_txn_offsets(
         req.producer_id,
         req.producer_epoch,
         req.group_id,
@@ -99,3 +101,4 @@ def _stage(ctx: RequestContext, req: TxnOffsetCommitRequest, wanted: list) -> di
         field(req, "group_instance_id", None) if v3 else None,
         offsets,
     )
+    return await broker.coordinators.run(broker.groups, stage)

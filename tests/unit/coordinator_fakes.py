@@ -7,8 +7,10 @@ from collections.abc import Iterator, Mapping, Sequence
 from types import SimpleNamespace
 
 from minibroker.coordinator.group_metadata_manager import GroupMetadataManager
+from minibroker.coordinator.group_settings import GroupSettings
 from minibroker.coordinator.groups import GroupCoordinator
 from minibroker.coordinator.internal_topic import StoredBatch
+from minibroker.coordinator.runtime import CoordinatorResult, Write
 
 
 class MemoryOffsetsStore:
@@ -124,10 +126,70 @@ class EveryTopicCatalog:
     topics: Mapping = _EveryTopic()
 
 
-def group_coordinator(config, *, store, scheduler, topics=None) -> GroupCoordinator:
+def group_coordinator(config, *, store, scheduler, topics=None, clock=None) -> GroupCoordinator:
     """A GroupCoordinator and its GroupMetadataManager over the given collaborators, wired as
-    broker/state.py wires the real ones."""
-    manager = GroupMetadataManager(
-        config, store=store, topics=topics or EveryTopicCatalog(), clock=scheduler.now_ms
-    )
-    return GroupCoordinator(config, manager=manager, scheduler=scheduler)
+    broker/state.py wires the real ones; `clock` defaults to `scheduler` (the tests' fake
+    scheduler is their clock too)."""
+    settings = GroupSettings.from_config(config)
+    clock = clock or scheduler
+    manager = GroupMetadataManager(settings, store=store, topics=topics or EveryTopicCatalog(), clock=clock)
+    return GroupCoordinator(settings, manager=manager, clock=clock, scheduler=scheduler)
+
+
+# --- the coordinator runtime without a loop ------------------------------------------------------
+def perform(shard, step) -> None:
+    """Do one step of an operation as broker/coordinator_runtime.py does, at once: write (and
+    flush the fakes' logs), replay; or flush the logs a step waits for."""
+    if isinstance(step, Write):
+        logs = shard.write(step.records)
+        if step.durable:
+            _flush(logs)
+        for record in step.records:
+            shard.replay(record)
+    else:
+        _flush(step.logs)
+
+
+def _flush(logs) -> None:
+    for plog in logs:
+        if hasattr(plog, "begin_flush"):
+            ticket = plog.begin_flush()
+            ticket.sync()
+            plog.finish_flush(ticket, ok=True)
+
+
+def resume(shard, op, step):
+    """Go on with an operation suspended at `step` to its response."""
+    try:
+        while True:
+            try:
+                perform(shard, step)
+            except Exception as exc:  # noqa: BLE001 - thrown in, as the driver does
+                step = op.throw(exc)
+            else:
+                step = op.send(None)
+    except StopIteration as done:
+        return done.value
+
+
+def run_now(shard, op):
+    """Run an operation of `shard` (a generator or a CoordinatorResult) to its response."""
+    if isinstance(op, CoordinatorResult):
+        if op.records:
+            perform(shard, Write(op.records))
+        return op.response
+    try:
+        step = next(op)
+    except StopIteration as done:
+        return done.value
+    return resume(shard, op, step)
+
+
+def commit(gc, *args, **kwargs):
+    """OffsetCommit on a GroupCoordinator, run to its answer."""
+    return run_now(gc, gc.commit_offsets(*args, **kwargs))
+
+
+def stage(gc, *args, **kwargs):
+    """TxnOffsetCommit on a GroupCoordinator, run to its answer."""
+    return run_now(gc, gc.stage_txn_offsets(*args, **kwargs))

@@ -1,12 +1,14 @@
 """A broker for handler unit tests: broker.context.HandlerServices with the collaborators a test
-gives and None for the rest (a handler that reaches one it was not given fails the test with an
-AttributeError on None). tests/unit/test_handler_types.py keeps it in step with the Protocol."""
+gives, a coordinator runtime (running the operations of the test's coordinators) and None for
+the rest (a handler that reaches one it was not given fails the test with an AttributeError on
+None). tests/unit/test_handler_types.py keeps it in step with the Protocol."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
 
+from minibroker.broker.coordinator_runtime import CoordinatorRuntime
 from minibroker.common.clock import ManualClock
 from minibroker.protocol.errors import ErrorCode
 
@@ -28,9 +30,7 @@ class FakeBroker:
     durability: Any = None
     data_waiters: Any = None
     dynamic_configs: Any = None
-
-    async def run_durably(self, op: Any) -> Any:
-        raise AssertionError("this test's handlers run no durable coordinator operation")
+    coordinators: Any = field(default_factory=lambda: CoordinatorRuntime(durability=None))
 
     def get_log(self, topic: str, partition: int) -> Any:
         return self.logs.get_log(topic, partition)

@@ -13,9 +13,11 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from minibroker.broker.durability import Durability, run_durably
+from minibroker.broker.coordinator_runtime import CoordinatorRuntime
+from minibroker.broker.durability import Durability
 from minibroker.common.clock import SYSTEM_CLOCK
-from minibroker.coordinator.transactions import TransactionCoordinator
+from minibroker.common.faults import Faults
+from minibroker.coordinator.transactions import TransactionCoordinator, TransactionSettings
 from minibroker.coordinator.txn_log import LogTxnStore
 from minibroker.coordinator.txn_state import TxnState
 from minibroker.protocol.records import CONTROL_COMMIT, build_batch, iter_batches, parse_control_record
@@ -179,7 +181,13 @@ class NoGroups:
 
 def coordinator(logs: LogManager) -> TransactionCoordinator:
     return TransactionCoordinator(
-        CONFIG, store=LogTxnStore(logs, 1), logs=logs, groups=NoGroups(), producer_ids=Ids()
+        TransactionSettings.from_config(CONFIG),
+        store=LogTxnStore(logs, 1),
+        logs=logs,
+        groups=NoGroups(),
+        producer_ids=Ids(),
+        clock=SYSTEM_CLOCK,
+        faults=Faults(),
     )
 
 
@@ -218,16 +226,22 @@ def test_concurrent_end_txn_share_fsync_rounds(tmp_path):
     n = 24
 
     async def scenario():
-        await run_durably(tc.load(), gc)
+        await CoordinatorRuntime(gc).run(tc, tc.load())
         ids = {}
         for i in range(n):
-            err, pid, epoch = await run_durably(tc.init_producer_id(f"tx-{i}", 60000), gc)
+            err, pid, epoch = await CoordinatorRuntime(gc).run(tc, tc.init_producer_id(f"tx-{i}", 60000))
             assert err == 0
             ids[f"tx-{i}"] = (pid, epoch)
-            assert await run_durably(tc.add_partitions(f"tx-{i}", pid, epoch, [("t", i % 4)]), gc) == 0
+            assert (
+                await CoordinatorRuntime(gc).run(tc, tc.add_partitions(f"tx-{i}", pid, epoch, [("t", i % 4)]))
+                == 0
+            )
         rounds_before = gc.rounds
         results = await asyncio.gather(
-            *(run_durably(tc.end_txn(t, pid, epoch, True), gc) for t, (pid, epoch) in ids.items())
+            *(
+                CoordinatorRuntime(gc).run(tc, tc.end_txn(t, pid, epoch, True))
+                for t, (pid, epoch) in ids.items()
+            )
         )
         assert results == [0] * n
         return gc.rounds - rounds_before
@@ -252,10 +266,13 @@ def test_crash_while_markers_are_fsynced_recovers_to_complete(tmp_path):
     tc = coordinator(logs)
 
     async def commit_and_crash():
-        await run_durably(tc.load(), gc)
-        err, pid, epoch = await run_durably(tc.init_producer_id("tx", 60000), gc)
-        assert await run_durably(tc.add_partitions("tx", pid, epoch, [("t", 0), ("t", 1)]), gc) == 0
-        task = asyncio.ensure_future(run_durably(tc.end_txn("tx", pid, epoch, True), gc))
+        await CoordinatorRuntime(gc).run(tc, tc.load())
+        err, pid, epoch = await CoordinatorRuntime(gc).run(tc, tc.init_producer_id("tx", 60000))
+        assert (
+            await CoordinatorRuntime(gc).run(tc, tc.add_partitions("tx", pid, epoch, [("t", 0), ("t", 1)]))
+            == 0
+        )
+        task = asyncio.ensure_future(CoordinatorRuntime(gc).run(tc, tc.end_txn("tx", pid, epoch, True)))
         await until(lambda: executor.started == 4)
         assert tc.txns["tx"].state == TxnState.PREPARE_COMMIT
         assert len(markers(logs.get_log("t", 0))) == 1 and len(markers(logs.get_log("t", 1))) == 1
@@ -274,7 +291,7 @@ def test_crash_while_markers_are_fsynced_recovers_to_complete(tmp_path):
     logs2 = open_logs(tmp_path)
     gc2 = Durability()
     tc2 = coordinator(logs2)
-    asyncio.run(run_durably(tc2.load(), gc2))
+    asyncio.run(CoordinatorRuntime(gc2).run(tc2, tc2.load()))
     assert tc2.txns["tx"].state == TxnState.COMPLETE_COMMIT
     for p in range(2):
         assert (pid, True) in markers(logs2.get_log("t", p))
@@ -294,10 +311,10 @@ def test_transaction_barriers_follow_the_log_flush_policy(tmp_path, flush_messag
     tc = coordinator(logs)
 
     async def commit():
-        await run_durably(tc.load(), gc)
-        err, pid, epoch = await run_durably(tc.init_producer_id("tx", 60000), gc)
-        assert await run_durably(tc.add_partitions("tx", pid, epoch, [("t", 0)]), gc) == 0
-        assert await run_durably(tc.end_txn("tx", pid, epoch, True), gc) == 0
+        await CoordinatorRuntime(gc).run(tc, tc.load())
+        err, pid, epoch = await CoordinatorRuntime(gc).run(tc, tc.init_producer_id("tx", 60000))
+        assert await CoordinatorRuntime(gc).run(tc, tc.add_partitions("tx", pid, epoch, [("t", 0)])) == 0
+        assert await CoordinatorRuntime(gc).run(tc, tc.end_txn("tx", pid, epoch, True)) == 0
 
     asyncio.run(commit())
     assert tc.txns["tx"].state == TxnState.COMPLETE_COMMIT

@@ -28,7 +28,7 @@ from minibroker.coordinator.partitioning import java_string_hash, partition_for
 from minibroker.protocol.errors import ErrorCode as E
 from minibroker.storage.errors import KafkaStorageError
 
-from tests.unit.coordinator_fakes import MemoryOffsetsStore, group_coordinator
+from tests.unit.coordinator_fakes import MemoryOffsetsStore, commit, group_coordinator, run_now, stage
 
 
 class FakeScheduler:
@@ -39,8 +39,12 @@ class FakeScheduler:
         self._heap: list = []
         self._seq = itertools.count()
 
-    def now_ms(self) -> int:
+    # common.clock.Clock: the same fake time
+    def wall_ms(self) -> int:
         return self.now
+
+    def monotonic(self) -> float:
+        return self.now / 1000
 
     class Handle:
         def __init__(self):
@@ -83,22 +87,18 @@ PROTOS = [("range", subscription("t")), ("roundrobin", subscription("t"))]
 
 
 class Box:
-    """Collects one callback result."""
+    """A JoinGroup's or SyncGroup's answer as the test sees it: parked, or done with a value."""
 
-    def __init__(self):
-        self.results = []
-
-    def __call__(self, result):
-        self.results.append(result)
+    def __init__(self, answer):
+        self.answer = answer
 
     @property
     def done(self):
-        return bool(self.results)
+        return self.answer.done
 
     @property
     def value(self):
-        assert len(self.results) == 1, self.results
-        return self.results[0]
+        return self.answer.result()
 
 
 @pytest.fixture
@@ -129,7 +129,6 @@ def join(
     skip=False,
     client="c",
 ):
-    box = Box()
     request = JoinRequest(
         group_id=group,
         member_id=member_id,
@@ -143,15 +142,12 @@ def join(
         require_known_member_id=require_known,
         supports_skip_assignment=skip,
     )
-    gc.join_group(request, box)
-    return box
+    return Box(gc.join_group(request))
 
 
 def sync(gc, member_id, generation, assignments=None, group="g", instance=None, ptype=None, pname=None):
-    box = Box()
     request = SyncRequest(group, generation, member_id, instance, ptype, pname, assignments or {})
-    gc.sync_group(request, box)
-    return box
+    return Box(gc.sync_group(request))
 
 
 def join_new(gc, clock, **kw):
@@ -505,7 +501,7 @@ def test_static_member_removed_by_session_timeout_and_admin_leave(gc, clock):
 
 # --- offsets ------------------------------------------------------------------------------------
 def test_simple_commit_and_fetch(gc, store):
-    res = gc.commit_offsets("simple", "", None, -1, [("t", 0, 42, 3, "meta"), ("t", 1, 7, -1, None)])
+    res = commit(gc, "simple", "", None, -1, [("t", 0, 42, 3, "meta"), ("t", 1, 7, -1, None)])
     assert res == {("t", 0): E.none, ("t", 1): E.none}
     err, parts = gc.fetch_offsets("simple", [("t", 0), ("t", 1), ("t", 2)])
     assert err == E.none
@@ -521,15 +517,15 @@ def test_simple_commit_and_fetch(gc, store):
 
 def test_commit_generation_and_member_checks(gc, clock):
     gen, (a,) = form_group(gc, clock, 1)
-    assert gc.commit_offsets("g", a, None, gen, [("t", 0, 1, -1, "")]) == {("t", 0): E.none}
-    assert gc.commit_offsets("g", a, None, gen + 1, [("t", 0, 1, -1, "")]) == {("t", 0): E.illegal_generation}
-    assert gc.commit_offsets("g", "x", None, gen, [("t", 0, 1, -1, "")]) == {("t", 0): E.unknown_member_id}
+    assert commit(gc, "g", a, None, gen, [("t", 0, 1, -1, "")]) == {("t", 0): E.none}
+    assert commit(gc, "g", a, None, gen + 1, [("t", 0, 1, -1, "")]) == {("t", 0): E.illegal_generation}
+    assert commit(gc, "g", "x", None, gen, [("t", 0, 1, -1, "")]) == {("t", 0): E.unknown_member_id}
     # simple commit into a group with members is refused
-    assert gc.commit_offsets("g", "", None, -1, [("t", 0, 1, -1, "")]) == {("t", 0): E.unknown_member_id}
+    assert commit(gc, "g", "", None, -1, [("t", 0, 1, -1, "")]) == {("t", 0): E.unknown_member_id}
     # unknown group with a generation: stale
-    assert gc.commit_offsets("zz", "m", None, 3, [("t", 0, 1, -1, "")]) == {("t", 0): E.illegal_generation}
+    assert commit(gc, "zz", "m", None, 3, [("t", 0, 1, -1, "")]) == {("t", 0): E.illegal_generation}
     # too much metadata
-    assert gc.commit_offsets("g", a, None, gen, [("t", 0, 1, -1, "x" * 5000)]) == {
+    assert commit(gc, "g", a, None, gen, [("t", 0, 1, -1, "x" * 5000)]) == {
         ("t", 0): E.offset_metadata_too_large
     }
 
@@ -538,28 +534,26 @@ def test_commit_during_completing_rebalance(gc, clock):
     ja = join_new(gc, clock)
     clock.advance(0)
     a = ja.value.member_id
-    assert gc.commit_offsets("g", a, None, 1, [("t", 0, 1, -1, "")]) == {("t", 0): E.rebalance_in_progress}
+    assert commit(gc, "g", a, None, 1, [("t", 0, 1, -1, "")]) == {("t", 0): E.rebalance_in_progress}
 
 
 def test_commit_storage_failure(gc, store):
     store.fail_with = KafkaStorageError(E.message_too_large, "too big")
-    assert gc.commit_offsets("s", "", None, -1, [("t", 0, 1, -1, "")]) == {
-        ("t", 0): E.invalid_commit_offset_size
-    }
+    assert commit(gc, "s", "", None, -1, [("t", 0, 1, -1, "")]) == {("t", 0): E.invalid_commit_offset_size}
     assert gc.fetch_offsets("s", [("t", 0)])[1][0][2] == -1
 
 
 def test_delete_offsets_and_groups(gc, clock):
-    gc.commit_offsets("s", "", None, -1, [("t", 0, 5, -1, ""), ("u", 0, 6, -1, "")])
-    err, res = gc.delete_offsets("s", [("t", 0)])
+    commit(gc, "s", "", None, -1, [("t", 0, 5, -1, ""), ("u", 0, 6, -1, "")])
+    err, res = run_now(gc, gc.delete_offsets("s", [("t", 0)]))
     assert err == E.none and res == {("t", 0): E.none}
     assert gc.fetch_offsets("s", None)[1] == [("u", 0, 6, -1, "", E.none)]
-    assert gc.delete_offsets("none", [("t", 0)]) == (E.group_id_not_found, {})
+    assert run_now(gc, gc.delete_offsets("none", [("t", 0)])) == (E.group_id_not_found, {})
     gen, (a,) = form_group(gc, clock, 1)
-    gc.commit_offsets("g", a, None, gen, [("t", 0, 1, -1, ""), ("other", 0, 1, -1, "")])
-    err, res = gc.delete_offsets("g", [("t", 0), ("other", 0)])
+    commit(gc, "g", a, None, gen, [("t", 0, 1, -1, ""), ("other", 0, 1, -1, "")])
+    err, res = run_now(gc, gc.delete_offsets("g", [("t", 0), ("other", 0)]))
     assert res == {("t", 0): E.group_subscribed_to_topic, ("other", 0): E.none}
-    assert gc.delete_groups(["s", "g", "missing"]) == {
+    assert run_now(gc, gc.delete_groups(["s", "g", "missing"])) == {
         "s": E.none,
         "g": E.non_empty_group,
         "missing": E.group_id_not_found,
@@ -569,7 +563,7 @@ def test_delete_offsets_and_groups(gc, clock):
 
 def test_list_and_describe(gc, clock):
     gen, (a, b) = form_group(gc, clock, 2)
-    gc.commit_offsets("simple", "", None, -1, [("t", 0, 1, -1, "")])
+    commit(gc, "simple", "", None, -1, [("t", 0, 1, -1, "")])
     groups = {g["group_id"]: g for g in gc.list_groups()}
     assert groups["g"]["group_state"] == "Stable" and groups["g"]["protocol_type"] == "consumer"
     assert groups["simple"]["group_state"] == "Empty" and groups["simple"]["protocol_type"] == ""
@@ -585,7 +579,7 @@ def test_list_and_describe(gc, clock):
 # --- transactional offsets ----------------------------------------------------------------------
 def test_txn_offsets_pending_until_commit(gc, store):
     topics = [("t", 0, 10, 2, "m")]
-    res = gc.stage_txn_offsets(1000, 0, "tx", -1, "", None, topics)
+    res = stage(gc, 1000, 0, "tx", -1, "", None, topics)
     assert res == {("t", 0): E.none}
     assert gc.fetch_offsets("tx", [("t", 0)])[1] == [("t", 0, -1, -1, "", E.none)]
     assert gc.fetch_offsets("tx", [("t", 0)], require_stable=True)[1][0][5] == E.unstable_offset_commit
@@ -596,8 +590,8 @@ def test_txn_offsets_pending_until_commit(gc, store):
 
 
 def test_txn_offsets_abort_drops_them(gc, store):
-    gc.commit_offsets("tx", "", None, -1, [("t", 0, 3, -1, "")])
-    gc.stage_txn_offsets(7, 0, "tx", -1, "", None, [("t", 0, 99, -1, None)])
+    commit(gc, "tx", "", None, -1, [("t", 0, 3, -1, "")])
+    stage(gc, 7, 0, "tx", -1, "", None, [("t", 0, 99, -1, None)])
     store.append_marker(0, 7, False)
     gc.complete_txn(7, False)
     assert gc.fetch_offsets("tx", [("t", 0)], True)[1] == [("t", 0, 3, -1, "", E.none)]
@@ -606,21 +600,21 @@ def test_txn_offsets_abort_drops_them(gc, store):
 def test_txn_offsets_member_validation(gc, clock):
     gen, (a,) = form_group(gc, clock, 1)
     topics = [("t", 0, 1, -1, "")]
-    assert gc.stage_txn_offsets(1, 0, "g", gen + 1, a, None, topics) == {("t", 0): E.illegal_generation}
-    assert gc.stage_txn_offsets(1, 0, "g", gen, "bogus", None, topics) == {("t", 0): E.unknown_member_id}
-    assert gc.stage_txn_offsets(1, 0, "g", gen, a, None, topics) == {("t", 0): E.none}
+    assert stage(gc, 1, 0, "g", gen + 1, a, None, topics) == {("t", 0): E.illegal_generation}
+    assert stage(gc, 1, 0, "g", gen, "bogus", None, topics) == {("t", 0): E.unknown_member_id}
+    assert stage(gc, 1, 0, "g", gen, a, None, topics) == {("t", 0): E.none}
     # pre-v3 style (no member info) is allowed even with members
-    assert gc.stage_txn_offsets(2, 0, "g", -1, "", None, topics) == {("t", 0): E.none}
+    assert stage(gc, 2, 0, "g", -1, "", None, topics) == {("t", 0): E.none}
     ji = join(gc, group="s", instance="inst")
     clock.advance(0)
-    assert gc.stage_txn_offsets(3, 0, "s", ji.value.generation_id, "other", "inst", topics) == {
+    assert stage(gc, 3, 0, "s", ji.value.generation_id, "other", "inst", topics) == {
         ("t", 0): E.fenced_instance_id
     }
 
 
 def test_txn_commit_older_than_plain_commit_does_not_win(gc, store):
-    gc.stage_txn_offsets(5, 0, "tx", -1, "", None, [("t", 0, 10, -1, "")])
-    gc.commit_offsets("tx", "", None, -1, [("t", 0, 20, -1, "")])
+    stage(gc, 5, 0, "tx", -1, "", None, [("t", 0, 10, -1, "")])
+    commit(gc, "tx", "", None, -1, [("t", 0, 20, -1, "")])
     store.append_marker(0, 5, True)
     gc.complete_txn(5, True)
     assert gc.fetch_offsets("tx", [("t", 0)])[1][0][2] == 20
@@ -629,16 +623,16 @@ def test_txn_commit_older_than_plain_commit_does_not_win(gc, store):
 # --- durability: replay -------------------------------------------------------------------------
 def test_replay_rebuilds_offsets_groups_and_txn_state(gc, clock, store):
     gen, (a, b) = form_group(gc, clock, 2)
-    gc.commit_offsets("g", a, None, gen, [("t", 0, 11, 1, "x"), ("t", 1, 12, -1, "")])
-    gc.commit_offsets("s", "", None, -1, [("t", 0, 5, -1, "")])
-    gc.commit_offsets("gone", "", None, -1, [("t", 0, 5, -1, "")])
-    gc.delete_groups(["gone"])
-    gc.delete_offsets("s", [("t", 0)])
-    gc.commit_offsets("s", "", None, -1, [("t", 2, 8, -1, "")])
+    commit(gc, "g", a, None, gen, [("t", 0, 11, 1, "x"), ("t", 1, 12, -1, "")])
+    commit(gc, "s", "", None, -1, [("t", 0, 5, -1, "")])
+    commit(gc, "gone", "", None, -1, [("t", 0, 5, -1, "")])
+    run_now(gc, gc.delete_groups(["gone"]))
+    run_now(gc, gc.delete_offsets("s", [("t", 0)]))
+    commit(gc, "s", "", None, -1, [("t", 2, 8, -1, "")])
     tp = [("t", 3, 30, -1, "")]
-    gc.stage_txn_offsets(100, 0, "s", -1, "", None, tp)  # committed
-    gc.stage_txn_offsets(200, 0, "s", -1, "", None, [("t", 4, 40, -1, "")])  # aborted
-    gc.stage_txn_offsets(300, 0, "s", -1, "", None, [("t", 5, 50, -1, "")])  # undecided
+    stage(gc, 100, 0, "s", -1, "", None, tp)  # committed
+    stage(gc, 200, 0, "s", -1, "", None, [("t", 4, 40, -1, "")])  # aborted
+    stage(gc, 300, 0, "s", -1, "", None, [("t", 5, 50, -1, "")])  # undecided
     store.append_marker(0, 100, True)
     gc.complete_txn(100, True)
     store.append_marker(0, 200, False)
@@ -667,7 +661,7 @@ def test_replay_rebuilds_offsets_groups_and_txn_state(gc, clock, store):
 
 def test_replay_of_empty_group_after_members_left(gc, clock, store):
     gen, (a,) = form_group(gc, clock, 1)
-    gc.commit_offsets("g", a, None, gen, [("t", 0, 9, -1, "")])
+    commit(gc, "g", a, None, gen, [("t", 0, 9, -1, "")])
     gc.leave_group("g", [(a, None)])
     gc2 = group_coordinator(dict(CONFIG), scheduler=FakeScheduler(), store=store)
     gc2.load()
@@ -722,39 +716,37 @@ def test_parse_subscription_topics():
 
 
 def test_commit_to_unknown_group_with_member_id_is_rejected(gc):
-    assert gc.commit_offsets("new", "someone", None, -1, [("t", 0, 1, -1, "")]) == {
-        ("t", 0): E.unknown_member_id
-    }
+    assert commit(gc, "new", "someone", None, -1, [("t", 0, 1, -1, "")]) == {("t", 0): E.unknown_member_id}
     assert "new" not in gc.groups
     topics = [("t", 0, 1, -1, "")]
-    assert gc.stage_txn_offsets(1, 0, "new", 3, "m", None, topics) == {("t", 0): E.unknown_member_id}
-    assert gc.stage_txn_offsets(1, 0, "new", 3, "", None, topics) == {("t", 0): E.unknown_member_id}
+    assert stage(gc, 1, 0, "new", 3, "m", None, topics) == {("t", 0): E.unknown_member_id}
+    assert stage(gc, 1, 0, "new", 3, "", None, topics) == {("t", 0): E.unknown_member_id}
 
 
 def test_txn_offset_sequences_continue_per_producer_and_epoch(gc, store, clock):
-    def stage(pid, epoch, offset):
-        return gc.stage_txn_offsets(pid, epoch, "tx", -1, "", None, [("t", 0, offset, -1, "")])
+    def stage_one(pid, epoch, offset):
+        return stage(gc, pid, epoch, "tx", -1, "", None, [("t", 0, offset, -1, "")])
 
     # (the store continues each producer's sequence, as storage/internal_topic.py does)
-    assert stage(1, 0, 1) == {("t", 0): E.none}
-    assert stage(1, 0, 2) == {("t", 0): E.none}
+    assert stage_one(1, 0, 1) == {("t", 0): E.none}
+    assert stage_one(1, 0, 2) == {("t", 0): E.none}
     store.append_marker(0, 1, True)
     gc.complete_txn(1, True)
-    assert stage(1, 0, 3) == {("t", 0): E.none}  # same epoch: continues
+    assert stage_one(1, 0, 3) == {("t", 0): E.none}  # same epoch: continues
     store.append_marker(0, 1, True, producer_epoch=1)  # marker with a bumped epoch (TV2)
     gc.complete_txn(1, True)
-    assert stage(1, 1, 4) == {("t", 0): E.none}  # new epoch: from 0
+    assert stage_one(1, 1, 4) == {("t", 0): E.none}  # new epoch: from 0
     assert [b.base_sequence for b in store.logs[0] if not b.is_control] == [0, 1, 2, 0]
     # after a restart the sequence continues from the log
     gc2 = group_coordinator(dict(CONFIG), scheduler=FakeScheduler(), store=store)
     gc2.load()
-    assert gc2.stage_txn_offsets(1, 1, "tx", -1, "", None, [("t", 0, 5, -1, "")]) == {("t", 0): E.none}
+    assert stage(gc2, 1, 1, "tx", -1, "", None, [("t", 0, 5, -1, "")]) == {("t", 0): E.none}
     assert store.logs[0][-1].base_sequence == 1
 
 
 def test_remove_topic_offsets_on_topic_deletion(gc, store):
-    gc.commit_offsets("a", "", None, -1, [("gone", 0, 1, -1, ""), ("kept", 0, 2, -1, "")])
-    gc.commit_offsets("b", "", None, -1, [("gone", 1, 3, -1, "")])
+    commit(gc, "a", "", None, -1, [("gone", 0, 1, -1, ""), ("kept", 0, 2, -1, "")])
+    commit(gc, "b", "", None, -1, [("gone", 1, 3, -1, "")])
     assert gc.remove_topic_offsets("gone") == 2
     assert gc.fetch_offsets("a", None)[1] == [("kept", 0, 2, -1, "", E.none)]
     assert gc.fetch_offsets("b", None)[1] == []
@@ -782,25 +774,25 @@ def test_durability_through_storage_with_transactional_offsets(tmp_path):
     gen, (a,) = form_group(gc, clock, 1)
     info = logs.topics["__consumer_offsets"]
     assert info.internal and info.configs.get("cleanup.policy") == "compact"
-    assert gc.commit_offsets("g", a, None, gen, [("t", 0, 5, 1, "m"), ("nope", 0, 1, -1, "")]) == {
+    assert commit(gc, "g", a, None, gen, [("t", 0, 5, 1, "m"), ("nope", 0, 1, -1, "")]) == {
         ("t", 0): E.none,
         ("nope", 0): E.unknown_topic_or_partition,
     }
 
-    def stage(pid, epoch, offset):
-        return gc.stage_txn_offsets(pid, epoch, "g", gen, a, None, [("t", 1, offset, -1, "x")])
+    def stage_one(pid, epoch, offset):
+        return stage(gc, pid, epoch, "g", gen, a, None, [("t", 1, offset, -1, "x")])
 
     plog = logs.get_log("__consumer_offsets", gc.partition_for("g"))
-    assert stage(42, 0, 7) == {("t", 1): E.none}
-    assert stage(42, 0, 8) == {("t", 1): E.none}  # second batch in the same txn: sequence 1
+    assert stage_one(42, 0, 7) == {("t", 1): E.none}
+    assert stage_one(42, 0, 8) == {("t", 1): E.none}  # second batch in the same txn: sequence 1
     assert plog.last_stable_offset < plog.log_end_offset  # the offsets are an open transaction
     plog.append_marker(42, 0, True, 0)
     gc.complete_txn(42, True)
     assert plog.last_stable_offset == plog.log_end_offset
-    assert stage(42, 0, 9) == {("t", 1): E.none}  # next transaction, same epoch
+    assert stage_one(42, 0, 9) == {("t", 1): E.none}  # next transaction, same epoch
     plog.append_marker(42, 0, False, 0)
     gc.complete_txn(42, False)
-    assert stage(42, 1, 10) == {("t", 1): E.none}  # a new epoch starts again at sequence 0
+    assert stage_one(42, 1, 10) == {("t", 1): E.none}  # a new epoch starts again at sequence 0
     # (left undecided)
     logs.close()
 
@@ -817,7 +809,7 @@ def test_durability_through_storage_with_transactional_offsets(tmp_path):
     group = gc2.groups["g"]
     assert group.state is GroupState.STABLE and group.generation_id == gen and set(group.members) == {a}
     # the undecided transaction continues after the restart with the right sequence
-    assert gc2.stage_txn_offsets(42, 1, "g", -1, "", None, [("t", 1, 11, -1, "")]) == {("t", 1): E.none}
+    assert stage(gc2, 42, 1, "g", -1, "", None, [("t", 1, 11, -1, "")]) == {("t", 1): E.none}
     plog = logs.get_log("__consumer_offsets", gc2.partition_for("g"))
     plog.append_marker(42, 1, True, 0)
     gc2.complete_txn(42, True)
@@ -863,7 +855,7 @@ def test_failed_sync_store_gives_the_partition_up_without_a_new_generation(gc, c
     for _ in range(50):
         assert join(gc, member_id=a).value.error == E.not_coordinator
         assert gc.heartbeat("g", a, None, gen2) == E.not_coordinator
-        assert gc.commit_offsets("g", a, None, gen2, [("t", 0, 1, -1, "")]) == {("t", 0): E.not_coordinator}
+        assert commit(gc, "g", a, None, gen2, [("t", 0, 1, -1, "")]) == {("t", 0): E.not_coordinator}
         assert gc.fetch_offsets("g", [("t", 0)])[0] == E.not_coordinator
         assert not gc.coordinates("g")
         clock.advance(10)
@@ -874,17 +866,17 @@ def test_failed_sync_store_gives_the_partition_up_without_a_new_generation(gc, c
     assert gc.groups["g"].generation_id == generation
     assert set(gc.groups["g"].members) == {a}
     assert gc.heartbeat("g", a, None, generation) == E.none
-    assert gc.commit_offsets("g", a, None, generation, [("t", 0, 7, -1, "")]) == {("t", 0): E.none}
+    assert commit(gc, "g", a, None, generation, [("t", 0, 7, -1, "")]) == {("t", 0): E.none}
 
 
 def test_failed_commit_gives_up_only_its_partition_once(gc, clock, store):
     generation, (a,) = form_group(gc, clock, 1)
     store.fail_with = DISK_FULL
-    assert gc.commit_offsets("g", a, None, generation, [("t", 0, 5, -1, "")]) == {("t", 0): E.not_coordinator}
+    assert commit(gc, "g", a, None, generation, [("t", 0, 5, -1, "")]) == {("t", 0): E.not_coordinator}
     clock.advance(0)
     assert not gc.coordinates("g")
     assert gc.describe_group("g")[0] == E.not_coordinator
-    assert gc.delete_groups(["g"]) == {"g": E.not_coordinator}
+    assert run_now(gc, gc.delete_groups(["g"])) == {"g": E.not_coordinator}
     clock.advance(RETRY_INTERVAL_MS)
     assert gc.coordinates("g")
     # the member's session restarted at the reload

@@ -8,6 +8,7 @@ import datetime
 
 import pytest
 from minibroker.broker.context import RequestContext
+from minibroker.broker.coordinator_runtime import CoordinatorRuntime
 from minibroker.broker.handlers import (
     delete_groups,
     describe_groups,
@@ -21,12 +22,12 @@ from minibroker.broker.handlers import (
     offset_fetch,
     sync_group,
 )
-from minibroker.broker.scheduler import LoopScheduler
 from minibroker.broker.security.authorizer import all_operations
+from minibroker.common.clock import SYSTEM_CLOCK
 from minibroker.protocol.codec import build, encode_response, request_class
 from minibroker.protocol.errors import ErrorCode as E
 
-from tests.unit.coordinator_fakes import MemoryOffsetsStore, group_coordinator
+from tests.unit.coordinator_fakes import MemoryOffsetsStore, commit, group_coordinator, stage
 from tests.unit.handler_fakes import FakeBroker
 
 CONFIG = {"group.initial.rebalance.delay.ms": 0, "group.min.session.timeout.ms": 10}
@@ -48,8 +49,11 @@ class AllowAll:
 
 
 def make_broker():
-    gc = group_coordinator(dict(CONFIG), store=MemoryOffsetsStore(1), scheduler=LoopScheduler())
-    return FakeBroker(groups=gc, node_id=7, host="broker.example", port=9999, security=AllowAll())
+    runtime = CoordinatorRuntime(durability=None)  # these tests' coordinator writes no records through it
+    gc = group_coordinator(dict(CONFIG), store=MemoryOffsetsStore(1), scheduler=runtime, clock=SYSTEM_CLOCK)
+    return FakeBroker(
+        groups=gc, coordinators=runtime, node_id=7, host="broker.example", port=9999, security=AllowAll()
+    )
 
 
 def ctx_for(broker, module, version):
@@ -248,7 +252,7 @@ async def test_offset_commit_versions(version):
 @pytest.mark.parametrize("version", range(1, 10))
 async def test_offset_fetch_versions(version):
     b = make_broker()
-    b.groups.commit_offsets("s", "", None, -1, [("t", 0, 5, 3, "meta")])
+    commit(b.groups, "s", "", None, -1, [("t", 0, 5, 3, "meta")])
     if version >= 8:
         r = await call(
             b,
@@ -294,7 +298,7 @@ async def test_offset_fetch_versions(version):
 
 async def test_require_stable_reports_pending_txn_offsets():
     b = make_broker()
-    b.groups.stage_txn_offsets(11, 0, "tx", -1, "", None, [("t", 0, 9, -1, "")])
+    stage(b.groups, 11, 0, "tx", -1, "", None, [("t", 0, 9, -1, "")])
     r = await call(
         b, offset_fetch, 7, group_id="tx", topics=[dict(name="t", partition_indexes=[0])], require_stable=True
     )
@@ -309,7 +313,7 @@ async def test_require_stable_reports_pending_txn_offsets():
 
 async def test_delete_groups_and_offset_delete():
     b = make_broker()
-    b.groups.commit_offsets("s", "", None, -1, [("t", 0, 5, -1, ""), ("t", 1, 5, -1, "")])
+    commit(b.groups, "s", "", None, -1, [("t", 0, 5, -1, ""), ("t", 1, 5, -1, "")])
     r = await call(
         b, offset_delete, 0, group_id="s", topics=[dict(name="t", partitions=[dict(partition_index=0)])]
     )

@@ -198,7 +198,7 @@ def _protocol_members(protocol: type) -> set[str]:
 
 def test_the_fake_broker_offers_what_handlers_may_use():
     members = _protocol_members(HandlerServices)
-    assert {"logs", "groups", "txns", "security", "run_durably", "get_log"} <= members
+    assert {"logs", "groups", "txns", "security", "coordinators", "get_log"} <= members
     fake = FakeBroker()
     assert [m for m in sorted(members) if not hasattr(fake, m)] == []
 

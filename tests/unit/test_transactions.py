@@ -10,8 +10,11 @@ import struct
 from types import SimpleNamespace
 
 import pytest
+from minibroker.common.clock import ManualClock
+from minibroker.common.faults import Faults
 from minibroker.coordinator.partitioning import java_string_hash, partition_for
-from minibroker.coordinator.transactions import OFFSETS_TOPIC, TransactionCoordinator
+from minibroker.coordinator.runtime import AwaitDurable, Write
+from minibroker.coordinator.transactions import OFFSETS_TOPIC, TransactionCoordinator, TransactionSettings
 from minibroker.coordinator.txn_state import (
     IllegalTransition,
     TransactionMetadata,
@@ -24,7 +27,7 @@ from minibroker.coordinator.txn_state import (
 from minibroker.protocol.errors import ErrorCode as E
 from minibroker.storage.errors import KafkaStorageError
 
-from tests.unit.coordinator_fakes import MemoryTxnStore
+from tests.unit.coordinator_fakes import MemoryTxnStore, perform, resume, run_now
 
 # --------------------------------------------------------------------------- fakes
 
@@ -99,14 +102,6 @@ class FakeIds:
         return self.next - 1
 
 
-class Clock:
-    def __init__(self, now=1_700_000_000_000):
-        self.now = now
-
-    def __call__(self):
-        return self.now
-
-
 class RecordingStore(MemoryTxnStore):
     def __init__(self, events, partitions=2):
         super().__init__(partitions)
@@ -126,7 +121,6 @@ def make_config(**over):
         "transaction.remove.expired.transaction.cleanup.interval.ms": 3600000,
         "transaction.state.log.num.partitions": 2,
         "offsets.topic.num.partitions": 3,
-        "minibroker.test.fault": "",
     }
     cfg.update(over)
     return cfg
@@ -143,55 +137,41 @@ class Env:
         self.logs.create(OFFSETS_TOPIC, 3)
         self.groups = FakeGroups(self.events)
         self.ids = FakeIds()
-        self.clock = Clock()
+        self.clock = ManualClock()
         self.store = RecordingStore(self.events)
         self.config = make_config(**config)
         self.tc = self.coordinator()
 
     def coordinator(self):
         return TransactionCoordinator(
-            self.config,
+            TransactionSettings.from_config(self.config),
             store=self.store,
             logs=self.logs,
             groups=self.groups,
             producer_ids=self.ids,
             clock=self.clock,
+            faults=Faults(),
         )
 
     def restart(self):
         self.tc = self.coordinator()
-        run(self.tc.load())
+        run_now(self.tc, self.tc.load())
         return self.tc
 
     def markers(self, topic, partition):
         return self.logs.get_log(topic, partition).markers
 
 
-def run(op):
-    """Drive a coordinator operation to its result, fsyncing (here: flushing the fakes) each
-    time it asks for durability, as broker/durability.py's run_durably does off the event loop."""
-    try:
-        request = next(op)
-        while True:
-            for plog in request.logs:
-                ticket = plog.begin_flush()
-                ticket.sync()
-                plog.finish_flush(ticket, ok=True)
-            request = op.send(None)
-    except StopIteration as done:
-        return done.value
-
-
 def init(env, txn="tx", timeout=60000, pid=-1, epoch=-1):
-    return run(env.tc.init_producer_id(txn, timeout, pid, epoch))
+    return run_now(env.tc, env.tc.init_producer_id(txn, timeout, pid, epoch))
 
 
 def add(env, txn, pid, epoch, parts):
-    return run(env.tc.add_partitions(txn, pid, epoch, parts))
+    return run_now(env.tc, env.tc.add_partitions(txn, pid, epoch, parts))
 
 
 def end(env, txn, pid, epoch, commit):
-    return run(env.tc.end_txn(txn, pid, epoch, commit))
+    return run_now(env.tc, env.tc.end_txn(txn, pid, epoch, commit))
 
 
 def txn_batch(pid, epoch, transactional=True):
@@ -321,8 +301,8 @@ def test_illegal_transitions_raise():
 
 def test_idempotent_init_gives_fresh_ids_at_epoch_zero():
     env = Env()
-    a = run(env.tc.init_producer_id(None, 0))
-    b = run(env.tc.init_producer_id(None, 0))
+    a = run_now(env.tc, env.tc.init_producer_id(None, 0))
+    b = run_now(env.tc, env.tc.init_producer_id(None, 0))
     assert a[0] == E.none and b[0] == E.none and a[1] != b[1] and a[2] == b[2] == 0
     assert env.store.appends == 0
 
@@ -445,7 +425,7 @@ def test_two_phase_commit_order_and_retries():
     env = Env()
     _, pid, epoch = init(env)
     add(env, "tx", pid, epoch, [("t", 2), ("u", 0)])
-    assert run(env.tc.add_offsets("tx", pid, epoch, "g1")) == E.none
+    assert run_now(env.tc, env.tc.add_offsets("tx", pid, epoch, "g1")) == E.none
     gp = partition_for("g1", 3)
     env.events.clear()
     assert end(env, "tx", pid, epoch, True) == E.none
@@ -492,7 +472,7 @@ def test_txn_offset_commit_checks():
     assert check("tx", pid, epoch, "g", 3) == E.invalid_txn_state  # not added
     assert check("tx", pid, epoch, "g", 4) == E.transaction_abortable
     assert check("nope", pid, epoch, "g", 3) == E.invalid_producer_id_mapping
-    run(env.tc.add_offsets("tx", pid, epoch, "g"))
+    run_now(env.tc, env.tc.add_offsets("tx", pid, epoch, "g"))
     assert check("tx", pid, epoch, "g", 3) == E.none
     assert check("tx", pid, epoch + 1, "g", 3) == E.invalid_producer_epoch
     assert check("tx", pid + 1, epoch, "g", 3) == E.invalid_producer_id_mapping
@@ -573,7 +553,7 @@ def test_marker_failure_leaves_prepare_and_duty_finishes():
     assert env.tc.txns["tx"].state == TxnState.PREPARE_COMMIT
     assert add(env, "tx", pid, epoch, [("t", 2)]) == E.concurrent_transactions
     assert end(env, "tx", pid, epoch, True) == E.concurrent_transactions
-    run(env.tc.abort_timed_out_transactions())
+    run_now(env.tc, env.tc.abort_timed_out_transactions())
     assert env.tc.txns["tx"].state == TxnState.COMPLETE_COMMIT
     assert env.markers("t", 1) == [(pid, epoch, True, 0)]
     assert end(env, "tx", pid, epoch, True) == E.none
@@ -604,7 +584,7 @@ def test_restart_restores_every_state():
     assert tc.txns["b"].state == TxnState.COMPLETE_COMMIT
     assert tc.txns["c"].state == TxnState.EMPTY and tc.txns["c"].producer_epoch == e3
     # the restored coordinator keeps working
-    assert run(tc.end_txn("a", p1, e1, True)) == E.none
+    assert run_now(tc, tc.end_txn("a", p1, e1, True)) == E.none
     assert tc.verify_produce("b", "u", 1, txn_batch(p2, e2, False)) is None
 
 
@@ -614,7 +594,7 @@ def test_restart_completes_prepare(commit):
     _, pid, epoch = init(env)
     add(env, "tx", pid, epoch, [("t", 0), ("t", 1), ("u", 0)])
     meta = env.tc.txns["tx"]
-    prepared = meta.prepare_abort_or_commit(commit, env.clock())
+    prepared = meta.prepare_abort_or_commit(commit, env.clock.wall_ms())
     env.store.append(env.tc._partition("tx"), encode_key("tx"), encode_value(prepared))
     env.logs.get_log("t", 0).markers.append((pid, epoch, commit, 0))  # one marker made it
     env.events.clear()
@@ -625,19 +605,19 @@ def test_restart_completes_prepare(commit):
         assert env.markers(*tp)[-1] == (pid, epoch, commit, 0)
     assert ("groups", pid, commit) in env.events
     # the client's retried EndTxn gets NONE, the opposite INVALID_TXN_STATE
-    assert run(tc.end_txn("tx", pid, epoch, commit)) == E.none
-    assert run(tc.end_txn("tx", pid, epoch, not commit)) == E.invalid_txn_state
+    assert run_now(tc, tc.end_txn("tx", pid, epoch, commit)) == E.none
+    assert run_now(tc, tc.end_txn("tx", pid, epoch, not commit)) == E.invalid_txn_state
 
 
 def test_restart_aborts_timed_out_ongoing_with_bumped_epoch():
     env = Env()
     _, pid, epoch = init(env, timeout=1000)
     add(env, "tx", pid, epoch, [("t", 0)])
-    env.clock.now += 5000
+    env.clock.advance(5000)
     tc = env.restart()
     assert tc.txns["tx"].state == TxnState.COMPLETE_ABORT
     assert env.markers("t", 0) == [(pid, epoch + 1, False, 0)]
-    assert run(tc.end_txn("tx", pid, epoch, True)) == E.producer_fenced
+    assert run_now(tc, tc.end_txn("tx", pid, epoch, True)) == E.producer_fenced
 
 
 def test_unreadable_records_are_skipped():
@@ -656,11 +636,11 @@ def test_timeout_duty_aborts_and_fences():
     env = Env()
     _, pid, epoch = init(env, timeout=1000)
     add(env, "tx", pid, epoch, [("t", 0), ("u", 0)])
-    env.clock.now += 999
-    run(env.tc.abort_timed_out_transactions())
+    env.clock.advance(999)
+    run_now(env.tc, env.tc.abort_timed_out_transactions())
     assert env.tc.txns["tx"].state == TxnState.ONGOING
-    env.clock.now += 2
-    run(env.tc.abort_timed_out_transactions())
+    env.clock.advance(2)
+    run_now(env.tc, env.tc.abort_timed_out_transactions())
     meta = env.tc.txns["tx"]
     assert meta.state == TxnState.COMPLETE_ABORT and meta.producer_epoch == epoch + 1
     assert env.markers("t", 0) == [(pid, epoch + 1, False, 0)]
@@ -679,14 +659,14 @@ def test_expiration_writes_tombstone_and_forgets_id():
     _, pid, epoch = init(env, "old")
     _, pid2, epoch2 = init(env, "busy")
     add(env, "busy", pid2, epoch2, [("t", 0)])
-    env.clock.now += 10001
-    run(env.tc.remove_expired_transactional_ids())
+    env.clock.advance(10001)
+    run_now(env.tc, env.tc.remove_expired_transactional_ids())
     assert "old" not in env.tc.txns and "busy" in env.tc.txns  # Ongoing never expires
     assert ("state", "old", None) in env.events
     assert env.tc.describe_transaction("old")["error_code"] == E.transactional_id_not_found
     tc = env.restart()
     assert "old" not in tc.txns
-    err, new_pid, new_epoch = run(tc.init_producer_id("old", 60000))
+    err, new_pid, new_epoch = run_now(tc, tc.init_producer_id("old", 60000))
     assert err == E.none and new_pid != pid and new_epoch == 0
 
 
@@ -703,7 +683,7 @@ def test_list_and_describe():
     unknown, rows = env.tc.list_transactions(["Ongoing", "Bogus"], [])
     assert unknown == ["Bogus"] and [r["transactional_id"] for r in rows] == ["a"]
     assert [r["transactional_id"] for r in env.tc.list_transactions([], [p2])[1]] == ["b"]
-    env.clock.now += 5000
+    env.clock.advance(5000)
     # Kafka (KIP-994) keeps entries with now - start > duration; Empty has start -1
     assert [r["transactional_id"] for r in env.tc.list_transactions([], [], 4000)[1]] == ["a", "b"]
     assert [r["transactional_id"] for r in env.tc.list_transactions(["Ongoing"], [], 4000)[1]] == ["a"]
@@ -726,17 +706,55 @@ def test_pending_operation_answers_concurrent_transactions():
     _, pid, epoch = init(env)
     add(env, "tx", pid, epoch, [("t", 0)])
     op = env.tc.end_txn("tx", pid, epoch, True)
-    waiting = next(op)  # suspended until the markers are durable
+    waiting = next(op)
+    while isinstance(waiting, Write):  # PrepareCommit
+        perform(env.tc, waiting)
+        waiting = op.send(None)
+    assert isinstance(waiting, AwaitDurable)  # suspended until the markers are durable
     assert waiting.logs == (env.logs.get_log("t", 0),)
     assert env.tc.txns["tx"].state == TxnState.PREPARE_COMMIT
-    assert run(env.tc.init_producer_id("tx", 60000)) == (E.concurrent_transactions, -1, -1)
-    assert run(env.tc.add_partitions("tx", pid, epoch, [("t", 1)])) == E.concurrent_transactions
-    assert run(env.tc.end_txn("tx", pid, epoch, True)) == E.concurrent_transactions
-    assert run(env.tc.end_txn("tx", pid, epoch - 1, True)) == E.producer_fenced
-    run(env.tc.abort_timed_out_transactions())  # must not touch it
+    assert run_now(env.tc, env.tc.init_producer_id("tx", 60000)) == (E.concurrent_transactions, -1, -1)
+    assert run_now(env.tc, env.tc.add_partitions("tx", pid, epoch, [("t", 1)])) == E.concurrent_transactions
+    assert run_now(env.tc, env.tc.end_txn("tx", pid, epoch, True)) == E.concurrent_transactions
+    assert run_now(env.tc, env.tc.end_txn("tx", pid, epoch - 1, True)) == E.producer_fenced
+    run_now(env.tc, env.tc.abort_timed_out_transactions())  # must not touch it
     assert ("groups", pid, True) not in env.events
-    with pytest.raises(StopIteration) as done:
-        op.send(None)
-    assert done.value.value == E.none
+    assert resume(env.tc, op, waiting) == E.none
     assert env.tc.txns["tx"].state == TxnState.COMPLETE_COMMIT
     assert env.markers("t", 0) == [(pid, epoch, True, 0)]
+
+
+# --------------------------------------------------------------------------- crash points
+
+
+class Crashed(BaseException):  # like the exit it stands for: nothing catches it
+    pass
+
+
+def _raise_crashed():
+    raise Crashed
+
+
+@pytest.mark.parametrize(
+    "point, markers_written",
+    [("crash-after-prepare-commit", 0), ("crash-after-first-marker", 1), ("crash-before-complete", 2)],
+)
+def test_a_crash_point_stops_the_completion_and_the_restart_finishes_it(point, markers_written):
+    env = Env()
+    _, pid, epoch = init(env)
+    add(env, "tx", pid, epoch, [("t", 0), ("t", 1)])
+    env.tc.faults = Faults([f"{point}@tx"], crash=_raise_crashed)
+    with pytest.raises(Crashed):
+        end(env, "tx", pid, epoch, True)
+    assert sum(len(env.markers("t", p)) for p in (0, 1)) == markers_written
+    tc = env.restart()  # an unarmed broker over the same store and logs
+    assert tc.txns["tx"].state == TxnState.COMPLETE_COMMIT
+    assert env.markers("t", 0)[-1] == env.markers("t", 1)[-1] == (pid, epoch, True, 0)
+
+
+def test_a_crash_point_armed_for_another_id_does_not_fire():
+    env = Env()
+    env.tc.faults = Faults(["crash-after-prepare-commit@other"], crash=_raise_crashed)
+    _, pid, epoch = init(env)
+    add(env, "tx", pid, epoch, [("t", 0)])
+    assert end(env, "tx", pid, epoch, True) == E.none

@@ -1,0 +1,133 @@
+"""The one driver of the coordinators (Kafka's CoordinatorRuntime for one broker and one loop).
+
+Every coordinator operation runs here, on the event loop (coordinator/runtime.py says what an
+operation is): `run(shard, op)` appends the records an operation returns or yields through the
+shard, waits for `Durability.sync` where the log's flush policy asks for an fsync (Kafka's
+default, none, leaves them in the page cache: a killed process loses nothing, and Kafka does not
+fsync on commit either), replays them into the shard and answers; a storage failure is thrown
+back into the operation at its yield. `answer(deferred)` is the one place a parked response (a
+JoinGroup waiting for its rebalance, a follower's SyncGroup waiting for the assignment) becomes
+awaitable. The coordinators' timers (`call_later`, the `coordinator.collaborators.Scheduler`)
+and the broker's periodic duties (`every`; `Broker.every` goes through it) run here too, on the
+same loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import structlog
+from minibroker.coordinator.runtime import (
+    CoordinatorResult,
+    CoordinatorShard,
+    Deferred,
+    Operation,
+    Write,
+)
+
+if TYPE_CHECKING:
+    from minibroker.broker.durability import Durability
+
+__all__ = ["CoordinatorRuntime"]
+
+log = structlog.get_logger("minibroker.coordinator.runtime")
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+class CoordinatorRuntime:
+    def __init__(self, durability: Durability) -> None:
+        self._durability = durability
+        self._tasks: list[asyncio.Task[None]] = []
+
+    # --- operations ----------------------------------------------------------------------------
+    async def run(self, shard: CoordinatorShard[Any], op: Operation[T] | CoordinatorResult[Any, T]) -> T:
+        """Run an operation of `shard` to its response: write, wait, replay, answer."""
+        if isinstance(op, CoordinatorResult):
+            if op.records:
+                await self._write(shard, Write(op.records))
+            return op.response
+        try:
+            step = next(op)
+            while True:
+                try:
+                    if isinstance(step, Write):
+                        await self._write(shard, step)
+                    else:
+                        await self._sync(step.logs)
+                except Exception as exc:  # noqa: BLE001 - the operation decides what a failure means
+                    step = op.throw(exc)
+                else:
+                    step = op.send(None)
+        except StopIteration as done:
+            result: T = done.value
+            return result
+
+    async def _write(self, shard: CoordinatorShard[Any], step: Write[Any]) -> None:
+        logs = shard.write(step.records)
+        if step.durable:
+            await self._sync(logs)
+        for record in step.records:
+            shard.replay(record)
+
+    async def _sync(self, logs: Iterable[Any]) -> None:
+        await self._durability.sync(plog for plog in logs if plog.config.flush_messages is not None)
+
+    @staticmethod
+    async def answer(deferred: Deferred[T]) -> T:
+        """Wait for a parked response. If the caller goes first (its connection closed, the
+        broker stopping), a later answer is dropped."""
+        if deferred.done:
+            return deferred.result()
+        future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
+
+        def complete(value: T) -> None:
+            if not future.done():
+                future.set_result(value)
+
+        deferred.on_complete(complete)
+        return await future
+
+    # --- timers --------------------------------------------------------------------------------
+    def call_later(self, delay_ms: int, fn: Callable[[], None]) -> asyncio.TimerHandle:
+        """A one-shot coordinator timer on the loop (coordinator.collaborators.Scheduler)."""
+        return asyncio.get_running_loop().call_later(max(delay_ms, 0) / 1000, _guarded(fn))
+
+    def every(self, interval_ms: int, name: str, duty: Callable[[], object]) -> None:
+        """Run a duty every interval on the loop (awaiting it when it returns an awaitable, e.g.
+        `lambda: runtime.run(shard, shard.some_duty())`); `close()` stops them. The broker's one
+        scheduler of periodic duties: the coordinators' and, through `Broker.every`, storage's."""
+
+        async def loop() -> None:
+            while True:
+                await asyncio.sleep(interval_ms / 1000)
+                try:
+                    result = duty()
+                    if inspect.isawaitable(result):
+                        await result
+                except Exception:  # noqa: BLE001 - a failing duty is logged and retried
+                    log.exception("background duty failed", duty=name)
+
+        self._tasks.append(asyncio.create_task(loop(), name=name))
+
+    async def close(self) -> None:
+        """Stop the periodic duties and wait for them (the coordinators' one-shot timers are
+        cancelled by their own close)."""
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks.clear()
+
+
+def _guarded(fn: Callable[[], None]) -> Callable[[], None]:
+    def run() -> None:
+        try:
+            fn()
+        except Exception:  # noqa: BLE001 - a timer must never take the loop down
+            log.exception("coordinator timer failed")
+
+    return run
