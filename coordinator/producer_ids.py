@@ -164,8 +164,3 @@ class ProducerIdManager:
     def next_id(self) -> int:
         """The id the next allocate() will return."""
         return self._next
-
-    @property
-    def block_end(self) -> int:
-        """Exclusive end of the block already persisted."""
-        return self._block_end

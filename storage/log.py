@@ -62,7 +62,7 @@ from minibroker.protocol.varint import BytesLike
 from minibroker.storage.config import LogConfig
 from minibroker.storage.errors import KafkaStorageError
 from minibroker.storage.file_slice import FileSlice
-from minibroker.storage.log_loader import LoadedLog, LogLoader, apply_txn_marker
+from minibroker.storage.log_loader import LoadedLog, LogLoader, PartitionContext, apply_txn_marker
 from minibroker.storage.log_validator import validate_batch_header, validate_records
 from minibroker.storage.producer_state import ProducerStateManager
 from minibroker.storage.segment import LogSegment
@@ -227,25 +227,15 @@ class PartitionLog:
         "_snapshot_lock",
     )
 
-    def __init__(
-        self,
-        directory: str,
-        topic: str,
-        partition: int,
-        config: LogConfig,
-        producer_state: ProducerStateManager,
-        clock: Clock,
-        files: SegmentFilePool,
-        flusher: Flusher | None,
-        loaded: LoadedLog,
-    ) -> None:
-        """A log of the segments ``loaded`` (see ``open``, which loads them)."""
-        self.dir = directory
-        self.topic = topic
-        self.partition = partition
-        self.config = config
+    def __init__(self, part: PartitionContext, flusher: Flusher | None, loaded: LoadedLog) -> None:
+        """The log of ``part`` made of the segments ``loaded`` (see ``open``, which loads them).
+        Its fields are copied into this log's slots: the append and read paths use them."""
+        self.dir = part.directory
+        self.topic = part.topic
+        self.partition = part.partition
+        self.config = part.config
         self.leader_epoch = LEADER_EPOCH
-        self.producer_state = producer_state
+        self.producer_state = part.producer_state
         self.recovery_point = loaded.recovery_point
         # Called (with this log) when a background fsync moved the recovery point, so the
         # LogManager can checkpoint it.
@@ -256,8 +246,8 @@ class PartitionLog:
         self._active.keep_open = True  # older segments open their files on demand
         self._leo = self._active.next_offset
         self._log_start = loaded.segments[0].base_offset
-        self._clock = clock
-        self._files = files
+        self._clock = part.clock
+        self._files = part.files
         self._flusher: Flusher = flusher if flusher is not None else InlineFlusher()
         #: the flush policy (flush.messages / flush.ms) asks for an fsync not yet begun
         self.flush_due = False
@@ -267,12 +257,16 @@ class PartitionLog:
         self._aborted = loaded.aborted  # sorted by last_offset (marker offset)
         self._aborted_last = [e.last_offset for e in loaded.aborted]  # the same, for bisect
         self._unflushed_messages = 0
-        self._last_flush_ms = clock.wall_ms()
+        self._last_flush_ms = part.clock.wall_ms()
         # offset of the last producer-state snapshot written: at the log end if the loader left
         # one there; otherwise the next checkpoint writes one
         self._snapshot_offset = self._leo if loaded.snapshot_at_end else -1
         self._closed = False
         self._snapshot_lock = threading.Lock()  # see the module docstring
+
+    def _logger(self) -> Any:
+        """The module's logger with this log's topic and partition bound (for its rare lines)."""
+        return log.bind(topic=self.topic, partition=self.partition)
 
     # ====================================================================== offsets
     @property
@@ -521,7 +515,7 @@ class PartitionLog:
         snapshot = self.producer_state.encode_snapshot(offset)
         old.dirty = False
         self._pending_flushes.append((self._flusher.submit(self._sync_rolled, old, offset, snapshot), offset))
-        log.debug("rolled segment", topic=self.topic, partition=self.partition, base_offset=new.base_offset)
+        self._logger().debug("rolled segment", base_offset=new.base_offset)
         return new
 
     def _sync_rolled(self, seg: LogSegment, offset: int, snapshot: bytes) -> None:
@@ -529,11 +523,9 @@ class PartitionLog:
         try:
             self.write_checkpoint_snapshot(offset, snapshot)
         except OSError as exc:  # costs a longer replay after a crash, nothing else
-            log.warning(
+            self._logger().warning(
                 "could not write the producer-state snapshot of a rolled segment; an unclean "
                 "start will replay more",
-                topic=self.topic,
-                partition=self.partition,
                 offset=offset,
                 error=str(exc),
             )
@@ -543,40 +535,31 @@ class PartitionLog:
         advanced = False
         pending = self._pending_flushes
         while pending and pending[0][0].done():
-            fut, offset = pending.popleft()
-            exc = fut.exception()
-            if exc is not None:
-                log.error(
-                    "could not fsync a rolled segment; its data is only in the page cache",
-                    topic=self.topic,
-                    partition=self.partition,
-                    error=str(exc),
-                )
-                continue
-            if offset > self.recovery_point:
-                self.recovery_point = offset
-                advanced = True
+            advanced |= self._rolled_flush_ended(*pending.popleft())
         if advanced and self.on_recovery_point_advanced is not None:
             self.on_recovery_point_advanced(self)
 
-    def _advance_recovery_point(self, offset: int) -> None:
+    def _advance_recovery_point(self, offset: int) -> bool:
         if offset > self.recovery_point:
             self.recovery_point = offset
+            return True
+        return False
 
     def _wait_pending_flushes(self) -> None:
         while self._pending_flushes:
-            fut, offset = self._pending_flushes.popleft()
-            try:
-                fut.result()
-            except OSError as exc:
-                log.error(
-                    "could not fsync a rolled segment",
-                    topic=self.topic,
-                    partition=self.partition,
-                    error=str(exc),
-                )
-            else:
-                self._advance_recovery_point(offset)
+            self._rolled_flush_ended(*self._pending_flushes.popleft())
+
+    def _rolled_flush_ended(self, fut: Future[None], offset: int) -> bool:
+        """A rolled segment's fsync (waited for if still running): the recovery point moves to
+        ``offset`` (True if it moved), or the failure is logged."""
+        exc = fut.exception()
+        if exc is not None:
+            self._logger().error(
+                "could not fsync a rolled segment; its data is only in the page cache",
+                error=str(exc),
+            )
+            return False
+        return self._advance_recovery_point(offset)
 
     def flush(self) -> None:
         """fsync everything appended so far, on the caller's thread (``close``, tools, tests; the
@@ -713,7 +696,7 @@ class PartitionLog:
             try:
                 cb()
             except Exception:  # noqa: BLE001 - a waiter's bug must not fail an append
-                log.exception("log listener failed", topic=self.topic, partition=self.partition)
+                self._logger().exception("log listener failed")
 
     # ====================================================================== read
     def _segment_index(self, offset: int) -> int:
@@ -856,10 +839,8 @@ class PartitionLog:
         try:
             yield from iter_records(seg.read_batch(position, h.size))
         except CorruptBatchError as exc:
-            log.warning(
+            self._logger().warning(
                 "cannot decode the records of a batch",
-                topic=self.topic,
-                partition=self.partition,
                 offset=h.base_offset,
                 error=str(exc),
             )
@@ -893,10 +874,8 @@ class PartitionLog:
         files = files if files is not None else SegmentFilePool()
         os.makedirs(directory, exist_ok=True)
         psm = ProducerStateManager(directory, producer_expiration_ms)
-        loaded = LogLoader(directory, topic, partition, config, psm, clock, files).load(
-            recovery_point, clean_shutdown
-        )
-        self = cls(directory, topic, partition, config, psm, clock, files, flusher, loaded)
+        part = PartitionContext(directory, topic, partition, config, psm, clock, files)
+        self = cls(part, flusher, LogLoader(part).load(recovery_point, clean_shutdown))
         if log_start_offset > self._log_start:
             self._set_log_start(min(log_start_offset, self._leo))
         return self

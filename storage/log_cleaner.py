@@ -50,6 +50,7 @@ from minibroker.storage.segment import (
     TIME_INDEX_SUFFIX,
     TXN_INDEX_SUFFIX,
     LogSegment,
+    delete_segment_files,
     segment_file_name,
 )
 from minibroker.storage.segment_files import SegmentFilePool
@@ -63,7 +64,6 @@ log = structlog.get_logger(__name__)
 
 CLEANER_CHECKPOINT_FILE = "cleaner-offset-checkpoint"
 SWAP_FILE = "swap"
-_SUFFIXES = (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)
 
 
 WORKER_NICENESS = 10
@@ -157,11 +157,7 @@ def _install(work: str, partition_dir: str, plan: dict[int, list[int]], *, sync:
             _move_segment(work, partition_dir, base)
         for old in olds:
             if old != base:
-                for suffix in _SUFFIXES:
-                    try:
-                        os.unlink(os.path.join(partition_dir, segment_file_name(old, suffix)))
-                    except FileNotFoundError:
-                        pass
+                delete_segment_files(partition_dir, old)
     if sync:
         fsync_dir(partition_dir)
 

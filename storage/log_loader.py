@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 from bisect import bisect_right
+from dataclasses import dataclass
 from typing import NamedTuple
 
 import structlog
@@ -49,7 +50,7 @@ from minibroker.storage.segment import (
 from minibroker.storage.segment_files import SegmentFilePool
 from minibroker.storage.transaction_index import AbortedTxn
 
-__all__ = ["LogLoader", "LoadedLog", "apply_txn_marker"]
+__all__ = ["LogLoader", "LoadedLog", "PartitionContext", "apply_txn_marker"]
 
 log = structlog.get_logger(__name__)
 
@@ -100,50 +101,50 @@ class _Recovery:
         self.rebuild_from: int | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class PartitionContext:
+    """What a partition's log and its loader both work with: where it lives, which partition
+    it is, its topic config, its producer state, the clock and the LogManager's pool of open
+    segment files."""
+
+    directory: str
+    topic: str
+    partition: int
+    config: LogConfig
+    producer_state: ProducerStateManager
+    clock: Clock
+    files: SegmentFilePool
+
+
 class LogLoader:
-    def __init__(
-        self,
-        directory: str,
-        topic: str,
-        partition: int,
-        config: LogConfig,
-        producer_state: ProducerStateManager,
-        clock: Clock,
-        files: SegmentFilePool,
-    ) -> None:
-        self.dir = directory
-        self.topic = topic
-        self.partition = partition
-        self.config = config
-        self.producer_state = producer_state
-        self._clock = clock
-        self._files = files
+    def __init__(self, part: PartitionContext) -> None:
+        self.part = part
+        self._log = log.bind(topic=part.topic, partition=part.partition)
 
     def load(self, recovery_point: int, clean: bool) -> LoadedLog:
         """Open (creating if needed) the segments in the directory, recovering what an unclean
         shutdown may have left torn, and bring the producer state up to the log end."""
-        started = self._clock.monotonic()
-        names = os.listdir(self.dir)
+        part = self.part
+        started = part.clock.monotonic()
+        names = os.listdir(part.directory)
         bases = sorted(
             int(n[:20])
             for n in names
             if n.endswith(LOG_SUFFIX) and len(n) == 20 + len(LOG_SUFFIX) and n[:20].isdigit()
         )
-        _remove_orphan_index_files(self.dir, names, set(bases))
+        _remove_orphan_index_files(part.directory, names, set(bases))
         if not bases:
             seg = LogSegment.create(
-                self.dir, 0, self.config.index_interval_bytes, self._clock.wall_ms(), self._files
+                part.directory, 0, part.config.index_interval_bytes, part.clock.wall_ms(), part.files
             )
-            self.producer_state.load_snapshot(0)
+            part.producer_state.load_snapshot(0)
             return LoadedLog([seg], 0, [], True)
 
         found = _Recovery()
         segments = self._open_segments(bases, recovery_point, clean, found)
         if found.dropped:
-            log.warning(
+            self._log.warning(
                 "deleted the segments after a corrupt point of a partition log",
-                topic=self.topic,
-                partition=self.partition,
                 segments=[segment_file_name(b, LOG_SUFFIX) for b in found.dropped],
             )
         segments[-1].keep_open = True  # the active segment; older ones open files on demand
@@ -156,18 +157,16 @@ class LogLoader:
                 # a clean start rebuilt an index: made durable now, as the log end it trusts
                 for seg in found.recovered:
                     seg.flush()
-                fsync_dir(self.dir)
-                self.producer_state.take_snapshot(leo)
+                fsync_dir(part.directory)
+                part.producer_state.take_snapshot(leo)
                 recovered_to = leo
             else:
                 # As Kafka's LogLoader: an unclean start does not move the recovery point (it
                 # moves only after an fsync). What recovery rewrote (a cut tail, indexes) is in
                 # the page cache: a crash before the next checkpoint checks the same bytes again.
                 recovered_to = min(recovery_point, leo)
-            log.info(
+            self._log.info(
                 "recovered partition log",
-                topic=self.topic,
-                partition=self.partition,
                 clean_shutdown=clean,
                 recovery_point=recovery_point,
                 segments_checked=len(found.recovered),
@@ -176,7 +175,7 @@ class LogLoader:
                 bytes_cut=found.bytes_cut,
                 log_end_offset=leo,
                 batches_replayed=replayed,
-                ms=round((self._clock.monotonic() - started) * 1000, 1),
+                ms=round((part.clock.monotonic() - started) * 1000, 1),
             )
             # (unclean: replaying nothing means the snapshot loaded is the one at the log end)
             return LoadedLog(segments, recovered_to, aborted, clean or not replayed)
@@ -185,22 +184,23 @@ class LogLoader:
             # loaded is older, is the next checkpoint's, as after a recovery
             return LoadedLog(segments, min(recovery_point, leo), aborted, not replayed)
         if replayed:
-            self.producer_state.take_snapshot(leo)
+            part.producer_state.take_snapshot(leo)
         return LoadedLog(segments, leo, aborted, True)
 
     # ------------------------------------------------------------------ segments
     def _open_segments(
         self, bases: list[int], recovery_point: int, clean: bool, found: _Recovery
     ) -> list[LogSegment]:
+        part = self.part
         segments: list[LogSegment] = []
-        now = self._clock.wall_ms()
+        now = part.clock.wall_ms()
         for i, base in enumerate(bases):
             if found.cut:
-                delete_segment_files(self.dir, base)
+                delete_segment_files(part.directory, base)
                 found.dropped.append(base)
                 continue
             seg = LogSegment.open(
-                self.dir, base, self.config.index_interval_bytes, now_ms=now, files=self._files
+                part.directory, base, part.config.index_interval_bytes, now_ms=now, files=part.files
             )
             next_base = bases[i + 1] if i + 1 < len(bases) else None
             why = seg.suspect
@@ -235,11 +235,9 @@ class LogLoader:
             )
         if result.truncated_bytes:
             found.bytes_cut += result.truncated_bytes
-            log.warning(
+            self._log.warning(
                 "cut a torn or corrupt tail off a partition log; records from this "
                 "offset on were lost and producers will resend unacknowledged ones",
-                topic=self.topic,
-                partition=self.partition,
                 segment=segment_file_name(seg.base_offset, LOG_SUFFIX),
                 from_offset=result.next_offset,
                 position=result.valid_bytes,
@@ -257,12 +255,10 @@ class LogLoader:
     def _check_gap(self, seg: LogSegment, next_base: int) -> None:
         """``seg`` ends before the next segment begins. Compaction leaves such gaps; in a log
         that is never compacted they mean a segment file was deleted: say what was lost."""
-        if seg.next_offset < next_base and not self.config.compact:
-            log.warning(
+        if seg.next_offset < next_base and not self.part.config.compact:
+            self._log.warning(
                 "records are missing between two segments (a segment file was deleted "
                 "or lost); consumers will skip these offsets",
-                topic=self.topic,
-                partition=self.partition,
                 missing_from_offset=seg.next_offset,
                 missing_to_offset=next_base - 1,
             )
@@ -282,9 +278,9 @@ class LogLoader:
                 else:  # also where the log ends at rebuild_from: a power loss can keep
                     # entries whose markers were lost
                     seg.txn_index.truncate_to(rebuild_from)
-        start = self.producer_state.load_snapshot(leo if rebuild_from is None else rebuild_from)
+        start = self.part.producer_state.load_snapshot(leo if rebuild_from is None else rebuild_from)
         replayed = self._replay(segments, max(start, segments[0].base_offset), rebuild_from)
-        self.producer_state.truncate_snapshots_after(leo)
+        self.part.producer_state.truncate_snapshots_after(leo)
         return replayed
 
     def _replay(self, segments: list[LogSegment], start: int, rebuild_from: int | None) -> int:
@@ -295,10 +291,10 @@ class LogLoader:
         if start >= segments[-1].next_offset:
             return 0
         count = 0
-        loaded_at = self._clock.wall_ms()  # replayed producers' idle time starts now (see update())
+        loaded_at = self.part.clock.wall_ms()  # replayed producers' idle time starts now (see update())
         rebuild_at = segments[-1].next_offset if rebuild_from is None else rebuild_from
         first = bisect_right([s.base_offset for s in segments], start) - 1
-        update = self.producer_state.update
+        update = self.part.producer_state.update
         for seg in segments[max(first, 0) :]:
             pos = 0
             if seg.base_offset < start:
@@ -320,14 +316,12 @@ class LogLoader:
     def _replay_marker(
         self, seg: LogSegment, h: BatchHeader, batch: BytesLike, rebuild: bool, loaded_at: int
     ) -> None:
-        psm = self.producer_state
+        psm = self.part.producer_state
         try:
             ctrl = parse_control_record(batch)
         except CorruptBatchError as exc:
-            log.warning(
+            self._log.warning(
                 "unreadable transaction marker; treated as a commit",
-                topic=self.topic,
-                partition=self.partition,
                 offset=h.base_offset,
                 error=str(exc),
             )

@@ -37,6 +37,7 @@ import struct
 import zlib
 from collections import deque
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import NamedTuple
 
 import structlog
@@ -85,32 +86,15 @@ _PRODUCER = struct.Struct(">qhiqqB")
 _BATCH = struct.Struct(">iiqqq")
 
 
+@dataclass(slots=True, repr=False)
 class BatchMetadata:
     """One appended batch of a producer (what a retry must be answered with)."""
 
-    __slots__ = ("first_seq", "last_seq", "first_offset", "last_offset", "timestamp")
-
-    def __init__(
-        self, first_seq: int, last_seq: int, first_offset: int, last_offset: int, timestamp: int
-    ) -> None:
-        self.first_seq = first_seq
-        self.last_seq = last_seq
-        self.first_offset = first_offset
-        self.last_offset = last_offset
-        self.timestamp = timestamp
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, BatchMetadata):
-            return NotImplemented
-        return (self.first_seq, self.last_seq, self.first_offset, self.last_offset, self.timestamp) == (
-            other.first_seq,
-            other.last_seq,
-            other.first_offset,
-            other.last_offset,
-            other.timestamp,
-        )
-
-    __hash__ = None  # type: ignore[assignment]
+    first_seq: int
+    last_seq: int
+    first_offset: int
+    last_offset: int
+    timestamp: int
 
     def __repr__(self) -> str:
         return (

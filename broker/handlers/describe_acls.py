@@ -17,29 +17,21 @@ if TYPE_CHECKING:
 API_KEY = 29
 
 
+def _refused(ctx: RequestContext, error_code: int, message: str | None) -> DescribeAclsResponse:
+    return ctx.response(throttle_time_ms=0, error_code=error_code, error_message=message, resources=[])
+
+
 async def handle(ctx: RequestContext, req: DescribeAclsRequest) -> DescribeAclsResponse:
     authorizer = ctx.broker.security.authorizer
     if authorizer is None:
-        return ctx.response(
-            throttle_time_ms=0,
-            error_code=ErrorCode.security_disabled,
-            error_message="No Authorizer is configured.",
-            resources=[],
-        )
+        return _refused(ctx, ErrorCode.security_disabled, "No Authorizer is configured.")
     if not ctx.allowed(Op.DESCRIBE, Res.CLUSTER, CLUSTER_NAME):
-        return ctx.response(
-            throttle_time_ms=0,
-            error_code=ErrorCode.cluster_authorization_failed,
-            error_message=None,
-            resources=[],
-        )
+        return _refused(ctx, ErrorCode.cluster_authorization_failed, None)
     acl_filter = AclFilter.of_request(req)
     try:
         acl_filter.validate()
     except InvalidAcl as exc:
-        return ctx.response(
-            throttle_time_ms=0, error_code=ErrorCode.invalid_request, error_message=str(exc), resources=[]
-        )
+        return _refused(ctx, ErrorCode.invalid_request, str(exc))
     resource = lambda a: (a.resource_type, a.resource_name, a.pattern_type)  # noqa: E731
     matched = sorted(authorizer.store.find(acl_filter), key=resource)
     resources = [

@@ -21,41 +21,30 @@ if TYPE_CHECKING:
 API_KEY = 50
 
 
+def _user_error(name: str, error_code: int, message: str) -> dict:
+    return dict(user=name, error_code=error_code, error_message=message, credential_infos=[])
+
+
 async def handle(
     ctx: RequestContext, req: DescribeUserScramCredentialsRequest
 ) -> DescribeUserScramCredentialsResponse:
     store = ctx.broker.security.scram
     if not ctx.allowed(Op.DESCRIBE, Res.CLUSTER, CLUSTER_NAME):
-        return ctx.response(
-            throttle_time_ms=0,
-            error_code=ErrorCode.cluster_authorization_failed,
-            error_message=None,
-            results=[],
-        )
+        refused = ErrorCode.cluster_authorization_failed
+        return ctx.response(throttle_time_ms=0, error_code=refused, error_message=None, results=[])
     names = [u.name for u in req.users] if req.users else sorted(store.users)
     results, seen = [], set()
     for name in names:
         if name in seen:
             results.append(
-                dict(
-                    user=name,
-                    error_code=ErrorCode.duplicate_resource,
-                    error_message=f"Cannot describe user {name} more than once",
-                    credential_infos=[],
-                )
+                _user_error(name, ErrorCode.duplicate_resource, f"Cannot describe user {name} more than once")
             )
             continue
         seen.add(name)
         creds = store.users.get(name)
         if not creds:
-            results.append(
-                dict(
-                    user=name,
-                    error_code=ErrorCode.resource_not_found,
-                    error_message=f"Attempt to describe a user credential that does not exist: {name}",
-                    credential_infos=[],
-                )
-            )
+            message = f"Attempt to describe a user credential that does not exist: {name}"
+            results.append(_user_error(name, ErrorCode.resource_not_found, message))
             continue
         results.append(
             dict(

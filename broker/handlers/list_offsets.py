@@ -32,26 +32,26 @@ API_KEY = 2
 _SPECIAL_SINCE = {-1: 0, -2: 0, -3: 7, -4: 8, -5: 9}
 
 
+def _result(p: ListOffsetsPartition, error_code: int) -> dict:
+    return dict(partition_index=p.partition_index, error_code=error_code, timestamp=-1, offset=-1)
+
+
 def _lookup(
     broker: HandlerServices, topic: str, p: ListOffsetsPartition, isolation: int, version: int
 ) -> dict:
-    out = dict(partition_index=p.partition_index, error_code=ErrorCode.none, timestamp=-1, offset=-1)
     if p.timestamp < 0 and version < _SPECIAL_SINCE.get(p.timestamp, version + 1):
-        out["error_code"] = ErrorCode.unsupported_version
-        return out
+        return _result(p, ErrorCode.unsupported_version)
     plog = broker.get_log(topic, p.partition_index)
     if plog is None:
-        out["error_code"] = ErrorCode.unknown_topic_or_partition
-        return out
+        return _result(p, ErrorCode.unknown_topic_or_partition)
     error = leader_epoch_error(field(p, "current_leader_epoch", -1), plog.leader_epoch)
     if error:
-        out["error_code"] = error
-        return out
+        return _result(p, error)
     try:
         found = plog.offset_for_timestamp(p.timestamp, isolation)
     except KafkaStorageError as exc:
-        out["error_code"] = exc.error_code
-        return out
+        return _result(p, exc.error_code)
+    out = _result(p, ErrorCode.none)
     if found is not None:
         out["offset"], out["timestamp"] = found
         out["leader_epoch"] = plog.leader_epoch
@@ -59,41 +59,23 @@ def _lookup(
 
 
 def _partitions(ctx: RequestContext, t: ListOffsetsTopic, isolation: int) -> list[dict]:
-    out = []
     asked: Sequence[ListOffsetsPartition] = t.partitions
-    for p, repeated in each_once(asked, lambda p: p.partition_index):
-        if repeated:
-            out.append(
-                dict(
-                    partition_index=p.partition_index,
-                    error_code=ErrorCode.invalid_request,
-                    timestamp=-1,
-                    offset=-1,
-                )
-            )
-            continue
-        out.append(_lookup(ctx.broker, t.name, p, isolation, ctx.api_version))
-    return out
+    return [
+        _result(p, ErrorCode.invalid_request)
+        if repeated
+        else _lookup(ctx.broker, t.name, p, isolation, ctx.api_version)
+        for p, repeated in each_once(asked, lambda p: p.partition_index)
+    ]
 
 
 async def handle(ctx: RequestContext, req: ListOffsetsRequest) -> ListOffsetsResponse:
     isolation = field(req, "isolation_level", 0)
     # authorization (Kafka: DESCRIBE on each topic)
     denied = {t.name for t in req.topics if not ctx.allowed(Op.DESCRIBE, Res.TOPIC, t.name)}
+    refused = ErrorCode.topic_authorization_failed
     # A topic named with no partitions is left out of the answer, as Kafka does.
     topics = [
-        dict(
-            name=t.name,
-            partitions=[
-                dict(
-                    partition_index=p.partition_index,
-                    error_code=ErrorCode.topic_authorization_failed,
-                    timestamp=-1,
-                    offset=-1,
-                )
-                for p in t.partitions
-            ],
-        )
+        dict(name=t.name, partitions=[_result(p, refused) for p in t.partitions])
         if t.name in denied
         else dict(name=t.name, partitions=_partitions(ctx, t, isolation))
         for t in req.topics

@@ -5,15 +5,24 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from minibroker.broker.context import answer_partitions
 from minibroker.broker.security.acls import Operation as Op
 from minibroker.broker.security.acls import ResourceType as Res
 from minibroker.protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
-    from minibroker.broker.api_types import OffsetDeleteRequest, OffsetDeleteResponse
+    from minibroker.broker.api_types import (
+        OffsetDeleteRequest,
+        OffsetDeleteRequestPartition,
+        OffsetDeleteResponse,
+    )
     from minibroker.broker.context import RequestContext
 
 API_KEY = 47
+
+
+def _result(p: OffsetDeleteRequestPartition, error_code: int) -> dict:
+    return dict(partition_index=p.partition_index, error_code=error_code)
 
 
 async def handle(ctx: RequestContext, req: OffsetDeleteRequest) -> OffsetDeleteResponse:
@@ -24,27 +33,11 @@ async def handle(ctx: RequestContext, req: OffsetDeleteRequest) -> OffsetDeleteR
     wanted = [(t.name, p.partition_index) for t in req.topics if t.name not in denied for p in t.partitions]
     groups = ctx.broker.groups
     error, results = await ctx.broker.coordinators.run(groups, groups.delete_offsets(req.group_id, wanted))
-    results.update(
-        {
-            (t.name, p.partition_index): ErrorCode.topic_authorization_failed
-            for t in req.topics
-            if t.name in denied
-            for p in t.partitions
-        }
-    )
-    topics = []
-    if error == ErrorCode.none:
-        topics = [
-            dict(
-                name=t.name,
-                partitions=[
-                    dict(
-                        partition_index=p.partition_index,
-                        error_code=results.get((t.name, p.partition_index), ErrorCode.none),
-                    )
-                    for p in t.partitions
-                ],
-            )
-            for t in req.topics
-        ]
-    return ctx.response(error_code=error, throttle_time_ms=0, topics=topics)
+    if error != ErrorCode.none:
+        return ctx.response(error_code=error, throttle_time_ms=0, topics=[])
+
+    def deleted(topic: str, p: OffsetDeleteRequestPartition) -> dict:
+        return _result(p, results.get((topic, p.partition_index), ErrorCode.none))
+
+    topics = answer_partitions(req.topics, denied, deleted, _result)
+    return ctx.response(error_code=ErrorCode.none, throttle_time_ms=0, topics=topics)
