@@ -494,12 +494,6 @@ class PartitionLog:
         waited = max_ts - first_ts if first_ts is not None and first_ts >= 0 else now - seg.created_ms
         return waited > cfg.segment_ms
 
-    def roll(self) -> LogSegment:
-        """Start a new active segment at the log end offset (no-op if the active one is empty)."""
-        if self._active.size == 0:
-            return self._active
-        return self._roll(self._clock.wall_ms())
-
     def _roll(self, now: int) -> LogSegment:
         old = self._active
         old.on_become_inactive()
@@ -684,12 +678,6 @@ class PartitionLog:
         change: LSO only moves when a batch or marker is appended). Returns the callback."""
         self._listeners.append(callback)
         return callback
-
-    def remove_listener(self, callback: Callable[[], None]) -> None:
-        try:
-            self._listeners.remove(callback)
-        except ValueError:
-            pass
 
     def _notify(self) -> None:
         for cb in self._listeners:

@@ -457,10 +457,6 @@ class ProducerStateManager:
         out.sort()
         return out
 
-    def latest_snapshot_offset(self) -> int | None:
-        offsets = self.snapshot_offsets()
-        return offsets[-1] if offsets else None
-
     def encode_snapshot(self, next_offset: int) -> bytes:
         """The state now, as a snapshot file for ``next_offset`` (see ``write_snapshot``)."""
         parts = [_PAYLOAD_HEADER.pack(next_offset, len(self._producers))]
