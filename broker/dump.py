@@ -23,13 +23,14 @@ import re
 import signal
 import struct
 import sys
-from typing import Any
+from typing import Any, TextIO
 
 from minibroker.broker.kafka_compat import did_you_mean
 from minibroker.coordinator import group_records, txn_state
 from minibroker.protocol.records import (
     CONTROL_ABORT,
     CONTROL_COMMIT,
+    BatchHeader,
     CorruptBatchError,
     crc_ok,
     iter_records,
@@ -97,7 +98,7 @@ def _decode_offsets_record(key: bytes, value: bytes | None) -> dict:
     return out
 
 
-def _record_entries(topic: str, batch: bytes, header, print_data: bool) -> list[dict]:
+def _record_entries(topic: str, batch: bytes, header: BatchHeader, print_data: bool) -> list[dict]:
     if header.is_control:
         marker = parse_control_record(batch)
         kind = {CONTROL_COMMIT: "COMMIT", CONTROL_ABORT: "ABORT"}.get(marker.type, f"type {marker.type}")
@@ -317,7 +318,7 @@ def _kv(d: dict, skip: tuple = ()) -> str:
     )
 
 
-def render_text(dump: dict, out) -> None:  # noqa: C901 - one section per kind of state, in order
+def render_text(dump: dict, out: TextIO) -> None:  # noqa: C901 - one section per kind of state, in order
     w = out.write
     w(f"Data directory {dump['data_dir']}\n")
     for key in ("meta.properties", "recovery_point_checkpoint", "producer_ids"):

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Set
+from typing import TYPE_CHECKING, Any
 
 import structlog
 from minibroker.broker.config import DYNAMIC_BROKER, DYNAMIC_DEFAULT, PROPERTIES, BrokerConfig, ConfigError
@@ -26,6 +27,15 @@ from minibroker.protocol.errors import ErrorCode
 from minibroker.storage.config import validate_topic_configs
 from minibroker.storage.durable_files import atomic_write
 from minibroker.storage.errors import KafkaStorageError
+
+if TYPE_CHECKING:
+    from minibroker.broker.api_types import AlterConfigsRequest, IncrementalAlterConfigsRequest
+    from minibroker.broker.context import RequestContext
+    from minibroker.broker.security.checks import ConfigResource
+    from minibroker.storage.log_manager import LogManager
+
+#: (config name, AlterConfigOp type, value): one change of a config request
+AlterOp = tuple[str, int, "str | None"]
 
 __all__ = [
     "DynamicConfigs",
@@ -73,10 +83,15 @@ def _error(code: ErrorCode, message: str) -> KafkaStorageError:
     return KafkaStorageError(code, message)
 
 
-def _apply_ops(current: dict[str, str], ops, list_configs, effective) -> dict[str, str]:
+def _apply_ops(
+    current: dict[str, str],
+    ops: Iterable[AlterOp],
+    list_configs: Set[str],
+    effective: Callable[[str], str | None],
+) -> dict[str, str | None]:
     """IncrementalAlterConfigs: the new full set from ``current`` and (name, op, value).
     APPEND / SUBTRACT start from the value in force (``effective(name)``), as in Kafka."""
-    out = dict(current)
+    out: dict[str, str | None] = dict(current)
     for name, op, value in ops:
         if op == SET:
             out[name] = value
@@ -102,7 +117,11 @@ def _apply_ops(current: dict[str, str], ops, list_configs, effective) -> dict[st
 
 class DynamicConfigs:
     def __init__(
-        self, data_dir: str, config: BrokerConfig, logs, write: Callable[[str, bytes], None] = atomic_write
+        self,
+        data_dir: str,
+        config: BrokerConfig,
+        logs: LogManager,
+        write: Callable[[str, bytes], None] = atomic_write,
     ) -> None:
         """``write``: how the file is replaced (the broker's ``Durability.write_file``: off the
         event loop, the answer waits for it)."""
@@ -131,7 +150,9 @@ class DynamicConfigs:
             )
 
     # ------------------------------------------------------------------ one resource
-    def alter_result(self, resource, ops, *, incremental: bool, validate_only: bool) -> dict:
+    def alter_result(
+        self, resource: ConfigResource, ops: list[AlterOp], *, incremental: bool, validate_only: bool
+    ) -> dict[str, Any]:
         """The per-resource answer of (Incremental)AlterConfigs."""
         out = dict(
             error_code=ErrorCode.none,
@@ -152,7 +173,13 @@ class DynamicConfigs:
         return out
 
     def alter(
-        self, resource_type: int, resource_name: str, ops, *, incremental: bool, validate_only: bool
+        self,
+        resource_type: int,
+        resource_name: str,
+        ops: list[AlterOp],
+        *,
+        incremental: bool,
+        validate_only: bool,
     ) -> None:
         """``ops``: [(name, op, value)]; for AlterConfigs (not incremental) every op is SET and
         the result replaces the whole set. Raises KafkaStorageError."""
@@ -168,7 +195,7 @@ class DynamicConfigs:
         else:
             raise _error(ErrorCode.invalid_request, f"resource type {resource_type} is not supported")
 
-    def _alter_topic(self, name: str, ops, incremental: bool, validate_only: bool) -> None:
+    def _alter_topic(self, name: str, ops: list[AlterOp], incremental: bool, validate_only: bool) -> None:
         info = self.logs.topics.get(name)
         if info is None:
             raise _error(ErrorCode.unknown_topic_or_partition, f"topic {name!r} does not exist")
@@ -185,7 +212,7 @@ class DynamicConfigs:
         self.logs.set_topic_configs(name, new)
         log.info("topic configs changed", topic=name, configs=new)
 
-    def _alter_broker(self, name: str, ops, incremental: bool, validate_only: bool) -> None:
+    def _alter_broker(self, name: str, ops: list[AlterOp], incremental: bool, validate_only: bool) -> None:
         if name == "":
             level = DYNAMIC_DEFAULT
         elif name == str(self.logs.node_id):
@@ -225,11 +252,17 @@ class DynamicConfigs:
         self._write(self.path, json.dumps(data, indent=1, sort_keys=True).encode())
 
 
-def _text(value) -> str:
+def _text(value: object) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 
-def alter_configs_response(ctx, req, operations, *, incremental: bool):
+def alter_configs_response(
+    ctx: RequestContext,
+    req: AlterConfigsRequest | IncrementalAlterConfigsRequest,
+    operations: Callable[[Any], list[AlterOp]],
+    *,
+    incremental: bool,
+) -> Any:
     """The one path of AlterConfigs and IncrementalAlterConfigs: per resource, authorization
     (Kafka: ALTER_CONFIGS on the topic, or on the cluster for a broker), then validation and the
     change (``DynamicConfigs.alter``). ``operations(resource)`` gives its [(name, op, value)]."""
