@@ -90,6 +90,9 @@ def _copy_kafka_python(broker, src, dst, group, txn_id, rng):
             )
             if first or rng.random() < 0.3:
                 first = False
+                # kafka-python drops records not yet sent at abort, as librdkafka does: flush so
+                # the aborted attempt really reaches the log (checked below: there but invisible)
+                producer.flush(timeout=10)
                 producer.abort_transaction()
                 aborts += 1
                 for tp in consumer.assignment():
