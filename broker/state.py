@@ -84,9 +84,11 @@ class Broker:
             topics=self.logs,
             clock=self.clock,
         )
+        group_timer = self.coordinators.timer()  # fires operations of the group coordinator
         self.groups = GroupCoordinator(
-            group_settings, manager=group_metadata, clock=self.clock, scheduler=self.coordinators
+            group_settings, manager=group_metadata, clock=self.clock, scheduler=group_timer
         )
+        group_timer.bind(self.groups)
         self.txns = TransactionCoordinator(
             TransactionSettings.from_config(config),
             store=LogTxnStore(self.logs, config["transaction.state.log.num.partitions"]),
@@ -196,7 +198,7 @@ class Broker:
         await self.server.stop()
         if self.metrics is not None:
             await self.metrics.stop()
-        await self.coordinators.close()  # every periodic duty (Broker.every goes through it)
+        await self.coordinators.close()  # every periodic duty and timer operation
         self.durability.close()  # waits for an fsync round still running on the logs' files
         try:
             self.logs.close()
@@ -238,23 +240,18 @@ class Broker:
                 next_id=self.producer_ids.next_id,
             )
 
-    def every(self, interval_ms: int, duty, name: str) -> None:
-        """Run `duty()` on the event loop every interval (background duties: flush, expiry),
-        through the broker's one scheduler of periodic duties (the coordinator runtime's)."""
-        self.coordinators.every(interval_ms, name, duty)
-
     def _start_background_tasks(self) -> None:
+        # the broker's one scheduler of periodic duties is the coordinator runtime's
+        every = self.coordinators.every
         flush_ms = self.config["log.flush.interval.ms"]
         if flush_ms is not None:
-            self.every(max(flush_ms, 10), lambda: self.durability.flush_logs(self.logs), "log-flush")
-        self.every(
+            every(max(flush_ms, 10), "log-flush", lambda: self.durability.flush_logs(self.logs))
+        every(
             self.config["log.flush.offset.checkpoint.interval.ms"],
-            lambda: self.durability.checkpoint(self.logs),
             "recovery-point-checkpoint",
+            lambda: self.durability.checkpoint(self.logs),
         )
-        self.every(
-            self.config["log.retention.check.interval.ms"], self.logs.delete_old_segments, "log-retention"
-        )
+        every(self.config["log.retention.check.interval.ms"], "log-retention", self.logs.delete_old_segments)
         self._start_coordinator_duties()
         if self.config["log.cleaner.enable"]:
             loop = asyncio.get_running_loop()
@@ -264,11 +261,11 @@ class Broker:
                 loop.call_soon_threadsafe(cleaner.maybe_clean)
 
             cleaner.on_pass_done = clean_again
-            self.every(self.config["log.cleaner.backoff.ms"], cleaner.maybe_clean, "log-cleaner")
-        self.every(
+            every(self.config["log.cleaner.backoff.ms"], "log-cleaner", cleaner.maybe_clean)
+        every(
             self.config["producer.id.expiration.check.interval.ms"],
-            self.logs.remove_expired_producers,
             "producer-expiration",
+            self.logs.remove_expired_producers,
         )
 
     def _start_coordinator_duties(self) -> None:

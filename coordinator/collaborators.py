@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from minibroker.coordinator.internal_topic import StoredBatch
+from minibroker.coordinator.runtime import Operation
 
 T = TypeVar("T")
 
@@ -44,10 +45,11 @@ class TimerHandle(Protocol):
 
 @runtime_checkable
 class Scheduler(Protocol):
-    """One-shot timers that run on the coordinators' loop (the coordinator runtime's; the time
-    itself comes from a `common.clock.Clock`)."""
+    """One-shot timers of one coordinator (the coordinator runtime's, on the loop; the time
+    itself comes from a `common.clock.Clock`): each fires an operation of that coordinator,
+    which the runtime runs as it runs a request's (Kafka's CoordinatorTimer)."""
 
-    def call_later(self, delay_ms: int, fn: Callable[[], None]) -> TimerHandle: ...
+    def call_later(self, delay_ms: int, operation: Callable[[], Operation[None]]) -> TimerHandle: ...
 
 
 # --- topics and logs -----------------------------------------------------------------------------

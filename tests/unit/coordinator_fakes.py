@@ -133,7 +133,9 @@ def group_coordinator(config, *, store, scheduler, topics=None, clock=None) -> G
     settings = GroupSettings.from_config(config)
     clock = clock or scheduler
     manager = GroupMetadataManager(settings, store=store, topics=topics or EveryTopicCatalog(), clock=clock)
-    return GroupCoordinator(settings, manager=manager, clock=clock, scheduler=scheduler)
+    coordinator = GroupCoordinator(settings, manager=manager, clock=clock, scheduler=scheduler)
+    scheduler.bind(coordinator)  # its timers fire the coordinator's operations
+    return coordinator
 
 
 # --- the coordinator runtime without a loop ------------------------------------------------------
@@ -144,8 +146,9 @@ def perform(shard, step) -> None:
         logs = shard.write(step.records)
         if step.durable:
             _flush(logs)
-        for record in step.records:
-            shard.replay(record)
+        if step.replay:
+            for record in step.records:
+                shard.replay(record)
     else:
         _flush(step.logs)
 

@@ -43,7 +43,7 @@ def test_real_collaborators_implement_the_protocols(tmp_path):
     assert isinstance(logs.get_log("t", 0), c.MarkerLog)
     assert isinstance(LogOffsetsStore(logs, 1), c.OffsetsStore)
     assert isinstance(LogTxnStore(logs, 1), c.TxnStore)
-    assert isinstance(CoordinatorRuntime(durability=None), c.Scheduler)
+    assert isinstance(CoordinatorRuntime(durability=None).timer(), c.Scheduler)
     assert isinstance(ProducerIdManager(str(tmp_path)), c.ProducerIdSource)
     gc = group_coordinator(dict(CONFIG), store=MemoryOffsetsStore(1), scheduler=FakeScheduler())
     assert isinstance(gc, c.TxnOffsetsParticipant)
