@@ -80,7 +80,7 @@ class Broker:
         group_settings = GroupSettings.from_config(config)
         group_metadata = GroupMetadataManager(
             group_settings,
-            store=LogOffsetsStore(self.logs, config["offsets.topic.num.partitions"]),
+            store=LogOffsetsStore(self.logs, config["offsets.topic.num.partitions"], clock=self.clock),
             topics=self.logs,
             clock=self.clock,
         )
@@ -91,7 +91,7 @@ class Broker:
         group_timer.bind(self.groups)
         self.txns = TransactionCoordinator(
             TransactionSettings.from_config(config),
-            store=LogTxnStore(self.logs, config["transaction.state.log.num.partitions"]),
+            store=LogTxnStore(self.logs, config["transaction.state.log.num.partitions"], clock=self.clock),
             logs=self.logs,
             groups=self.groups,
             producer_ids=self.producer_ids,

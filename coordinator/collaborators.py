@@ -21,10 +21,10 @@ driver on the event loop).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
-from minibroker.coordinator.internal_topic import StoredBatch
+from minibroker.coordinator.internal_topic import InternalBatch, StoredBatch
 from minibroker.coordinator.runtime import Operation
 
 T = TypeVar("T")
@@ -108,15 +108,7 @@ class OffsetsStore(Protocol):
 
     def num_partitions(self) -> int: ...
 
-    def append(
-        self,
-        partition: int,
-        records: Sequence[tuple[bytes, bytes | None]],
-        *,
-        producer_id: int = -1,
-        producer_epoch: int = -1,
-        transactional: bool = False,
-    ) -> int:
+    def append(self, partition: int, batch: InternalBatch) -> int:
         """Append one batch; the offset of its first record. A producer's batch continues its
         sequence on the partition (0 in a new epoch), as a client's would: storage checks the
         sequences of internal appends too. Raises KafkaStorageError."""

@@ -28,7 +28,7 @@ from minibroker.coordinator import group_records
 from minibroker.coordinator.collaborators import OffsetsStore, TopicCatalog
 from minibroker.coordinator.group_metadata import Group, GroupState, Member, OffsetAndMetadata
 from minibroker.coordinator.group_settings import GroupSettings
-from minibroker.coordinator.internal_topic import StoredBatch
+from minibroker.coordinator.internal_topic import InternalBatch, StoredBatch
 from minibroker.coordinator.partitioning import partition_for
 from minibroker.coordinator.runtime import Operation, Write
 from minibroker.protocol.errors import ErrorCode
@@ -153,26 +153,12 @@ class GroupMetadataManager:
         return group
 
     # --- partitions that cannot be written ----------------------------------------------------------
-    def _append(
-        self,
-        group_id: str,
-        records: Sequence[tuple[bytes, bytes | None]],
-        *,
-        producer_id: int = -1,
-        producer_epoch: int = -1,
-        transactional: bool = False,
-    ) -> int:
+    def _append(self, group_id: str, batch: InternalBatch) -> int:
         """Append to the group's partition; a storage failure gives the partition up (see the
         module docstring) and is raised for the caller to answer."""
         partition = self.partition_for(group_id)
         try:
-            return self.store.append(
-                partition,
-                records,
-                producer_id=producer_id,
-                producer_epoch=producer_epoch,
-                transactional=transactional,
-            )
+            return self.store.append(partition, batch)
         except (KafkaStorageError, OSError) as exc:
             if isinstance(exc, OSError) or exc.error_code == E.kafka_storage_error:
                 self._give_up(partition, exc)
@@ -296,7 +282,9 @@ class GroupMetadataManager:
         for record in records:
             if isinstance(record, GroupMetadataRecord):
                 key = group_records.encode_group_key(record.group_id)
-                self._append(record.group_id, [(key, group_records.encode_group_value(record.value))])
+                self._append(
+                    record.group_id, InternalBatch([(key, group_records.encode_group_value(record.value))])
+                )
                 continue
             if isinstance(record, OffsetsRemoval):
                 tombstones: list[tuple[bytes, bytes | None]] = [
@@ -305,25 +293,21 @@ class GroupMetadataManager:
                 ]
                 if record.group_gone:
                     tombstones.append((group_records.encode_group_key(record.group_id), None))
-                self._append(record.group_id, tombstones)
+                self._append(record.group_id, InternalBatch(tombstones))
                 continue
-            base = self._append(
-                record.group_id,
-                [
-                    (
-                        group_records.encode_offset_key(record.group_id, tp[0], tp[1]),
-                        group_records.encode_offset_value(
-                            group_records.OffsetValue(
-                                om.offset, om.leader_epoch, om.metadata, om.commit_timestamp
-                            )
-                        ),
-                    )
-                    for tp, om in record.offsets
-                ],
-                producer_id=record.producer_id,
-                producer_epoch=record.producer_epoch,
-                transactional=record.transactional,
-            )
+            offsets = [
+                (
+                    group_records.encode_offset_key(record.group_id, tp[0], tp[1]),
+                    group_records.encode_offset_value(
+                        group_records.OffsetValue(
+                            om.offset, om.leader_epoch, om.metadata, om.commit_timestamp
+                        )
+                    ),
+                )
+                for tp, om in record.offsets
+            ]
+            batch = InternalBatch(offsets, record.producer_id, record.producer_epoch, record.transactional)
+            base = self._append(record.group_id, batch)
             for i, (_, om) in enumerate(record.offsets):
                 om.record_offset = base + i
         return ()

@@ -773,7 +773,9 @@ def test_durability_through_storage_with_transactional_offsets(tmp_path):
     logs = _logs(tmp_path)
     logs.create_topic("t", 2, {})
     clock = FakeScheduler()
-    gc = group_coordinator(dict(CONFIG), store=LogOffsetsStore(logs, 1), topics=logs, scheduler=clock)
+    gc = group_coordinator(
+        dict(CONFIG), store=LogOffsetsStore(logs, 1, clock=clock), topics=logs, scheduler=clock
+    )
     assert "__consumer_offsets" not in logs.topics  # created on first use
     gen, (a,) = form_group(gc, clock, 1)
     info = logs.topics["__consumer_offsets"]
@@ -802,7 +804,10 @@ def test_durability_through_storage_with_transactional_offsets(tmp_path):
 
     logs = _logs(tmp_path)
     gc2 = group_coordinator(
-        dict(CONFIG), store=LogOffsetsStore(logs, 1), topics=logs, scheduler=FakeScheduler()
+        dict(CONFIG),
+        store=LogOffsetsStore(logs, 1, clock=SYSTEM_CLOCK),
+        topics=logs,
+        scheduler=FakeScheduler(),
     )
     gc2.load()
     assert gc2.fetch_offsets("g", [("t", 0), ("t", 1)], require_stable=True)[1] == [
