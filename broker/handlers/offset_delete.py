@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from minibroker.broker.partition_answers import error_codes, per_partition
 from minibroker.broker.security.acls import Operation as Op
 from minibroker.broker.security.acls import ResourceType as Res
 from minibroker.protocol.errors import ErrorCode
@@ -34,17 +35,6 @@ async def handle(ctx: RequestContext, req: OffsetDeleteRequest) -> OffsetDeleteR
     )
     topics = []
     if error == ErrorCode.none:
-        topics = [
-            dict(
-                name=t.name,
-                partitions=[
-                    dict(
-                        partition_index=p.partition_index,
-                        error_code=results.get((t.name, p.partition_index), ErrorCode.none),
-                    )
-                    for p in t.partitions
-                ],
-            )
-            for t in req.topics
-        ]
+        requested = ((t.name, [p.partition_index for p in t.partitions]) for t in req.topics)
+        topics = per_partition(requested, error_codes(results, default=ErrorCode.none))
     return ctx.response(error_code=error, throttle_time_ms=0, topics=topics)
