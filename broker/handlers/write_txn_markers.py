@@ -15,6 +15,7 @@ from minibroker.broker.partition_answers import per_partition
 from minibroker.broker.security.acls import CLUSTER_NAME
 from minibroker.broker.security.acls import Operation as Op
 from minibroker.broker.security.acls import ResourceType as Res
+from minibroker.coordinator.group_store import OFFSETS_TOPIC
 from minibroker.protocol.errors import ErrorCode
 from minibroker.storage.errors import KafkaStorageError
 
@@ -24,8 +25,6 @@ if TYPE_CHECKING:
     from minibroker.storage.log import PartitionLog
 
 API_KEY = 27
-
-OFFSETS_TOPIC = "__consumer_offsets"
 
 
 def _write(
