@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Container, Hashable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
@@ -26,7 +26,6 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 K = TypeVar("K", bound=Hashable)
-P_co = TypeVar("P_co", covariant=True)
 
 
 class HandlerServices(Protocol):
@@ -132,33 +131,3 @@ def each_once(items: Sequence[T], key: Callable[[T], K]) -> Iterator[tuple[T, bo
         elif k not in seen:
             seen.add(k)
             yield item, True
-
-
-class NamedTopic(Protocol[P_co]):
-    """A topic entry of a partitioned request: its name and the partitions it names."""
-
-    @property
-    def name(self) -> str: ...
-    @property
-    def partitions(self) -> Sequence[P_co]: ...
-
-
-def answer_partitions(
-    topics: Iterable[NamedTopic[Any]],
-    denied: Container[str],
-    answer: Callable[[str, Any], dict[str, Any]],
-    failed: Callable[[Any, int], dict[str, Any]],
-) -> list[dict[str, Any]]:
-    """The answer of a request about partitions (DeleteRecords, OffsetDelete, ...): every topic
-    in request order with every partition it names; a topic in ``denied`` answers each with
-    ``failed(partition, TOPIC_AUTHORIZATION_FAILED)``, the others ``answer(topic, partition)``."""
-    return [
-        dict(
-            name=t.name,
-            partitions=[
-                failed(p, ErrorCode.topic_authorization_failed) if t.name in denied else answer(t.name, p)
-                for p in t.partitions
-            ],
-        )
-        for t in topics
-    ]

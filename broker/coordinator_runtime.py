@@ -7,9 +7,9 @@ default, none, leaves them in the page cache: a killed process loses nothing, an
 fsync on commit either), replays them into the shard and answers; a storage failure is thrown
 back into the operation at its yield. `answer(deferred)` is the one place a parked response (a
 JoinGroup waiting for its rebalance, a follower's SyncGroup waiting for the assignment) becomes
-awaitable. The coordinators' timers (`call_later`, the `coordinator.collaborators.Scheduler`)
-and the broker's periodic duties (`every`; `Broker.every` goes through it) run here too, on the
-same loop.
+awaitable. The coordinators' timers (`timer()`: a `coordinator.collaborators.Scheduler` bound
+to one shard, whose timers fire operations of that shard, run like a request's) and the broker's
+periodic duties (`every`: storage's and the coordinators') run here too, on the same loop.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from minibroker.coordinator.runtime import (
     CoordinatorShard,
     Deferred,
     Operation,
+    Step,
     Write,
 )
 
@@ -43,6 +44,7 @@ class CoordinatorRuntime:
     def __init__(self, durability: Durability) -> None:
         self._durability = durability
         self._tasks: list[asyncio.Task[None]] = []
+        self._fired: set[asyncio.Task[Any]] = set()  # timer operations under way
 
     # --- operations ----------------------------------------------------------------------------
     async def run(self, shard: CoordinatorShard[Any], op: Operation[T] | CoordinatorResult[Any, T]) -> T:
@@ -53,6 +55,14 @@ class CoordinatorRuntime:
             return op.response
         try:
             step = next(op)
+        except StopIteration as done:
+            result: T = done.value
+            return result
+        return await self._resume(shard, op, step)
+
+    async def _resume(self, shard: CoordinatorShard[Any], op: Operation[T], step: Step) -> T:
+        """Go on with `op` from `step` to its response."""
+        try:
             while True:
                 try:
                     if isinstance(step, Write):
@@ -71,8 +81,7 @@ class CoordinatorRuntime:
         logs = shard.write(step.records)
         if step.durable:
             await self._sync(logs)
-        for record in step.records:
-            shard.replay(record)
+        _replay(shard, step)
 
     async def _sync(self, logs: Iterable[Any]) -> None:
         await self._durability.sync(plog for plog in logs if plog.config.flush_messages is not None)
@@ -93,9 +102,37 @@ class CoordinatorRuntime:
         return await future
 
     # --- timers --------------------------------------------------------------------------------
-    def call_later(self, delay_ms: int, fn: Callable[[], None]) -> asyncio.TimerHandle:
-        """A one-shot coordinator timer on the loop (coordinator.collaborators.Scheduler)."""
-        return asyncio.get_running_loop().call_later(max(delay_ms, 0) / 1000, _guarded(fn))
+    def timer(self) -> ShardTimer:
+        """One-shot timers for one shard (bind it once the shard is built)."""
+        return ShardTimer(self)
+
+    def fire(self, shard: CoordinatorShard[Any], op: Operation[Any]) -> None:
+        """Run a timer's operation of `shard` now, as far as it goes without waiting (its
+        page-cache writes included, so nothing runs between its change and its record); a step
+        that waits for the disk goes on in a task. A failure is logged."""
+        try:
+            step = next(op)
+            while isinstance(step, Write) and not step.durable:
+                try:
+                    shard.write(step.records)
+                    _replay(shard, step)
+                except Exception as exc:  # noqa: BLE001 - the operation decides what a failure means
+                    step = op.throw(exc)
+                else:
+                    step = op.send(None)
+        except StopIteration:
+            return
+        except Exception:  # noqa: BLE001 - a timer must never take the loop down
+            log.exception("coordinator timer failed")
+            return
+        task: asyncio.Task[Any] = asyncio.get_running_loop().create_task(self._resume(shard, op, step))
+        self._fired.add(task)
+        task.add_done_callback(self._fired_done)
+
+    def _fired_done(self, task: asyncio.Task[Any]) -> None:
+        self._fired.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("coordinator timer failed", exc_info=task.exception())
 
     def every(self, interval_ms: int, name: str, duty: Callable[[], object]) -> None:
         """Run a duty every interval on the loop (awaiting it when it returns an awaitable, e.g.
@@ -115,19 +152,40 @@ class CoordinatorRuntime:
         self._tasks.append(asyncio.create_task(loop(), name=name))
 
     async def close(self) -> None:
-        """Stop the periodic duties and wait for them (the coordinators' one-shot timers are
-        cancelled by their own close)."""
-        for task in self._tasks:
+        """Stop the periodic duties and the timer operations under way and wait for them (the
+        coordinators' one-shot timers are cancelled by their own close)."""
+        tasks = [*self._tasks, *self._fired]
+        for task in tasks:
             task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await asyncio.gather(*tasks, return_exceptions=True)
         self._tasks.clear()
 
 
-def _guarded(fn: Callable[[], None]) -> Callable[[], None]:
-    def run() -> None:
+class ShardTimer:
+    """A `coordinator.collaborators.Scheduler` for one shard (Kafka's CoordinatorTimer): a timer
+    fires an operation of the shard, which the runtime runs as it runs a request's."""
+
+    def __init__(self, runtime: CoordinatorRuntime) -> None:
+        self._runtime = runtime
+        self._shard: CoordinatorShard[Any] | None = None
+
+    def bind(self, shard: CoordinatorShard[Any]) -> None:
+        self._shard = shard
+
+    def call_later(self, delay_ms: int, operation: Callable[[], Operation[None]]) -> asyncio.TimerHandle:
+        return asyncio.get_running_loop().call_later(max(delay_ms, 0) / 1000, self._fire, operation)
+
+    def _fire(self, operation: Callable[[], Operation[None]]) -> None:
+        assert self._shard is not None, "a ShardTimer fires once bound to its shard"
         try:
-            fn()
+            op = operation()
         except Exception:  # noqa: BLE001 - a timer must never take the loop down
             log.exception("coordinator timer failed")
+            return
+        self._runtime.fire(self._shard, op)
 
-    return run
+
+def _replay(shard: CoordinatorShard[Any], step: Write[Any]) -> None:
+    if step.replay:
+        for record in step.records:
+            shard.replay(record)

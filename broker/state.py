@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import errno
+from collections.abc import Sequence
 from typing import TypeVar
 
 import structlog
@@ -18,6 +19,7 @@ from minibroker.broker.durability import Durability
 from minibroker.broker.dynamic_config import DynamicConfigs
 from minibroker.broker.limits import ConnectionSettings, raise_open_file_limit
 from minibroker.broker.observe import build_request_observer
+from minibroker.broker.security.listeners import Listener
 from minibroker.broker.security.service import Security
 from minibroker.broker.server import Server
 from minibroker.broker.waiters import DataWaiters
@@ -80,16 +82,18 @@ class Broker:
         group_settings = GroupSettings.from_config(config)
         group_metadata = GroupMetadataManager(
             group_settings,
-            store=LogOffsetsStore(self.logs, config["offsets.topic.num.partitions"]),
+            store=LogOffsetsStore(self.logs, config["offsets.topic.num.partitions"], clock=self.clock),
             topics=self.logs,
             clock=self.clock,
         )
+        group_timer = self.coordinators.timer()  # fires operations of the group coordinator
         self.groups = GroupCoordinator(
-            group_settings, manager=group_metadata, clock=self.clock, scheduler=self.coordinators
+            group_settings, manager=group_metadata, clock=self.clock, scheduler=group_timer
         )
+        group_timer.bind(self.groups)
         self.txns = TransactionCoordinator(
             TransactionSettings.from_config(config),
-            store=LogTxnStore(self.logs, config["transaction.state.log.num.partitions"]),
+            store=LogTxnStore(self.logs, config["transaction.state.log.num.partitions"], clock=self.clock),
             logs=self.logs,
             groups=self.groups,
             producer_ids=self.producer_ids,
@@ -196,7 +200,7 @@ class Broker:
         await self.server.stop()
         if self.metrics is not None:
             await self.metrics.stop()
-        await self.coordinators.close()  # every periodic duty (Broker.every goes through it)
+        await self.coordinators.close()  # every periodic duty and timer operation
         self.durability.close()  # waits for an fsync round still running on the logs' files
         try:
             self.logs.close()
@@ -238,23 +242,18 @@ class Broker:
                 next_id=self.producer_ids.next_id,
             )
 
-    def every(self, interval_ms: int, duty, name: str) -> None:
-        """Run `duty()` on the event loop every interval (background duties: flush, expiry),
-        through the broker's one scheduler of periodic duties (the coordinator runtime's)."""
-        self.coordinators.every(interval_ms, name, duty)
-
     def _start_background_tasks(self) -> None:
+        # the broker's one scheduler of periodic duties is the coordinator runtime's
+        every = self.coordinators.every
         flush_ms = self.config["log.flush.interval.ms"]
         if flush_ms is not None:
-            self.every(max(flush_ms, 10), lambda: self.durability.flush_logs(self.logs), "log-flush")
-        self.every(
+            every(max(flush_ms, 10), "log-flush", lambda: self.durability.flush_logs(self.logs))
+        every(
             self.config["log.flush.offset.checkpoint.interval.ms"],
-            lambda: self.durability.checkpoint(self.logs),
             "recovery-point-checkpoint",
+            lambda: self.durability.checkpoint(self.logs),
         )
-        self.every(
-            self.config["log.retention.check.interval.ms"], self.logs.delete_old_segments, "log-retention"
-        )
+        every(self.config["log.retention.check.interval.ms"], "log-retention", self.logs.delete_old_segments)
         self._start_coordinator_duties()
         if self.config["log.cleaner.enable"]:
             loop = asyncio.get_running_loop()
@@ -264,11 +263,11 @@ class Broker:
                 loop.call_soon_threadsafe(cleaner.maybe_clean)
 
             cleaner.on_pass_done = clean_again
-            self.every(self.config["log.cleaner.backoff.ms"], cleaner.maybe_clean, "log-cleaner")
-        self.every(
+            every(self.config["log.cleaner.backoff.ms"], "log-cleaner", cleaner.maybe_clean)
+        every(
             self.config["producer.id.expiration.check.interval.ms"],
-            self.logs.remove_expired_producers,
             "producer-expiration",
+            self.logs.remove_expired_producers,
         )
 
     def _start_coordinator_duties(self) -> None:
@@ -309,7 +308,7 @@ class Broker:
         return ErrorCode.none
 
 
-def _bind_error(listeners, exc: OSError) -> OSError:
+def _bind_error(listeners: Sequence[Listener], exc: OSError) -> OSError:
     """A listener that cannot bind, named with its address (the listeners before it are bound
     and have a port; the first without one is the one that failed)."""
     failed = next((lst for lst in listeners if not lst.bound_port), listeners[0])

@@ -21,10 +21,11 @@ driver on the event loop).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
-from minibroker.coordinator.internal_topic import StoredBatch
+from minibroker.coordinator.internal_topic import InternalBatch, StoredBatch
+from minibroker.coordinator.runtime import Operation
 
 T = TypeVar("T")
 
@@ -44,10 +45,11 @@ class TimerHandle(Protocol):
 
 @runtime_checkable
 class Scheduler(Protocol):
-    """One-shot timers that run on the coordinators' loop (the coordinator runtime's; the time
-    itself comes from a `common.clock.Clock`)."""
+    """One-shot timers of one coordinator (the coordinator runtime's, on the loop; the time
+    itself comes from a `common.clock.Clock`): each fires an operation of that coordinator,
+    which the runtime runs as it runs a request's (Kafka's CoordinatorTimer)."""
 
-    def call_later(self, delay_ms: int, fn: Callable[[], None]) -> TimerHandle: ...
+    def call_later(self, delay_ms: int, operation: Callable[[], Operation[None]]) -> TimerHandle: ...
 
 
 # --- topics and logs -----------------------------------------------------------------------------
@@ -106,15 +108,7 @@ class OffsetsStore(Protocol):
 
     def num_partitions(self) -> int: ...
 
-    def append(
-        self,
-        partition: int,
-        records: Sequence[tuple[bytes, bytes | None]],
-        *,
-        producer_id: int = -1,
-        producer_epoch: int = -1,
-        transactional: bool = False,
-    ) -> int:
+    def append(self, partition: int, batch: InternalBatch) -> int:
         """Append one batch; the offset of its first record. A producer's batch continues its
         sequence on the partition (0 in a new epoch), as a client's would: storage checks the
         sequences of internal appends too. Raises KafkaStorageError."""

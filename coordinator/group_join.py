@@ -20,8 +20,14 @@ Kafka's purgatories map to timers here:
 - per member session timeout (heartbeat expiry), and for members admitted by MEMBER_ID_REQUIRED
   but not yet rejoined, a pending-member expiry of one session timeout.
 
-What a rebalance decides is stored by the GroupMetadataManager (`store_group`) before anyone is
-answered.
+What a rebalance decides is stored before anyone is answered, as in Kafka's classic group
+(`CoordinatorResult` with records and an `appendFuture` to complete once they are written): a
+path that persists the group queues its metadata record with what to do once it is written
+(`_store`), and every entry point is an operation of the coordinator runtime
+(coordinator/runtime.py) that ends with `written()`: the driver appends the queued records
+(`Write(..., replay=False)`: the state is already changed here, the record persists it; a load
+replays it) and the continuations answer, revert or rebalance. Timers fire such operations too
+(`timer`).
 """
 
 from __future__ import annotations
@@ -41,9 +47,14 @@ from minibroker.coordinator.group_metadata import (
     SyncAnswer,
     SyncResult,
 )
-from minibroker.coordinator.group_metadata_manager import GroupMetadataManager
+from minibroker.coordinator.group_metadata_manager import (
+    GroupMetadataManager,
+    GroupMetadataRecord,
+    storage_error_for_group,
+)
 from minibroker.coordinator.group_requests import JoinRequest, SyncRequest
 from minibroker.coordinator.group_settings import GroupSettings
+from minibroker.coordinator.runtime import Operation, Write
 from minibroker.protocol.errors import ErrorCode
 
 __all__ = ["GroupMembership", "current_member_error"]
@@ -81,9 +92,41 @@ class GroupMembership:
         self.scheduler = scheduler
         self.manager = manager
         self.groups = manager.groups  # the one cache of groups, shared with the manager
+        # group metadata records the running operation writes, each with what to do once it is
+        # written (E.NONE) or failed (its error): Kafka's appendFuture.whenComplete
+        self._unwritten: list[tuple[GroupMetadataRecord, Callable[[ErrorCode], None]]] = []
 
     def _now(self) -> int:
         return self.clock.wall_ms()
+
+    # --- writing through the coordinator runtime ------------------------------------------------
+    def _store(self, group: Group, assignment: dict[str, bytes], then: Callable[[ErrorCode], None]) -> None:
+        """Persist the group (Kafka's storeGroup) when the running operation ends (`written`);
+        `then(error)` once the append is done."""
+        self._unwritten.append((self.manager.group_record(group, assignment), then))
+
+    def written(self) -> Operation[None]:
+        """The end of every membership operation: have the runtime append the group records it
+        queued, in order, and run what waits for each (which may queue more)."""
+        while self._unwritten:
+            record, then = self._unwritten.pop(0)
+            try:
+                yield Write((record,), durable=False, replay=False)
+            except Exception as exc:  # noqa: BLE001 - a storage failure answers its error
+                log.warning("group metadata append failed", group=record.group_id, error=str(exc))
+                then(storage_error_for_group(exc))
+            else:
+                then(E.none)
+
+    def timer(self, delay_ms: int, fn: Callable[[], None]) -> TimerHandle:
+        """A timer that fires `fn` as an operation of the coordinator runtime (its writes go
+        through the driver like a request's)."""
+
+        def operation() -> Operation[None]:
+            fn()
+            yield from self.written()
+
+        return self.scheduler.call_later(delay_ms, operation)
 
     # ===========================================================================================
     # JoinGroup
@@ -239,7 +282,7 @@ class GroupMembership:
             log.info("pending member expired", group=group.group_id, member=member_id)
             self.remove_pending_member_and_update_group(group, member_id)
 
-        group.pending_members[member_id] = self.scheduler.call_later(session_timeout_ms, expire)
+        group.pending_members[member_id] = self.timer(session_timeout_ms, expire)
 
     def remove_pending_member_and_update_group(self, group: Group, member_id: str) -> None:
         handle = group.pending_members.pop(member_id, None)
@@ -335,24 +378,29 @@ class GroupMembership:
             if group.protocol_name == group.select_protocol():
                 # no change of protocol: persist the new member id and answer without a rebalance
                 assignment = {m.member_id: m.assignment for m in group.members.values()}
-                error = self.manager.store_group(group, assignment)
-                if error != E.none:
-                    # revert to the old member id and protocols
-                    group.replace_static_member(instance_id, new_member_id, old_member_id)
-                    group.update_member(member, old_protocols, old_rebalance, old_session, None)
-                    if current_leader == old_member_id:
-                        group.leader_id = old_member_id
-                    answer.complete(JoinResult(error, ""))
-                    return
-                member.join_answer = None
-                if request.supports_skip_assignment:
-                    is_leader = group.is_leader(new_member_id)
-                    answer.complete(self._join_result_for(group, member, skip_assignment=is_leader))
-                else:
-                    # the old leader id: the member must not think it leads and re-assign
-                    answer.complete(
-                        self._join_result_for(group, member, members=False, leader_id=current_leader or "")
-                    )
+
+                def stored(error: ErrorCode) -> None:
+                    if error != E.none:
+                        # revert to the old member id and protocols
+                        group.replace_static_member(instance_id, new_member_id, old_member_id)
+                        group.update_member(member, old_protocols, old_rebalance, old_session, None)
+                        if current_leader == old_member_id:
+                            group.leader_id = old_member_id
+                        answer.complete(JoinResult(error, ""))
+                        return
+                    member.join_answer = None
+                    if request.supports_skip_assignment:
+                        is_leader = group.is_leader(new_member_id)
+                        answer.complete(self._join_result_for(group, member, skip_assignment=is_leader))
+                    else:
+                        # the old leader id: the member must not think it leads and re-assign
+                        answer.complete(
+                            self._join_result_for(
+                                group, member, members=False, leader_id=current_leader or ""
+                            )
+                        )
+
+                self._store(group, assignment, stored)
             else:
                 self._maybe_prepare_rebalance(group, "static member changed protocols")
         elif state is GroupState.COMPLETING_REBALANCE:
@@ -413,7 +461,7 @@ class GroupMembership:
             group.join_timer = None
             on_expiry()
 
-        handle = self.scheduler.call_later(delay_ms, expire)
+        handle = self.timer(delay_ms, expire)
         group.join_timer = handle
 
     def _try_complete_join(self, group: Group) -> None:
@@ -448,9 +496,12 @@ class GroupMembership:
         group.init_next_generation(self._now())
         if group.is_state(GroupState.EMPTY):
             log.info("group is now empty", group=group.group_id, generation=group.generation_id)
-            error = self.manager.store_group(group, {})
-            if error != E.none:
-                log.warning("failed to store empty group", group=group.group_id, error=error.name)
+
+            def stored(error: ErrorCode) -> None:
+                if error != E.none:
+                    log.warning("failed to store empty group", group=group.group_id, error=error.name)
+
+            self._store(group, {}, stored)
             return
         log.info(
             "group stabilized, awaiting sync",
@@ -491,7 +542,7 @@ class GroupMembership:
                     self._drop_member(group, member)
             self._prepare_rebalance(group, "pending sync expired")
 
-        handle = self.scheduler.call_later(group.rebalance_timeout_ms(), expire)
+        handle = self.timer(group.rebalance_timeout_ms(), expire)
         group.sync_timer = handle
 
     def _cancel_sync_timer(self, group: Group) -> None:
@@ -573,7 +624,7 @@ class GroupMembership:
                 )
                 self.remove_member_and_update_group(group, member, "session timeout")
 
-        handle = self.scheduler.call_later(timeout, expire)
+        handle = self.timer(timeout, expire)
         member.heartbeat_timer = handle
 
     def start_sessions(self, groups: Iterable[Group]) -> None:
@@ -653,23 +704,27 @@ class GroupMembership:
         )
         assignments = request.assignments
         assignment = {mid: bytes(assignments.get(mid, b"")) for mid in group.members}
-        store_error = self.manager.store_group(group, assignment)
-        if (
-            not group.is_state(GroupState.COMPLETING_REBALANCE)
-            or request.generation_id != group.generation_id
-        ):
-            return  # the group moved on while the assignment was stored
-        if store_error != E.none:
-            self._reset_and_propagate_assignment_error(group, store_error)
-            if self.manager.is_writable(self.manager.partition_for(group.group_id)):
-                self._maybe_prepare_rebalance(group, "failed to store group assignment")
-            # else the partition was given up: the group is unloaded, not rebalanced (a new
-            # generation for every failed write was the rebalance storm of a full disk)
-            return
-        for mid, member_assignment in assignment.items():
-            group.members[mid].assignment = member_assignment
-        self._propagate_assignment(group, E.none)
-        group.transition_to(GroupState.STABLE, self._now())
+
+        def stored(error: ErrorCode) -> None:
+            if (
+                not group.is_state(GroupState.COMPLETING_REBALANCE)
+                or request.generation_id != group.generation_id
+            ):
+                return  # the group moved on while the assignment was stored
+            if error != E.none:
+                self._reset_and_propagate_assignment_error(group, error)
+                if self.manager.is_writable(self.manager.partition_for(group.group_id)):
+                    self._maybe_prepare_rebalance(group, "failed to store group assignment")
+                # else the partition was given up: the group is unloaded, not rebalanced (a new
+                # generation for every failed write was the rebalance storm of a full disk)
+                return
+            for mid, member_assignment in assignment.items():
+                group.members[mid].assignment = member_assignment
+            self._propagate_assignment(group, E.none)
+            group.transition_to(GroupState.STABLE, self._now())
+
+        # the leader and the followers are answered once the assignment is written
+        self._store(group, assignment, stored)
 
     # ===========================================================================================
     # Heartbeat / LeaveGroup

@@ -18,7 +18,7 @@ system has room (`room_again`, checked at most every `RETRY_INTERVAL_MS`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -28,6 +28,7 @@ from minibroker.coordinator import group_records
 from minibroker.coordinator.collaborators import OffsetsStore, TopicCatalog
 from minibroker.coordinator.group_metadata import Group, GroupState, Member, OffsetAndMetadata
 from minibroker.coordinator.group_settings import GroupSettings
+from minibroker.coordinator.internal_topic import InternalBatch, StoredBatch
 from minibroker.coordinator.partitioning import partition_for
 from minibroker.coordinator.runtime import Operation, Write
 from minibroker.protocol.errors import ErrorCode
@@ -82,8 +83,32 @@ class OffsetsRemoval:
     group_gone: bool = False
 
 
+@dataclass(frozen=True, slots=True)
+class GroupMetadataRecord:
+    """A classic group's metadata (Kafka's GroupMetadataValue: generation, protocol, leader,
+    members and their assignments), written when a rebalance decides it. The membership state
+    machine changes the group itself and writes this without replay; a load replays it to
+    rebuild the group."""
+
+    group_id: str
+    value: group_records.GroupValue
+
+
+@dataclass(frozen=True, slots=True)
+class TxnMarker:
+    """A transaction marker in a partition of __consumer_offsets, as a load replays it: the
+    producer's pending offsets there are applied (commit) or dropped. Written by the transaction
+    coordinator (coordinator/transactions.py), never by this shard."""
+
+    producer_id: int
+    commit: bool
+    partition: int
+
+
 #: What the group coordinator hands the coordinator runtime to write and replay.
-GroupRecord = OffsetsRecord | OffsetsRemoval
+GroupRecord = OffsetsRecord | OffsetsRemoval | GroupMetadataRecord
+#: ... and what a load replays besides.
+LoadedRecord = GroupRecord | TxnMarker
 
 
 @dataclass(slots=True)
@@ -128,26 +153,12 @@ class GroupMetadataManager:
         return group
 
     # --- partitions that cannot be written ----------------------------------------------------------
-    def _append(
-        self,
-        group_id: str,
-        records: Sequence[tuple[bytes, bytes | None]],
-        *,
-        producer_id: int = -1,
-        producer_epoch: int = -1,
-        transactional: bool = False,
-    ) -> int:
+    def _append(self, group_id: str, batch: InternalBatch) -> int:
         """Append to the group's partition; a storage failure gives the partition up (see the
         module docstring) and is raised for the caller to answer."""
         partition = self.partition_for(group_id)
         try:
-            return self.store.append(
-                partition,
-                records,
-                producer_id=producer_id,
-                producer_epoch=producer_epoch,
-                transactional=transactional,
-            )
+            return self.store.append(partition, batch)
         except (KafkaStorageError, OSError) as exc:
             if isinstance(exc, OSError) or exc.error_code == E.kafka_storage_error:
                 self._give_up(partition, exc)
@@ -269,6 +280,12 @@ class GroupMetadataManager:
         Nothing to wait for here: the answer barrier (broker/connection.py) covers a log its
         flush policy made due, as for every record of __consumer_offsets."""
         for record in records:
+            if isinstance(record, GroupMetadataRecord):
+                key = group_records.encode_group_key(record.group_id)
+                self._append(
+                    record.group_id, InternalBatch([(key, group_records.encode_group_value(record.value))])
+                )
+                continue
             if isinstance(record, OffsetsRemoval):
                 tombstones: list[tuple[bytes, bytes | None]] = [
                     (group_records.encode_offset_key(record.group_id, t, p), None)
@@ -276,34 +293,38 @@ class GroupMetadataManager:
                 ]
                 if record.group_gone:
                     tombstones.append((group_records.encode_group_key(record.group_id), None))
-                self._append(record.group_id, tombstones)
+                self._append(record.group_id, InternalBatch(tombstones))
                 continue
-            base = self._append(
-                record.group_id,
-                [
-                    (
-                        group_records.encode_offset_key(record.group_id, tp[0], tp[1]),
-                        group_records.encode_offset_value(
-                            group_records.OffsetValue(
-                                om.offset, om.leader_epoch, om.metadata, om.commit_timestamp
-                            )
-                        ),
-                    )
-                    for tp, om in record.offsets
-                ],
-                producer_id=record.producer_id,
-                producer_epoch=record.producer_epoch,
-                transactional=record.transactional,
-            )
+            offsets = [
+                (
+                    group_records.encode_offset_key(record.group_id, tp[0], tp[1]),
+                    group_records.encode_offset_value(
+                        group_records.OffsetValue(
+                            om.offset, om.leader_epoch, om.metadata, om.commit_timestamp
+                        )
+                    ),
+                )
+                for tp, om in record.offsets
+            ]
+            batch = InternalBatch(offsets, record.producer_id, record.producer_epoch, record.transactional)
+            base = self._append(record.group_id, batch)
             for i, (_, om) in enumerate(record.offsets):
                 om.record_offset = base + i
         return ()
 
-    def replay(self, record: GroupRecord) -> None:
-        """Make written offsets the group's (Kafka's storeOffsets), or its producer's pending
-        ones until the marker; or drop removed offsets (and the group, Dead)."""
+    def replay(self, record: LoadedRecord) -> None:
+        """Apply a written record, after its write and at load: make written offsets the
+        group's (Kafka's storeOffsets), or its producer's pending ones until the marker; drop
+        removed offsets (and the group, Dead); rebuild a group from its metadata (at load: the
+        membership writes it without replay); apply or drop pending offsets at a marker."""
         if isinstance(record, OffsetsRemoval):
             self._remove(record)
+            return
+        if isinstance(record, GroupMetadataRecord):
+            self._restore_group(record.group_id, record.value)
+            return
+        if isinstance(record, TxnMarker):
+            self.complete_txn(record.producer_id, record.commit, record.partition)
             return
         group = self.groups.get(record.group_id) or self.add_group(record.group_id)
         if not record.transactional:
@@ -395,8 +416,8 @@ class GroupMetadataManager:
         return bool(self._txn_groups.get(producer_id))
 
     # --- group metadata ----------------------------------------------------------------------------
-    def store_group(self, group: Group, assignment: dict[str, bytes]) -> ErrorCode:
-        """Append the group's metadata record (Kafka's storeGroup); returns an error code."""
+    def group_record(self, group: Group, assignment: dict[str, bytes]) -> GroupMetadataRecord:
+        """The group's metadata record (what Kafka's storeGroup appends)."""
         members = []
         if group.protocol_name is not None:
             for m in group.members.values():
@@ -420,13 +441,7 @@ class GroupMetadataManager:
             self._now_ms(),
             tuple(members),
         )
-        record = (group_records.encode_group_key(group.group_id), group_records.encode_group_value(value))
-        try:
-            self._append(group.group_id, [record])
-        except Exception as exc:  # noqa: BLE001
-            log.warning("group metadata append failed", group=group.group_id, error=str(exc))
-            return storage_error_for_group(exc)
-        return E.none
+        return GroupMetadataRecord(group.group_id, value)
 
     def delete_group(self, group: Group) -> Operation[int]:
         """Tombstones for an Empty group's offsets and metadata, then it is gone (Dead)."""
@@ -492,26 +507,21 @@ class GroupMetadataManager:
             )
         return expired_total
 
-    def remove_topic_offsets(self, topic: str) -> int:
+    def remove_topic_offsets(self, topic: str) -> Operation[int]:
         """A topic was deleted: drop every group's committed offsets for it (tombstones in
         __consumer_offsets, as Kafka's GroupMetadataManager.cleanupGroupMetadata does). Pending
         transactional offsets are left to their transaction's marker. Returns how many offsets
         were removed."""
         removed = 0
         for group in list(self.groups.values()):
-            doomed = [tp for tp in group.offsets if tp[0] == topic]
+            doomed = tuple(tp for tp in group.offsets if tp[0] == topic)
             if not doomed:
                 continue
             try:
-                self._append(
-                    group.group_id,
-                    [(group_records.encode_offset_key(group.group_id, t, p), None) for t, p in doomed],
-                )
+                yield Write((OffsetsRemoval(group.group_id, doomed),), durable=False)
             except Exception as exc:  # noqa: BLE001 - retried on the next deletion/restart
                 log.warning("offset cleanup append failed", group=group.group_id, error=str(exc))
                 continue
-            for tp in doomed:
-                del group.offsets[tp]
             removed += len(doomed)
         if removed:
             log.info("removed offsets of deleted topic", topic=topic, offsets=removed)
@@ -534,44 +544,32 @@ class GroupMetadataManager:
         )
 
     def _load_partition(self, partition: int) -> int:
-        replay = _PartitionReplay()
+        """Replay one partition through `replay`, the path every write takes (Kafka's
+        loadGroupsAndOffsets through the shard's replay); the number of records."""
         count = 0
         for batch in self.store.batches(partition):
             if batch.is_control:
-                replay.marker(batch.producer_id, bool(batch.commit))
+                self.replay(TxnMarker(batch.producer_id, bool(batch.commit), partition))
                 continue
             count += len(batch.records)
-            for record_offset, key, value in batch.records:
-                replay.record(batch.producer_id, batch.is_transactional, record_offset, key, value)
-        self._install(replay)
+            for record in _loaded_records(batch):
+                self.replay(record)
+        # offsets-only groups whose offsets were all deleted and which never had metadata vanish
+        for group in [g for gid, g in self.groups.items() if self.partition_for(gid) == partition]:
+            if not group.members and not group.has_offsets() and group.protocol_type is None:
+                if group.generation_id == 0:
+                    del self.groups[group.group_id]
         return count
 
-    def _install(self, replay: _PartitionReplay) -> None:
-        """Make the replayed groups, offsets and pending transactional offsets the cache's."""
-        group_values = replay.group_values
-        group_ids = set(replay.offsets) | {g for g, v in group_values.items() if v is not None}
-        for by_group in replay.pending.values():
-            group_ids |= set(by_group)
-        for group_id in group_ids:
-            group = self._restore_group(group_id, group_values.get(group_id))
-            group.offsets.update(replay.offsets.get(group_id, {}))
-        for producer_id, by_group in replay.pending.items():
-            for group_id, txn_offsets in by_group.items():
-                if not txn_offsets:
-                    continue
-                self.groups[group_id].pending_txn_offsets[producer_id] = dict(txn_offsets)
-                self._txn_groups.setdefault(producer_id, set()).add(group_id)
-        # offsets-only groups whose offsets were all deleted and which have no metadata vanish
-        for group_id in group_ids:
-            group = self.groups[group_id]
-            if not group.members and not group.has_offsets() and group_values.get(group_id) is None:
-                del self.groups[group_id]
-
-    def _restore_group(self, group_id: str, value: group_records.GroupValue | None) -> Group:
+    def _restore_group(self, group_id: str, value: group_records.GroupValue) -> None:
+        """The group as its metadata record says (a new Group, as Kafka builds a new
+        ClassicGroup); the offsets and pending offsets replayed so far stay."""
+        previous = self.groups.get(group_id)
         group = Group(group_id, GroupState.EMPTY, self._now_ms())
+        if previous is not None:
+            group.offsets = previous.offsets
+            group.pending_txn_offsets = previous.pending_txn_offsets
         self.groups[group_id] = group
-        if value is None:
-            return group
         group.generation_id = value.generation
         if value.current_state_timestamp >= 0:  # offsets of an empty group expire from it
             group.state_timestamp = value.current_state_timestamp
@@ -599,7 +597,6 @@ class GroupMetadataManager:
         else:
             group.leader_id = None
             group.protocol_name = None
-        return group
 
 
 Offsets = dict[TopicPartition, OffsetAndMetadata]
@@ -617,44 +614,23 @@ def _apply_newer(offsets: Offsets, committed: Offsets) -> None:
             offsets[tp] = om
 
 
-class _PartitionReplay:
-    """What one __consumer_offsets partition says, record by record (Kafka's
-    loadGroupsAndOffsets): committed offsets and group metadata per group, and transactional
-    offsets per producer until their marker."""
-
-    def __init__(self) -> None:
-        self.offsets: dict[str, Offsets] = {}
-        self.pending: dict[int, dict[str, Offsets]] = {}
-        self.group_values: dict[str, group_records.GroupValue | None] = {}
-
-    def marker(self, producer_id: int, commit: bool) -> None:
-        by_group = self.pending.pop(producer_id, {})
-        if commit:
-            for group_id, txn_offsets in by_group.items():
-                _apply_newer(self.offsets.setdefault(group_id, {}), txn_offsets)
-
-    def record(
-        self,
-        producer_id: int,
-        transactional: bool,
-        record_offset: int,
-        key: bytes | None,
-        value: bytes | None,
-    ) -> None:
+def _loaded_records(batch: StoredBatch) -> Iterator[LoadedRecord]:
+    """The records of one stored batch of __consumer_offsets, as the shard replays them (one per
+    stored record; an unreadable one is skipped with a warning)."""
+    transactional = batch.is_transactional
+    for record_offset, key, value in batch.records:
         if key is None:
-            return
+            continue
         parsed = _decoded(group_records.decode_key, key, "__consumer_offsets key", record_offset)
         if isinstance(parsed, group_records.OffsetKey):
             tp = (parsed.topic, parsed.partition)
-            target = (self.pending.setdefault(producer_id, {}) if transactional else self.offsets).setdefault(
-                parsed.group, {}
-            )
             if value is None:
-                target.pop(tp, None)
-                return
+                if not transactional:  # the broker never writes a transactional tombstone
+                    yield OffsetsRemoval(parsed.group, (tp,))
+                continue
             ov = _decoded(group_records.decode_offset_value, value, "offset value", record_offset)
             if ov is not None:
-                target[tp] = OffsetAndMetadata(
+                om = OffsetAndMetadata(
                     ov.offset,
                     ov.leader_epoch,
                     ov.metadata,
@@ -662,13 +638,17 @@ class _PartitionReplay:
                     ov.expire_timestamp,
                     record_offset,
                 )
+                if transactional:
+                    yield OffsetsRecord(parsed.group, ((tp, om),), batch.producer_id, batch.producer_epoch)
+                else:
+                    yield OffsetsRecord(parsed.group, ((tp, om),))
         elif isinstance(parsed, group_records.GroupKey):
             if value is None:
-                self.group_values[parsed.group] = None
-                return
+                yield OffsetsRemoval(parsed.group, (), group_gone=True)
+                continue
             group_value = _decoded(group_records.decode_group_value, value, "group value", record_offset)
             if group_value is not None:
-                self.group_values[parsed.group] = group_value
+                yield GroupMetadataRecord(parsed.group, group_value)
 
 
 def _decoded(decode: Callable[[bytes], T], data: bytes, what: str, record_offset: int) -> T | None:

@@ -7,10 +7,10 @@ machine can be tested without disks. `LogOffsetsStore` is the real one over stor
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from minibroker.coordinator.internal_topic import InternalTopic, StoredBatch
+from minibroker.common.clock import Clock
+from minibroker.coordinator.internal_topic import InternalBatch, InternalTopic, StoredBatch
 from minibroker.storage.log import disk_free_bytes
 
 if TYPE_CHECKING:
@@ -24,27 +24,12 @@ OFFSETS_TOPIC = "__consumer_offsets"
 class LogOffsetsStore(InternalTopic):
     """__consumer_offsets in the broker's own storage engine (`batches` replays it)."""
 
-    def __init__(self, logs: LogManager, configured_partitions: int) -> None:
-        super().__init__(logs, OFFSETS_TOPIC, configured_partitions, "offsets.topic.segment.bytes")
+    def __init__(self, logs: LogManager, configured_partitions: int, *, clock: Clock) -> None:
+        super().__init__(logs, OFFSETS_TOPIC, configured_partitions, "offsets.topic.segment.bytes", clock)
 
-    def append(
-        self,
-        partition: int,
-        records: Sequence[tuple[bytes, bytes | None]],
-        *,
-        producer_id: int = -1,
-        producer_epoch: int = -1,
-        transactional: bool = False,
-    ) -> int:
+    def append(self, partition: int, batch: InternalBatch) -> int:
         """Append one batch; the offset of its first record."""
-        _, base_offset = self.append_batch(
-            partition,
-            records,
-            producer_id=producer_id,
-            producer_epoch=producer_epoch,
-            transactional=transactional,
-        )
-        return base_offset
+        return self.append_batch(partition, batch)[1]
 
     def space(self, partition: int) -> tuple[str, int | None]:
         """(directory, bytes free on its file system) where the partition is written: what a

@@ -52,7 +52,7 @@ from minibroker.coordinator.group_metadata_manager import (
 from minibroker.coordinator.group_requests import JoinRequest, SyncRequest
 from minibroker.coordinator.group_settings import GroupSettings
 from minibroker.coordinator.group_store import OFFSETS_TOPIC
-from minibroker.coordinator.runtime import Deferred, Operation, Write
+from minibroker.coordinator.runtime import CoordinatorResult, Deferred, Operation, Write
 from minibroker.protocol.errors import ErrorCode
 
 __all__ = ["GroupCoordinator", "JoinRequest", "OFFSETS_TOPIC", "SyncRequest"]
@@ -107,7 +107,7 @@ class GroupCoordinator:
     def _partition_given_up(self, partition: int) -> None:
         """The manager gave up a partition: unload its groups once the operation whose write
         failed has answered (it may still hold one of them)."""
-        self.scheduler.call_later(0, lambda: self._unload_partition(partition))
+        self.membership.timer(0, lambda: self._unload_partition(partition))
 
     def _unload_partition(self, partition: int) -> None:
         if self.manager.is_writable(partition):
@@ -131,7 +131,9 @@ class GroupCoordinator:
     # ===========================================================================================
     # Membership: JoinGroup, SyncGroup, Heartbeat, LeaveGroup (coordinator/group_join.py)
     # ===========================================================================================
-    def join_group(self, request: JoinRequest) -> JoinAnswer:
+    # Each is an operation of the coordinator runtime: the group records it queues are written
+    # through the driver (GroupMembership.written) before what waits for them is answered.
+    def join_group(self, request: JoinRequest) -> Operation[JoinAnswer]:
         """The JoinGroup's answer: completed now, or parked until the rebalance completes."""
         answer: JoinAnswer = Deferred()
         error = self._refusal(request.group_id)
@@ -139,37 +141,42 @@ class GroupCoordinator:
             answer.complete(JoinResult(error, request.member_id))
         else:
             self.membership.join(request, answer)
+        yield from self.membership.written()
         return answer
 
-    def sync_group(self, request: SyncRequest) -> SyncAnswer:
+    def sync_group(self, request: SyncRequest) -> Operation[SyncAnswer]:
         """The SyncGroup's answer: completed now, or (a follower's, in CompletingRebalance)
-        parked until the leader's assignment is stored."""
+        parked until the leader's assignment is stored; the leader's once it is written."""
         answer: SyncAnswer = Deferred()
         error = self._refusal(request.group_id)
         if error is not None:
             answer.complete(SyncResult(error))
         else:
             self.membership.sync(request, answer)
+        yield from self.membership.written()
         return answer
 
     def heartbeat(
         self, group_id: str, member_id: str, group_instance_id: str | None, generation_id: int
-    ) -> int:
+    ) -> CoordinatorResult[GroupRecord, int]:
+        """Heartbeat: it only restarts the member's session timer, so it writes nothing."""
         error = self._refusal(group_id)
-        if error is not None:
-            return error
-        return self.membership.heartbeat(group_id, member_id, group_instance_id, generation_id)
+        if error is None:
+            error = self.membership.heartbeat(group_id, member_id, group_instance_id, generation_id)
+        return CoordinatorResult(error)
 
     def leave_group(
         self, group_id: str, members: Iterable[tuple[str, str | None]]
-    ) -> tuple[int, list[tuple[str, str | None, int]]]:
+    ) -> Operation[tuple[int, list[tuple[str, str | None, int]]]]:
         """Remove members (member_id, group_instance_id); an empty member id with an instance id
         removes that static member (admin removal). Returns (top-level error, per member)."""
         members = list(members)
         error = self._refusal(group_id)
         if error is not None:
             return error, []
-        return self.membership.leave(group_id, members)
+        result = self.membership.leave(group_id, members)
+        yield from self.membership.written()
+        return result
 
     # ===========================================================================================
     # Offsets
@@ -425,9 +432,10 @@ class GroupCoordinator:
         duty of the coordinator runtime."""
         return (yield from self.manager.expire_offsets(now_ms))
 
-    def remove_topic_offsets(self, topic: str) -> int:
-        """A topic was deleted: its committed offsets go too."""
-        return self.manager.remove_topic_offsets(topic)
+    def remove_topic_offsets(self, topic: str) -> Operation[int]:
+        """A topic was deleted: its committed offsets go too (an operation of the coordinator
+        runtime, as DeleteTopics runs it)."""
+        return (yield from self.manager.remove_topic_offsets(topic))
 
     # ===========================================================================================
     # Startup and shutdown

@@ -10,12 +10,12 @@ write with `cleanup.policy=compact` and the segment size of its broker property.
 from __future__ import annotations
 
 import struct
-import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import structlog
+from minibroker.common.clock import Clock
 from minibroker.protocol.records import (
     BatchHeader,
     CorruptBatchError,
@@ -31,12 +31,23 @@ if TYPE_CHECKING:
     from minibroker.storage.log import PartitionLog
     from minibroker.storage.log_manager import LogManager
 
-__all__ = ["InternalTopic", "StoredBatch"]
+__all__ = ["InternalBatch", "InternalTopic", "StoredBatch"]
 
 log = structlog.get_logger(__name__)
 
 _READ_BYTES = 1 << 20
 _INT32_MAX = 0x7FFFFFFF  # sequences wrap to 0 after it
+
+
+@dataclass(frozen=True, slots=True)
+class InternalBatch:
+    """One batch to append to an internal topic: (key, value or None) records, plain or (with a
+    producer) inside that producer's transaction."""
+
+    records: Sequence[tuple[bytes, bytes | None]]
+    producer_id: int = -1
+    producer_epoch: int = -1
+    transactional: bool = False
 
 
 @dataclass(slots=True)
@@ -57,9 +68,15 @@ class StoredBatch:
 
 class InternalTopic:
     def __init__(
-        self, logs: LogManager, name: str, configured_partitions: int, segment_bytes_property: str
+        self,
+        logs: LogManager,
+        name: str,
+        configured_partitions: int,
+        segment_bytes_property: str,
+        clock: Clock,
     ) -> None:
         self.logs = logs
+        self.clock = clock  # the appended batches' timestamps
         self.name = name
         self.configured_partitions = configured_partitions
         self.segment_bytes_property = segment_bytes_property
@@ -81,15 +98,7 @@ class InternalTopic:
             )
         return self.logs.get_log(self.name, partition)
 
-    def append_batch(
-        self,
-        partition: int,
-        records: Sequence[tuple[bytes, bytes | None]],
-        *,
-        producer_id: int = -1,
-        producer_epoch: int = -1,
-        transactional: bool = False,
-    ) -> tuple[PartitionLog, int]:
+    def append_batch(self, partition: int, batch: InternalBatch) -> tuple[PartitionLog, int]:
         """Append one batch; (the log written, offset of its first record). A producer's
         batch continues the sequence the partition's producer state holds for it (0 in a new
         epoch). Raises KafkaStorageError (or RuntimeError if the partition does not exist)."""
@@ -97,20 +106,21 @@ class InternalTopic:
         if plog is None:
             raise RuntimeError(f"{self.name}-{partition} does not exist")
         base_sequence = -1
+        producer_id, producer_epoch = batch.producer_id, batch.producer_epoch
         if producer_id >= 0:
             base_sequence = 0
             entry = plog.producer_state.get(producer_id)
             if entry is not None and entry.epoch == producer_epoch:
                 base_sequence = (entry.last_sequence + 1) & _INT32_MAX
-        batch = build_batch(
-            list(records),
-            timestamp=int(time.time() * 1000),
+        built = build_batch(
+            list(batch.records),
+            timestamp=self.clock.wall_ms(),
             producer_id=producer_id,
             producer_epoch=producer_epoch,
             base_sequence=base_sequence,
-            transactional=transactional,
+            transactional=batch.transactional,
         )
-        return plog, plog.append(batch, internal=True).base_offset
+        return plog, plog.append(built, internal=True).base_offset
 
     def batches(self, partition: int) -> Iterator[StoredBatch]:
         """Every readable batch of the partition in log order (a damaged one is skipped with a

@@ -52,10 +52,14 @@ class CoordinatorResult(Generic[R, T]):
 @dataclass(frozen=True, slots=True)
 class Write(Generic[R]):
     """Step: append `records` to the shard's internal topic, wait for the fsync where the flush
-    policy asks (`durable=False`: the page cache is enough), replay them, then resume."""
+    policy asks (`durable=False`: the page cache is enough), replay them, then resume.
+    `replay=False` (Kafka's `CoordinatorResult.replayRecords`): the operation has changed the
+    state itself (a classic group's membership, whose record only persists it), so the driver
+    does not replay what it wrote; a load still replays those records."""
 
     records: Sequence[R]
     durable: bool = True
+    replay: bool = True
 
 
 @dataclass(frozen=True, slots=True)

@@ -44,6 +44,7 @@ from minibroker.coordinator.collaborators import (
     TxnOffsetsParticipant,
     TxnStore,
 )
+from minibroker.coordinator.group_store import OFFSETS_TOPIC
 from minibroker.coordinator.partitioning import partition_for
 from minibroker.coordinator.runtime import AwaitDurable, Operation, Write
 from minibroker.coordinator.txn_log import TXN_TOPIC, TxnRecord, replay_states, state_record
@@ -63,8 +64,6 @@ from minibroker.storage.errors import KafkaStorageError
 __all__ = ["TransactionCoordinator", "TransactionSettings", "OFFSETS_TOPIC"]
 
 log = structlog.get_logger("minibroker.coordinator.transactions")
-
-OFFSETS_TOPIC = "__consumer_offsets"
 
 
 @dataclass(frozen=True, slots=True)

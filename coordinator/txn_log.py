@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import structlog
-from minibroker.coordinator.internal_topic import InternalTopic
+from minibroker.common.clock import Clock
+from minibroker.coordinator.internal_topic import InternalBatch, InternalTopic
 from minibroker.coordinator.txn_state import (
     TransactionMetadata,
     decode_key,
@@ -76,8 +77,8 @@ def replay_states(records: Iterable[tuple[bytes, bytes | None]]) -> tuple[list[T
 class LogTxnStore(InternalTopic):
     """__transaction_state in the broker's own storage engine."""
 
-    def __init__(self, logs: LogManager, configured_partitions: int) -> None:
-        super().__init__(logs, TXN_TOPIC, configured_partitions, "transaction.state.log.segment.bytes")
+    def __init__(self, logs: LogManager, configured_partitions: int, *, clock: Clock) -> None:
+        super().__init__(logs, TXN_TOPIC, configured_partitions, "transaction.state.log.segment.bytes", clock)
 
     def coordinator_epoch(self, partition: int) -> int:
         plog = self.partition_log(partition, create=False)
@@ -85,7 +86,7 @@ class LogTxnStore(InternalTopic):
 
     def append(self, partition: int, key: bytes, value: bytes | None) -> PartitionLog:
         """Append one record; the log to fsync before the state change counts."""
-        plog, _ = self.append_batch(partition, [(key, value)])
+        plog, _ = self.append_batch(partition, InternalBatch([(key, value)]))
         return plog
 
     def replay(self) -> Iterator[tuple[bytes, bytes | None]]:

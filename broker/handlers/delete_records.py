@@ -9,7 +9,7 @@ from __future__ import annotations
 from functools import partial
 from typing import TYPE_CHECKING
 
-from minibroker.broker.context import answer_partitions
+from minibroker.broker.partition_answers import answer_partitions
 from minibroker.broker.security.acls import Operation as Op
 from minibroker.broker.security.acls import ResourceType as Res
 from minibroker.protocol.errors import ErrorCode

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 API_KEY = 20
 
 
-def _delete(ctx: RequestContext, name: str | None, topic_id: uuid.UUID | None) -> dict:
+async def _delete(ctx: RequestContext, name: str | None, topic_id: uuid.UUID | None) -> dict:
     broker = ctx.broker
     if name is None:
         info = next((i for i in broker.logs.topics.values() if i.topic_id == topic_id), None)
@@ -44,12 +44,13 @@ def _delete(ctx: RequestContext, name: str | None, topic_id: uuid.UUID | None) -
         broker.logs.delete_topic(name)
     except KafkaStorageError as exc:
         return dict(name=name, topic_id=info.topic_id, error_code=exc.error_code, error_message=exc.message)
-    broker.groups.remove_topic_offsets(name)  # tombstones for its committed offsets, as Kafka does
+    # tombstones for its committed offsets, as Kafka does (an operation of the coordinator runtime)
+    await broker.coordinators.run(broker.groups, broker.groups.remove_topic_offsets(name))
     broker.data_waiters.notify_all()  # fetches waiting on it answer now (unknown partition)
     return dict(name=name, topic_id=info.topic_id, error_code=ErrorCode.none)
 
 
-def _timed_out(name: str | None, topic_id: uuid.UUID | None) -> dict:
+async def _timed_out(_ctx: RequestContext, name: str | None, topic_id: uuid.UUID | None) -> dict:
     return dict(
         name=name,
         topic_id=topic_id,
@@ -60,9 +61,9 @@ def _timed_out(name: str | None, topic_id: uuid.UUID | None) -> dict:
 
 async def handle(ctx: RequestContext, req: DeleteTopicsRequest) -> DeleteTopicsResponse:
     # Kafka's controller gives up at once on a deadline already past (timeout_ms <= 0).
-    delete = _delete if req.timeout.total_seconds() > 0 else (lambda _ctx, name, tid: _timed_out(name, tid))
+    delete = _delete if req.timeout.total_seconds() > 0 else _timed_out
     if ctx.api_version >= 6:
-        results = [delete(ctx, t.name, t.topic_id) for t in field(req, "topics", ())]
+        results = [await delete(ctx, t.name, t.topic_id) for t in field(req, "topics", ())]
     else:
-        results = [delete(ctx, name, None) for name in field(req, "topic_names", ())]
+        results = [await delete(ctx, name, None) for name in field(req, "topic_names", ())]
     return ctx.response(throttle_time_ms=0, responses=results)

@@ -20,7 +20,9 @@ async def handle(ctx: RequestContext, req: HeartbeatRequest) -> HeartbeatRespons
     # authorization (Kafka: READ on the group)
     if not ctx.allowed(Op.READ, Res.GROUP, req.group_id):
         return ctx.response(throttle_time_ms=0, error_code=ErrorCode.group_authorization_failed)
-    error = ctx.broker.groups.heartbeat(
+    groups = ctx.broker.groups
+    operation = groups.heartbeat(
         req.group_id, req.member_id, field(req, "group_instance_id", None), req.generation_id
     )
+    error = await ctx.broker.coordinators.run(groups, operation)
     return ctx.response(throttle_time_ms=0, error_code=error)

@@ -56,7 +56,8 @@ async def handle(ctx: RequestContext, req: JoinGroupRequest) -> JoinGroupRespons
         supports_skip_assignment=version >= 9,
         reason=field(req, "reason", None),
     )
-    result = await ctx.broker.coordinators.answer(ctx.broker.groups.join_group(request))
+    runtime, groups = ctx.broker.coordinators, ctx.broker.groups
+    result = await runtime.answer(await runtime.run(groups, groups.join_group(request)))
     protocol_name = result.protocol_name
     if version < 7:
         protocol_name = protocol_name or ""  # non-nullable before v7

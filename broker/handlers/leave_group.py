@@ -17,18 +17,18 @@ API_KEY = 13
 
 
 async def handle(ctx: RequestContext, req: LeaveGroupRequest) -> LeaveGroupResponse:
-    groups = ctx.broker.groups
+    groups, runtime = ctx.broker.groups, ctx.broker.coordinators
     # authorization (Kafka: READ on the group)
     if not ctx.allowed(Op.READ, Res.GROUP, req.group_id):
         return ctx.response(throttle_time_ms=0, error_code=ErrorCode.group_authorization_failed, members=[])
     if ctx.api_version < 3:
-        top, results = groups.leave_group(req.group_id, [(field(req, "member_id", ""), None)])
+        leaving = [(field(req, "member_id", ""), None)]
+        top, results = await runtime.run(groups, groups.leave_group(req.group_id, leaving))
         if top == ErrorCode.none and results:
             top = results[0][2]
         return ctx.response(throttle_time_ms=0, error_code=top)
-    top, results = groups.leave_group(
-        req.group_id, [(m.member_id, m.group_instance_id) for m in field(req, "members", ())]
-    )
+    leaving = [(m.member_id, m.group_instance_id) for m in field(req, "members", ())]
+    top, results = await runtime.run(groups, groups.leave_group(req.group_id, leaving))
     return ctx.response(
         throttle_time_ms=0,
         error_code=top,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from minibroker.broker.partition_answers import error_codes, per_partition
 from minibroker.broker.security.acls import Operation as Op
 from minibroker.broker.security.acls import ResourceType as Res
 from minibroker.protocol.codec import field
@@ -50,16 +51,5 @@ async def handle(ctx: RequestContext, req: OffsetCommitRequest) -> OffsetCommitR
     results.update(
         {(t.name, p.partition_index): refused for t in req.topics if t.name in denied for p in t.partitions}
     )
-    return ctx.response(
-        throttle_time_ms=0,
-        topics=[
-            dict(
-                name=t.name,
-                partitions=[
-                    dict(partition_index=p.partition_index, error_code=results[(t.name, p.partition_index)])
-                    for p in t.partitions
-                ],
-            )
-            for t in req.topics
-        ],
-    )
+    requested = ((t.name, [p.partition_index for p in t.partitions]) for t in req.topics)
+    return ctx.response(throttle_time_ms=0, topics=per_partition(requested, error_codes(results)))

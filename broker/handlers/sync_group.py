@@ -35,7 +35,8 @@ async def handle(ctx: RequestContext, req: SyncGroupRequest) -> SyncGroupRespons
         protocol_name=field(req, "protocol_name", None),
         assignments={a.member_id: a.assignment for a in req.assignments},
     )
-    result = await ctx.broker.coordinators.answer(ctx.broker.groups.sync_group(request))
+    runtime, groups = ctx.broker.coordinators, ctx.broker.groups
+    result = await runtime.answer(await runtime.run(groups, groups.sync_group(request)))
     return ctx.response(
         throttle_time_ms=0,
         error_code=result.error,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from minibroker.broker.partition_answers import error_codes, per_partition
 from minibroker.broker.security.acls import Operation as Op
 from minibroker.broker.security.acls import ResourceType as Res
 from minibroker.protocol.codec import field
@@ -28,17 +29,8 @@ async def handle(ctx: RequestContext, req: TxnOffsetCommitRequest) -> TxnOffsetC
     wanted = _authorized_and_existing(ctx, req, codes)
     if wanted:
         codes.update(await _stage(ctx, req, wanted))
-    topics = [
-        dict(
-            name=t.name,
-            partitions=[
-                dict(partition_index=p.partition_index, error_code=codes[(t.name, p.partition_index)])
-                for p in t.partitions
-            ],
-        )
-        for t in req.topics
-    ]
-    return ctx.response(throttle_time_ms=0, topics=topics)
+    requested = ((t.name, [p.partition_index for p in t.partitions]) for t in req.topics)
+    return ctx.response(throttle_time_ms=0, topics=per_partition(requested, error_codes(codes)))
 
 
 def _refusal(ctx: RequestContext, req: TxnOffsetCommitRequest) -> ErrorCode | None:

@@ -9,11 +9,13 @@ __consumer_offsets also apply or drop the producer's pending transactional offse
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from minibroker.broker.partition_answers import per_partition
 from minibroker.broker.security.acls import CLUSTER_NAME
 from minibroker.broker.security.acls import Operation as Op
 from minibroker.broker.security.acls import ResourceType as Res
+from minibroker.coordinator.group_store import OFFSETS_TOPIC
 from minibroker.protocol.errors import ErrorCode
 from minibroker.storage.errors import KafkaStorageError
 
@@ -23,8 +25,6 @@ if TYPE_CHECKING:
     from minibroker.storage.log import PartitionLog
 
 API_KEY = 27
-
-OFFSETS_TOPIC = "__consumer_offsets"
 
 
 def _write(
@@ -54,21 +54,14 @@ async def handle(ctx: RequestContext, req: WriteTxnMarkersRequest) -> WriteTxnMa
     markers: list[dict] = []
     written: list[PartitionLog] = []
     for marker in req.markers:
-        topics = [
-            dict(
-                name=t.name,
-                partitions=[
-                    dict(
-                        partition_index=p,
-                        error_code=ErrorCode.cluster_authorization_failed
-                        if denied
-                        else _write(ctx.broker, marker, t.name, p, written),
-                    )
-                    for p in t.partition_indexes
-                ],
-            )
-            for t in marker.topics
-        ]
+
+        def entry(topic: str, partition: int, marker: WritableTxnMarker = marker) -> dict[str, Any]:
+            if denied:
+                return dict(partition_index=partition, error_code=ErrorCode.cluster_authorization_failed)
+            error = _write(ctx.broker, marker, topic, partition, written)
+            return dict(partition_index=partition, error_code=error)
+
+        topics = per_partition(((t.name, t.partition_indexes) for t in marker.topics), entry)
         markers.append(dict(producer_id=marker.producer_id, topics=topics))
     # every marker durable before the answer, in one fsync round off the event loop
     if written:

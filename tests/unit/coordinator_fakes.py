@@ -3,13 +3,13 @@ their state machines are tested without disks. Each implements its protocol in f
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from types import SimpleNamespace
 
 from minibroker.coordinator.group_metadata_manager import GroupMetadataManager
 from minibroker.coordinator.group_settings import GroupSettings
 from minibroker.coordinator.groups import GroupCoordinator
-from minibroker.coordinator.internal_topic import StoredBatch
+from minibroker.coordinator.internal_topic import InternalBatch, StoredBatch
 from minibroker.coordinator.runtime import CoordinatorResult, Write
 
 
@@ -27,15 +27,8 @@ class MemoryOffsetsStore:
     def num_partitions(self) -> int:
         return self._partitions
 
-    def append(
-        self,
-        partition: int,
-        records: Sequence[tuple[bytes, bytes | None]],
-        *,
-        producer_id: int = -1,
-        producer_epoch: int = -1,
-        transactional: bool = False,
-    ) -> int:
+    def append(self, partition: int, batch: InternalBatch) -> int:
+        records, producer_id, producer_epoch = batch.records, batch.producer_id, batch.producer_epoch
         if self.fail_with is not None:
             exc, self.fail_with = self.fail_with, None
             raise exc
@@ -49,7 +42,7 @@ class MemoryOffsetsStore:
         batch = StoredBatch(
             base,
             producer_id,
-            transactional,
+            batch.transactional,
             False,
             None,
             [(base + i, k, v) for i, (k, v) in enumerate(records)],
@@ -133,7 +126,9 @@ def group_coordinator(config, *, store, scheduler, topics=None, clock=None) -> G
     settings = GroupSettings.from_config(config)
     clock = clock or scheduler
     manager = GroupMetadataManager(settings, store=store, topics=topics or EveryTopicCatalog(), clock=clock)
-    return GroupCoordinator(settings, manager=manager, clock=clock, scheduler=scheduler)
+    coordinator = GroupCoordinator(settings, manager=manager, clock=clock, scheduler=scheduler)
+    scheduler.bind(coordinator)  # its timers fire the coordinator's operations
+    return coordinator
 
 
 # --- the coordinator runtime without a loop ------------------------------------------------------
@@ -144,8 +139,9 @@ def perform(shard, step) -> None:
         logs = shard.write(step.records)
         if step.durable:
             _flush(logs)
-        for record in step.records:
-            shard.replay(record)
+        if step.replay:
+            for record in step.records:
+                shard.replay(record)
     else:
         _flush(step.logs)
 

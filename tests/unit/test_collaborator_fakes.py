@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 from minibroker.broker.coordinator_runtime import CoordinatorRuntime
+from minibroker.common.clock import SYSTEM_CLOCK
 from minibroker.coordinator import collaborators as c
 from minibroker.coordinator.group_store import LogOffsetsStore
 from minibroker.coordinator.producer_ids import ProducerIdManager
@@ -41,9 +42,9 @@ def test_real_collaborators_implement_the_protocols(tmp_path):
     logs.create_topic("t", 1, {})
     assert isinstance(logs, c.TopicCatalog) and isinstance(logs, c.TransactionPartitions)
     assert isinstance(logs.get_log("t", 0), c.MarkerLog)
-    assert isinstance(LogOffsetsStore(logs, 1), c.OffsetsStore)
-    assert isinstance(LogTxnStore(logs, 1), c.TxnStore)
-    assert isinstance(CoordinatorRuntime(durability=None), c.Scheduler)
+    assert isinstance(LogOffsetsStore(logs, 1, clock=SYSTEM_CLOCK), c.OffsetsStore)
+    assert isinstance(LogTxnStore(logs, 1, clock=SYSTEM_CLOCK), c.TxnStore)
+    assert isinstance(CoordinatorRuntime(durability=None).timer(), c.Scheduler)
     assert isinstance(ProducerIdManager(str(tmp_path)), c.ProducerIdSource)
     gc = group_coordinator(dict(CONFIG), store=MemoryOffsetsStore(1), scheduler=FakeScheduler())
     assert isinstance(gc, c.TxnOffsetsParticipant)

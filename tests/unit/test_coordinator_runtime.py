@@ -125,3 +125,34 @@ async def test_duties_run_until_closed_and_a_failing_one_goes_on():
     count = len(calls)
     await asyncio.sleep(0.01)
     assert len(calls) == count >= 2
+
+
+async def test_a_timer_fires_an_operation_of_its_shard_through_the_driver():
+    events: list = []
+    shard = Shard(events, Log("internal", flush_messages=1))
+    runtime = CoordinatorRuntime(FakeDurability(events))
+    timer = runtime.timer()
+    timer.bind(shard)
+    done = asyncio.Event()
+
+    def page_cache_only():  # written and answered within the timer's callback, no replay
+        yield Write(("t",), durable=False, replay=False)
+        events.append(("after", list(shard.state)))
+
+    def durable():  # waits for the fsync: goes on in a task
+        yield Write(("d",))
+        done.set()
+
+    timer.call_later(0, page_cache_only)
+    cancelled = timer.call_later(0, durable)
+    cancelled.cancel()
+    timer.call_later(1, durable)
+    await asyncio.wait_for(done.wait(), 5)
+    assert events == [
+        ("write", ["t"]),
+        ("after", []),
+        ("write", ["d"]),
+        ("sync", ["internal"]),
+        ("replay", "d"),
+    ]
+    await runtime.close()

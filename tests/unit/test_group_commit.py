@@ -182,7 +182,7 @@ class NoGroups:
 def coordinator(logs: LogManager) -> TransactionCoordinator:
     return TransactionCoordinator(
         TransactionSettings.from_config(CONFIG),
-        store=LogTxnStore(logs, 1),
+        store=LogTxnStore(logs, 1, clock=SYSTEM_CLOCK),
         logs=logs,
         groups=NoGroups(),
         producer_ids=Ids(),

@@ -53,9 +53,13 @@ class FakeScheduler:
         def cancel(self):
             self.cancelled = True
 
-    def call_later(self, delay_ms, fn):
+    def bind(self, shard) -> None:
+        """The coordinator whose operations the timers fire (as the runtime's ShardTimer)."""
+        self.shard = shard
+
+    def call_later(self, delay_ms, operation):
         handle = self.Handle()
-        heapq.heappush(self._heap, (self.now + max(delay_ms, 0), next(self._seq), handle, fn))
+        heapq.heappush(self._heap, (self.now + max(delay_ms, 0), next(self._seq), handle, operation))
         return handle
 
     def advance(self, ms: int = 0) -> None:
@@ -64,7 +68,7 @@ class FakeScheduler:
             when, _, handle, fn = heapq.heappop(self._heap)
             self.now = max(self.now, when)
             if not handle.cancelled:
-                fn()
+                run_now(self.shard, fn())
         self.now = target
 
 
@@ -142,12 +146,12 @@ def join(
         require_known_member_id=require_known,
         supports_skip_assignment=skip,
     )
-    return Box(gc.join_group(request))
+    return Box(run_now(gc, gc.join_group(request)))
 
 
 def sync(gc, member_id, generation, assignments=None, group="g", instance=None, ptype=None, pname=None):
     request = SyncRequest(group, generation, member_id, instance, ptype, pname, assignments or {})
-    return Box(gc.sync_group(request))
+    return Box(run_now(gc, gc.sync_group(request)))
 
 
 def join_new(gc, clock, **kw):
@@ -211,7 +215,7 @@ def test_second_member_triggers_rebalance_and_only_leader_gets_members(gc, clock
     b_join = join_new(gc, clock)
     assert gc.groups["g"].state is GroupState.PREPARING_REBALANCE
     assert not b_join.done
-    assert gc.heartbeat("g", a, None, gen) == E.rebalance_in_progress
+    assert run_now(gc, gc.heartbeat("g", a, None, gen)) == E.rebalance_in_progress
     a_join = join(gc, member_id=a)
     assert a_join.done and b_join.done  # everyone rejoined: completes at once
     ra, rb = a_join.value, b_join.value
@@ -223,7 +227,7 @@ def test_second_member_triggers_rebalance_and_only_leader_gets_members(gc, clock
     assert not sb.done  # waits for the leader
     sa = sync(gc, a, gen + 1, {a: b"1", b: b"2"})
     assert sa.value.assignment == b"1" and sb.value.assignment == b"2"
-    assert gc.heartbeat("g", b, None, gen + 1) == E.none
+    assert run_now(gc, gc.heartbeat("g", b, None, gen + 1)) == E.none
 
 
 def test_initial_rebalance_delay_collects_members(clock, store):
@@ -308,12 +312,12 @@ def test_sync_errors(gc, clock):
 
 
 def test_heartbeat_errors(gc, clock):
-    assert gc.heartbeat("g", "m", None, 1) == E.unknown_member_id
+    assert run_now(gc, gc.heartbeat("g", "m", None, 1)) == E.unknown_member_id
     gen, (a,) = form_group(gc, clock, 1)
-    assert gc.heartbeat("g", a, None, gen) == E.none
-    assert gc.heartbeat("g", a, None, gen - 1) == E.illegal_generation
-    assert gc.heartbeat("g", "zz", None, gen) == E.unknown_member_id
-    assert gc.heartbeat("", a, None, gen) == E.invalid_group_id
+    assert run_now(gc, gc.heartbeat("g", a, None, gen)) == E.none
+    assert run_now(gc, gc.heartbeat("g", a, None, gen - 1)) == E.illegal_generation
+    assert run_now(gc, gc.heartbeat("g", "zz", None, gen)) == E.unknown_member_id
+    assert run_now(gc, gc.heartbeat("", a, None, gen)) == E.invalid_group_id
 
 
 def test_rejoin_during_completing_rebalance_with_same_metadata(gc, clock):
@@ -328,19 +332,19 @@ def test_rejoin_during_completing_rebalance_with_same_metadata(gc, clock):
 # --- leaving and expiry -------------------------------------------------------------------------
 def test_leave_triggers_rebalance_for_the_rest(gc, clock):
     gen, (a, b, c) = form_group(gc, clock, 3)
-    top, per = gc.leave_group("g", [(b, None)])
+    top, per = run_now(gc, gc.leave_group("g", [(b, None)]))
     assert top == E.none and per == [(b, None, E.none)]
     assert gc.groups["g"].state is GroupState.PREPARING_REBALANCE
     ja, jc = join(gc, member_id=a), join(gc, member_id=c)
     assert ja.value.generation_id == jc.value.generation_id == gen + 1
     assert {m[0] for m in ja.value.members} == {a, c}
-    assert gc.leave_group("g", [("ghost", None)])[1] == [("ghost", None, E.unknown_member_id)]
-    assert gc.leave_group("nope", [("x", None)])[1] == [("x", None, E.unknown_member_id)]
+    assert run_now(gc, gc.leave_group("g", [("ghost", None)]))[1] == [("ghost", None, E.unknown_member_id)]
+    assert run_now(gc, gc.leave_group("nope", [("x", None)]))[1] == [("x", None, E.unknown_member_id)]
 
 
 def test_last_member_leaving_empties_group(gc, clock, store):
     gen, (a,) = form_group(gc, clock, 1)
-    gc.leave_group("g", [(a, None)])
+    run_now(gc, gc.leave_group("g", [(a, None)]))
     group = gc.groups["g"]
     assert group.state is GroupState.EMPTY and group.generation_id == gen + 1
     assert not group.members
@@ -350,11 +354,11 @@ def test_session_timeout_removes_silent_member(gc, clock):
     gen, (a, b) = form_group(gc, clock, 2, session=1000)
     for _ in range(5):  # a keeps heartbeating, b is silent
         clock.advance(400)
-        gc.heartbeat("g", a, None, gen)
+        run_now(gc, gc.heartbeat("g", a, None, gen))
     group = gc.groups["g"]
     assert b not in group.members and a in group.members
     assert group.state is GroupState.PREPARING_REBALANCE
-    assert gc.heartbeat("g", a, None, gen) == E.rebalance_in_progress
+    assert run_now(gc, gc.heartbeat("g", a, None, gen)) == E.rebalance_in_progress
     ja = join(gc, member_id=a)
     assert ja.value.generation_id == gen + 1 and [m[0] for m in ja.value.members] == [a]
 
@@ -445,7 +449,7 @@ def test_static_member_rejoin_in_stable_keeps_generation(gc, clock):
     assert rb.error == E.none and rb.generation_id == gen and rb.member_id != b
     assert gc.groups["g"].state is GroupState.STABLE
     # the old incarnation is fenced
-    assert gc.heartbeat("g", b, "i-b", gen) == E.fenced_instance_id
+    assert run_now(gc, gc.heartbeat("g", b, "i-b", gen)) == E.fenced_instance_id
     assert sync(gc, b, gen, instance="i-b").value.error == E.fenced_instance_id
     assert join(gc, member_id=b, instance="i-b").value.error == E.fenced_instance_id
     # the new one gets its previous assignment
@@ -488,7 +492,7 @@ def test_static_member_removed_by_session_timeout_and_admin_leave(gc, clock):
     clock.advance(0)
     a = ja.value.member_id
     sync(gc, a, 1, {a: b"A"}, instance="i-a")
-    top, per = gc.leave_group("g", [("", "i-a")])
+    top, per = run_now(gc, gc.leave_group("g", [("", "i-a")]))
     assert per == [("", "i-a", E.none)]
     assert not gc.groups["g"].members
     ja = join(gc, instance="i-x", session=1000)
@@ -652,7 +656,7 @@ def test_replay_rebuilds_offsets_groups_and_txn_state(gc, clock, store):
     group = gc2.groups["g"]
     assert group.state is GroupState.STABLE and group.generation_id == gen
     assert set(group.members) == {a, b}
-    assert gc2.heartbeat("g", a, None, gen) == E.none
+    assert run_now(gc2, gc2.heartbeat("g", a, None, gen)) == E.none
     assert sync(gc2, b, gen).value.assignment == b.encode()
     # members that never come back expire after their session timeout
     clock2.advance(1000)
@@ -662,7 +666,7 @@ def test_replay_rebuilds_offsets_groups_and_txn_state(gc, clock, store):
 def test_replay_of_empty_group_after_members_left(gc, clock, store):
     gen, (a,) = form_group(gc, clock, 1)
     commit(gc, "g", a, None, gen, [("t", 0, 9, -1, "")])
-    gc.leave_group("g", [(a, None)])
+    run_now(gc, gc.leave_group("g", [(a, None)]))
     gc2 = group_coordinator(dict(CONFIG), scheduler=FakeScheduler(), store=store)
     gc2.load()
     g = gc2.groups["g"]
@@ -747,7 +751,7 @@ def test_txn_offset_sequences_continue_per_producer_and_epoch(gc, store, clock):
 def test_remove_topic_offsets_on_topic_deletion(gc, store):
     commit(gc, "a", "", None, -1, [("gone", 0, 1, -1, ""), ("kept", 0, 2, -1, "")])
     commit(gc, "b", "", None, -1, [("gone", 1, 3, -1, "")])
-    assert gc.remove_topic_offsets("gone") == 2
+    assert run_now(gc, gc.remove_topic_offsets("gone")) == 2
     assert gc.fetch_offsets("a", None)[1] == [("kept", 0, 2, -1, "", E.none)]
     assert gc.fetch_offsets("b", None)[1] == []
     gc2 = group_coordinator(dict(CONFIG), scheduler=FakeScheduler(), store=store)
@@ -769,7 +773,9 @@ def test_durability_through_storage_with_transactional_offsets(tmp_path):
     logs = _logs(tmp_path)
     logs.create_topic("t", 2, {})
     clock = FakeScheduler()
-    gc = group_coordinator(dict(CONFIG), store=LogOffsetsStore(logs, 1), topics=logs, scheduler=clock)
+    gc = group_coordinator(
+        dict(CONFIG), store=LogOffsetsStore(logs, 1, clock=clock), topics=logs, scheduler=clock
+    )
     assert "__consumer_offsets" not in logs.topics  # created on first use
     gen, (a,) = form_group(gc, clock, 1)
     info = logs.topics["__consumer_offsets"]
@@ -798,7 +804,10 @@ def test_durability_through_storage_with_transactional_offsets(tmp_path):
 
     logs = _logs(tmp_path)
     gc2 = group_coordinator(
-        dict(CONFIG), store=LogOffsetsStore(logs, 1), topics=logs, scheduler=FakeScheduler()
+        dict(CONFIG),
+        store=LogOffsetsStore(logs, 1, clock=SYSTEM_CLOCK),
+        topics=logs,
+        scheduler=FakeScheduler(),
     )
     gc2.load()
     assert gc2.fetch_offsets("g", [("t", 0), ("t", 1)], require_stable=True)[1] == [
@@ -854,7 +863,7 @@ def test_failed_sync_store_gives_the_partition_up_without_a_new_generation(gc, c
     # clients retrying at once get NOT_COORDINATOR: no join completes, no generation is made
     for _ in range(50):
         assert join(gc, member_id=a).value.error == E.not_coordinator
-        assert gc.heartbeat("g", a, None, gen2) == E.not_coordinator
+        assert run_now(gc, gc.heartbeat("g", a, None, gen2)) == E.not_coordinator
         assert commit(gc, "g", a, None, gen2, [("t", 0, 1, -1, "")]) == {("t", 0): E.not_coordinator}
         assert gc.fetch_offsets("g", [("t", 0)])[0] == E.not_coordinator
         assert not gc.coordinates("g")
@@ -865,7 +874,7 @@ def test_failed_sync_store_gives_the_partition_up_without_a_new_generation(gc, c
     assert gc.coordinates("g")
     assert gc.groups["g"].generation_id == generation
     assert set(gc.groups["g"].members) == {a}
-    assert gc.heartbeat("g", a, None, generation) == E.none
+    assert run_now(gc, gc.heartbeat("g", a, None, generation)) == E.none
     assert commit(gc, "g", a, None, generation, [("t", 0, 7, -1, "")]) == {("t", 0): E.none}
 
 
@@ -880,4 +889,4 @@ def test_failed_commit_gives_up_only_its_partition_once(gc, clock, store):
     clock.advance(RETRY_INTERVAL_MS)
     assert gc.coordinates("g")
     # the member's session restarted at the reload
-    assert gc.heartbeat("g", a, None, generation) == E.none
+    assert run_now(gc, gc.heartbeat("g", a, None, generation)) == E.none

@@ -49,8 +49,10 @@ class AllowAll:
 
 
 def make_broker():
-    runtime = CoordinatorRuntime(durability=None)  # these tests' coordinator writes no records through it
-    gc = group_coordinator(dict(CONFIG), store=MemoryOffsetsStore(1), scheduler=runtime, clock=SYSTEM_CLOCK)
+    runtime = CoordinatorRuntime(durability=None)  # no fsync: group records go to the page cache
+    gc = group_coordinator(
+        dict(CONFIG), store=MemoryOffsetsStore(1), scheduler=runtime.timer(), clock=SYSTEM_CLOCK
+    )
     return FakeBroker(
         groups=gc, coordinators=runtime, node_id=7, host="broker.example", port=9999, security=AllowAll()
     )

@@ -46,9 +46,9 @@ def test_consumer_group_offsets_expire_only_after_it_is_empty_long_enough():
     assert commit(gc, "g", a, None, gen, [("t", 0, 1, -1, "")]) == {("t", 0): E.none}
     for _ in range(11 * 120):  # 11 minutes with a live member (heartbeat every 500 ms)
         clock.advance(500)
-        gc.heartbeat("g", a, None, gen)
+        run_now(gc, gc.heartbeat("g", a, None, gen))
     assert run_now(gc, gc.expire_offsets()) == 0  # a group with members keeps its offsets
-    gc.leave_group("g", [(a, None)])
+    run_now(gc, gc.leave_group("g", [(a, None)]))
     clock.advance(9 * MINUTE)
     assert run_now(gc, gc.expire_offsets()) == 0
     clock.advance(MINUTE)
