@@ -5,12 +5,14 @@ block (exclusive) is written to ``<data_dir>/producer_ids`` atomically (temporar
 rename, directory fsync). On start the next id is that stored block end, so an id handed out
 before a restart or a crash (SIGKILL, power loss after the fsync) is never handed out again.
 
-The writes run off the caller's thread (``submit``: the broker's durability service) one block
-ahead, as Kafka's ProducerIdManager prefetches its next block: ``open`` asks for the first
-block, and handing out a block's first id asks for the one after it, so ``allocate`` finds its
+``open`` (startup, before the broker serves) writes the first block on its own thread. The
+later writes run off the caller's thread (``submit``: the broker's durability service) one block
+ahead, as Kafka's ProducerIdManager prefetches its next block: the first ``allocate`` asks for
+the block after the current one, and taking a block asks for the next, so ``allocate`` finds its
 next block on disk already and never waits for an fsync (if that write is still running it
 waits for it; if it failed, the block is written on the caller's thread, and a failure there is
-raised without advancing). At most two blocks of ids are skipped per restart.
+raised without advancing). At most two blocks of ids are skipped per restart. Nothing is
+started at startup (no thread, no pending write): an idle broker stays as small as before.
 
 File format: one line of JSON ``{"version": 1, "block_end": N, "crc": crc32("1:N")}``.
 """
@@ -69,8 +71,8 @@ class ProducerIdManager:
         self._prefetch: tuple[Future[None], int] | None = None  # (write, block end) ahead
 
     def open(self) -> None:
-        """Read the counter (startup; an interrupted write's temporary file is removed) and ask
-        for the first block."""
+        """Read the counter (startup; an interrupted write's temporary file is removed) and write
+        the first block (a failure, e.g. a full disk, is logged: ``allocate`` writes it later)."""
         os.makedirs(self.data_dir, exist_ok=True)
         try:
             os.unlink(self.path + ".tmp")
@@ -80,7 +82,13 @@ class ProducerIdManager:
         # Every id below the stored block end may have been handed out already.
         self._next = stored
         self._block_end = stored
-        self._prefetch_next()
+        end = min(stored + self.block_size, MAX_PRODUCER_ID + 1)
+        try:
+            self._write(end)
+        except OSError as exc:
+            log.warning("could not write the first producer id block", path=self.path, error=str(exc))
+        else:
+            self._block_end = end
 
     def _read(self) -> int:
         try:
@@ -124,6 +132,7 @@ class ProducerIdManager:
                 end = min(pid + self.block_size, MAX_PRODUCER_ID + 1)
                 self._write(end)  # durable before any id of the block is handed out
                 self._block_end = end
+        if self._prefetch is None:
             self._prefetch_next()  # the block after this one, written while this one is used
         self._next = pid + 1
         return pid

@@ -33,7 +33,7 @@ def test_block_is_durable_before_first_id(tmp_path):
     assert not tmp_path.exists() or not (tmp_path / "producer_ids").exists()  # construction: no file
     m.open()
     stored = lambda: json.loads((tmp_path / "producer_ids").read_text())["block_end"]  # noqa: E731
-    assert stored() == 10  # the first block, asked for by open
+    assert stored() == 10  # the first block, written by open
     assert m.allocate() == 0
     assert stored() == 20  # handing out a block's first id writes the next one ahead
     for _ in range(9):
@@ -54,11 +54,9 @@ def test_allocate_waits_for_the_block_written_ahead_and_writes_one_itself_if_tha
 
     m = ProducerIdManager(str(tmp_path), block_size=5, submit=held)
     m.open()
-    (fut, fn, args) = writes.pop()
-    fn(*args)
-    fut.set_result(None)
-    assert m.allocate() == 0
+    assert writes == []  # open writes the first block itself: nothing runs or waits at startup
     assert json.loads((tmp_path / "producer_ids").read_text())["block_end"] == 5
+    assert m.allocate() == 0
     (fut, fn, args) = writes.pop()  # the block [5, 10) asked for ahead; its write fails
     fut.set_exception(OSError(28, "No space left on device"))
     assert [m.allocate() for _ in range(4)] == [1, 2, 3, 4]
