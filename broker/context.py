@@ -30,7 +30,7 @@ K = TypeVar("K", bound=Hashable)
 
 class HandlerServices(Protocol):
     """What a handler may use of the broker (`ctx.broker`): broker/state.py's Broker in the
-    process, a small typed fake in the handler unit tests (tests/unit/test_groups_handlers.py)."""
+    process, a small typed fake in the handler unit tests (tests/unit/handler_fakes.py)."""
 
     config: BrokerConfig
     clock: Clock

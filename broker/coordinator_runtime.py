@@ -137,7 +137,7 @@ class CoordinatorRuntime:
     def every(self, interval_ms: int, name: str, duty: Callable[[], object]) -> None:
         """Run a duty every interval on the loop (awaiting it when it returns an awaitable, e.g.
         `lambda: runtime.run(shard, shard.some_duty())`); `close()` stops them. The broker's one
-        scheduler of periodic duties: the coordinators' and, through `Broker.every`, storage's."""
+        scheduler of periodic duties: the coordinators' and storage's (broker/state.py)."""
 
         async def loop() -> None:
             while True:

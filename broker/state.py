@@ -155,7 +155,7 @@ class Broker:
         if raised:
             log.info("open file limit raised", soft_limit_was=raised[0], soft_limit=raised[1])
         self.logs.open()
-        self.producer_ids.open()  # its first block is written by the durability service
+        self.producer_ids.open()  # reads the counter and writes the first block (startup)
         phase_done("log_recovery")
         self.groups.load()  # replays __consumer_offsets
         phase_done("group_load")

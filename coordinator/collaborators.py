@@ -118,6 +118,12 @@ class OffsetsStore(Protocol):
         """Replay: every batch of the partition in log order."""
         ...
 
+    def space(self, partition: int) -> tuple[str | None, int | None]:
+        """(directory, bytes free on its file system) where the partition is written, where the
+        store can tell ((None, None) otherwise): what a coordinator that could not write there
+        reports, and checks before trying again."""
+        ...
+
 
 @runtime_checkable
 class TxnStore(Protocol):

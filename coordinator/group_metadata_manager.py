@@ -185,8 +185,7 @@ class GroupMetadataManager:
 
     def space(self, partition: int) -> tuple[str | None, int | None]:
         """(directory, bytes free) of the partition, where the store can tell."""
-        space = getattr(self.store, "space", None)  # LogOffsetsStore; in-memory stores have none
-        return space(partition) if space is not None else (None, None)
+        return self.store.space(partition)
 
     def is_writable(self, partition: int) -> bool:
         return partition not in self.unwritable

@@ -31,7 +31,7 @@ class LogOffsetsStore(InternalTopic):
         """Append one batch; the offset of its first record."""
         return self.append_batch(partition, batch)[1]
 
-    def space(self, partition: int) -> tuple[str, int | None]:
+    def space(self, partition: int) -> tuple[str | None, int | None]:
         """(directory, bytes free on its file system) where the partition is written: what a
         coordinator that could not write there reports, and checks before trying again."""
         plog = self.partition_log(partition, create=False)

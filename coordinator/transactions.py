@@ -675,9 +675,6 @@ class TransactionCoordinator:
         )
         return entry
 
-    def state_of(self, transactional_id: str) -> TransactionMetadata | None:
-        return self.txns.get(transactional_id)
-
 
 def _claimed_producer(producer_id: int, producer_epoch: int) -> tuple[int, int] | None | ErrorCode:
     """The producer id and epoch an InitProducerId claims to have (KIP-360), None for a new

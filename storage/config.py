@@ -8,7 +8,7 @@ change of a broker default reach topics that never overrode it.
 
 Kafka accepts only known topic config names (INVALID_CONFIG otherwise). The ones this broker acts
 on are in ``LogConfig``; the rest are validated, stored and reported but have no effect (one
-replica, no compaction, no tiered storage; retention deletion is not implemented).
+replica, no tiered storage; see ``LogConfig`` for what is in effect).
 """
 
 from __future__ import annotations

@@ -47,6 +47,7 @@ from minibroker.storage.cleaner import CLEANER_DIR
 from minibroker.storage.config import (
     LogConfig,
     LogManagerSettings,
+    broker_value,
     effective_topic_configs,
     validate_topic_configs,
 )
@@ -172,6 +173,7 @@ class LogManager:
         # segments deleted by retention whose fds stay open a while: (close after ms, segment)
         self._retired: list[tuple[int, LogSegment]] = []
         self._log_starts: dict[tuple[str, int], int] | None = {}  # as last checkpointed
+        self._log_starts_write: Future[None] | None = None  # the last write of them
         self._recovery_points: dict[tuple[str, int], int] | None = None  # as last checkpointed
         #: the latest registry-file write of each topic (CreateTopics awaits it)
         self.registry_writes: dict[str, Future[None]] = {}
@@ -423,12 +425,14 @@ class LogManager:
         worker thread of the broker, in order with the other writes); returns that write, or
         None if nothing moved. ``now``: on the caller's thread (startup, topic deletion, close),
         after the write in flight, so an older list never lands after a newer one."""
+        in_flight = self._checkpoint_write
+        if in_flight is not None and in_flight.done() and in_flight.exception() is not None:
+            self._recovery_points = None  # the last write failed: write again, even unchanged
         points = {key: plog.recovery_point for key, plog in self._logs.items()}
         if points == self._recovery_points:
             return None
         path = os.path.join(self.data_dir, RECOVERY_POINT_FILE)
         self._recovery_points = points
-        in_flight = self._checkpoint_write
         if now:
             if in_flight is not None:
                 in_flight.exception()  # waits; its error was logged by _checkpoint_written
@@ -440,11 +444,11 @@ class LogManager:
         return written
 
     def _checkpoint_written(self, written: Future[None]) -> None:
-        """The flusher's thread: a recovery-point write that failed is logged and redone next
-        time (an unclean start meanwhile checks more than it needs to, nothing else)."""
+        """The flusher's thread: a recovery-point write that failed is logged (the loop writes it
+        again at the next checkpoint; an unclean start meanwhile checks more than it needs to,
+        nothing else). Touches no state of the loop's."""
         exc = written.exception()
         if exc is not None:
-            self._recovery_points = None
             log.warning(
                 "could not write the recovery-point checkpoint; an unclean start checks more of the logs",
                 error=str(exc),
@@ -452,6 +456,12 @@ class LogManager:
 
     def _partition_dir(self, topic: str, partition: int) -> str:
         return os.path.join(self.data_dir, f"{topic}-{partition}")
+
+    def _producer_expiration_ms(self) -> int:
+        """producer.id.expiration.ms as in force now: a dynamic broker config, read live (as the
+        topic defaults are) for each log opened from now on."""
+        value = broker_value(self.config, "producer.id.expiration.ms")
+        return self.settings.producer_id_expiration_ms if value is None else int(value)
 
     def _log_config(self, info: TopicInfo) -> LogConfig:
         return LogConfig.from_configs(self.config, info.configs)
@@ -474,7 +484,7 @@ class LogManager:
             recovery_point=recovery_point,
             log_start_offset=log_start_offset,
             clean_shutdown=clean,
-            producer_expiration_ms=self.settings.producer_id_expiration_ms,
+            producer_expiration_ms=self._producer_expiration_ms(),
             clock=self._clock,
             files=self.segment_files,
             flusher=self._flusher,
@@ -795,6 +805,9 @@ class LogManager:
         entries = {
             key: plog.log_start_offset for key, plog in self._logs.items() if plog.log_start_offset > 0
         }
+        written = self._log_starts_write
+        if written is not None and written.done() and written.exception() is not None:
+            self._log_starts = None  # the last write failed (its request was told): write again
         if entries == self._log_starts:
             return
         path = os.path.join(self.data_dir, LOG_START_OFFSET_FILE)
@@ -802,15 +815,7 @@ class LogManager:
         if now:
             write_offset_checkpoint(path, entries)
             return
-        self._flusher.write(write_offset_checkpoint, path, entries).add_done_callback(
-            self._log_starts_written
-        )
-
-    def _log_starts_written(self, written: Future[None]) -> None:
-        """A log-start-offset write that failed is written again next time (its request's answer
-        reported the failure; see checkpoint_log_start_offsets)."""
-        if written.exception() is not None:
-            self._log_starts = None
+        self._log_starts_write = self._flusher.write(write_offset_checkpoint, path, entries)
 
     def flush(self) -> None:
         """fsync every log and checkpoint the recovery points, on the caller's thread (tools and

@@ -24,6 +24,9 @@ class MemoryOffsetsStore:
         self.fail_with: Exception | None = None  # raise this from the next append
         self._producers: dict[tuple[int, int], tuple[int, int]] = {}  # -> (epoch, next sequence)
 
+    def space(self, partition: int) -> tuple[str | None, int | None]:
+        return None, None  # in memory: no file system to report
+
     def num_partitions(self) -> int:
         return self._partitions
 

@@ -297,3 +297,16 @@ def test_every_log_opened_or_created_is_handed_to_on_log_opened(tmp_path):
     m = open_manager()
     assert [(t, p) for t, p, _ in opened] == [("t", 0)] and opened[0][2] is m.get_log("t", 0)
     m.close()
+
+
+def test_producer_id_expiration_is_read_when_a_log_opens(tmp_path):
+    # producer.id.expiration.ms is a dynamic broker config: a log opened after a change uses it
+    config = {"producer.id.expiration.ms": 60_000}
+    m = LogManager(str(tmp_path), config, clock=SYSTEM_CLOCK)
+    m.open()
+    m.create_topic("before", 1)
+    config["producer.id.expiration.ms"] = 5_000
+    m.create_topic("after", 1)
+    assert m.get_log("before", 0).producer_state.expiration_ms == 60_000
+    assert m.get_log("after", 0).producer_state.expiration_ms == 5_000
+    m.close()
