@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from minibroker.protocol.errors import ErrorCode
 from minibroker.storage.errors import KafkaStorageError
@@ -52,8 +52,7 @@ def broker_value(config: Any, name: str) -> Any:
         return None
 
 
-@dataclass(frozen=True, slots=True)
-class LogManagerSettings:
+class LogManagerSettings(NamedTuple):
     """The broker-level settings a LogManager reads itself (topic defaults, which a broker may
     change at runtime, are read through ``LogConfig.from_configs``). Built once, by the broker
     (``from_config``)."""
