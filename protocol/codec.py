@@ -16,7 +16,7 @@ import typing
 import uuid
 from collections.abc import Mapping
 from functools import cache
-from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypeVar, cast
 
 from kio.index import UnknownAPIKey, UnknownEntity, load_payload_module
 from kio.schema.errors import ErrorCode
@@ -141,8 +141,7 @@ def encode_response(entity: object) -> bytes:
 _TIMEDELTA = {"timedelta_i32", "timedelta_i64"}
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class _FieldPlan:
+class _FieldPlan(NamedTuple):
     name: str
     alias: str | None  # the Kafka name when kio renamed it (throttle_time -> throttle_time_ms)
     kafka_type: str | None

@@ -38,6 +38,7 @@ import time
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from minibroker.protocol.records import (
     ATTR_DELETE_HORIZON,
@@ -60,8 +61,7 @@ CLEANER_DIR = "cleaner"
 _INT32_MAX = 2**31 - 1
 
 
-@dataclass(frozen=True, slots=True)
-class SegmentToClean:
+class SegmentToClean(NamedTuple):
     base_offset: int
     path: str
     size: int  # bytes to read (the file does not grow: only the active segment does)

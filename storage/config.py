@@ -14,7 +14,6 @@ replica, no compaction, no tiered storage; retention deletion is not implemented
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from minibroker.protocol.errors import ErrorCode
@@ -167,8 +166,7 @@ def _minutes(name: str) -> _Scaled:
     return _Scaled(name, 60_000)
 
 
-@dataclass(frozen=True, slots=True)
-class TopicConfigDef:
+class TopicConfigDef(NamedTuple):
     name: str
     parse: Callable[[str], Any]
     default: str  # Kafka's built-in default, as a string
@@ -341,8 +339,7 @@ def check_of(name: str) -> tuple[Callable[[Any], bool], str]:
     return accepts, getattr(parse, "doc", "valid")
 
 
-@dataclass(frozen=True, slots=True)
-class LogConfig:
+class LogConfig(NamedTuple):
     """The topic configs a partition log acts on, parsed; the defaults are Kafka's built-in
     ones from TOPIC_CONFIGS (``from_configs`` applies the broker's and the topic's)."""
 

@@ -8,8 +8,8 @@ wildcard '*', and prefixes of the name), as in Kafka's AclBindingFilter.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import IntEnum
+from typing import NamedTuple
 
 
 class ResourceType(IntEnum):
@@ -118,8 +118,7 @@ _FILTER_FIELDS = (
 )
 
 
-@dataclass(frozen=True)
-class AclBinding:
+class AclBinding(NamedTuple):
     resource_type: int
     resource_name: str
     pattern_type: int
@@ -175,8 +174,7 @@ class AclBinding:
         ]
 
 
-@dataclass(frozen=True)
-class AclFilter:
+class AclFilter(NamedTuple):
     resource_type: int
     resource_name: str | None
     pattern_type: int
