@@ -52,12 +52,11 @@ from minibroker.protocol.records import (
 )
 from minibroker.protocol.varint import BytesLike
 from minibroker.storage.compiled_walk import compiled_keys
-from minibroker.storage.segment import LogSegment, ScanStop, scan_batches
+from minibroker.storage.segment import CLEANER_DIR, LogSegment, ScanStop, scan_batches
 from minibroker.storage.transaction_index import AbortedTxn
 
 __all__ = ["CleanJob", "CleanResult", "SegmentToClean", "clean", "CLEANER_DIR"]
 
-CLEANER_DIR = "cleaner"
 _INT32_MAX = 2**31 - 1
 
 
