@@ -8,8 +8,8 @@ wildcard '*', and prefixes of the name), as in Kafka's AclBindingFilter.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import IntEnum
-from typing import NamedTuple
 
 
 class ResourceType(IntEnum):
@@ -118,7 +118,8 @@ _FILTER_FIELDS = (
 )
 
 
-class AclBinding(NamedTuple):
+@dataclass(frozen=True)
+class AclBinding:
     resource_type: int
     resource_name: str
     pattern_type: int
@@ -174,7 +175,8 @@ class AclBinding(NamedTuple):
         ]
 
 
-class AclFilter(NamedTuple):
+@dataclass(frozen=True)
+class AclFilter:
     resource_type: int
     resource_name: str | None
     pattern_type: int
