@@ -19,17 +19,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from minibroker.broker.kafka_compat import (
-    cluster_only_reason,
-    did_you_mean,
-    kafka_knows,
-    stricter_setting_refusal,
-)
-from minibroker.broker.kafka_properties import KAFKA_BROKER_PROPERTIES
 from minibroker.broker.security.settings import SECURITY_AND_LIMIT_PROPERTIES, Property, listener_property
 from minibroker.storage.config import TOPIC_CONFIGS, builtin_default, check_of
 
 if TYPE_CHECKING:
+    from types import ModuleType
+
     from structlog.typing import FilteringBoundLogger
 
 LONG_MAX = 2**63 - 1
@@ -452,10 +447,21 @@ DYNAMIC_BROKER, DYNAMIC_DEFAULT = "broker", "cluster"
 SYNONYMS = {"broker.id": "node.id", "log.dir": "log.dirs"}
 
 
+def _kafka_compat() -> ModuleType:
+    """broker/kafka_compat.py, imported the first time a property that is not minibroker's is
+    read: a configuration of minibroker's own properties starts without it and Kafka's ~1,000
+    property names (~2 ms, ~100 KB)."""
+    from minibroker.broker import kafka_compat  # noqa: PLC0415 - see above
+
+    return kafka_compat
+
+
 def unknown_property(name: str) -> str:
     """The problem text for a name neither minibroker nor Kafka knows, with the closest name."""
+    from minibroker.broker.kafka_properties import KAFKA_BROKER_PROPERTIES  # noqa: PLC0415 - as _kafka_compat
+
     known = [*PROPERTIES, *KAFKA_BROKER_PROPERTIES, *SYNONYMS]
-    return f"{name}: unknown property{did_you_mean(name, known)}"
+    return f"{name}: unknown property{_kafka_compat().did_you_mean(name, known)}"
 
 
 class BrokerConfig:
@@ -500,9 +506,9 @@ class BrokerConfig:
             self._values[name] = value
             self._explicit.add(name)
             self._set_by_synonym.discard(name)
-        elif kafka_knows(name):
+        elif _kafka_compat().kafka_knows(name):
             value = "" if raw is None else str(raw).strip()
-            refusal = stricter_setting_refusal(name, value)
+            refusal = _kafka_compat().stricter_setting_refusal(name, value)
             if refusal is not None:
                 raise ConfigError(refusal)
             self._kafka[name] = value
@@ -536,7 +542,10 @@ class BrokerConfig:
     def ignored(self) -> tuple[dict[str, str], list[str]]:
         """The Kafka properties given that have no effect: cluster-only ones with the reason, and
         the others minibroker does not implement."""
-        cluster = {name: reason for name in sorted(self._kafka) if (reason := cluster_only_reason(name))}
+        if not self._kafka:
+            return {}, []
+        reason_of = _kafka_compat().cluster_only_reason
+        cluster = {name: reason for name in sorted(self._kafka) if (reason := reason_of(name))}
         return cluster, [name for name in sorted(self._kafka) if name not in cluster]
 
     def log_ignored(self, log: FilteringBoundLogger) -> None:

@@ -60,9 +60,11 @@ def _text(data: bytes | None, limit: int = 200) -> str | None:
 
 
 def _plain(value: Any) -> Any:
-    """Dataclasses, enums, sets and bytes as JSON-friendly values."""
+    """Dataclasses, named tuples, enums, sets and bytes as JSON-friendly values."""
     if dataclasses.is_dataclass(value):
         return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, tuple) and hasattr(value, "_fields"):  # a NamedTuple (group_records' keys)
+        return {name: _plain(v) for name, v in zip(value._fields, value, strict=True)}
     if isinstance(value, (bytes, bytearray, memoryview)):
         return _text(bytes(value))
     if isinstance(value, (list, tuple, set, frozenset)):

@@ -30,8 +30,7 @@ import asyncio
 import contextlib
 import os
 from collections import Counter, deque
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 try:
     import resource
@@ -45,8 +44,7 @@ if TYPE_CHECKING:
 FD_RESERVE = 256
 
 
-@dataclass(frozen=True, slots=True)
-class ConnectionSettings:
+class ConnectionSettings(NamedTuple):
     """How connections are admitted, bounded and timed out (Kafka's property names in the
     comments; durations in seconds). Per-listener settings live on the Listener
     (broker/security/listeners.py)."""

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import structlog
 from minibroker.common.clock import Clock
@@ -56,8 +56,7 @@ T = TypeVar("T")
 OffsetEntry = tuple[TopicPartition, int, int, str | None]
 
 
-@dataclass(frozen=True, slots=True)
-class OffsetsRecord:
+class OffsetsRecord(NamedTuple):
     """The group coordinator's record for the coordinator runtime: one batch of a group's
     committed offsets, plain or (producer_id >= 0) inside that producer's transaction, pending
     until its marker. `write` appends it (and numbers its offsets), `replay` applies it."""
@@ -72,8 +71,7 @@ class OffsetsRecord:
         return self.producer_id >= 0
 
 
-@dataclass(frozen=True, slots=True)
-class OffsetsRemoval:
+class OffsetsRemoval(NamedTuple):
     """The group coordinator's other record: tombstones for a group's committed offsets of
     `partitions`, and for the group itself when `group_gone` (DeleteGroups, the expiry of an
     Empty group's last offsets)."""
@@ -83,8 +81,7 @@ class OffsetsRemoval:
     group_gone: bool = False
 
 
-@dataclass(frozen=True, slots=True)
-class GroupMetadataRecord:
+class GroupMetadataRecord(NamedTuple):
     """A classic group's metadata (Kafka's GroupMetadataValue: generation, protocol, leader,
     members and their assignments), written when a rebalance decides it. The membership state
     machine changes the group itself and writes this without replay; a load replays it to
@@ -94,8 +91,7 @@ class GroupMetadataRecord:
     value: group_records.GroupValue
 
 
-@dataclass(frozen=True, slots=True)
-class TxnMarker:
+class TxnMarker(NamedTuple):
     """A transaction marker in a partition of __consumer_offsets, as a load replays it: the
     producer's pending offsets there are applied (commit) or dropped. Written by the transaction
     coordinator (coordinator/transactions.py), never by this shard."""

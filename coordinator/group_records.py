@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from minibroker.coordinator.record_reader import RecordReader
 
@@ -45,20 +46,17 @@ _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
 
 
-@dataclass(frozen=True, slots=True)
-class OffsetKey:
+class OffsetKey(NamedTuple):
     group: str
     topic: str
     partition: int
 
 
-@dataclass(frozen=True, slots=True)
-class GroupKey:
+class GroupKey(NamedTuple):
     group: str
 
 
-@dataclass(frozen=True, slots=True)
-class OffsetValue:
+class OffsetValue(NamedTuple):
     offset: int
     leader_epoch: int
     metadata: str
@@ -86,8 +84,7 @@ class MemberValue(MemberIdentity):
     assignment: bytes
 
 
-@dataclass(frozen=True, slots=True)
-class GroupValue:
+class GroupValue(NamedTuple):
     protocol_type: str
     generation: int
     protocol: str | None

@@ -10,14 +10,14 @@ KIP-814's skip_assignment from v9), so the coordinator never looks at an API ver
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import NamedTuple
 
 __all__ = ["JoinRequest", "SyncRequest"]
 
 
-@dataclass(frozen=True, slots=True)
-class JoinRequest:
+class JoinRequest(NamedTuple):
     group_id: str
     member_id: str  # "" for a member joining for the first time
     group_instance_id: str | None  # set for a static member (KIP-345)
@@ -26,24 +26,18 @@ class JoinRequest:
     session_timeout_ms: int
     rebalance_timeout_ms: int
     protocol_type: str
-    # (name, metadata) in the member's order of preference, the metadata as bytes
+    # (name, metadata) in the member's order of preference, the metadata as bytes (not a
+    # memoryview of the request buffer: the coordinator keeps it beyond the request, and compares it)
     protocols: tuple[tuple[str, bytes], ...]
     require_known_member_id: bool = True  # KIP-394 (v4+): a new member gets its id first
     supports_skip_assignment: bool = False  # KIP-814 (v9+)
     reason: str | None = None  # KIP-800 (v8+), logged
 
-    def __post_init__(self) -> None:
-        # the codec may hand the metadata over as a memoryview of the request buffer; the
-        # coordinator keeps it beyond the request, and compares it
-        protocols: Iterable[tuple[str, bytes]] = self.protocols
-        object.__setattr__(self, "protocols", tuple((name, bytes(meta)) for name, meta in protocols))
-
     def protocol_names(self) -> list[str]:
         return [name for name, _ in self.protocols]
 
 
-@dataclass(frozen=True, slots=True)
-class SyncRequest:
+class SyncRequest(NamedTuple):
     group_id: str
     generation_id: int
     member_id: str
@@ -51,4 +45,4 @@ class SyncRequest:
     protocol_type: str | None = None  # v5+: checked against the group's when given
     protocol_name: str | None = None
     # member id -> assignment, from the leader only (the others send none)
-    assignments: Mapping[str, bytes] = field(default_factory=dict)
+    assignments: Mapping[str, bytes] = MappingProxyType({})

@@ -3,16 +3,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from minibroker.coordinator.collaborators import Config
 
 __all__ = ["GroupSettings"]
 
 
-@dataclass(frozen=True, slots=True)
-class GroupSettings:
+class GroupSettings(NamedTuple):
     initial_rebalance_delay_ms: int = 3000  # group.initial.rebalance.delay.ms
     min_session_timeout_ms: int = 6000  # group.min.session.timeout.ms
     max_session_timeout_ms: int = 1_800_000  # group.max.session.timeout.ms

@@ -12,7 +12,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import structlog
 from minibroker.common.clock import Clock
@@ -39,8 +39,7 @@ _READ_BYTES = 1 << 20
 _INT32_MAX = 0x7FFFFFFF  # sequences wrap to 0 after it
 
 
-@dataclass(frozen=True, slots=True)
-class InternalBatch:
+class InternalBatch(NamedTuple):
     """One batch to append to an internal topic: (key, value or None) records, plain or (with a
     producer) inside that producer's transaction."""
 

@@ -23,8 +23,7 @@ driver in the broker (broker/coordinator_runtime.py) runs its operations on the 
 from __future__ import annotations
 
 from collections.abc import Callable, Generator, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 
 __all__ = [
     "AwaitDurable",
@@ -41,16 +40,14 @@ R = TypeVar("R")
 R_contra = TypeVar("R_contra", contravariant=True)
 
 
-@dataclass(frozen=True, slots=True)
-class CoordinatorResult(Generic[R, T]):
+class CoordinatorResult(NamedTuple, Generic[R, T]):
     """Records to append to the shard's internal topic, and the response once they are applied."""
 
     response: T
-    records: Sequence[R] = field(default_factory=tuple)
+    records: Sequence[R] = ()
 
 
-@dataclass(frozen=True, slots=True)
-class Write(Generic[R]):
+class Write(NamedTuple, Generic[R]):
     """Step: append `records` to the shard's internal topic, wait for the fsync where the flush
     policy asks (`durable=False`: the page cache is enough), replay them, then resume.
     `replay=False` (Kafka's `CoordinatorResult.replayRecords`): the operation has changed the
@@ -62,8 +59,7 @@ class Write(Generic[R]):
     replay: bool = True
 
 
-@dataclass(frozen=True, slots=True)
-class AwaitDurable:
+class AwaitDurable(NamedTuple):
     """Step: resume once everything appended to these logs so far is on disk (the driver fsyncs
     the ones whose flush policy asks for it), or throw the fsync's error in."""
 

@@ -31,8 +31,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import structlog
 from minibroker.common.clock import Clock
@@ -66,8 +65,7 @@ __all__ = ["TransactionCoordinator", "TransactionSettings", "OFFSETS_TOPIC"]
 log = structlog.get_logger("minibroker.coordinator.transactions")
 
 
-@dataclass(frozen=True, slots=True)
-class TransactionSettings:
+class TransactionSettings(NamedTuple):
     """The broker properties the transaction coordinator reads, read once (broker/state.py)."""
 
     max_timeout_ms: int = 900_000  # transaction.max.timeout.ms

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import structlog
 from minibroker.common.clock import Clock
@@ -37,8 +36,7 @@ log = structlog.get_logger("minibroker.coordinator.transactions")
 _UNREADABLE = (ValueError, UnicodeDecodeError, struct.error)
 
 
-@dataclass(frozen=True, slots=True)
-class TxnRecord:
+class TxnRecord(NamedTuple):
     """One record of the transaction coordinator (the runtime's record type): a transition of a
     transactional id, or its tombstone."""
 

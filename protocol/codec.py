@@ -11,13 +11,17 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import importlib
 import io
+import sys
 import typing
 import uuid
 from collections.abc import Mapping
 from functools import cache
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
+import kio
 from kio.index import UnknownAPIKey, UnknownEntity, load_payload_module
 from kio.schema.errors import ErrorCode
 from kio.serial import entity_reader, entity_writer
@@ -60,8 +64,6 @@ def _payload_class(
     except (UnknownAPIKey, UnknownEntity):
         if (api_key, version) not in _NEWER_SCHEMAS:
             return None
-        import importlib  # noqa: PLC0415 - cold path, once per class
-
         module = importlib.import_module(_NEWER_SCHEMAS[(api_key, version)])
     suffix = "Request" if kind is EntityType.request else "Response"
     for value in vars(module).values():
@@ -141,6 +143,8 @@ def encode_response(entity: object) -> bytes:
 _TIMEDELTA = {"timedelta_i32", "timedelta_i64"}
 
 
+# a dataclass, not a NamedTuple: build() reads its fields for every field of every response,
+# and a slot reads faster than a named tuple's field
 @dataclasses.dataclass(frozen=True, slots=True)
 class _FieldPlan:
     name: str
@@ -257,6 +261,31 @@ def millis(value: datetime.timedelta | datetime.datetime | float | None) -> int:
     return int(value)
 
 
+def _declares(module_name: str, class_name: str, name: str) -> bool:
+    """Whether `class_name` of the schema module `module_name` has a field `name`. A kio module
+    not imported yet is read as text (kio writes one `    name: type` line per field, in its
+    class's block): importing it imports its version's request and response, ~3-4 ms each, and
+    the broker's first Metadata (a field dropped at v11, another added at v10) would import eight
+    of them, to check names the handler tests have already checked."""
+    module = sys.modules.get(module_name)
+    if module is None and module_name.startswith("kio.schema."):
+        return _kio_source_declares(module_name, class_name, name)
+    if module is None:
+        module = importlib.import_module(module_name)
+    same = getattr(module, class_name, None)
+    return same is not None and name in {f.name for f in dataclasses.fields(same)}
+
+
+def _kio_source_declares(module_name: str, class_name: str, name: str) -> bool:
+    source = Path(kio.__file__).parent.joinpath(*module_name.split(".")[1:]).with_suffix(".py")
+    text = source.read_text(encoding="utf-8")
+    start = text.find(f"\nclass {class_name}:\n")
+    if start < 0:
+        return False
+    ends = [i for i in (text.find("\n@", start + 1), text.find("\nclass ", start + 1)) if i >= 0]
+    return f"\n    {name}: " in text[start : min(ends, default=len(text))]
+
+
 #: (entity class, field name) pairs that `field` has checked against the API's schemas
 _FIELDS_CHECKED: set[tuple[type, str]] = set()
 
@@ -274,22 +303,14 @@ def field(entity: object, name: str, default: typing.Any) -> typing.Any:
     cls: typing.Any = type(entity)  # a kio class; its __api_key__ is not in kio's Entity protocol
     if (cls, name) not in _FIELDS_CHECKED:
         if name not in {f.name for f in dataclasses.fields(cls)}:
-            import sys  # noqa: PLC0415 - cold path, once per (class, name)
-
-            from kio.schema.index import api_key_map, schema_name_map  # noqa: PLC0415
+            from kio.schema.index import api_key_map, schema_name_map  # noqa: PLC0415 - cold path
 
             api_key = cls.__api_key__
-            newer = [v for k, v in _NEWER_SCHEMAS if k == api_key]
-            versions = sorted([*schema_name_map[api_key_map[api_key]], *newer], reverse=True)
-            known = False
-            for version in versions:  # newest first: a dropped field costs the older imports
-                for kind in (EntityType.request, EntityType.response):
-                    top = _payload_class(api_key, version, kind)
-                    same = getattr(sys.modules[top.__module__], cls.__name__, None) if top else None
-                    known = known or (same is not None and name in {f.name for f in dataclasses.fields(same)})
-                if known:
-                    break
-            if not known:
+            versions = schema_name_map[api_key_map[api_key]]
+            modules = [(v, path.split(":")[0]) for v, paths in versions.items() for path in paths.values()]
+            modules += [(v, module) for (k, v), module in _NEWER_SCHEMAS.items() if k == api_key]
+            # newest first: a dropped field costs the older ones
+            if not any(_declares(module, cls.__name__, name) for _, module in sorted(modules, reverse=True)):
                 raise AttributeError(f"{cls.__name__} (api key {api_key}): no field {name!r} in any version")
         _FIELDS_CHECKED.add((cls, name))
     return getattr(entity, name, default)

@@ -38,6 +38,7 @@ import time
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from minibroker.protocol.records import (
     ATTR_DELETE_HORIZON,
@@ -51,17 +52,15 @@ from minibroker.protocol.records import (
 )
 from minibroker.protocol.varint import BytesLike
 from minibroker.storage.compiled_walk import compiled_keys
-from minibroker.storage.segment import LogSegment, ScanStop, scan_batches
+from minibroker.storage.segment import CLEANER_DIR, LogSegment, ScanStop, scan_batches
 from minibroker.storage.transaction_index import AbortedTxn
 
 __all__ = ["CleanJob", "CleanResult", "SegmentToClean", "clean", "CLEANER_DIR"]
 
-CLEANER_DIR = "cleaner"
 _INT32_MAX = 2**31 - 1
 
 
-@dataclass(frozen=True, slots=True)
-class SegmentToClean:
+class SegmentToClean(NamedTuple):
     base_offset: int
     path: str
     size: int  # bytes to read (the file does not grow: only the active segment does)

@@ -14,8 +14,7 @@ replica, no tiered storage; see ``LogConfig`` for what is in effect).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from minibroker.protocol.errors import ErrorCode
 from minibroker.storage.errors import KafkaStorageError
@@ -52,8 +51,7 @@ def broker_value(config: Any, name: str) -> Any:
         return None
 
 
-@dataclass(frozen=True, slots=True)
-class LogManagerSettings:
+class LogManagerSettings(NamedTuple):
     """The broker-level settings a LogManager reads itself (topic defaults, which a broker may
     change at runtime, are read through ``LogConfig.from_configs``). Built once, by the broker
     (``from_config``)."""
@@ -168,8 +166,7 @@ def _minutes(name: str) -> _Scaled:
     return _Scaled(name, 60_000)
 
 
-@dataclass(frozen=True, slots=True)
-class TopicConfigDef:
+class TopicConfigDef(NamedTuple):
     name: str
     parse: Callable[[str], Any]
     default: str  # Kafka's built-in default, as a string
@@ -342,8 +339,7 @@ def check_of(name: str) -> tuple[Callable[[Any], bool], str]:
     return accepts, getattr(parse, "doc", "valid")
 
 
-@dataclass(frozen=True, slots=True)
-class LogConfig:
+class LogConfig(NamedTuple):
     """The topic configs a partition log acts on, parsed; the defaults are Kafka's built-in
     ones from TOPIC_CONFIGS (``from_configs`` applies the broker's and the topic's)."""
 

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import os
 from bisect import bisect_right
-from dataclasses import dataclass
 from typing import NamedTuple
 
 import structlog
@@ -101,8 +100,7 @@ class _Recovery:
         self.rebuild_from: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class PartitionContext:
+class PartitionContext(NamedTuple):
     """What a partition's log and its loader both work with: where it lives, which partition
     it is, its topic config, its producer state, the clock and the LogManager's pool of open
     segment files."""

@@ -43,7 +43,6 @@ from minibroker.storage.checkpoint import (
     read_offset_checkpoint,
     write_offset_checkpoint,
 )
-from minibroker.storage.cleaner import CLEANER_DIR
 from minibroker.storage.config import (
     LogConfig,
     LogManagerSettings,
@@ -56,7 +55,7 @@ from minibroker.storage.errors import KafkaStorageError
 from minibroker.storage.log import LEADER_EPOCH, Flusher, InlineFlusher, PartitionLog
 from minibroker.storage.log_cleaner import LogCleaner, recover_interrupted_clean
 from minibroker.storage.retention import segments_to_delete
-from minibroker.storage.segment import LogSegment
+from minibroker.storage.segment import CLEANER_DIR, LogSegment
 from minibroker.storage.segment_files import SegmentFilePool, effective_max_open, open_files_limit
 
 __all__ = [

@@ -49,12 +49,15 @@ __all__ = [
     "INDEX_SUFFIX",
     "TIME_INDEX_SUFFIX",
     "TXN_INDEX_SUFFIX",
+    "CLEANER_DIR",
 ]
 
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
 TIME_INDEX_SUFFIX = ".timeindex"
 TXN_INDEX_SUFFIX = ".txnindex"
+#: the partition directory's subdirectory a compaction pass writes in (storage/cleaner.py)
+CLEANER_DIR = "cleaner"
 
 _make_header = BatchHeader._make
 _unpack_header = HEADER_STRUCT.unpack_from

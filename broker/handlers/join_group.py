@@ -51,7 +51,7 @@ async def handle(ctx: RequestContext, req: JoinGroupRequest) -> JoinGroupRespons
         session_timeout_ms=session_timeout_ms,
         rebalance_timeout_ms=rebalance_timeout_ms,
         protocol_type=req.protocol_type,
-        protocols=tuple((p.name, p.metadata) for p in req.protocols),
+        protocols=tuple((p.name, bytes(p.metadata)) for p in req.protocols),
         require_known_member_id=version >= 4,
         supports_skip_assignment=version >= 9,
         reason=field(req, "reason", None),

@@ -13,8 +13,7 @@ import base64
 import json
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from minibroker.protocol.errors import ErrorCode
 from minibroker.storage.durable_files import atomic_write
@@ -30,8 +29,7 @@ class AuthenticationFailed(Exception):
     """Wrong or unknown credentials, or a malformed exchange; the message is safe to send."""
 
 
-@dataclass(frozen=True)
-class ScramCredential:
+class ScramCredential(NamedTuple):
     salt: bytes
     stored_key: bytes
     server_key: bytes

@@ -9,14 +9,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 INT_MAX = 2**31 - 1
 
 
-@dataclass(frozen=True)
-class Property:
+class Property(NamedTuple):
     name: str
     type: str  # int | bool | str
     default: Any
