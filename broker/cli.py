@@ -150,10 +150,6 @@ async def serve(config: BrokerConfig, port_file: str | None, phase: _Phase | Non
         await broker.stop()
 
 
-#: glibc's mallopt parameters (malloc.h)
-_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
-
-
 def tune_malloc() -> None:
     """Keep glibc from returning the heap's top to the kernel after every large request.
 
@@ -163,17 +159,13 @@ def tune_malloc() -> None:
     0.08 us of the 0.45 us of broker CPU per 100 B record (`python -m bench.produce_path`: 329 brk
     calls for 300 requests, 0 with these settings; 0.36-0.37 us/record). Frames up to 1 MiB stay on
     the heap, at most 2 MiB of free heap is kept (the idle and after-load RSS figures of
-    `make bench` are unchanged). Nothing is done on other C libraries."""
-    if not sys.platform.startswith("linux"):
-        return
-    import ctypes  # noqa: PLC0415 - only here
+    `make bench` are unchanged). The call is in the compiled record walk (storage/_record_walk.c,
+    loaded at startup anyway; ctypes would cost 0.4 MB of idle RSS); nothing is done without it
+    or on other C libraries."""
+    from minibroker.storage.compiled_walk import tune_malloc as mallopt  # noqa: PLC0415 - startup only
 
-    try:
-        libc = ctypes.CDLL("libc.so.6")
-        libc.mallopt(_M_MMAP_THRESHOLD, 1 << 20)
-        libc.mallopt(_M_TRIM_THRESHOLD, 2 << 20)
-    except (OSError, AttributeError):  # musl and others: no glibc, nothing to tune
-        pass
+    if mallopt is not None:
+        mallopt(1 << 20, 2 << 20)
 
 
 def main(argv: list[str] | None = None) -> int:
