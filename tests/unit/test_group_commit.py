@@ -344,16 +344,9 @@ def test_a_due_append_and_a_roll_fsync_off_the_callers_thread(tmp_path, monkeypa
     """log.flush.interval.messages=1 and small segments: the append marks the log due and
     fsyncs nothing; the round does it in the service's thread; a roll's fsync and snapshot and
     the recovery-point file go to its io thread."""
-    durability = Durability()
-    logs = LogManager(
-        str(tmp_path),
-        {"log.flush.interval.messages": 1, "log.segment.bytes": 400},
-        clock=SYSTEM_CLOCK,
-        flusher=durability,
+    durability, logs, plog = _one_log_with_durability(
+        tmp_path, **{"log.flush.interval.messages": 1, "log.segment.bytes": 400}
     )
-    logs.open()
-    logs.create_topic("t", 1, {})
-    plog = logs.get_log("t", 0)
     fsyncs = FsyncThreads(monkeypatch)
 
     async def scenario():
@@ -382,13 +375,7 @@ def test_a_due_append_and_a_roll_fsync_off_the_callers_thread(tmp_path, monkeypa
 def test_a_due_log_nobody_awaits_is_fsynced_and_settle_waits_for_it(tmp_path, monkeypatch):
     """A background append (an offset expiry, a CompleteCommit) reaching the flush policy: its
     round starts by itself; an answer that saw the log come due waits in settle()."""
-    durability = Durability()
-    logs = LogManager(
-        str(tmp_path), {"log.flush.interval.messages": 2}, clock=SYSTEM_CLOCK, flusher=durability
-    )
-    logs.open()
-    logs.create_topic("t", 1, {})
-    plog = logs.get_log("t", 0)
+    durability, logs, plog = _one_log_with_durability(tmp_path, **{"log.flush.interval.messages": 2})
 
     async def scenario():
         marks = durability.marks
@@ -408,13 +395,7 @@ def test_a_due_log_nobody_awaits_is_fsynced_and_settle_waits_for_it(tmp_path, mo
 
 
 def test_a_failed_round_leaves_the_log_due_for_the_next(tmp_path, monkeypatch):
-    durability = Durability()
-    logs = LogManager(
-        str(tmp_path), {"log.flush.interval.messages": 1}, clock=SYSTEM_CLOCK, flusher=durability
-    )
-    logs.open()
-    logs.create_topic("t", 1, {})
-    plog = logs.get_log("t", 0)
+    durability, logs, plog = _one_log_with_durability(tmp_path, **{"log.flush.interval.messages": 1})
     _fail_first_sync(monkeypatch)
 
     async def scenario():
@@ -428,6 +409,16 @@ def test_a_failed_round_leaves_the_log_due_for_the_next(tmp_path, monkeypatch):
     asyncio.run(scenario())
     durability.close()
     logs.close()
+
+
+def _one_log_with_durability(path, **config):
+    """A LogManager on `path` whose flusher is a real Durability service, with one topic "t" of
+    one partition: (durability, logs, the partition's log)."""
+    durability = Durability()
+    logs = LogManager(str(path), config, clock=SYSTEM_CLOCK, flusher=durability)
+    logs.open()
+    logs.create_topic("t", 1, {})
+    return durability, logs, logs.get_log("t", 0)
 
 
 def _fail_first_sync(monkeypatch) -> list:
