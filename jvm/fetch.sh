@@ -8,6 +8,8 @@
 #     spark-kafka-<spark version>/*.jar      Spark's Kafka connector + jars pyspark lacks
 #     kafka-clients-<version>/lib/*.jar       kafka-clients and its dependencies
 #     kafka-clients-<version>/classes/        the compiled checks (jvm/clients/src)
+#     kafka-streams-<version>/lib/*.jar       kafka-streams and its dependencies (RocksDB, ...)
+#     kafka-streams-<version>/classes/        the compiled Streams application (jvm/streams/src)
 #   jvm/fetch.sh artifacts POM DIR JAR [-Dname=value...]
 #                                the runtime dependencies of POM into DIR, checking that JAR
 #                                arrived (conformance/reference_kafka.py: the reference Kafka
@@ -51,21 +53,32 @@ fi
 cache="${MINIBROKER_JVM_CACHE:-$HOME/.cache/minibroker/jvm}"
 spark_version="${SPARK_VERSION:-4.2.0}"
 kafka_versions="${KAFKA_CLIENT_VERSIONS:-3.9.2 4.4.0}"
+streams_version="${KAFKA_STREAMS_VERSION:-4.4.0}"
 require java javac mvn
 
 fetch_artifacts "$here/spark-kafka/pom.xml" "$cache/spark-kafka-$spark_version" \
   "spark-sql-kafka-0-10_2.13-$spark_version.jar" \
   -DincludeArtifactIds=spark-sql-kafka-0-10_2.13,spark-token-provider-kafka-0-10_2.13,kafka-clients,commons-pool2
 
-src_sum="$(cat "$here"/clients/pom.xml "$here"/clients/src/main/java/minibroker/*.java | sha1sum | cut -c1-12)"
+compile_sources() {  # project (jvm/<project>), cache directory, what (for the message)
+  local project="$1" dir="$2" what="$3" src_sum
+  src_sum="$(cat "$here/$project"/pom.xml "$here/$project"/src/main/java/minibroker/*.java | sha1sum | cut -c1-12)"
+  if [ "$(cat "$dir/classes/.source" 2>/dev/null)" != "$src_sum" ]; then
+    echo "compiling $what"
+    rm -rf "$dir/classes"
+    mkdir -p "$dir/classes"
+    javac -nowarn -d "$dir/classes" -cp "$dir/lib/*" "$here/$project"/src/main/java/minibroker/*.java
+    echo "$src_sum" > "$dir/classes/.source"
+  fi
+}
+
 for v in $kafka_versions; do
   dir="$cache/kafka-clients-$v"
   fetch_artifacts "$here/clients/pom.xml" "$dir/lib" "kafka-clients-$v.jar" -Dkafka.version="$v"
-  if [ "$(cat "$dir/classes/.source" 2>/dev/null)" != "$src_sum" ]; then
-    echo "compiling the Java client checks against kafka-clients $v"
-    rm -rf "$dir/classes"
-    mkdir -p "$dir/classes"
-    javac -nowarn -d "$dir/classes" -cp "$dir/lib/*" "$here"/clients/src/main/java/minibroker/*.java
-    echo "$src_sum" > "$dir/classes/.source"
-  fi
+  compile_sources clients "$dir" "the Java client checks against kafka-clients $v"
 done
+
+dir="$cache/kafka-streams-$streams_version"
+fetch_artifacts "$here/streams/pom.xml" "$dir/lib" "kafka-streams-$streams_version.jar" \
+  -Dkafka.version="$streams_version"
+compile_sources streams "$dir" "the Kafka Streams application against kafka-streams $streams_version"
