@@ -329,10 +329,18 @@ def test_streams_eos_survives_broker_sigkill(broker_factory, run_factory):
     run = run_factory(broker, "streams-broker-kill")
     resume = run.state_dir.parent / "resume"
 
-    app, _ = run.to_open_transaction(f"{STALL_WORD}:{STALL_COUNT}:{resume}")
+    app, txn = run.to_open_transaction(f"{STALL_WORD}:{STALL_COUNT}:{resume}")
     broker.kill()
     broker.start()
     assert broker.port == port
+    # the restarted broker recovered the open transaction from __transaction_state (well within
+    # the application's transaction.timeout.ms, 10 s)
+    after = describe_transaction(broker, txn.transactional_id)
+    assert (after.transaction_state, after.producer_id, after.producer_epoch) == (
+        "Ongoing",
+        txn.producer_id,
+        txn.producer_epoch,
+    )
     resume.touch()
     assert app.wait_for("RESUMED")
     run.output.wait_all_at(PER_WORD)
