@@ -4,6 +4,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Properties;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.common.serialization.Serdes;
@@ -32,7 +33,8 @@ import org.apache.kafka.streams.kstream.Produced;
  * RESUME_FILE exists (forever without one: the test SIGKILLs the process there).
  *
  * Stdout: "STATE new_state" at each state change and the STALL line; SIGTERM closes the
- * application cleanly and prints "STOPPED".
+ * application cleanly and prints "STOPPED"; the ERROR state (a fatal error in every stream thread)
+ * ends the process with exit code 1.
  */
 public final class EosCountApp {
     public static void main(String[] args) throws Exception {
@@ -79,7 +81,11 @@ public final class EosCountApp {
             stopped.countDown();
         }));
         streams.start();
-        stopped.await();
+        // a fatal error stops every stream thread and leaves the JVM idle: end it, so that the
+        // test sees the exit at once (with the cause on stderr) instead of waiting for output
+        while (!stopped.await(100, TimeUnit.MILLISECONDS)) {
+            if (streams.state() == KafkaStreams.State.ERROR) System.exit(1);
+        }
     }
 
     private static void stallHere(String word, long count, Path resume) {
