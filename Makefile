@@ -88,7 +88,7 @@ $(VENV)/.bench-installed: pyproject.toml storage/_record_walk.c | $(STAMP)
 	touch $@
 
 BENCH_ARGS ?= --curves partitions,connections,producers,data,groups
-bench: $(VENV)/.bench-installed
+bench: $(VENV)/.bench-installed jvm
 	$(BIN)/python -m bench $(BENCH_ARGS)
 
 clean:

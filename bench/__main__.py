@@ -82,6 +82,7 @@ def one_run(target_cls, scale: float, workdir: Path, clients: int) -> dict[str, 
         txns, secs = w.one_record_transactions(boot, "one-txn", max(2.0, 5.0 * scale))
         out["one_txn_per_s"] = txns / secs
         out["one_txn_cpu_ms_per_txn"] = (cpu_seconds(pid) - cpu0) / txns * 1e3
+        java_transactions(out, measured, boot, scale)
         lat = sorted(w.produce_latency(boot, "latency", 1000, max(2.0, 5.0 * scale)))
         out["latency_p50_ms"] = lat[len(lat) // 2]
         out["latency_p99_ms"] = lat[int(len(lat) * 0.99)]
@@ -101,6 +102,34 @@ def one_run(target_cls, scale: float, workdir: Path, clients: int) -> dict[str, 
     finally:
         broker.stop()
     return out
+
+
+def java_transactions(out: dict[str, float], measured, boot: str, scale: float) -> None:
+    """Transactional produce from a Java 4.4 producer on each transaction path: V2 (KIP-890,
+    the default of Kafka 4.x clusters and clients) and then V1 (the classic flow, after
+    downgrading `transaction.version` to 1 on the broker). Skipped, with a note, without the
+    jars of `make jvm`."""
+    from minibroker.pipelines.jars import JarsMissing  # noqa: PLC0415
+
+    big, one = max(2, int(100 * scale)), max(20, int(1000 * scale))
+    try:
+        for version in (2, 1):
+            topic = f"java-txn-v{version}"
+            w.create_topic(boot, topic, 3)
+            secs = measured(
+                f"java_txn_v{version}",
+                lambda t=topic, v=version: w.java_transactions(boot, t, big, 1000, 100, v),
+                transactions=big,
+            )
+            out[f"java_txn_v{version}_per_s"] = big * 1000 / secs
+            secs = measured(
+                f"java_one_txn_v{version}",
+                lambda t=topic, v=version: w.java_transactions(boot, t, one, 1, 100, v),
+                transactions=one,
+            )
+            out[f"java_one_txn_v{version}_per_s"] = one / secs
+    except JarsMissing as e:
+        print(f"skipping the Java transaction workloads: {e}", file=sys.stderr)
 
 
 def _at_least(low, kind):

@@ -1,11 +1,14 @@
-"""What the benchmark asks of a broker, through librdkafka (confluent-kafka) only, so both brokers
-see exactly the same client. Every function is bounded in time and raises if records go missing."""
+"""What the benchmark asks of a broker, through librdkafka (confluent-kafka), so both brokers see
+exactly the same client; `java_transactions` drives a Java kafka-clients 4.4 producer instead,
+the only client here that takes KIP-890 transactions V2 when the cluster finalizes
+`transaction.version=2`. Every function is bounded in time and raises if records go missing."""
 
 from __future__ import annotations
 
 import multiprocessing
 import pickle
 import queue
+import subprocess
 import threading
 import time
 import uuid
@@ -216,6 +219,30 @@ def one_record_transactions(bootstrap: str, topic: str, seconds: float) -> tuple
         p.commit_transaction(60)
         done += 1
     return done, time.perf_counter() - t0
+
+
+JAVA_CLIENT_VERSION = "4.4.0"
+
+
+def java_transactions(
+    bootstrap: str, topic: str, transactions: int, per_txn: int, size: int, txn_version: int
+) -> float:
+    """Seconds for one Java producer (jvm/clients TxnBench.java) to run `transactions`
+    transactions of `per_txn` records of `size` bytes, each committed, after finalizing
+    `transaction.version=txn_version` through Admin.updateFeatures. Raises
+    pipelines.jars.JarsMissing without `make jvm`."""
+    from minibroker.pipelines.jars import kafka_clients_classpath  # noqa: PLC0415
+
+    cmd = ["java", "-Xmx512m", "-cp", kafka_clients_classpath(JAVA_CLIENT_VERSION), "minibroker.TxnBench"]
+    args = [bootstrap, topic, str(transactions), str(per_txn), str(size), str(txn_version)]
+    done = subprocess.run(cmd + args, capture_output=True, text=True, timeout=DEADLINE_S)
+    result = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
+    if done.returncode != 0 or not result:
+        raise RuntimeError(f"TxnBench failed ({done.returncode}): {done.stderr[-2000:]}")
+    fields = dict(item.split("=", 1) for item in result[-1].split()[1:])
+    if int(fields["txn_version"]) != txn_version or int(fields["transactions"]) != transactions:
+        raise RuntimeError(f"TxnBench ran something else: {result[-1]}")
+    return float(fields["seconds"])
 
 
 def produce_latency(bootstrap: str, topic: str, rate: int, seconds: float) -> list[float]:
