@@ -394,6 +394,22 @@ PROPERTIES: dict[str, Property] = {
             "0..65535",
         ),
         Property("minibroker.metrics.host", "str", "127.0.0.1", "Address the metrics endpoint binds."),
+        # KIP-714 client telemetry (broker/telemetry.py)
+        Property(
+            "telemetry.max.bytes",
+            "int",
+            1048576,
+            "Largest metrics payload a client may push (PushTelemetry), compressed and decompressed.",
+            _positive,
+            "> 0",
+        ),
+        Property(
+            "minibroker.telemetry.advertise",
+            "bool",
+            False,
+            "List GetTelemetrySubscriptions/PushTelemetry (71/72) in ApiVersions so clients push "
+            "their metrics (Kafka: only with a telemetry exporter plugin). Answered either way.",
+        ),
         # testing only
         Property(
             "minibroker.test.fault",

@@ -8,6 +8,10 @@ broker configs, validated like CreateTopics and persisted in the data directory.
   cluster-wide default (empty name). They are kept in ``dynamic-broker-configs.json`` in the
   data directory, loaded at startup on top of the static configuration (Kafka's precedence:
   per-broker dynamic, cluster default dynamic, static, built-in default).
+* CLIENT_METRICS resources (KIP-714 subscriptions, ``kafka-client-metrics.sh``) are validated as
+  Kafka's ClientMetricsConfigs and handed to the broker's ClientTelemetry (broker/telemetry.py);
+  they are kept in the same file, under ``client-metrics``. Removing every config of one removes
+  the subscription.
 
 Errors as Kafka gives them: UNKNOWN_TOPIC_OR_PARTITION, INVALID_CONFIG (unknown name, bad
 value, APPEND/SUBTRACT on a non-list config), INVALID_REQUEST (a config that cannot change at
@@ -23,6 +27,8 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 from minibroker.broker.config import DYNAMIC_BROKER, DYNAMIC_DEFAULT, PROPERTIES, BrokerConfig, ConfigError
+from minibroker.broker.telemetry import CLIENT_METRICS, ClientTelemetry
+from minibroker.broker.telemetry import validate as validate_client_metrics
 from minibroker.protocol.errors import ErrorCode
 from minibroker.storage.config import validate_topic_configs
 from minibroker.storage.durable_files import atomic_write
@@ -41,6 +47,7 @@ __all__ = [
     "DynamicConfigs",
     "TOPIC",
     "BROKER",
+    "CLIENT_METRICS",
     "SET",
     "DELETE",
     "APPEND",
@@ -53,6 +60,8 @@ log = structlog.get_logger(__name__)
 TOPIC, BROKER = 2, 4  # ConfigResource.Type
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3  # AlterConfigOp.OpType
 FILE_NAME = "dynamic-broker-configs.json"
+_CLIENT_METRICS_KEY = "client-metrics"  # the file's section of CLIENT_METRICS subscriptions
+_CLIENT_METRICS_LISTS = frozenset({"metrics", "match"})
 
 # Broker properties Kafka lets AlterConfigs change at runtime (DynamicLogConfig and friends)
 # that this broker knows. Only a topic config's primary synonym is dynamic in Kafka:
@@ -121,14 +130,19 @@ class DynamicConfigs:
         data_dir: str,
         config: BrokerConfig,
         logs: LogManager,
+        telemetry: ClientTelemetry,
         write: Callable[[str, bytes], None] = atomic_write,
     ) -> None:
-        """``write``: how the file is replaced (the broker's ``Durability.write_file``: off the
-        event loop, the answer waits for it)."""
+        """``telemetry``: where CLIENT_METRICS subscriptions take effect; ``write``: how the file
+        is replaced (the broker's ``Durability.write_file``: off the event loop, the answer
+        waits for it)."""
         self.path = os.path.join(data_dir, FILE_NAME)
         self._write = write
         self.config = config
         self.logs = logs
+        self.telemetry = telemetry
+        #: CLIENT_METRICS subscriptions as set: name -> {config: value}
+        self.client_metrics: dict[str, dict[str, str]] = {}
 
     def load(self) -> None:
         """Apply the persisted dynamic broker configs (before the logs open). A damaged file
@@ -139,9 +153,12 @@ class DynamicConfigs:
             for level in (DYNAMIC_BROKER, DYNAMIC_DEFAULT):
                 values = {k: BrokerConfig.parse(k, v) for k, v in (data.get(level) or {}).items()}
                 self.config.set_dynamic(level, values)
+            for name, configs in (data.get(_CLIENT_METRICS_KEY) or {}).items():
+                self.telemetry.set_subscription(name, configs)
+                self.client_metrics[name] = dict(configs)
         except FileNotFoundError:
             return
-        except (ValueError, UnicodeDecodeError, AttributeError, ConfigError) as exc:
+        except (ValueError, UnicodeDecodeError, AttributeError, ConfigError, KafkaStorageError) as exc:
             log.warning(
                 "dynamic broker config file is damaged; using the static configuration "
                 "(set the values again with kafka-configs.sh)",
@@ -192,6 +209,8 @@ class DynamicConfigs:
             self._alter_topic(resource_name, ops, incremental, validate_only)
         elif resource_type == BROKER:
             self._alter_broker(resource_name, ops, incremental, validate_only)
+        elif resource_type == CLIENT_METRICS:
+            self._alter_client_metrics(resource_name, ops, incremental, validate_only)
         else:
             raise _error(ErrorCode.invalid_request, f"resource type {resource_type} is not supported")
 
@@ -244,11 +263,33 @@ class DynamicConfigs:
         self.logs.refresh_log_configs()
         log.info("dynamic broker configs changed", level=level, configs=raw)
 
+    def _alter_client_metrics(
+        self, name: str, ops: list[AlterOp], incremental: bool, validate_only: bool
+    ) -> None:
+        """Kafka validates the subscription's whole new set (ClientMetricsConfigs.validate)."""
+        current = self.client_metrics.get(name, {})
+        raw = _apply_ops(
+            current if incremental else {}, ops, _CLIENT_METRICS_LISTS, lambda n: current.get(n, "")
+        )
+        new = {k: v or "" for k, v in raw.items()}
+        validate_client_metrics(name, new)
+        if validate_only:
+            return
+        if new:
+            self.client_metrics[name] = new
+        else:
+            self.client_metrics.pop(name, None)
+        self.telemetry.set_subscription(name, new)
+        self._save()
+        log.info("client metrics subscription changed", name=name, configs=new)
+
     def _save(self) -> None:
-        data = {
+        data: dict[str, Any] = {
             level: {k: _text(v) for k, v in self.config.dynamic(level).items()}
             for level in (DYNAMIC_BROKER, DYNAMIC_DEFAULT)
         }
+        if self.client_metrics:
+            data[_CLIENT_METRICS_KEY] = self.client_metrics
         self._write(self.path, json.dumps(data, indent=1, sort_keys=True).encode())
 
 

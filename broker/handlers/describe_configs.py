@@ -1,5 +1,6 @@
-"""DescribeConfigs (32): topic configs (overrides and the defaults they fall back to) and this
-broker's properties."""
+"""DescribeConfigs (32): topic configs (overrides and the defaults they fall back to), this
+broker's properties and CLIENT_METRICS subscriptions (KIP-714: metrics, interval.ms, match; a name
+never set shows the defaults, as Kafka)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from minibroker.broker.dynamic_config import DYNAMIC_BROKER_CONFIGS
 from minibroker.broker.security.acls import Operation as Op
 from minibroker.broker.security.checks import config_resource_denial, denied_config_result
 from minibroker.broker.security.settings import is_sensitive, listener_property
+from minibroker.broker.telemetry import config_list
 from minibroker.protocol.codec import field
 from minibroker.protocol.errors import ErrorCode
 from minibroker.storage.config import default_origin
@@ -28,10 +30,16 @@ if TYPE_CHECKING:
 
 API_KEY = 32
 
-TOPIC, BROKER = 2, 4
+TOPIC, BROKER, CLIENT_METRICS = 2, 4, 16
 # ConfigSource values from DescribeConfigsResponse.
 TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG = 1, 2, 3
-STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 4, 5
+STATIC_BROKER_CONFIG, DEFAULT_CONFIG, CLIENT_METRICS_CONFIG = 4, 5, 7
+# Kafka's ClientMetricsConfigs: (type, default, documentation)
+_CLIENT_METRICS = {
+    "metrics": (describe.LIST, "", "Telemetry metric name prefix list"),
+    "interval.ms": (describe.INT, "300000", "Metrics push interval in milliseconds"),
+    "match": (describe.LIST, "", "Client match criteria"),
+}
 _SOURCES = {
     "broker": DYNAMIC_BROKER_CONFIG,
     "cluster": DYNAMIC_DEFAULT_BROKER_CONFIG,
@@ -99,6 +107,36 @@ def _broker(
     return out
 
 
+def _client_metrics(broker: HandlerServices, name: str, synonyms: bool, documentation: bool) -> list[dict]:
+    if not name:
+        raise KafkaStorageError(
+            ErrorCode.invalid_request, "Client metrics subscription name must not be empty"
+        )
+    set_ = broker.dynamic_configs.client_metrics.get(name, {})
+    out = []
+    for key, (kind, default, doc) in sorted(_CLIENT_METRICS.items()):
+        if key not in set_:
+            value = default
+        elif kind == describe.LIST:  # Kafka shows the parsed list joined with ","
+            value = ",".join(config_list(set_[key]))
+        else:
+            value = str(int(set_[key]))
+        source = CLIENT_METRICS_CONFIG if key in set_ else DEFAULT_CONFIG
+        out.append(
+            dict(
+                name=key,
+                value=value,
+                read_only=False,
+                is_sensitive=False,
+                config_source=source,
+                config_type=kind,
+                synonyms=[dict(name=key, value=value, source=source)] if synonyms and key in set_ else [],
+                documentation=doc if documentation else None,
+            )
+        )
+    return out
+
+
 def _describe(
     broker: HandlerServices, resource: DescribeConfigsResource, synonyms: bool, documentation: bool
 ) -> dict:
@@ -122,6 +160,8 @@ def _describe(
                     f"this is node {broker.node_id}",
                 }
             configs = _broker(broker, synonyms, documentation, cluster_defaults=not resource.resource_name)
+        elif resource.resource_type == CLIENT_METRICS:
+            configs = _client_metrics(broker, resource.resource_name, synonyms, documentation)
         else:
             return {
                 **out,

@@ -6,6 +6,7 @@ import json
 import pytest
 from minibroker.broker.config import BrokerConfig
 from minibroker.broker.dynamic_config import APPEND, BROKER, DELETE, SET, SUBTRACT, TOPIC, DynamicConfigs
+from minibroker.broker.telemetry import ClientTelemetry
 from minibroker.common.clock import SYSTEM_CLOCK
 from minibroker.protocol.errors import ErrorCode
 from minibroker.storage.errors import KafkaStorageError
@@ -17,7 +18,7 @@ pytestmark = pytest.mark.timeout(10)
 def setup(path, **static):
     config = BrokerConfig({"log.dirs": str(path), **static})
     logs = LogManager(str(path), config, clock=SYSTEM_CLOCK)
-    dynamic = DynamicConfigs(str(path), config, logs)
+    dynamic = DynamicConfigs(str(path), config, logs, ClientTelemetry(SYSTEM_CLOCK, 1048576))
     dynamic.load()
     logs.open()
     return config, logs, dynamic
