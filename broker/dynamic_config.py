@@ -61,7 +61,7 @@ TOPIC, BROKER = 2, 4  # ConfigResource.Type
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3  # AlterConfigOp.OpType
 FILE_NAME = "dynamic-broker-configs.json"
 _CLIENT_METRICS_KEY = "client-metrics"  # the file's section of CLIENT_METRICS subscriptions
-_CLIENT_METRICS_LISTS = frozenset({"metrics", "match"})
+_CLIENT_METRICS_LISTS: frozenset[str] = frozenset()  # Kafka: APPEND/SUBTRACT on none (INVALID_CONFIG)
 
 # Broker properties Kafka lets AlterConfigs change at runtime (DynamicLogConfig and friends)
 # that this broker knows. Only a topic config's primary synonym is dynamic in Kafka:

@@ -338,13 +338,16 @@ class ClientTelemetry:
         finally:
             inst.terminating = terminating
         if payload:
+            # Kafka hands the payload to its exporter plugins and answers INVALID_RECORD (or
+            # TELEMETRY_TOO_LARGE once decompressed) when one fails; without any, as by default,
+            # nothing reads it. Advertising 71/72, this broker is the exporter.
             try:
                 resource, points = decode(payload, compression, self.max_bytes)
             except TelemetryTooLarge:
-                return ErrorCode.telemetry_too_large
+                return ErrorCode.telemetry_too_large if self.advertise else ErrorCode.none
             except Exception as exc:  # noqa: BLE001 - any undecodable payload: INVALID_RECORD, as Kafka
                 log.info("undecodable telemetry push", client_instance_id=str(instance_id), error=str(exc))
-                return ErrorCode.invalid_record
+                return ErrorCode.invalid_record if self.advertise else ErrorCode.none
             inst.resource, inst.pushed = resource, points
             inst.pushes += 1
             inst.pushed_at_ms = now
