@@ -7,11 +7,13 @@ through minibroker.testing."""
 from __future__ import annotations
 
 import gzip
+import shutil
 import uuid
 
 import pytest
 
 from conformance.wire import CLOSED, Connection
+from tests.acceptance.test_kafka_cli import kafka_tool  # noqa: F401 - the fixture
 from tests.support.helpers import create_topic, unique_name
 
 pytestmark = pytest.mark.timeout(120)
@@ -235,3 +237,31 @@ def test_librdkafka_producer_pushes_metrics_a_test_reads_back(broker_factory):
     [inst] = [i for i in broker.client_telemetry() if i["client_id"] == "rdk-telemetry"]
     assert inst["client_software_name"] == "confluent-kafka-python"
     assert inst["pushes"] >= 1
+
+
+@pytest.mark.skipif(shutil.which("java") is None, reason="needs a JDK (make test installs one)")
+def test_kafka_client_metrics_sh_create_describe_list_delete(broker, kafka_tool):  # noqa: F811
+    """Apache Kafka's kafka-client-metrics.sh (ClientMetricsCommand) against minibroker."""
+    main = "org.apache.kafka.tools.ClientMetricsCommand"
+    server = ["--bootstrap-server", broker.bootstrap]
+    out = kafka_tool(
+        main,
+        *server,
+        "--alter",
+        "--name",
+        "cli-sub",
+        "--metrics",
+        "org.apache.kafka.producer.,org.apache.kafka.consumer.",
+        "--interval",
+        "2000",
+        "--match",
+        "client_software_name=apache-kafka-java",
+    )
+    assert "cli-sub" in out
+    described = kafka_tool(main, *server, "--describe", "--name", "cli-sub")
+    assert "interval.ms=2000" in described
+    assert "org.apache.kafka.producer.,org.apache.kafka.consumer." in described
+    assert "client_software_name=apache-kafka-java" in described
+    assert "cli-sub" in kafka_tool(main, *server, "--list")
+    kafka_tool(main, *server, "--delete", "--name", "cli-sub")
+    assert "cli-sub" not in kafka_tool(main, *server, "--list")
