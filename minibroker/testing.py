@@ -382,7 +382,8 @@ class BrokerProcess:
             if time.monotonic() > deadline:
                 raise AssertionError(
                     f"client {client_id or instance_id!r} pushed no metric starting with {prefix!r} within "
-                    f"{timeout}s; the broker knows: {self.client_telemetry()}"
+                    f"{timeout}s; it pushed: {sorted(found)}; the broker knows the clients "
+                    f"{[(i.get('client_id'), i['client_instance_id']) for i in self.client_telemetry()]}"
                 )
             time.sleep(0.1)
 

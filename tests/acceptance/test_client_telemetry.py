@@ -6,6 +6,7 @@ through minibroker.testing."""
 
 from __future__ import annotations
 
+import base64
 import gzip
 import shutil
 import uuid
@@ -265,3 +266,50 @@ def test_kafka_client_metrics_sh_create_describe_list_delete(broker, kafka_tool)
     assert "cli-sub" in kafka_tool(main, *server, "--list")
     kafka_tool(main, *server, "--delete", "--name", "cli-sub")
     assert "cli-sub" not in kafka_tool(main, *server, "--list")
+
+
+@pytest.mark.skipif(shutil.which("java") is None, reason="needs a JDK (make test installs one)")
+def test_java_producer_pushes_metrics_a_test_reads_back(broker_factory):
+    """Java kafka-clients 4.4 (jvm/clients/.../TelemetryCheck.java): clientInstanceId() works and
+    the producer's pushed metrics (record send totals, retries) are read back by instance id."""
+    import subprocess
+
+    from minibroker.pipelines.jars import kafka_clients_classpath
+
+    broker = broker_factory({"minibroker.telemetry.advertise": True, "minibroker.metrics.port": 0})
+    conn = Connection(broker.address)
+    subscribed = alter_subscription(
+        conn, "java", {"metrics": "org.apache.kafka.producer.", "interval.ms": "500"}
+    )
+    assert _code(subscribed["error_code"]) == NONE
+    topic = unique_name("tel-java")
+    create_topic(broker, topic, 1)
+    proc = subprocess.run(
+        [
+            "java",
+            "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+            "-cp",
+            kafka_clients_classpath("4.4.0"),
+            "minibroker.TelemetryCheck",
+            broker.bootstrap,
+            topic,
+            "java-telemetry",
+            "20",
+            "2",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=90,
+    )
+    assert proc.returncode == 0, f"TelemetryCheck failed:\n{proc.stdout}\n{proc.stderr[-4000:]}"
+    result = dict(item.split("=", 1) for item in proc.stdout.strip().splitlines()[-1].split()[1:])
+    # Kafka prints a Uuid in URL-safe base64
+    instance = str(uuid.UUID(bytes=base64.urlsafe_b64decode(result["instance"] + "==")))
+    metrics = broker.wait_for_client_metrics(
+        "java-telemetry", "org.apache.kafka.producer.", instance_id=instance, timeout=20
+    )
+    assert metrics.get("org.apache.kafka.producer.record.send.total", 0) >= 1, sorted(metrics)
+    assert "org.apache.kafka.producer.record.retry.total" in metrics, sorted(metrics)
+    [inst] = [i for i in broker.client_telemetry() if i["client_instance_id"] == instance]
+    assert inst["client_software_name"] == "apache-kafka-java"
+    assert inst["pushes"] >= 1
