@@ -549,6 +549,15 @@ class BrokerConfig:
         if broker_id is not None and broker_id != node_id:
             raise ConfigError(f"broker.id: {broker_id} differs from node.id {node_id} (they must be equal)")
 
+    def static_value(self, name: str) -> tuple[Any, bool]:
+        """(value, set explicitly) of a declared property, dynamic values aside (KeyError if
+        minibroker does not declare it)."""
+        return self._values[name], name in self._explicit
+
+    def kafka_setting(self, name: str) -> str | None:
+        """A Kafka property minibroker does not implement, as given (None when not given)."""
+        return self._kafka.get(name)
+
     def controller_listener_names(self) -> frozenset[str]:
         """The listeners controller.listener.names names (upper-cased): a KRaft controller's,
         which minibroker neither binds nor advertises."""

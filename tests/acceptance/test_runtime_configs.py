@@ -150,7 +150,7 @@ def test_dynamic_broker_configs_reach_topics_and_persist(broker_factory):
     assert b["log.retention.bytes"].is_read_only is False and b["node.id"].is_read_only is True
     with pytest.raises(Exception, match="INVALID_REQUEST"):
         incremental(admin, "broker", "1", [("node.id", "SET", "7")])
-    with pytest.raises(Exception, match="INVALID_CONFIG"):
+    with pytest.raises(Exception, match="INVALID_REQUEST"):  # Kafka 4.4 too (conformance)
         incremental(admin, "broker", "1", [("log.retention.bytes", "SET", "lots")])
     broker.restart(kill=True)
     admin = ck_admin(broker)

@@ -50,7 +50,11 @@ def test_precedence_persistence_and_effect_on_logs(tmp_path):
     assert logs.get_log("t", 0).config.cleanup_policy == "compact"
     logs.close()
     saved = json.loads((tmp_path / "dynamic-broker-configs.json").read_text())
-    assert saved == {"broker": {"log.retention.bytes": "300"}, "cluster": {"log.retention.bytes": "200"}}
+    # min.insync.replicas: the cluster-wide default a new data directory gets, as Kafka's format
+    assert saved == {
+        "broker": {"log.retention.bytes": "300"},
+        "cluster": {"log.retention.bytes": "200", "min.insync.replicas": "1"},
+    }
     config, logs, dynamic = setup(tmp_path, **{"log.retention.bytes": "100"})
     assert config["log.retention.bytes"] == 300
     dynamic.alter(BROKER, "1", [("log.retention.bytes", DELETE, None)], incremental=True, validate_only=False)
@@ -64,7 +68,7 @@ def test_precedence_persistence_and_effect_on_logs(tmp_path):
         (BROKER, "1", [("node.id", SET, "2")], ErrorCode.invalid_request),
         (BROKER, "7", [("log.retention.bytes", SET, "2")], ErrorCode.invalid_request),
         (BROKER, "1", [("no.such", SET, "2")], ErrorCode.invalid_config),
-        (BROKER, "1", [("log.retention.bytes", SET, "x")], ErrorCode.invalid_config),
+        (BROKER, "1", [("log.retention.bytes", SET, "x")], ErrorCode.invalid_request),
         (BROKER, "1", [("log.retention.bytes", APPEND, "1")], ErrorCode.invalid_config),
         (TOPIC, "t", [("retention.ms", SET, "-5")], ErrorCode.invalid_config),
         (TOPIC, "t", [("retention.ms", SET, None)], ErrorCode.invalid_config),
@@ -80,7 +84,41 @@ def test_errors_change_nothing(tmp_path, resource, name, ops, code):
         dynamic.alter(resource, name, ops, incremental=True, validate_only=False)
     assert exc.value.error_code == code
     assert logs.topics["t"].configs == {"retention.ms": "5000"}
-    assert config.dynamic("broker") == {} and config.dynamic("cluster") == {}
+    assert config.dynamic("broker") == {} and config.dynamic("cluster") == {"min.insync.replicas": "1"}
     dynamic.alter(TOPIC, "t", [("retention.ms", SET, "9")], incremental=True, validate_only=True)
     assert logs.topics["t"].configs == {"retention.ms": "5000"}
+    logs.close()
+
+
+def test_every_kafka_dynamic_broker_config_is_accepted_and_stored(tmp_path):
+    """librdkafka's 0081 admin test sets sasl.kerberos.min.time.before.relogin and
+    background.threads; Kafka 4.4 accepts every name of its dynamic list, with its rules."""
+    config, logs, dynamic = setup(tmp_path)
+    dynamic.alter(
+        BROKER,
+        "1",
+        [("sasl.kerberos.min.time.before.relogin", SET, "58000"), ("background.threads", SET, "7")],
+        incremental=True,
+        validate_only=False,
+    )
+    assert config["background.threads"] == "7" and config.source("background.threads") == "broker"
+    dynamic.alter(BROKER, "", [("min.insync.replicas", SET, "2")], incremental=True, validate_only=False)
+    assert logs.describe_topic_configs  # topics fall back to it
+    for name, value, code in [
+        ("background.threads", "many", ErrorCode.invalid_request),  # Kafka's type: INT
+        ("ssl.keystore.location", "/x", ErrorCode.invalid_request),  # only with a listener prefix
+        ("no.such.config", "1", ErrorCode.invalid_config),
+        ("broker.rack", "r", ErrorCode.invalid_request),  # Kafka knows it: not dynamic
+    ]:
+        with pytest.raises(KafkaStorageError) as info:
+            dynamic.alter(BROKER, "1", [(name, SET, value)], incremental=True, validate_only=False)
+        assert info.value.error_code == code, name
+    with pytest.raises(KafkaStorageError) as info:  # per-broker only
+        dynamic.alter(
+            BROKER, "", [("sasl.kerberos.kinit.cmd", SET, "k")], incremental=True, validate_only=False
+        )
+    assert info.value.error_code == ErrorCode.invalid_request
+    logs.close()
+    config, logs, dynamic = setup(tmp_path)
+    assert config["background.threads"] == "7" and config["min.insync.replicas"] == "2"
     logs.close()
