@@ -31,8 +31,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import structlog
-from crc32c import crc32c
 from minibroker.common.clock import Clock
+from minibroker.protocol.crc import crc32c
 from minibroker.protocol.errors import ErrorCode
 from minibroker.storage.errors import KafkaStorageError
 
