@@ -31,7 +31,7 @@ from minibroker.broker.security.settings import listener_property
 from minibroker.broker.telemetry import CLIENT_METRICS, ClientTelemetry
 from minibroker.broker.telemetry import validate as validate_client_metrics
 from minibroker.protocol.errors import ErrorCode
-from minibroker.storage.config import validate_topic_configs
+from minibroker.storage.config import TOPIC_CONFIGS, validate_topic_configs
 from minibroker.storage.durable_files import atomic_write
 from minibroker.storage.errors import KafkaStorageError
 
@@ -485,7 +485,20 @@ def _parse(name: str, raw: str | None) -> Any:
         raise ConfigError(
             f"Invalid value {text} for configuration {name}: Not a number of type {kind}"
         ) from None
+    for topic_config in _TOPIC_DEFAULT_OF.get(name, ()):  # Kafka: LogConfig's rules for a log default
+        try:
+            validate_topic_configs({topic_config: text})
+        except KafkaStorageError as exc:
+            raise ConfigError(f"{name}: {exc.message}") from None
     return text
+
+
+#: The topic configs a broker config is the default of (compression.type, min.insync.replicas...).
+_TOPIC_DEFAULT_OF: dict[str, list[str]] = {}
+for _topic_name, _definition in TOPIC_CONFIGS.items():
+    for _broker_name in _definition.broker_names:
+        if isinstance(_broker_name, str):
+            _TOPIC_DEFAULT_OF.setdefault(_broker_name, []).append(_topic_name)
 
 
 def _text(value: object) -> str:

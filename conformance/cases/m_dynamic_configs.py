@@ -79,6 +79,9 @@ def broker_configs(s):
     for label, name, configs in [
         ("not-a-number", "1", {"background.threads": "many"}),
         ("declared-not-a-number", "1", {"log.retention.bytes": "x"}),
+        ("bad-log-default", "", {"compression.type": "bogus"}),
+        ("bad-min-insync", "", {"min.insync.replicas": "0"}),
+        ("bad-boolean", "", {"unclean.leader.election.enable": "maybe"}),
         ("security-without-listener", "1", {"ssl.keystore.location": "/tmp/none.jks"}),
         ("per-broker-at-cluster-level", "", {"sasl.kerberos.kinit.cmd": "/bin/true"}),
         ("not-dynamic", "1", {"broker.rack": "r1"}),

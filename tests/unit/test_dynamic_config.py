@@ -122,3 +122,20 @@ def test_every_kafka_dynamic_broker_config_is_accepted_and_stored(tmp_path):
     config, logs, dynamic = setup(tmp_path)
     assert config["background.threads"] == "7" and config["min.insync.replicas"] == "2"
     logs.close()
+
+
+@pytest.mark.parametrize(
+    "name,value",
+    [
+        ("compression.type", "bogus"),
+        ("min.insync.replicas", "0"),
+        ("unclean.leader.election.enable", "maybe"),
+    ],
+)
+def test_a_log_default_follows_the_topic_config_rules(tmp_path, name, value):
+    """Kafka's DynamicLogConfig checks a broker default with LogConfig's rules: INVALID_REQUEST."""
+    config, logs, dynamic = setup(tmp_path)
+    with pytest.raises(KafkaStorageError) as info:
+        dynamic.alter(BROKER, "", [(name, SET, value)], incremental=True, validate_only=False)
+    assert info.value.error_code == ErrorCode.invalid_request
+    logs.close()
