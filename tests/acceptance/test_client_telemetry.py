@@ -313,3 +313,9 @@ def test_java_producer_pushes_metrics_a_test_reads_back(broker_factory):
     [inst] = [i for i in broker.client_telemetry() if i["client_instance_id"] == instance]
     assert inst["client_software_name"] == "apache-kafka-java"
     assert inst["pushes"] >= 1
+    import urllib.request
+
+    with urllib.request.urlopen(f"http://127.0.0.1:{broker.metrics_port}/metrics", timeout=10) as r:
+        text = r.read().decode()
+    assert "minibroker_client_org_apache_kafka_producer_record_send_total{" in text
+    assert 'client_software_name="apache-kafka-java"' in text
