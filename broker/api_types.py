@@ -364,6 +364,12 @@ if TYPE_CHECKING:
     from kio.schema.find_coordinator.v5.response import FindCoordinatorResponse as FindCoordinatorResponseV5
     from kio.schema.find_coordinator.v6.request import FindCoordinatorRequest as FindCoordinatorRequestV6
     from kio.schema.find_coordinator.v6.response import FindCoordinatorResponse as FindCoordinatorResponseV6
+    from kio.schema.get_telemetry_subscriptions.v0.request import (
+        GetTelemetrySubscriptionsRequest as GetTelemetrySubscriptionsRequestV0,
+    )
+    from kio.schema.get_telemetry_subscriptions.v0.response import (
+        GetTelemetrySubscriptionsResponse as GetTelemetrySubscriptionsResponseV0,
+    )
     from kio.schema.heartbeat.v0.request import HeartbeatRequest as HeartbeatRequestV0
     from kio.schema.heartbeat.v0.response import HeartbeatResponse as HeartbeatResponseV0
     from kio.schema.heartbeat.v1.request import HeartbeatRequest as HeartbeatRequestV1
@@ -455,6 +461,18 @@ if TYPE_CHECKING:
     from kio.schema.leave_group.v5.request import LeaveGroupRequest as LeaveGroupRequestV5
     from kio.schema.leave_group.v5.request import MemberIdentity as MemberIdentityV5
     from kio.schema.leave_group.v5.response import LeaveGroupResponse as LeaveGroupResponseV5
+    from kio.schema.list_config_resources.v0.request import (
+        ListConfigResourcesRequest as ListConfigResourcesRequestV0,
+    )
+    from kio.schema.list_config_resources.v0.response import (
+        ListConfigResourcesResponse as ListConfigResourcesResponseV0,
+    )
+    from kio.schema.list_config_resources.v1.request import (
+        ListConfigResourcesRequest as ListConfigResourcesRequestV1,
+    )
+    from kio.schema.list_config_resources.v1.response import (
+        ListConfigResourcesResponse as ListConfigResourcesResponseV1,
+    )
     from kio.schema.list_groups.v0.request import ListGroupsRequest as ListGroupsRequestV0
     from kio.schema.list_groups.v0.response import ListGroupsResponse as ListGroupsResponseV0
     from kio.schema.list_groups.v1.request import ListGroupsRequest as ListGroupsRequestV1
@@ -710,6 +728,8 @@ if TYPE_CHECKING:
     from kio.schema.produce.v12.request import ProduceRequest as ProduceRequestV12
     from kio.schema.produce.v12.request import TopicProduceData as TopicProduceDataV12
     from kio.schema.produce.v12.response import ProduceResponse as ProduceResponseV12
+    from kio.schema.push_telemetry.v0.request import PushTelemetryRequest as PushTelemetryRequestV0
+    from kio.schema.push_telemetry.v0.response import PushTelemetryResponse as PushTelemetryResponseV0
     from kio.schema.sasl_authenticate.v0.request import SaslAuthenticateRequest as SaslAuthenticateRequestV0
     from kio.schema.sasl_authenticate.v0.response import (
         SaslAuthenticateResponse as SaslAuthenticateResponseV0,
@@ -1497,3 +1517,9 @@ if TYPE_CHECKING:
     DescribeTopicPartitionsResponse = DescribeTopicPartitionsResponseV0
     DescribeTopicPartitionsTopicRequest = DescribeTopicPartitionsTopicRequestV0
     Cursor = CursorV0
+    GetTelemetrySubscriptionsRequest = GetTelemetrySubscriptionsRequestV0
+    GetTelemetrySubscriptionsResponse = GetTelemetrySubscriptionsResponseV0
+    PushTelemetryRequest = PushTelemetryRequestV0
+    PushTelemetryResponse = PushTelemetryResponseV0
+    ListConfigResourcesRequest = ListConfigResourcesRequestV0 | ListConfigResourcesRequestV1
+    ListConfigResourcesResponse = ListConfigResourcesResponseV0 | ListConfigResourcesResponseV1

@@ -394,6 +394,22 @@ PROPERTIES: dict[str, Property] = {
             "0..65535",
         ),
         Property("minibroker.metrics.host", "str", "127.0.0.1", "Address the metrics endpoint binds."),
+        # KIP-714 client telemetry (broker/telemetry.py)
+        Property(
+            "telemetry.max.bytes",
+            "int",
+            1048576,
+            "Largest metrics payload a client may push (PushTelemetry), compressed and decompressed.",
+            _positive,
+            "> 0",
+        ),
+        Property(
+            "minibroker.telemetry.advertise",
+            "bool",
+            False,
+            "List GetTelemetrySubscriptions/PushTelemetry (71/72) in ApiVersions so clients push "
+            "their metrics (Kafka: only with a telemetry exporter plugin). Answered either way.",
+        ),
         # testing only
         Property(
             "minibroker.test.fault",
@@ -532,6 +548,15 @@ class BrokerConfig:
     def _check_broker_id(broker_id: Any, node_id: Any) -> None:
         if broker_id is not None and broker_id != node_id:
             raise ConfigError(f"broker.id: {broker_id} differs from node.id {node_id} (they must be equal)")
+
+    def static_value(self, name: str) -> tuple[Any, bool]:
+        """(value, set explicitly) of a declared property, dynamic values aside (KeyError if
+        minibroker does not declare it)."""
+        return self._values[name], name in self._explicit
+
+    def kafka_setting(self, name: str) -> str | None:
+        """A Kafka property minibroker does not implement, as given (None when not given)."""
+        return self._kafka.get(name)
 
     def controller_listener_names(self) -> frozenset[str]:
         """The listeners controller.listener.names names (upper-cased): a KRaft controller's,

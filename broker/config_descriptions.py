@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from minibroker.storage.config import TOPIC_CONFIGS
+from minibroker.storage.config import TOPIC_CONFIGS, default_origin
 
 if TYPE_CHECKING:
     from minibroker.broker.config import BrokerConfig
@@ -14,7 +14,8 @@ if TYPE_CHECKING:
 # DescribeConfigsResponse ConfigType values.
 BOOLEAN, STRING, INT, SHORT, LONG, DOUBLE, LIST, CLASS, PASSWORD = range(1, 10)
 # DescribeConfigsResponse ConfigSource values.
-TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 4, 5
+TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG = 1, 2, 3
+STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 4, 5
 
 #: Topic configs: (type, documentation).
 TOPIC = {
@@ -93,6 +94,21 @@ def broker_type(prop: Property | None) -> int:
     return STRING
 
 
+_SOURCES = {
+    "broker": DYNAMIC_BROKER_CONFIG,
+    "cluster": DYNAMIC_DEFAULT_BROKER_CONFIG,
+    "static": STATIC_BROKER_CONFIG,
+    "default": DEFAULT_CONFIG,
+}
+
+
+def topic_default_source(config: BrokerConfig, name: str) -> int:
+    """The source of a topic config that is not overridden: the broker property it falls back
+    to (dynamic or static), or Kafka's built-in default (DescribeConfigs, CreateTopics)."""
+    origin = default_origin(config, name)
+    return DEFAULT_CONFIG if origin is None else _SOURCES[config.source(origin)]
+
+
 def topic_synonyms(name: str, override: str | None, broker_config: BrokerConfig) -> list[dict[str, Any]]:
     """The topic override, then the broker properties it falls back to that are set, then the
     built-in default of its first broker property (what Kafka lists)."""
@@ -103,18 +119,25 @@ def topic_synonyms(name: str, override: str | None, broker_config: BrokerConfig)
     if definition is None:
         return out
     names = [n for n in definition.broker_names if isinstance(n, str)]
+    for level, source in (("broker", DYNAMIC_BROKER_CONFIG), ("cluster", DYNAMIC_DEFAULT_BROKER_CONFIG)):
+        dynamic = broker_config.dynamic(level)  # Kafka lists the dynamic values first
+        out.extend(dict(name=n, value=_text(dynamic[n]), source=source) for n in names if n in dynamic)
     for i, broker_name in enumerate(names):
         try:
-            value = broker_config[broker_name]
-            is_default = broker_config.is_default(broker_name)
+            value, explicit = broker_config.static_value(broker_name)
+            is_default = not explicit
         except KeyError:  # a Kafka broker property minibroker does not have: its default applies
             if i == 0 and broker_name not in _NULL_BROKER_DEFAULTS:
                 out.append(dict(name=broker_name, value=definition.default, source=DEFAULT_CONFIG))
             continue
         if value is None or (is_default and i > 0):
             continue
-        text = str(value).lower() if isinstance(value, bool) else str(value)
+        text = _text(value)
         out.append(
             dict(name=broker_name, value=text, source=DEFAULT_CONFIG if is_default else STATIC_BROKER_CONFIG)
         )
     return out
+
+
+def _text(value: object) -> str:
+    return str(value).lower() if isinstance(value, bool) else str(value)

@@ -86,8 +86,16 @@ HANDLERS = _table(
     (61, "describe_producers", 0, 0),
     (65, "describe_transactions", 0, 0),
     (66, "list_transactions", 0, 1),
+    (71, "get_telemetry_subscriptions", 0, 0),  # advertised only with minibroker.telemetry.advertise
+    (72, "push_telemetry", 0, 0),
+    (74, "list_config_resources", 0, 1),
     (75, "describe_topic_partitions", 0, 0),
 )
+
+
+#: Served always but advertised only when `minibroker.telemetry.advertise` is true: Kafka 4.4
+#: lists them only with a telemetry exporter configured, yet answers them either way.
+UNADVERTISED_TELEMETRY = frozenset({71, 72})
 
 
 def supports(api_key: int, api_version: int) -> bool:

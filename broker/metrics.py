@@ -5,6 +5,9 @@ Off unless `minibroker.metrics.port` is set. Two kinds:
   change): a dict lookup and an increment each, children cached per label value;
 - gauges computed only when Prometheus scrapes, by a custom collector that reads the broker's
   state (partition logs, transaction and group coordinators): nothing on the hot path.
+- what clients push (KIP-714, broker/telemetry.py): each pushed metric as a gauge
+  `minibroker_client_<metric name, dots as underscores>` labelled with the client's id, instance
+  id and software, plus its point attributes; the same as JSON at `GET /telemetry`.
 The endpoint runs on the event loop rather than prometheus_client's threaded server because the
 collector reads state that only the event loop may touch (the broker has no locks).
 """
@@ -12,6 +15,8 @@ collector reads state that only the event loop may touch (the broker has no lock
 from __future__ import annotations
 
 import asyncio
+import json
+import re
 import struct
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, cast
@@ -224,7 +229,10 @@ class BrokerMetrics:
             head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10)
             method, _, rest = head.partition(b" ")
             path = rest.split(b" ", 1)[0].split(b"?", 1)[0]
-            if method != b"GET" or path not in (b"/metrics", b"/"):
+            if method == b"GET" and path == b"/telemetry":
+                telemetry = self.broker.dynamic_configs.telemetry.snapshot()
+                status, ctype, body = b"200 OK", b"application/json", json.dumps(telemetry).encode()
+            elif method != b"GET" or path not in (b"/metrics", b"/"):
                 status, ctype, body = b"404 Not Found", b"text/plain", b"try /metrics\n"
             else:
                 status, ctype, body = b"200 OK", CONTENT_TYPE_LATEST.encode(), generate_latest(self.registry)
@@ -243,6 +251,11 @@ class BrokerMetrics:
             pass
         finally:
             writer.close()
+
+
+def _label_name(name: str) -> str:
+    """A metric or label name Prometheus accepts: other characters become underscores."""
+    return re.sub(r"[^a-zA-Z0-9_]", "_", name)
 
 
 def _error_name(code: int) -> str:
@@ -267,6 +280,7 @@ class _StateCollector:
         yield from self._transactions(broker, now_ms)
         yield from self._logs(broker, now_ms)
         yield from self._groups(broker)
+        yield from self._client_telemetry(broker)
         startup = GaugeMetricFamily(
             "minibroker_startup_duration_seconds",
             "Time the last start spent per phase (log recovery, coordinator loading) and in total.",
@@ -331,6 +345,29 @@ class _StateCollector:
             "producer.id.expiration.ms).",
             value=max(idle, 0) / 1000,
         )
+
+    @staticmethod
+    def _client_telemetry(broker: Broker) -> Iterator[Metric]:
+        """The latest push of every live client instance, one family per metric name."""
+        families: dict[str, tuple[list[str], list[tuple[dict[str, str], float]]]] = {}
+        for inst in broker.dynamic_configs.telemetry.instances.values():
+            client = {
+                "client_id": inst.attributes.get("client_id") or "",
+                "client_instance_id": str(inst.instance_id),
+                "client_software_name": inst.attributes.get("client_software_name") or "",
+            }
+            for point in inst.pushed:
+                keys, samples = families.setdefault(point.name, ([], []))
+                labels = {**{_label_name(k): v for k, v in point.attributes.items()}, **client}
+                keys.extend(k for k in labels if k not in keys)
+                samples.append((labels, point.value))
+        for name, (keys, samples) in sorted(families.items()):
+            family = GaugeMetricFamily(
+                "minibroker_client_" + _label_name(name), f"Pushed by clients (KIP-714): {name}", labels=keys
+            )
+            for labels, value in samples:
+                family.add_metric([labels.get(k, "") for k in keys], value)
+            yield family
 
     @staticmethod
     def _groups(broker: Broker) -> Iterator[Metric]:

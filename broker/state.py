@@ -22,6 +22,7 @@ from minibroker.broker.observe import build_request_observer
 from minibroker.broker.security.listeners import Listener
 from minibroker.broker.security.service import Security
 from minibroker.broker.server import Server
+from minibroker.broker.telemetry import ClientTelemetry
 from minibroker.broker.waiters import DataWaiters
 from minibroker.common.clock import SYSTEM_CLOCK, Clock
 from minibroker.common.faults import Faults
@@ -75,7 +76,12 @@ class Broker:
             faults=self.faults,
             on_log_opened=self.data_waiters.log_opened,
         )
-        self.dynamic_configs = DynamicConfigs(self.data_dir, config, self.logs, self.durability.write_file)
+        telemetry = ClientTelemetry(
+            self.clock, config["telemetry.max.bytes"], advertise=config["minibroker.telemetry.advertise"]
+        )
+        self.dynamic_configs = DynamicConfigs(
+            self.data_dir, config, self.logs, telemetry, self.durability.write_file
+        )
         self.producer_ids = ProducerIdManager(self.data_dir, submit=self.durability.submit)
         # runs every coordinator operation, their timers and duties (on the loop)
         self.coordinators = CoordinatorRuntime(self.durability)

@@ -19,6 +19,7 @@ OPAQUE_IDS = {
     "topic_id",
     "producer_id",
     "port",
+    "client_instance_id",  # KIP-714: a fresh random id per client instance
     "log_dir",
     "total_bytes",
     "usable_bytes",
@@ -41,6 +42,8 @@ class Normaliser:
             return {str(k): self(v, str(k)) for k, v in value.items() if k not in DROPPED}
         if isinstance(value, list):
             return [self(v, key) for v in value]
+        if key == "subscription_id" and isinstance(value, int):
+            return "<subscription_id>"  # KIP-714: a CRC XOR the random instance id's hash
         if key in OPAQUE_IDS:
             if value is None or value == ZERO_UUID or (isinstance(value, int) and value < 0):
                 return value

@@ -6,6 +6,10 @@
     async with minibroker.testing.async_broker(num_partitions=3) as b:
         ...
 
+    with minibroker.testing.broker(telemetry=True) as b:   # clients push KIP-714 metrics
+        ...  # run a producer with a client.id, then:
+        pushed = b.wait_for_client_metrics("my-producer", "org.apache.kafka.producer.record.send")
+
 The broker runs as a subprocess started exactly as a user would start it (`python -m minibroker
 --port 0 --port-file ...`): the port file appears, written atomically, once the broker is ready,
 so there is no port race and no polling of the socket. Keyword arguments are Kafka property
@@ -113,6 +117,8 @@ class BrokerProcess:
         # that is in use (refused by the data-dir lock) must not delete the running one's port file.
         self.port_file = Path(tempfile.gettempdir()) / f"minibroker-{uuid.uuid4().hex}.{PORT_FILE_NAME}"
         self.starts = 0
+        self._start_offset = 0  # the log offset of the latest start
+        self._metrics_port: int | None = None
         self._log_handle: IO[bytes] | None = None
 
     # ------------------------------------------------------------------ addresses
@@ -169,7 +175,8 @@ class BrokerProcess:
         if self.port_file.exists():
             self.port_file.unlink()
         self._close_log()
-        start_offset = self.log_size()
+        start_offset = self._start_offset = self.log_size()
+        self._metrics_port = None
         log_handle = self._log_handle = open(self.log_path, "ab")
         log_handle.write(
             f"\n===== minibroker.testing: start #{self.starts + 1}: {' '.join(self.command())}\n".encode()
@@ -319,6 +326,67 @@ class BrokerProcess:
                 )
             time.sleep(0.05)
 
+    # ------------------------------------------------------------------ client telemetry (KIP-714)
+    @property
+    def metrics_port(self) -> int:
+        """The metrics endpoint's port (the broker needs `minibroker.metrics.port`, 0 for any)."""
+        if self._metrics_port is None:
+            line = self.wait_for_log(r"metrics endpoint ready", since=self._start_offset)
+            found = re.search(r'"port": (\d+)|port=(\d+)', line)
+            if found is None:
+                raise AssertionError(f"no port in the metrics endpoint's log line: {line}")
+            self._metrics_port = int(found.group(1) or found.group(2))
+        return self._metrics_port
+
+    def client_telemetry(self) -> list[dict[str, Any]]:
+        """Every live client instance the broker knows through KIP-714 (GetTelemetrySubscriptions,
+        PushTelemetry) with its latest push decoded: `client_id`, `client_instance_id`,
+        `client_software_name`/`_version`, `pushes`, and `metrics`, a list of
+        {"name", "value", "attributes", "kind", "monotonic"} (one per data point). Start the broker
+        with `telemetry=True` so that clients push."""
+        import urllib.request
+
+        url = f"http://{self.host}:{self.metrics_port}/telemetry"
+        with urllib.request.urlopen(url, timeout=10) as response:  # noqa: S310 - our loopback endpoint
+            return list(json.loads(response.read()))
+
+    def client_metrics(
+        self, client_id: str | None = None, instance_id: str | None = None
+    ) -> dict[str, float]:
+        """The latest pushed value of each metric of the client (by client id or instance id):
+        {metric name: value}; a metric with several data points (per topic, per node...) gives
+        their sum."""
+        out: dict[str, float] = {}
+        for inst in self.client_telemetry():
+            if (client_id is None or inst.get("client_id") == client_id) and (
+                instance_id is None or inst["client_instance_id"] == instance_id
+            ):
+                for point in inst["metrics"]:
+                    out[point["name"]] = out.get(point["name"], 0.0) + point["value"]
+        return out
+
+    def wait_for_client_metrics(
+        self,
+        client_id: str | None,
+        prefix: str = "",
+        *,
+        instance_id: str | None = None,
+        timeout: float = 30.0,
+    ) -> dict[str, float]:
+        """`client_metrics` once the client has pushed a metric whose name starts with `prefix`."""
+        deadline = time.monotonic() + timeout
+        while True:
+            found = self.client_metrics(client_id, instance_id)
+            if any(name.startswith(prefix) for name in found):
+                return found
+            if time.monotonic() > deadline:
+                raise AssertionError(
+                    f"client {client_id or instance_id!r} pushed no metric starting with {prefix!r} within "
+                    f"{timeout}s; it pushed: {sorted(found)}; the broker knows the clients "
+                    f"{[(i.get('client_id'), i['client_instance_id']) for i in self.client_telemetry()]}"
+                )
+            time.sleep(0.1)
+
     def __repr__(self) -> str:
         return f"BrokerProcess({self.data_dir}, port={self.port}, running={self.running})"
 
@@ -331,9 +399,13 @@ def broker(
     profile: str = "test",
     log_level: str = "info",
     start_timeout: float = START_TIMEOUT,
+    telemetry: bool = False,
     **props: object,
 ) -> Iterator[BrokerProcess]:
     """A running broker for the duration of the `with` block, then a clean SIGTERM stop.
+
+    `telemetry=True`: ApiVersions lists the KIP-714 APIs, so clients push their metrics, and the
+    metrics endpoint is on (any port), so `client_metrics()` can read them back.
 
     Without `data_dir` the data lives in a temporary directory removed afterwards. Raises
     BrokerStartError (with the broker's log) if it does not start, AssertionError if it does not
@@ -341,7 +413,11 @@ def broker(
     """
     owned = data_dir is None
     path = Path(data_dir) if data_dir is not None else Path(tempfile.mkdtemp(prefix="minibroker-"))
-    proc = BrokerProcess(path, properties(config, **props), profile=profile, log_level=log_level)
+    merged = properties(config, **props)
+    if telemetry:
+        merged.setdefault("minibroker.telemetry.advertise", True)
+        merged.setdefault("minibroker.metrics.port", 0)
+    proc = BrokerProcess(path, merged, profile=profile, log_level=log_level)
     try:
         proc.start(start_timeout)
         yield proc

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from minibroker.broker.dispatch import HANDLERS
+from minibroker.broker.dispatch import HANDLERS, UNADVERTISED_TELEMETRY
 from minibroker.protocol.codec import build, encode_response, field, response_class
 from minibroker.protocol.errors import ErrorCode
 
@@ -20,10 +20,12 @@ if TYPE_CHECKING:
 API_KEY = 18
 
 
-def _api_keys() -> list[dict]:
+def _api_keys(telemetry: bool = False) -> list[dict]:
+    """The table; 71/72 only when pushes are wanted (Kafka: with a telemetry exporter)."""
     return [
         dict(api_key=key, min_version=h.min_version, max_version=h.max_version)
         for key, h in sorted(HANDLERS.items())
+        if telemetry or key not in UNADVERTISED_TELEMETRY
     ]
 
 
@@ -69,9 +71,12 @@ async def handle(ctx: RequestContext, req: ApiVersionsRequest) -> ApiVersionsRes
             throttle_time_ms=0,
             finalized_features_epoch=-1,
         )
+    name = field(req, "client_software_name", None)
+    if name is not None and ctx.session is not None:  # KIP-714's match on the client software
+        ctx.session.client_software = (name, field(req, "client_software_version", ""))
     return ctx.response(
         error_code=ErrorCode.none,
-        api_keys=_api_keys(),
+        api_keys=_api_keys(ctx.broker.dynamic_configs.telemetry.advertise),
         throttle_time_ms=0,
         finalized_features_epoch=-1,
     )

@@ -12,6 +12,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from minibroker.broker.config_descriptions import topic_default_source
 from minibroker.broker.context import each_once
 from minibroker.broker.durability import registry_written
 from minibroker.broker.limits import partition_limit_error
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
 API_KEY = 19
 
 # DescribeConfigsResponse ConfigSource values.
-TOPIC_CONFIG, DEFAULT_CONFIG = 1, 5
+TOPIC_CONFIG = 1
 #: Kafka's controller writes at most this many metadata records for one request (a topic record,
 #: one per partition, one per config); a request that would go past it fails with POLICY_VIOLATION.
 MAX_RECORDS_PER_REQUEST = 10000
@@ -82,7 +83,7 @@ def _config_entries(broker: HandlerServices, overrides: dict[str, str]) -> list[
             value=value,
             read_only=False,
             is_sensitive=False,
-            config_source=DEFAULT_CONFIG if is_default else TOPIC_CONFIG,
+            config_source=topic_default_source(broker.config, name) if is_default else TOPIC_CONFIG,
         )
         for name, (value, is_default) in sorted(effective_topic_configs(broker.config, overrides).items())
     ]

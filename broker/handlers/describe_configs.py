@@ -1,19 +1,20 @@
-"""DescribeConfigs (32): topic configs (overrides and the defaults they fall back to) and this
-broker's properties."""
+"""DescribeConfigs (32): topic configs (overrides and the defaults they fall back to), this
+broker's properties and CLIENT_METRICS subscriptions (KIP-714: metrics, interval.ms, match; a name
+never set shows the defaults, as Kafka)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
 from minibroker.broker import config_descriptions as describe
-from minibroker.broker.config import DYNAMIC_DEFAULT, PROPERTIES
-from minibroker.broker.dynamic_config import DYNAMIC_BROKER_CONFIGS
+from minibroker.broker.config import DYNAMIC_BROKER, DYNAMIC_DEFAULT, PROPERTIES
+from minibroker.broker.dynamic_config import DYNAMIC_BROKER_CONFIGS, KAFKA_DYNAMIC_BROKER_CONFIGS
 from minibroker.broker.security.acls import Operation as Op
 from minibroker.broker.security.checks import config_resource_denial, denied_config_result
 from minibroker.broker.security.settings import is_sensitive, listener_property
+from minibroker.broker.telemetry import config_list
 from minibroker.protocol.codec import field
 from minibroker.protocol.errors import ErrorCode
-from minibroker.storage.config import default_origin
 from minibroker.storage.errors import KafkaStorageError
 from minibroker.storage.log_manager import validate_topic_name
 
@@ -28,10 +29,16 @@ if TYPE_CHECKING:
 
 API_KEY = 32
 
-TOPIC, BROKER = 2, 4
+TOPIC, BROKER, CLIENT_METRICS = 2, 4, 16
 # ConfigSource values from DescribeConfigsResponse.
 TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG = 1, 2, 3
-STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 4, 5
+STATIC_BROKER_CONFIG, DEFAULT_CONFIG, CLIENT_METRICS_CONFIG = 4, 5, 7
+# Kafka's ClientMetricsConfigs: (type, default, documentation)
+_CLIENT_METRICS = {
+    "metrics": (describe.LIST, "", "Telemetry metric name prefix list"),
+    "interval.ms": (describe.INT, "300000", "Metrics push interval in milliseconds"),
+    "match": (describe.LIST, "", "Client match criteria"),
+}
 _SOURCES = {
     "broker": DYNAMIC_BROKER_CONFIG,
     "cluster": DYNAMIC_DEFAULT_BROKER_CONFIG,
@@ -40,11 +47,22 @@ _SOURCES = {
 }
 
 
-def _topic_default_source(config: BrokerConfig, key: str) -> int:
-    """A topic value that is not overridden comes from a broker property (dynamic or static)
-    or from Kafka's built-in default."""
-    origin = default_origin(config, key)
-    return DEFAULT_CONFIG if origin is None else _SOURCES[config.source(origin)]
+_KAFKA_TYPES = {
+    "BOOLEAN": describe.BOOLEAN,
+    "STRING": describe.STRING,
+    "INT": describe.INT,
+    "SHORT": describe.SHORT,
+    "LONG": describe.LONG,
+    "DOUBLE": describe.DOUBLE,
+    "LIST": describe.LIST,
+    "CLASS": describe.CLASS,
+    "PASSWORD": describe.PASSWORD,
+}
+
+
+def _kafka_type(name: str) -> int:
+    """The type Kafka gives a dynamic config minibroker does not declare."""
+    return _KAFKA_TYPES.get(KAFKA_DYNAMIC_BROKER_CONFIGS.get(name, ("", "STRING", None))[1], describe.STRING)
 
 
 def _topic(broker: HandlerServices, name: str, synonyms: bool, documentation: bool) -> list[dict]:
@@ -54,7 +72,7 @@ def _topic(broker: HandlerServices, name: str, synonyms: bool, documentation: bo
             value=value,
             read_only=False,
             is_sensitive=False,
-            config_source=_topic_default_source(broker.config, key) if is_default else TOPIC_CONFIG,
+            config_source=describe.topic_default_source(broker.config, key) if is_default else TOPIC_CONFIG,
             config_type=describe.topic_type(key),
             synonyms=describe.topic_synonyms(key, None if is_default else value, broker.config)
             if synonyms
@@ -68,21 +86,32 @@ def _topic(broker: HandlerServices, name: str, synonyms: bool, documentation: bo
 def _broker(
     broker: HandlerServices, synonyms: bool, documentation: bool, cluster_defaults: bool
 ) -> list[dict]:
-    """This broker's properties, or (``cluster_defaults``, the resource named "") only the
-    cluster-wide dynamic defaults, as Kafka answers."""
+    """This broker's properties (with Kafka's dynamic configs minibroker does not declare), or
+    (``cluster_defaults``, the resource named "") only the cluster-wide dynamic defaults, as
+    Kafka answers."""
     config = broker.config
-    items = sorted(config.dynamic(DYNAMIC_DEFAULT).items() if cluster_defaults else config.items())
+    if cluster_defaults:
+        items = sorted(config.dynamic(DYNAMIC_DEFAULT).items())
+    else:
+        undeclared = {
+            name: entry[2] for name, entry in KAFKA_DYNAMIC_BROKER_CONFIGS.items() if name not in PROPERTIES
+        }
+        for level in (DYNAMIC_DEFAULT, DYNAMIC_BROKER):
+            undeclared.update(config.dynamic(level))
+        items = sorted({**undeclared, **dict(config.items())}.items())
     out: list[dict] = []
     for key, value in items:
         if key.startswith("minibroker."):
             continue
         sensitive = is_sensitive(key)  # passwords and JAAS configs: Kafka sends null
-        text = (
-            None
-            if value is None or sensitive
-            else (str(value).lower() if isinstance(value, bool) else str(value))
-        )
-        source = DYNAMIC_DEFAULT_BROKER_CONFIG if cluster_defaults else _SOURCES[config.source(key)]
+        text = None if value is None or sensitive else _text(value)
+        levels: list[dict[str, Any]]
+        if cluster_defaults:
+            source = DYNAMIC_DEFAULT_BROKER_CONFIG
+            levels = [dict(name=key, value=text, source=source)] if text is not None else []
+        else:
+            levels = _levels(config, key, sensitive)
+            source = levels[0]["source"] if levels else DEFAULT_CONFIG
         prop = PROPERTIES.get(key) or listener_property(key)
         out.append(
             dict(
@@ -91,9 +120,67 @@ def _broker(
                 read_only=key not in DYNAMIC_BROKER_CONFIGS,
                 is_sensitive=sensitive,
                 config_source=source,
-                config_type=describe.broker_type(prop),
-                synonyms=[dict(name=key, value=text, source=source)] if synonyms and text is not None else [],
+                config_type=describe.broker_type(prop) if prop is not None else _kafka_type(key),
+                synonyms=levels if synonyms else [],
                 documentation=prop.doc if documentation and prop is not None else None,
+            )
+        )
+    return out
+
+
+def _levels(config: BrokerConfig, key: str, sensitive: bool) -> list[dict[str, Any]]:
+    """Kafka's synonyms of a broker config: where it is set, highest precedence first (per-broker
+    dynamic, cluster dynamic default, static), then its default when it has one."""
+    out = []
+    for level, source in (
+        (DYNAMIC_BROKER, DYNAMIC_BROKER_CONFIG),
+        (DYNAMIC_DEFAULT, DYNAMIC_DEFAULT_BROKER_CONFIG),
+    ):
+        dynamic = config.dynamic(level)
+        if key in dynamic:
+            out.append(dict(name=key, value=None if sensitive else _text(dynamic[key]), source=source))
+    try:
+        value, explicit = config.static_value(key)
+        default = PROPERTIES[key].default if key in PROPERTIES else None
+    except KeyError:  # a Kafka config minibroker does not declare
+        value, explicit = None, False
+        default = KAFKA_DYNAMIC_BROKER_CONFIGS.get(key, ("", "", None))[2]
+    if explicit and value is not None:
+        out.append(dict(name=key, value=None if sensitive else _text(value), source=STATIC_BROKER_CONFIG))
+    if default is not None:
+        out.append(dict(name=key, value=None if sensitive else _text(default), source=DEFAULT_CONFIG))
+    return out
+
+
+def _text(value: object) -> str:
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def _client_metrics(broker: HandlerServices, name: str, synonyms: bool, documentation: bool) -> list[dict]:
+    if not name:
+        raise KafkaStorageError(
+            ErrorCode.invalid_request, "Client metrics subscription name must not be empty"
+        )
+    set_ = broker.dynamic_configs.client_metrics.get(name, {})
+    out = []
+    for key, (kind, default, doc) in sorted(_CLIENT_METRICS.items()):
+        if key not in set_:
+            value = default
+        elif kind == describe.LIST:  # Kafka shows the parsed list joined with ","
+            value = ",".join(config_list(set_[key]))
+        else:
+            value = str(int(set_[key]))
+        source = CLIENT_METRICS_CONFIG if key in set_ else DEFAULT_CONFIG
+        out.append(
+            dict(
+                name=key,
+                value=value,
+                read_only=False,
+                is_sensitive=False,
+                config_source=source,
+                config_type=kind,
+                synonyms=[dict(name=key, value=value, source=source)] if synonyms and key in set_ else [],
+                documentation=doc if documentation else None,
             )
         )
     return out
@@ -122,6 +209,8 @@ def _describe(
                     f"this is node {broker.node_id}",
                 }
             configs = _broker(broker, synonyms, documentation, cluster_defaults=not resource.resource_name)
+        elif resource.resource_type == CLIENT_METRICS:
+            configs = _client_metrics(broker, resource.resource_name, synonyms, documentation)
         else:
             return {
                 **out,

@@ -12,7 +12,7 @@ from minibroker.protocol.errors import ErrorCode
 if TYPE_CHECKING:
     from minibroker.broker.context import RequestContext
 
-_CONFIG_TOPIC, _CONFIG_BROKER = 2, 4  # ConfigResource.Type
+_CONFIG_TOPIC, _CONFIG_BROKER, _CONFIG_CLIENT_METRICS = 2, 4, 16  # ConfigResource.Type
 
 
 class ConfigResource(Protocol):
@@ -30,7 +30,7 @@ def config_resource_denial(
 ) -> ErrorCode | None:
     """Kafka: DESCRIBE_CONFIGS/ALTER_CONFIGS on the topic, or on the cluster for a broker; the
     error to answer, or None when allowed."""
-    if resource_type == _CONFIG_BROKER:
+    if resource_type in (_CONFIG_BROKER, _CONFIG_CLIENT_METRICS):
         return (
             None
             if ctx.allowed(operation, Res.CLUSTER, CLUSTER_NAME)

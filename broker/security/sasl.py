@@ -100,6 +100,8 @@ class Session:
         self.close_reason: str | None = None  # set when Kafka answers and then closes the connection
         # the close is a failed authentication: answered after connection.failed.authentication.delay.ms
         self.failed_authentication = False
+        # KIP-511 (name, version) from ApiVersions v3+: what CLIENT_METRICS `match` tests
+        self.client_software: tuple[str, str] | None = None
 
     def fail_authentication(self, reason: str) -> None:
         """Kafka answers a failed authentication after a delay, then closes the connection."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from conformance.wire import Connection
 from tests.acceptance.test_retention import ck_produce_values, watermarks
 from tests.support.helpers import admin_client, create_topic, unique_name, wait_until
 
@@ -150,7 +151,7 @@ def test_dynamic_broker_configs_reach_topics_and_persist(broker_factory):
     assert b["log.retention.bytes"].is_read_only is False and b["node.id"].is_read_only is True
     with pytest.raises(Exception, match="INVALID_REQUEST"):
         incremental(admin, "broker", "1", [("node.id", "SET", "7")])
-    with pytest.raises(Exception, match="INVALID_CONFIG"):
+    with pytest.raises(Exception, match="INVALID_REQUEST"):  # Kafka 4.4 too (conformance)
         incremental(admin, "broker", "1", [("log.retention.bytes", "SET", "lots")])
     broker.restart(kill=True)
     admin = ck_admin(broker)
@@ -184,3 +185,59 @@ def test_describe_log_dirs_reports_partition_sizes(broker_factory):
         for p in t["partitions"]
     }
     assert sizes[(topic, 0)] > 5000 and sizes[(topic, 1)] == 0, sizes
+
+
+def test_every_kafka_dynamic_broker_config_and_cluster_default_sources(broker_factory):
+    """Issue 23: librdkafka's 0081 admin test sets sasl.kerberos.min.time.before.relogin and
+    background.threads (AlterConfigs and IncrementalAlterConfigs), which Kafka 4.4 accepts; and
+    confluent-kafka-python's integration tests see min.insync.replicas on every topic as the
+    cluster-wide dynamic default Kafka 4.1+'s format writes."""
+    from confluent_kafka.admin import ConfigResource, ConfigSource
+
+    broker = broker_factory()
+    admin = ck_admin(broker)
+    incremental(
+        admin,
+        "broker",
+        "1",
+        [("sasl.kerberos.min.time.before.relogin", "SET", "58000"), ("background.threads", "SET", "7")],
+    )
+    (fut,) = admin.alter_configs(
+        [ConfigResource("broker", "1", set_config={"sasl.kerberos.min.time.before.relogin": "59000"})]
+    ).values()
+    fut.result(10)
+    b = describe(admin, "broker", "1")
+    assert b["sasl.kerberos.min.time.before.relogin"].value == "59000"
+    assert b["sasl.kerberos.min.time.before.relogin"].source == ConfigSource.DYNAMIC_BROKER_CONFIG.value
+    assert b["background.threads"].value == "10"  # AlterConfigs replaced the whole set
+    assert b["background.threads"].source == ConfigSource.DEFAULT_CONFIG.value
+    topic = unique_name("cfg-misr")
+    create_topic(broker, topic, 1)
+    t = describe(admin, "topic", topic)
+    assert t["min.insync.replicas"].value == "1"
+    assert t["min.insync.replicas"].source == ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value
+    # the cluster-wide default (librdkafka's admin API has no empty broker name)
+    conn = Connection(broker.address)
+    answer = conn.call(
+        44,
+        1,
+        {
+            "resources": [
+                {
+                    "resource_type": 4,
+                    "resource_name": "",
+                    "configs": [{"name": "compression.type", "config_operation": 0, "value": "gzip"}],
+                }
+            ],
+            "validate_only": False,
+        },
+    )
+    assert answer["responses"][0]["error_code"] == 0
+    conn.close()
+    assert describe(admin, "topic", topic)["compression.type"].value == "gzip"
+    broker.restart()
+    admin = ck_admin(broker)
+    assert describe(admin, "broker", "1")["sasl.kerberos.min.time.before.relogin"].value == "59000"
+    t = describe(admin, "topic", topic)
+    assert t["compression.type"].source == ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value
+    assert t["min.insync.replicas"].source == ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value
