@@ -80,6 +80,8 @@ HANDLERS = _table(
     (43, "elect_leaders", 0, 2),
     (44, "incremental_alter_configs", 0, 1),
     (47, "offset_delete", 0, 0),
+    (48, "describe_client_quotas", 0, 1),
+    (49, "alter_client_quotas", 0, 1),
     (50, "describe_user_scram_credentials", 0, 0),
     (51, "alter_user_scram_credentials", 0, 0),
     (60, "describe_cluster", 0, 1),

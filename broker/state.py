@@ -19,6 +19,7 @@ from minibroker.broker.durability import Durability
 from minibroker.broker.dynamic_config import DynamicConfigs
 from minibroker.broker.limits import ConnectionSettings, raise_open_file_limit
 from minibroker.broker.observe import build_request_observer
+from minibroker.broker.quotas import ClientQuotas
 from minibroker.broker.security.listeners import Listener
 from minibroker.broker.security.service import Security
 from minibroker.broker.server import Server
@@ -100,6 +101,8 @@ class Broker:
             clock=self.clock,
             faults=self.faults,
         )
+        # client quotas: stored ones read now, enforced on Produce and Fetch (broker/connection.py)
+        self.quotas = ClientQuotas(self.data_dir, config, self.clock, self.durability.write_file)
         # listeners, SASL, SCRAM, ACLs
         self.security = Security(config, self.data_dir, self.durability.write_file)
         self.server = Server(self, ConnectionSettings.from_config(config))

@@ -216,6 +216,23 @@ SECURITY_AND_LIMIT_PROPERTIES = [
         _positive,
         "> 0",
     ),
+    # client quotas (broker/quotas.py)
+    Property(
+        "quota.window.num",
+        "int",
+        11,
+        "Samples kept for client quota rates (producer_byte_rate, consumer_byte_rate).",
+        _positive,
+        ">= 1",
+    ),
+    Property(
+        "quota.window.size.seconds",
+        "int",
+        1,
+        "Time span of each client quota sample.",
+        _positive,
+        ">= 1",
+    ),
 ]
 
 # Properties that may be set per listener as listener.name.<listener>.<property> (Kafka's rule).
