@@ -23,7 +23,7 @@ async def handle(ctx: RequestContext, req: AlterClientQuotasRequest) -> AlterCli
     requested = [
         (
             [(e.entity_type, e.entity_name) for e in entry.entity],
-            [(op.key, None if op.remove else op.value) for op in entry.ops],
+            [(op.key, None if op.remove else float(op.value)) for op in entry.ops],
         )
         for entry in req.entries
     ]
