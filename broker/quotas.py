@@ -21,12 +21,12 @@ sends it at once and reads nothing more from the client for that long (KIP-219's
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import datetime
 import json
 import math
 import os
-import socket
 import struct
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
@@ -82,22 +82,27 @@ def entity_text(entity: Entity) -> str:
     return "ClientQuotaEntity(entries={" + ", ".join(f"{t}={n}" for t, n in entity) + "})"
 
 
-def _valid_ip_entity(name: str | None) -> bool:
-    """Kafka's isValidIpEntity: InetAddress.getByName accepts an address or a resolvable name."""
-    if name is None:
-        return True
+def is_ip_address(name: str) -> bool:
     import ipaddress  # noqa: PLC0415 - only for an ip entity
 
     try:
         ipaddress.ip_address(name)
-        return True
     except ValueError:
-        pass
-    try:
-        socket.getaddrinfo(name, None)
-        return True
-    except (OSError, UnicodeError):
         return False
+    return True
+
+
+async def unresolvable_hosts(names: Iterable[str | None]) -> set[str]:
+    """The ip entity names that are neither an address nor a name that resolves (Kafka's
+    isValidIpEntity, InetAddress.getByName), resolved off the event loop."""
+    loop = asyncio.get_running_loop()
+    bad = set()
+    for name in {n for n in names if n is not None and not is_ip_address(n)}:
+        try:
+            await loop.getaddrinfo(name, None)
+        except (OSError, UnicodeError):
+            bad.add(name)
+    return bad
 
 
 def _check_value(keys: dict[str, str], key: str, value: float) -> str | None:
@@ -152,6 +157,7 @@ class QuotaStore:
         self,
         requested: Iterable[tuple[list[tuple[str, str | None]], list[tuple[str, float | None]]]],
         validate_only: bool,
+        unresolvable: set[str],
     ) -> tuple[list[tuple[Entity, ErrorCode, str | None]], list[tuple[Entity, str, float | None]]]:
         """Kafka's ClientQuotaControlManager.alterClientQuotas: per entity (in request order) its
         error, and the changes made (none when validate_only): (entity, key, new value or None)."""
@@ -176,7 +182,7 @@ class QuotaStore:
                     f"Ignoring duplicate entity {entity_text(entity)}",
                 )
                 continue
-            error, made = self._alter_entity(entity, alterations)
+            error, made = self._alter_entity(entity, alterations, unresolvable)
             results[entity] = (ErrorCode.invalid_request, error) if error else (ErrorCode.none, None)
             changes.extend(made)
         if not validate_only:
@@ -187,7 +193,7 @@ class QuotaStore:
         return [(e, code, msg) for e, (code, msg) in results.items()], ([] if validate_only else changes)
 
     def _alter_entity(
-        self, entity: Entity, alterations: dict[str, float | None]
+        self, entity: Entity, alterations: dict[str, float | None], unresolvable: set[str]
     ) -> tuple[str | None, list[tuple[Entity, str, float | None]]]:
         if not entity:
             return "Invalid empty client quota entity", []
@@ -203,7 +209,7 @@ class QuotaStore:
                     "Invalid quota entity combination, IP entity shouldnot be combined with User or ClientId",
                     [],
                 )
-            if not _valid_ip_entity(types[IP]):
+            if types[IP] is not None and types[IP] in unresolvable:
                 return f"{types[IP]} is not a valid IP or resolvable host.", []
             keys = IP_KEYS
         else:
@@ -494,9 +500,11 @@ class ClientQuotas:
         self,
         requested: Iterable[tuple[list[tuple[str, str | None]], list[tuple[str, float | None]]]],
         validate_only: bool,
+        unresolvable: set[str],
     ) -> list[tuple[Entity, ErrorCode, str | None]]:
-        """AlterClientQuotas: store (and persist) the changes, enforce them from now on."""
-        results, changes = self.store.alter(requested, validate_only)
+        """AlterClientQuotas: store (and persist) the changes, enforce them from now on
+        (`unresolvable`: the ip entity names that do not resolve, see unresolvable_hosts)."""
+        results, changes = self.store.alter(requested, validate_only, unresolvable)
         for entity, key, value in changes:
             self.changed(entity, key, value)
         return results

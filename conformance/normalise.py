@@ -40,7 +40,12 @@ class Normaliser:
         if isinstance(value, dict):
             return {str(k): self(v, str(k)) for k, v in value.items() if k not in DROPPED}
         if isinstance(value, list):
-            return [self(v, key) for v in value]
+            items = [self(v, key) for v in value]
+            if key == "entity" or (
+                key == "entries" and all(isinstance(i, dict) and "entity" in i for i in items)
+            ):
+                items.sort(key=repr)  # client quota entities and their entries: Java hash-map order
+            return items
         if key in OPAQUE_IDS:
             if value is None or value == ZERO_UUID or (isinstance(value, int) and value < 0):
                 return value

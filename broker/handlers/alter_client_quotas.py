@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from minibroker.broker.quotas import IP, unresolvable_hosts
 from minibroker.broker.security.acls import CLUSTER_NAME
 from minibroker.broker.security.acls import Operation as Op
 from minibroker.broker.security.acls import ResourceType as Res
@@ -41,7 +42,8 @@ async def handle(ctx: RequestContext, req: AlterClientQuotasRequest) -> AlterCli
                 for pairs, _ in requested
             ],
         )
-    results = ctx.broker.quotas.alter(requested, req.validate_only)
+    hosts = await unresolvable_hosts(name for pairs, _ in requested for t, name in pairs if t == IP)
+    results = ctx.broker.quotas.alter(requested, req.validate_only, hosts)
     return ctx.response(
         throttle_time_ms=0,
         entries=[
