@@ -76,6 +76,10 @@ HANDLERS = _table(
     (35, "describe_log_dirs", 1, 5),  # v5 adds is_cordoned: never, one directory
     (36, "sasl_authenticate", 0, 2),
     (37, "create_partitions", 0, 3),
+    (38, "create_delegation_token", 1, 3),
+    (39, "renew_delegation_token", 1, 2),
+    (40, "expire_delegation_token", 1, 2),
+    (41, "describe_delegation_token", 1, 3),
     (42, "delete_groups", 0, 2),
     (43, "elect_leaders", 0, 2),
     (44, "incremental_alter_configs", 0, 1),

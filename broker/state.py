@@ -104,7 +104,7 @@ class Broker:
         # client quotas: stored ones read now, enforced on Produce and Fetch (broker/connection.py)
         self.quotas = ClientQuotas(self.data_dir, config, self.clock, self.durability.write_file)
         # listeners, SASL, SCRAM, ACLs
-        self.security = Security(config, self.data_dir, self.durability.write_file)
+        self.security = Security(config, self.data_dir, self.durability.write_file, clock=self.clock)
         self.server = Server(self, ConnectionSettings.from_config(config))
         self.metrics = None
         if config["minibroker.metrics.port"] is not None:
@@ -267,6 +267,9 @@ class Broker:
 
             cleaner.on_pass_done = clean_again
             every(self.config["log.cleaner.backoff.ms"], "log-cleaner", cleaner.maybe_clean)
+        tokens = self.security.tokens
+        if tokens.enabled:
+            every(tokens.check_interval_ms, "delegation-token-expiry", tokens.remove_expired)
         every(
             self.config["producer.id.expiration.check.interval.ms"],
             "producer-expiration",
