@@ -13,6 +13,7 @@ from minibroker.broker.security.delegation_tokens import (
     principal_of,
     requests_allowed,
     split_principal,
+    timestamp,
 )
 from minibroker.protocol.codec import field, millis
 from minibroker.protocol.errors import ErrorCode
@@ -41,9 +42,9 @@ async def handle(ctx: RequestContext, req: CreateDelegationTokenRequest) -> Crea
             principal_name=name,
             token_requester_principal_type=requester_type,
             token_requester_principal_name=requester_name,
-            issue_timestamp=token.issue_ms if token else ERROR_TIMESTAMP,
-            expiry_timestamp=token.expiry_ms if token else ERROR_TIMESTAMP,
-            max_timestamp=token.max_ms if token else ERROR_TIMESTAMP,
+            issue_timestamp=timestamp(token.issue_ms if token else ERROR_TIMESTAMP),
+            expiry_timestamp=timestamp(token.expiry_ms if token else ERROR_TIMESTAMP),
+            max_timestamp=timestamp(token.max_ms if token else ERROR_TIMESTAMP),
             token_id=token.token_id if token else "",
             hmac=tokens.hmac(token.token_id) if token else b"",
         )

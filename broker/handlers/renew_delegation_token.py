@@ -6,7 +6,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from minibroker.broker.security.delegation_tokens import ERROR_TIMESTAMP, principal_of, requests_allowed
+from minibroker.broker.security.delegation_tokens import (
+    ERROR_TIMESTAMP,
+    principal_of,
+    requests_allowed,
+    timestamp,
+)
 from minibroker.protocol.codec import millis
 from minibroker.protocol.errors import ErrorCode
 
@@ -22,8 +27,8 @@ async def handle(ctx: RequestContext, req: RenewDelegationTokenRequest) -> Renew
         return ctx.response(
             throttle_time_ms=0,
             error_code=ErrorCode.delegation_token_request_not_allowed,
-            expiry_timestamp=ERROR_TIMESTAMP,
+            expiry_timestamp=timestamp(ERROR_TIMESTAMP),
         )
     tokens = ctx.broker.security.tokens
     error, expiry = tokens.renew(principal_of(ctx.session), req.hmac, millis(req.renew_period))
-    return ctx.response(throttle_time_ms=0, error_code=error, expiry_timestamp=expiry)
+    return ctx.response(throttle_time_ms=0, error_code=error, expiry_timestamp=timestamp(expiry))

@@ -19,6 +19,7 @@ broker's `Durability.write_file` before the answer and read at startup.
 from __future__ import annotations
 
 import base64
+import datetime
 import json
 import os
 import uuid
@@ -56,6 +57,12 @@ class Token(NamedTuple):
 def split_principal(principal: str) -> tuple[str, str]:
     kind, _, name = principal.partition(":")
     return kind, name
+
+
+def timestamp(ms: int) -> datetime.datetime:
+    """A timestamp field of the token answers, -1 (Kafka's ErrorTimestamp) included: kio's
+    fields are datetimes that cannot be null."""
+    return datetime.datetime.fromtimestamp(ms / 1000, tz=datetime.UTC)
 
 
 def _sum(now: int, duration: int) -> int:
@@ -267,7 +274,7 @@ def describe_entry(tokens: DelegationTokens, token: Token) -> dict[str, Any]:
         principal_name=owner_name,
         token_requester_principal_type=requester_type,
         token_requester_principal_name=requester_name,
-        issue_timestamp=token.issue_ms,
+        issue_timestamp=token.issue_ms,  # plain int64 fields in this answer
         expiry_timestamp=token.expiry_ms,
         max_timestamp=token.max_ms,
         token_id=token.token_id,
