@@ -19,7 +19,7 @@ from kafka.protocol.consumer import FetchResponse as _FetchResponse
 from kafka.protocol.producer import ProduceResponse as _ProduceResponse
 
 from tests.acceptance.test_kafka_cli import kafka_tool  # noqa: F401 - the fixture
-from tests.support.helpers import create_topic, unique_name
+from tests.support.helpers import create_topic, unique_name, wait_until
 from tests.support.wire import WireClient, build_batch, build_fetch_request, build_produce_request
 
 pytestmark = pytest.mark.timeout(240)
@@ -277,3 +277,30 @@ def _fetch_request(topic: str, offset: int):
         partition_max_bytes=1 << 20,
         isolation_level=0,
     )
+
+
+def test_librdkafka_producer_is_told_its_throttle(broker_factory):
+    """A real client: librdkafka reports the broker's throttle time through throttle_cb."""
+    from confluent_kafka import Producer
+
+    broker = broker_factory({"quota.window.num": 2})
+    topic = unique_name("quota-rdk")
+    create_topic(broker, topic, 1)
+    with WireClient.to(broker) as admin:
+        assert alter(admin, [({"client-id": "rdk"}, {"producer_byte_rate": 10_000})]) == [
+            (0, {"client-id": "rdk"})
+        ]
+    throttles: list[float] = []
+    producer = Producer(
+        {
+            "bootstrap.servers": broker.bootstrap,
+            "client.id": "rdk",
+            "linger.ms": 0,
+            "throttle_cb": lambda event: throttles.append(event.throttle_time),
+        }
+    )
+    producer.produce(topic, b"x" * 20_000, partition=0)
+    assert producer.flush(10) == 0
+    wait_until(lambda: producer.poll(0.1) >= 0 and throttles, timeout=10, message="a throttle event")
+    # about 20 kB over the 1 s window against 10 kB/s: about 1 s
+    assert 0.9 <= throttles[0] <= 1.3, throttles
