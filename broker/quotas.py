@@ -299,6 +299,8 @@ class QuotaStore:
 
 # --- enforcement --------------------------------------------------------------------------------
 _DEFAULT = object()  # the default user / client-id entity in a ByteRateQuota's overrides
+_SENSOR_EXPIRY_MS = 3_600_000  # Kafka's quota sensors expire after an hour without a record
+_SWEEP_INTERVAL_MS = 60_000
 # Kafka's QuotaTypes bits: which levels have quotas
 _CLIENT_ID_QUOTAS, _USER_QUOTAS, _USER_CLIENT_ID_QUOTAS = 1, 2, 4
 
@@ -329,6 +331,9 @@ class _Rate:
         sample[0] += value
         sample[1] += 1
         sample[3] = now
+
+    def last_event_ms(self) -> float:
+        return max((s[3] for s in self.samples), default=0)
 
     def _purge(self, now: int, num: int, window_ms: int) -> None:
         expire = num * window_ms
@@ -368,10 +373,19 @@ class ByteRateQuota:
         # (user or None or _DEFAULT, client-id or None or _DEFAULT) -> bound
         self.overrides: dict[tuple[object, object], float] = {}
         self.rates: dict[tuple[str, str], _Rate] = {}
+        self._next_sweep_ms = 0
 
     @property
     def enabled(self) -> bool:
         return self.types_enabled != 0
+
+    def _sweep(self, now_ms: int) -> None:
+        """Forget the rates of clients idle for an hour (Kafka expires its quota sensors after
+        an hour without a record), so that client ids that come and go do not pile up."""
+        self._next_sweep_ms = now_ms + _SWEEP_INTERVAL_MS
+        idle = [t for t, r in self.rates.items() if now_ms - r.last_event_ms() >= _SENSOR_EXPIRY_MS]
+        for tags in idle:
+            del self.rates[tags]
 
     def update(self, entity: Entity, value: float | None) -> None:
         """Kafka's updateQuota: a user / client-id entity's value for this key, None: removed."""
@@ -431,6 +445,8 @@ class ByteRateQuota:
 
     def record(self, user: str, client_id: str, value: float, now_ms: int) -> int:
         """Kafka's recordAndGetThrottleTimeMs: record, then the throttle time (0: within quota)."""
+        if now_ms >= self._next_sweep_ms:
+            self._sweep(now_ms)
         tags = self._tags(user, client_id)
         rate = self.rates.get(tags)
         if rate is None:
@@ -518,10 +534,14 @@ class ClientQuotas:
         now = self.clock.wall_ms()
         user, client_id = _user_of(ctx), ctx.client_id or ""
         if ctx.api_key == self.PRODUCE:
+            if not self.produce.enabled:  # Kafka meters each quota type only once one is set
+                return result, 0
             throttle = self.produce.record(user, client_id, request_size, now)
             if throttle and ctx.api_version >= 1 and result is not NO_RESPONSE:
                 result = dataclasses.replace(result, throttle_time=datetime.timedelta(milliseconds=throttle))
             return result, throttle
+        if not self.fetch.enabled:
+            return result, 0
         raw: RawResponse = result
         size = 4 + raw.size  # Kafka's FetchResponse.sizeOf
         throttle = self.fetch.record(user, client_id, size, now)

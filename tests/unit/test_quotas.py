@@ -101,3 +101,13 @@ def test_store_rules_and_persistence(tmp_path):
     with pytest.raises(QuotaRequestError) as refused:
         again.describe([("group", 2, None)], strict=False)
     assert refused.value.code == ErrorCode.unsupported_version
+
+
+def test_idle_rates_are_forgotten_after_an_hour():
+    q = ByteRateQuota("producer_byte_rate", samples=11, window_s=1)
+    q.update((("client-id", None),), 1000.0)
+    q.record("u", "gone", 10, 0)
+    q.record("u", "stays", 10, 3_000_000)
+    assert set(q.rates) == {("", "gone"), ("", "stays")}
+    q.record("u", "stays", 10, 3_600_000)
+    assert set(q.rates) == {("", "stays")}
