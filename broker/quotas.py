@@ -335,26 +335,24 @@ class _Rate:
     def last_event_ms(self) -> float:
         return max((s[3] for s in self.samples), default=0)
 
-    def _purge(self, now: int, num: int, window_ms: int) -> None:
+    def measure(self, now: int, num: int, window_ms: int) -> tuple[float, int]:
+        """(the sum recorded, the window in ms) as Kafka's Rate.measure sees them at `now`:
+        samples without an event for `num` windows are reset first (purgeObsoleteSamples); the
+        window runs from the oldest sample's start, at least `num - 1` whole windows."""
+        samples = self.samples
+        if not samples:
+            samples.append([0.0, 0, now, now])
         expire = num * window_ms
-        for sample in self.samples:
+        total = 0.0
+        for sample in samples:
             if now - sample[3] >= expire:
                 sample[:] = [0.0, 0, now, now]
-
-    def window_size(self, now: int, num: int, window_ms: int) -> int:
-        self._purge(now, num, window_ms)
-        if not self.samples:
-            self.samples.append([0.0, 0, now, now])
-        elapsed = int(now - min(s[2] for s in self.samples))
+            total += sample[0]
+        elapsed = int(now - min(sample[2] for sample in samples))
         full, least = elapsed // window_ms, num - 1
         if full < least:
             elapsed += (least - full) * window_ms
-        return max(elapsed, 1)
-
-    def rate(self, now: int, num: int, window_ms: int) -> float:
-        self._purge(now, num, window_ms)
-        total = sum(s[0] for s in self.samples)
-        return total / (self.window_size(now, num, window_ms) / 1000.0)
+        return total, max(elapsed, 1)
 
 
 def java_round(x: float) -> int:
@@ -456,10 +454,11 @@ class ByteRateQuota:
         bound = self._limit(tags)
         if bound is None:
             return 0
-        observed = rate.rate(now_ms, num, window_ms)
+        total, window = rate.measure(now_ms, num, window_ms)
+        observed = total / (window / 1000.0)
         if observed <= bound:
             return 0
-        return java_round((observed - bound) / bound * rate.window_size(now_ms, num, window_ms))
+        return java_round((observed - bound) / bound * window)
 
     def unrecord(self, user: str, client_id: str, value: float, now_ms: int) -> None:
         """Kafka's unrecordQuotaSensor: a throttled Fetch is answered empty, its bytes taken back."""
