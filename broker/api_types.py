@@ -63,6 +63,18 @@ if TYPE_CHECKING:
     from kio.schema.add_partitions_to_txn.v3.response import (
         AddPartitionsToTxnResponse as AddPartitionsToTxnResponseV3,
     )
+    from kio.schema.alter_client_quotas.v0.request import (
+        AlterClientQuotasRequest as AlterClientQuotasRequestV0,
+    )
+    from kio.schema.alter_client_quotas.v0.response import (
+        AlterClientQuotasResponse as AlterClientQuotasResponseV0,
+    )
+    from kio.schema.alter_client_quotas.v1.request import (
+        AlterClientQuotasRequest as AlterClientQuotasRequestV1,
+    )
+    from kio.schema.alter_client_quotas.v1.response import (
+        AlterClientQuotasResponse as AlterClientQuotasResponseV1,
+    )
     from kio.schema.alter_configs.v0.request import AlterableConfig as AlterConfigsAlterableConfigV0
     from kio.schema.alter_configs.v0.request import AlterConfigsRequest as AlterConfigsRequestV0
     from kio.schema.alter_configs.v0.request import AlterConfigsResource as AlterConfigsAlterConfigsResourceV0
@@ -106,6 +118,24 @@ if TYPE_CHECKING:
     from kio.schema.create_acls.v3.request import AclCreation as AclCreationV3
     from kio.schema.create_acls.v3.request import CreateAclsRequest as CreateAclsRequestV3
     from kio.schema.create_acls.v3.response import CreateAclsResponse as CreateAclsResponseV3
+    from kio.schema.create_delegation_token.v1.request import (
+        CreateDelegationTokenRequest as CreateDelegationTokenRequestV1,
+    )
+    from kio.schema.create_delegation_token.v1.response import (
+        CreateDelegationTokenResponse as CreateDelegationTokenResponseV1,
+    )
+    from kio.schema.create_delegation_token.v2.request import (
+        CreateDelegationTokenRequest as CreateDelegationTokenRequestV2,
+    )
+    from kio.schema.create_delegation_token.v2.response import (
+        CreateDelegationTokenResponse as CreateDelegationTokenResponseV2,
+    )
+    from kio.schema.create_delegation_token.v3.request import (
+        CreateDelegationTokenRequest as CreateDelegationTokenRequestV3,
+    )
+    from kio.schema.create_delegation_token.v3.response import (
+        CreateDelegationTokenResponse as CreateDelegationTokenResponseV3,
+    )
     from kio.schema.create_partitions.v0.request import (
         CreatePartitionsAssignment as CreatePartitionsAssignmentV0,
     )
@@ -214,6 +244,18 @@ if TYPE_CHECKING:
     from kio.schema.describe_acls.v2.response import DescribeAclsResponse as DescribeAclsResponseV2
     from kio.schema.describe_acls.v3.request import DescribeAclsRequest as DescribeAclsRequestV3
     from kio.schema.describe_acls.v3.response import DescribeAclsResponse as DescribeAclsResponseV3
+    from kio.schema.describe_client_quotas.v0.request import (
+        DescribeClientQuotasRequest as DescribeClientQuotasRequestV0,
+    )
+    from kio.schema.describe_client_quotas.v0.response import (
+        DescribeClientQuotasResponse as DescribeClientQuotasResponseV0,
+    )
+    from kio.schema.describe_client_quotas.v1.request import (
+        DescribeClientQuotasRequest as DescribeClientQuotasRequestV1,
+    )
+    from kio.schema.describe_client_quotas.v1.response import (
+        DescribeClientQuotasResponse as DescribeClientQuotasResponseV1,
+    )
     from kio.schema.describe_cluster.v0.request import DescribeClusterRequest as DescribeClusterRequestV0
     from kio.schema.describe_cluster.v0.response import DescribeClusterResponse as DescribeClusterResponseV0
     from kio.schema.describe_cluster.v1.request import DescribeClusterRequest as DescribeClusterRequestV1
@@ -230,6 +272,24 @@ if TYPE_CHECKING:
     from kio.schema.describe_configs.v4.request import DescribeConfigsRequest as DescribeConfigsRequestV4
     from kio.schema.describe_configs.v4.request import DescribeConfigsResource as DescribeConfigsResourceV4
     from kio.schema.describe_configs.v4.response import DescribeConfigsResponse as DescribeConfigsResponseV4
+    from kio.schema.describe_delegation_token.v1.request import (
+        DescribeDelegationTokenRequest as DescribeDelegationTokenRequestV1,
+    )
+    from kio.schema.describe_delegation_token.v1.response import (
+        DescribeDelegationTokenResponse as DescribeDelegationTokenResponseV1,
+    )
+    from kio.schema.describe_delegation_token.v2.request import (
+        DescribeDelegationTokenRequest as DescribeDelegationTokenRequestV2,
+    )
+    from kio.schema.describe_delegation_token.v2.response import (
+        DescribeDelegationTokenResponse as DescribeDelegationTokenResponseV2,
+    )
+    from kio.schema.describe_delegation_token.v3.request import (
+        DescribeDelegationTokenRequest as DescribeDelegationTokenRequestV3,
+    )
+    from kio.schema.describe_delegation_token.v3.response import (
+        DescribeDelegationTokenResponse as DescribeDelegationTokenResponseV3,
+    )
     from kio.schema.describe_groups.v0.request import DescribeGroupsRequest as DescribeGroupsRequestV0
     from kio.schema.describe_groups.v0.response import DescribeGroupsResponse as DescribeGroupsResponseV0
     from kio.schema.describe_groups.v1.request import DescribeGroupsRequest as DescribeGroupsRequestV1
@@ -308,6 +368,18 @@ if TYPE_CHECKING:
     from kio.schema.end_txn.v3.response import EndTxnResponse as EndTxnResponseV3
     from kio.schema.end_txn.v4.request import EndTxnRequest as EndTxnRequestV4
     from kio.schema.end_txn.v4.response import EndTxnResponse as EndTxnResponseV4
+    from kio.schema.expire_delegation_token.v1.request import (
+        ExpireDelegationTokenRequest as ExpireDelegationTokenRequestV1,
+    )
+    from kio.schema.expire_delegation_token.v1.response import (
+        ExpireDelegationTokenResponse as ExpireDelegationTokenResponseV1,
+    )
+    from kio.schema.expire_delegation_token.v2.request import (
+        ExpireDelegationTokenRequest as ExpireDelegationTokenRequestV2,
+    )
+    from kio.schema.expire_delegation_token.v2.response import (
+        ExpireDelegationTokenResponse as ExpireDelegationTokenResponseV2,
+    )
     from kio.schema.fetch.v4.request import FetchPartition as FetchPartitionV4
     from kio.schema.fetch.v4.request import FetchRequest as FetchRequestV4
     from kio.schema.fetch.v4.request import FetchTopic as FetchTopicV4
@@ -730,6 +802,18 @@ if TYPE_CHECKING:
     from kio.schema.produce.v12.response import ProduceResponse as ProduceResponseV12
     from kio.schema.push_telemetry.v0.request import PushTelemetryRequest as PushTelemetryRequestV0
     from kio.schema.push_telemetry.v0.response import PushTelemetryResponse as PushTelemetryResponseV0
+    from kio.schema.renew_delegation_token.v1.request import (
+        RenewDelegationTokenRequest as RenewDelegationTokenRequestV1,
+    )
+    from kio.schema.renew_delegation_token.v1.response import (
+        RenewDelegationTokenResponse as RenewDelegationTokenResponseV1,
+    )
+    from kio.schema.renew_delegation_token.v2.request import (
+        RenewDelegationTokenRequest as RenewDelegationTokenRequestV2,
+    )
+    from kio.schema.renew_delegation_token.v2.response import (
+        RenewDelegationTokenResponse as RenewDelegationTokenResponseV2,
+    )
     from kio.schema.sasl_authenticate.v0.request import SaslAuthenticateRequest as SaslAuthenticateRequestV0
     from kio.schema.sasl_authenticate.v0.response import (
         SaslAuthenticateResponse as SaslAuthenticateResponseV0,
@@ -1523,3 +1607,25 @@ if TYPE_CHECKING:
     PushTelemetryResponse = PushTelemetryResponseV0
     ListConfigResourcesRequest = ListConfigResourcesRequestV0 | ListConfigResourcesRequestV1
     ListConfigResourcesResponse = ListConfigResourcesResponseV0 | ListConfigResourcesResponseV1
+    DescribeClientQuotasRequest = DescribeClientQuotasRequestV0 | DescribeClientQuotasRequestV1
+    DescribeClientQuotasResponse = DescribeClientQuotasResponseV0 | DescribeClientQuotasResponseV1
+    AlterClientQuotasRequest = AlterClientQuotasRequestV0 | AlterClientQuotasRequestV1
+    AlterClientQuotasResponse = AlterClientQuotasResponseV0 | AlterClientQuotasResponseV1
+    CreateDelegationTokenRequest = (
+        CreateDelegationTokenRequestV1 | CreateDelegationTokenRequestV2 | CreateDelegationTokenRequestV3
+    )
+    CreateDelegationTokenResponse = (
+        CreateDelegationTokenResponseV1 | CreateDelegationTokenResponseV2 | CreateDelegationTokenResponseV3
+    )
+    RenewDelegationTokenRequest = RenewDelegationTokenRequestV1 | RenewDelegationTokenRequestV2
+    RenewDelegationTokenResponse = RenewDelegationTokenResponseV1 | RenewDelegationTokenResponseV2
+    ExpireDelegationTokenRequest = ExpireDelegationTokenRequestV1 | ExpireDelegationTokenRequestV2
+    ExpireDelegationTokenResponse = ExpireDelegationTokenResponseV1 | ExpireDelegationTokenResponseV2
+    DescribeDelegationTokenRequest = (
+        DescribeDelegationTokenRequestV1 | DescribeDelegationTokenRequestV2 | DescribeDelegationTokenRequestV3
+    )
+    DescribeDelegationTokenResponse = (
+        DescribeDelegationTokenResponseV1
+        | DescribeDelegationTokenResponseV2
+        | DescribeDelegationTokenResponseV3
+    )

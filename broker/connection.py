@@ -78,9 +78,13 @@ class Connection:
         self._holds_slot = False  # a queued.max.requests slot is taken
         self.aborted = False
         self._sendfile_fd = _sendfile_socket(writer)  # -1: TLS or no os.sendfile, read instead
+        self.muted_until = 0.0  # a client quota's throttle: nothing is read before then (KIP-219)
+        self._unmuted: asyncio.Future[None] | None = None  # the throttle's end, or a stop
 
     def stop_after_current(self) -> None:
         self._stopping = True
+        if self._unmuted is not None:
+            _wake(self._unmuted)  # a throttled connection does not hold the stop
         if not self.busy:
             self.abort()
 
@@ -91,6 +95,9 @@ class Connection:
     async def run(self) -> None:
         try:
             while not self._stopping:
+                if self.muted_until:
+                    await self._wait_unmuted()
+                    continue
                 try:
                     head = await self.reader.readexactly(4)
                 except (asyncio.IncompleteReadError, ConnectionError):
@@ -180,6 +187,11 @@ class Connection:
         durability = self.broker.durability
         marks = durability.marks
         result = await self._handle(ctx, request)
+        quotas = self.broker.quotas
+        if quotas.active and key <= 1:  # Produce and Fetch under a client quota (broker/quotas.py)
+            result, throttle_ms = quotas.meter(ctx, result, len(frame))
+            if throttle_ms:  # answered at once; the connection is read again after the throttle
+                self.muted_until = self.clock.monotonic() + throttle_ms / 1000
         if durability.marks != marks:  # a log came due or a file was written: answer once on disk
             try:
                 await durability.settle(marks)  # broker/durability.py
@@ -225,6 +237,22 @@ class Connection:
             name = HANDLERS[key].name if key in HANDLERS else "unknown"
             raise ClosingConnection(f"unsupported request: api key {key} ({name}) version {version}")
         return schema
+
+    async def _wait_unmuted(self) -> None:
+        """Kafka's throttled channel: the client's next request is read once the throttle time
+        of its last answer has passed (or the broker stops)."""
+        delay = self.muted_until - self.clock.monotonic()
+        self.muted_until = 0.0
+        if delay <= 0:
+            return
+        loop = asyncio.get_running_loop()
+        self._unmuted = unmuted = loop.create_future()
+        timer = loop.call_later(delay, _wake, unmuted)
+        try:
+            await unmuted
+        finally:
+            timer.cancel()
+            self._unmuted = None
 
     async def _serve_raw_sasl_token(self, token: bytes) -> None:
         try:
@@ -352,6 +380,11 @@ class Connection:
         finally:
             if not transport.is_closing():  # a closed transport refuses any call
                 transport.set_write_buffer_limits()
+
+
+def _wake(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
 
 
 def peer_text(peer: object) -> str:

@@ -19,6 +19,7 @@ from minibroker.broker.durability import Durability
 from minibroker.broker.dynamic_config import DynamicConfigs
 from minibroker.broker.limits import ConnectionSettings, raise_open_file_limit
 from minibroker.broker.observe import build_request_observer
+from minibroker.broker.quotas import ClientQuotas
 from minibroker.broker.security.listeners import Listener
 from minibroker.broker.security.service import Security
 from minibroker.broker.server import Server
@@ -106,8 +107,10 @@ class Broker:
             clock=self.clock,
             faults=self.faults,
         )
+        # client quotas: stored ones read now, enforced on Produce and Fetch (broker/connection.py)
+        self.quotas = ClientQuotas(self.data_dir, config, self.clock, self.durability.write_file)
         # listeners, SASL, SCRAM, ACLs
-        self.security = Security(config, self.data_dir, self.durability.write_file)
+        self.security = Security(config, self.data_dir, self.durability.write_file, clock=self.clock)
         self.server = Server(self, ConnectionSettings.from_config(config))
         self.metrics = None
         if config["minibroker.metrics.port"] is not None:
@@ -270,6 +273,9 @@ class Broker:
 
             cleaner.on_pass_done = clean_again
             every(self.config["log.cleaner.backoff.ms"], "log-cleaner", cleaner.maybe_clean)
+        tokens = self.security.tokens
+        if tokens.enabled:
+            every(tokens.check_interval_ms, "delegation-token-expiry", tokens.remove_expired)
         every(
             self.config["producer.id.expiration.check.interval.ms"],
             "producer-expiration",

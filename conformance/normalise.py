@@ -41,7 +41,12 @@ class Normaliser:
         if isinstance(value, dict):
             return {str(k): self(v, str(k)) for k, v in value.items() if k not in DROPPED}
         if isinstance(value, list):
-            return [self(v, key) for v in value]
+            items = [self(v, key) for v in value]
+            if key == "entity" or (
+                key == "entries" and all(isinstance(i, dict) and "entity" in i for i in items)
+            ):
+                items.sort(key=repr)  # client quota entities and their entries: Java hash-map order
+            return items
         if key == "subscription_id" and isinstance(value, int):
             return "<subscription_id>"  # KIP-714: a CRC XOR the random instance id's hash
         if key in OPAQUE_IDS:

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from minibroker.broker.context import HandlerServices, RequestContext
 
 API_KEY = 1
+_NO_CAP = 2**31 - 1
 
 
 def leader_epoch_error(current_leader_epoch: int, leader_epoch: int) -> ErrorCode:
@@ -37,10 +38,10 @@ def leader_epoch_error(current_leader_epoch: int, leader_epoch: int) -> ErrorCod
 
 
 def _read_all(
-    broker: HandlerServices, req: FetchRequest, isolation: int, denied: set[str]
+    broker: HandlerServices, req: FetchRequest, isolation: int, denied: set[str], cap: int
 ) -> tuple[list[tuple[str, list[PartitionData]]], int, bool]:
     """One pass over the requested partitions: (topics, record bytes, any error)."""
-    budget = min(req.max_bytes, broker.config["fetch.max.bytes"])  # Kafka caps the client's ask
+    budget = min(req.max_bytes, broker.config["fetch.max.bytes"], cap)  # Kafka caps the client's ask
     total = 0
     any_error = False
     topics: list[tuple[str, list[PartitionData]]] = []
@@ -133,10 +134,13 @@ async def handle(ctx: RequestContext, req: FetchRequest) -> RawResponse:
     keys: list[tuple[str, int]] = [(t.topic, p.partition) for t in req.topics for p in t.partitions]
     # authorization (Kafka: READ on each topic)
     denied: set[str] = {t.topic for t in req.topics if not ctx.allowed(Op.READ, Res.TOPIC, t.topic)}
+    # a consumer_byte_rate quota caps the answer at one quota window's bytes (broker/quotas.py)
+    cap = (broker.quotas.fetch_cap(ctx) if broker.quotas.active else None) or _NO_CAP
+    min_bytes = min(req.min_bytes, cap)
     while True:
-        topics, total, any_error = _read_all(broker, req, isolation, denied)
+        topics, total, any_error = _read_all(broker, req, isolation, denied, cap)
         remaining = deadline - clock.monotonic()
-        if total >= req.min_bytes or any_error or remaining <= 0 or not keys or broker.data_waiters.closed:
+        if total >= min_bytes or any_error or remaining <= 0 or not keys or broker.data_waiters.closed:
             break
         # Nothing (or too little) yet: wait for an append, a marker or an LSO move, then re-read.
         await broker.data_waiters.wait(keys, remaining)

@@ -42,8 +42,7 @@ async def handle(ctx: RequestContext, req: SaslAuthenticateRequest) -> SaslAuthe
             error_code=ErrorCode.sasl_authentication_failed, error_message=str(exc), auth_bytes=b""
         )
     if finished:
-        session.principal = f"User:{server.user}"
-        session.authenticated = True
+        session.logged_in(server)
         log.debug("authenticated", peer=ctx.peer, principal=session.principal)
     return ctx.response(
         error_code=ErrorCode.none, error_message=None, auth_bytes=challenge, session_lifetime_ms=0

@@ -16,6 +16,7 @@ from minibroker.broker.security.scram_store import AuthenticationFailed, ScramSt
 
 if TYPE_CHECKING:
     from minibroker.broker.config import BrokerConfig
+    from minibroker.broker.security.delegation_tokens import DelegationTokens
     from minibroker.broker.security.listeners import Listener
     from minibroker.broker.security.scram import ScramServer
 
@@ -36,6 +37,8 @@ def jaas_users(jaas: str) -> dict[str, str]:
 
 class PlainServer:
     """RFC 4616: one message `authzid NUL authcid NUL password`."""
+
+    token_authenticated = False  # PLAIN never logs in with a delegation token
 
     def __init__(self, users: dict[str, str]) -> None:
         self.users = users
@@ -64,8 +67,15 @@ class PlainServer:
 class SaslMechanisms:
     """Builds the server side of each mechanism a listener offers."""
 
-    def __init__(self, config: BrokerConfig, scram_store: ScramStore, listeners: list[Listener]) -> None:
+    def __init__(
+        self,
+        config: BrokerConfig,
+        scram_store: ScramStore,
+        listeners: list[Listener],
+        tokens: DelegationTokens | None = None,
+    ) -> None:
         self.scram_store = scram_store
+        self.tokens = tokens  # SCRAM logins with a delegation token (tokenauth=true)
         self.plain_users: dict[str, dict[str, str]] = {}
         for lst in listeners:
             if "PLAIN" in lst.mechanisms:
@@ -83,7 +93,7 @@ class SaslMechanisms:
         if mechanism in SCRAM_MECHANISMS:
             from minibroker.broker.security.scram import ScramServer  # noqa: PLC0415 - hashing, lazily
 
-            return ScramServer(mechanism, self.scram_store)
+            return ScramServer(mechanism, self.scram_store, tokens=self.tokens)
         raise AssertionError(mechanism)
 
 
@@ -97,6 +107,7 @@ class Session:
         self.authenticated = not listener.uses_sasl
         self.mechanism_server: PlainServer | ScramServer | None = None  # set by SaslHandshake
         self.raw_tokens = False  # SaslHandshake v0: the tokens follow as bare length-prefixed frames
+        self.token_authenticated = False  # logged in with a delegation token (SCRAM tokenauth=true)
         self.close_reason: str | None = None  # set when Kafka answers and then closes the connection
         # the close is a failed authentication: answered after connection.failed.authentication.delay.ms
         self.failed_authentication = False
@@ -129,6 +140,11 @@ class Session:
             raise AuthenticationFailed("SaslAuthenticate before SaslHandshake")
         challenge, finished = server.evaluate(token)
         if finished:
-            self.principal = f"User:{server.user}"
-            self.authenticated = True
+            self.logged_in(server)
         return challenge
+
+    def logged_in(self, server: PlainServer | ScramServer) -> None:
+        """The mechanism finished: the connection is the user's (a token's owner's)."""
+        self.principal = f"User:{server.user}"
+        self.token_authenticated = server.token_authenticated
+        self.authenticated = True

@@ -9,6 +9,7 @@ import hashlib
 import hmac
 import secrets
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from minibroker.broker.security.scram_store import (
     BY_NAME,
@@ -17,6 +18,9 @@ from minibroker.broker.security.scram_store import (
     ScramCredential,
     ScramStore,
 )
+
+if TYPE_CHECKING:
+    from minibroker.broker.security.delegation_tokens import DelegationTokens
 
 
 def _hmac(digest: str, key: bytes, msg: bytes) -> bytes:
@@ -63,8 +67,11 @@ class ScramServer:
         mechanism: str,
         store: ScramStore,
         server_nonce: Callable[[], str] = lambda: secrets.token_urlsafe(18),
+        tokens: DelegationTokens | None = None,
     ) -> None:
         self.mechanism = mechanism
+        self.tokens = tokens  # for a login with a delegation token (the tokenauth=true extension)
+        self.token_authenticated = False
         self._server_nonce = server_nonce  # tests pass RFC 7677's fixed nonce
         self.digest = BY_NAME[mechanism][1]
         self.store = store
@@ -103,7 +110,10 @@ class ScramServer:
             )
         self._gs2_header = f"{parts[0]},{parts[1]},"
         self._client_first_bare = parts[2]
-        attrs = _attributes(parts[2])
+        # extensions (RFC 5802 allows none; Kafka's follow the nonce: tokenauth=true)
+        fields = parts[2].split(",")
+        extensions = dict(f.split("=", 1) for f in fields if len(f.partition("=")[0]) > 1 and "=" in f)
+        attrs = _attributes(",".join(f for f in fields if len(f.partition("=")[0]) <= 1))
         if "n" not in attrs or "r" not in attrs:
             raise AuthenticationFailed("SCRAM client-first message lacks n= or r=")
         self.user = _unescape_user(attrs["n"])
@@ -111,7 +121,14 @@ class ScramServer:
             raise AuthenticationFailed(
                 "Authentication failed: Client requested an authorization id that is different from username"
             )
-        self._credential = self.store.get(self.user, self.mechanism)
+        if extensions.get("tokenauth", "").lower() == "true":
+            login = self.tokens.scram_login(self.user, self.mechanism, self.digest) if self.tokens else None
+            if login is None:  # Kafka: "Token Authentication failed: Invalid tokenId"
+                raise self._fail()
+            self.user, self._credential = login  # the connection becomes the token's owner
+            self.token_authenticated = True
+        else:
+            self._credential = self.store.get(self.user, self.mechanism)
         if self._credential is None:
             raise self._fail()
         self._nonce = attrs["r"] + self._server_nonce()

@@ -11,9 +11,11 @@ import structlog
 from minibroker.broker.config import BrokerConfig, ConfigError
 from minibroker.broker.security.acl_store import AclStore
 from minibroker.broker.security.authorizer import Authorizer, all_operations
+from minibroker.broker.security.delegation_tokens import DelegationTokens
 from minibroker.broker.security.listeners import parse_listeners
 from minibroker.broker.security.sasl import ANONYMOUS, SaslMechanisms
 from minibroker.broker.security.scram_store import BY_NAME, ScramStore, parse_add_scram
+from minibroker.common.clock import SYSTEM_CLOCK, Clock
 from minibroker.storage.durable_files import atomic_write
 
 if TYPE_CHECKING:
@@ -24,15 +26,20 @@ log = structlog.get_logger("minibroker.broker.security")
 
 class Security:
     def __init__(
-        self, config: BrokerConfig, data_dir: str, write: Callable[[str, bytes], None] = atomic_write
+        self,
+        config: BrokerConfig,
+        data_dir: str,
+        write: Callable[[str, bytes], None] = atomic_write,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         """``write``: how the stores replace their files on a request (the broker's
-        ``Durability.write_file``)."""
+        ``Durability.write_file``); ``clock``: the delegation tokens' timestamps."""
         self.listeners = parse_listeners(config)
         self.scram = ScramStore(data_dir, write)
         self._scram_to_save = False
         self._bootstrap_scram(config["minibroker.scram.credentials"])
-        self.mechanisms = SaslMechanisms(config, self.scram, self.listeners)
+        self.tokens = DelegationTokens(config, data_dir, clock, write)
+        self.mechanisms = SaslMechanisms(config, self.scram, self.listeners, self.tokens)
         self.authorizer = (
             Authorizer(
                 AclStore(data_dir, write), config["super.users"], config["allow.everyone.if.no.acl.found"]

@@ -216,6 +216,54 @@ SECURITY_AND_LIMIT_PROPERTIES = [
         _positive,
         "> 0",
     ),
+    # delegation tokens (broker/security/delegation_tokens.py)
+    Property(
+        "delegation.token.secret.key",
+        "str",
+        None,
+        "Secret that signs delegation tokens (HmacSHA512); unset: tokens are disabled.",
+    ),
+    Property(
+        "delegation.token.max.lifetime.ms",
+        "int",
+        604800000,
+        "Longest a delegation token may live, renewals included.",
+        _positive,
+        ">= 1",
+    ),
+    Property(
+        "delegation.token.expiry.time.ms",
+        "int",
+        86400000,
+        "How long a delegation token lives after its creation or renewal.",
+        _positive,
+        ">= 1",
+    ),
+    Property(
+        "delegation.token.expiry.check.interval.ms",
+        "int",
+        3600000,
+        "How often expired delegation tokens are removed.",
+        _positive,
+        ">= 1",
+    ),
+    # client quotas (broker/quotas.py)
+    Property(
+        "quota.window.num",
+        "int",
+        11,
+        "Samples kept for client quota rates (producer_byte_rate, consumer_byte_rate).",
+        _positive,
+        ">= 1",
+    ),
+    Property(
+        "quota.window.size.seconds",
+        "int",
+        1,
+        "Time span of each client quota sample.",
+        _positive,
+        ">= 1",
+    ),
 ]
 
 # Properties that may be set per listener as listener.name.<listener>.<property> (Kafka's rule).
@@ -239,4 +287,7 @@ def listener_property(name: str) -> Property | None:
 
 def is_sensitive(name: str) -> bool:
     """Passwords, credentials and JAAS configs are never sent back (DescribeConfigs gives null)."""
-    return name.endswith((".password", "sasl.jaas.config")) or name == "minibroker.scram.credentials"
+    return name.endswith((".password", "sasl.jaas.config")) or name in (
+        "minibroker.scram.credentials",
+        "delegation.token.secret.key",
+    )

@@ -28,8 +28,10 @@ from minibroker.broker.cli import build_config, parse_args
 from minibroker.broker.state import Broker
 from minibroker.storage.log_manager import LOG_START_OFFSET_FILE, RECOVERY_POINT_FILE
 
+from tests.acceptance.test_client_quotas import alter
 from tests.acceptance.test_security_acls import AUTHORIZER
 from tests.support.helpers import admin_client, create_topic, wait_until
+from tests.support.wire import WireClient
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -324,11 +326,16 @@ def test_no_fsync_on_the_event_loop_for_metadata_writes(tmp_path, monkeypatch):
         for fut in admin.incremental_alter_configs([res]).values():
             fut.result(15)
         assert "3600000" in (tmp_path / "dynamic-broker-configs.json").read_text()
+        with WireClient(broker.host, broker.port) as client:  # no Python admin has client quotas
+            assert alter(client, [({"user": "alice"}, {"producer_byte_rate": 1000})]) == [
+                (0, {"user": "alice"})
+            ]
+        assert "alice" in (tmp_path / "client-quotas.json").read_text()
         watch.armed = False
     finally:
         watch.armed = False
         broker.stop()
-    watch.check(6, "fewer than three files, each file and directory")
+    watch.check(8, "fewer than four files, each file and directory")
 
 
 def test_no_fsync_on_the_event_loop_for_a_compaction_swap(tmp_path, monkeypatch):

@@ -6,6 +6,7 @@ None). tests/unit/test_handler_types.py keeps it in step with the Protocol."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Any
 
 from minibroker.broker.coordinator_runtime import CoordinatorRuntime
@@ -30,6 +31,7 @@ class FakeBroker:
     durability: Any = None
     data_waiters: Any = None
     dynamic_configs: Any = None
+    quotas: Any = field(default_factory=lambda: SimpleNamespace(active=False))  # no client quotas
     coordinators: Any = field(default_factory=lambda: CoordinatorRuntime(durability=None))
 
     def get_log(self, topic: str, partition: int) -> Any:
