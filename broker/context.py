@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from minibroker.broker.coordinator_runtime import CoordinatorRuntime
     from minibroker.broker.durability import Durability
     from minibroker.broker.dynamic_config import DynamicConfigs
+    from minibroker.broker.features import FeatureStore
     from minibroker.broker.security.sasl import Session
     from minibroker.broker.security.service import Security
     from minibroker.broker.waiters import DataWaiters
@@ -45,6 +46,7 @@ class HandlerServices(Protocol):
     durability: Durability
     data_waiters: DataWaiters
     dynamic_configs: DynamicConfigs
+    features: FeatureStore
 
     def get_log(self, topic: str, partition: int) -> PartitionLog | None: ...
 

@@ -17,6 +17,7 @@ from minibroker.broker.config import BrokerConfig
 from minibroker.broker.coordinator_runtime import CoordinatorRuntime
 from minibroker.broker.durability import Durability
 from minibroker.broker.dynamic_config import DynamicConfigs
+from minibroker.broker.features import FeatureStore, parse_features
 from minibroker.broker.limits import ConnectionSettings, raise_open_file_limit
 from minibroker.broker.observe import build_request_observer
 from minibroker.broker.security.listeners import Listener
@@ -76,6 +77,8 @@ class Broker:
             on_log_opened=self.data_waiters.log_opened,
         )
         self.dynamic_configs = DynamicConfigs(self.data_dir, config, self.logs, self.durability.write_file)
+        # finalized feature levels (ApiVersions, UpdateFeatures), loaded at start
+        self.features = FeatureStore(self.data_dir, self.durability.write_file)
         self.producer_ids = ProducerIdManager(self.data_dir, submit=self.durability.submit)
         # runs every coordinator operation, their timers and duties (on the loop)
         self.coordinators = CoordinatorRuntime(self.durability)
@@ -99,6 +102,7 @@ class Broker:
             producer_ids=self.producer_ids,
             clock=self.clock,
             faults=self.faults,
+            transaction_version=self.features.transaction_version,
         )
         # listeners, SASL, SCRAM, ACLs
         self.security = Security(config, self.data_dir, self.durability.write_file)
@@ -136,6 +140,7 @@ class Broker:
     async def _start(self) -> None:
         started = phase_start = self.clock.monotonic()
         self.dynamic_configs.load()  # runtime-set broker defaults apply to the logs opened next
+        self.features.load(parse_features(self.config["minibroker.features"]))
 
         def phase_done(name: str) -> None:
             nonlocal phase_start

@@ -1,7 +1,6 @@
-"""ApiVersions (18): advertise exactly the handler table in broker/dispatch.py.
-
-No `transaction.version` feature is finalized (epoch -1), so clients use the classic (KIP-98)
-transaction flow; KIP-890 v2 is not offered.
+"""ApiVersions (18): advertise exactly the handler table in broker/dispatch.py, and (v3+, tags
+0-2) the supported and finalized feature levels of broker/features.py with their epoch, as Kafka
+does: `transaction.version` finalized at 2 turns on KIP-890 transactions V2 in Java 4.x clients.
 """
 
 from __future__ import annotations
@@ -69,9 +68,12 @@ async def handle(ctx: RequestContext, req: ApiVersionsRequest) -> ApiVersionsRes
             throttle_time_ms=0,
             finalized_features_epoch=-1,
         )
+    features = ctx.broker.features
     return ctx.response(
         error_code=ErrorCode.none,
         api_keys=_api_keys(),
         throttle_time_ms=0,
-        finalized_features_epoch=-1,
+        supported_features=features.supported(),
+        finalized_features_epoch=features.epoch,
+        finalized_features=features.finalized(),
     )

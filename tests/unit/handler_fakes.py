@@ -30,6 +30,7 @@ class FakeBroker:
     durability: Any = None
     data_waiters: Any = None
     dynamic_configs: Any = None
+    features: Any = None
     coordinators: Any = field(default_factory=lambda: CoordinatorRuntime(durability=None))
 
     def get_log(self, topic: str, partition: int) -> Any:
