@@ -498,7 +498,12 @@ class TransactionCoordinator:
         if v2 and not fence and meta.epoch_exhausted:
             next_producer_id = self._allocate()  # the epoch would overflow: a new producer id
         prepared = meta.prepare_abort_or_commit(
-            commit, self._now(), client_version, next_producer_id, no_partition_added
+            commit,
+            self._now(),
+            client_version,
+            next_producer_id,
+            no_partition_added,
+            bump_epoch=v2 and not fence,
         )
         self._pending[transactional_id] = prepared.state
         try:

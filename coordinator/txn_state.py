@@ -249,13 +249,15 @@ class TransactionMetadata:
         client_version: int = 0,
         next_producer_id: int = NO_PRODUCER_ID,
         no_partition_added: bool = False,
+        bump_epoch: bool = False,
     ) -> TransactionMetadata:
-        """PrepareCommit/PrepareAbort. Under TV2 (client_version >= 2) the epoch goes up by one
-        (the markers carry the bumped epoch, and the client continues with it); when the epoch is
-        exhausted `next_producer_id` is the id the completion moves to (at epoch 0)."""
+        """PrepareCommit/PrepareAbort. A TV2 end (EndTxn v5: `bump_epoch`) moves the epoch up by
+        one (the markers carry the bumped epoch, and the client continues with it); when the
+        epoch is exhausted `next_producer_id` is the id the completion moves to (at epoch 0).
+        An epoch fence has bumped the epoch already and does not bump it again."""
         state = TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT
         changes: dict[str, Any] = {}
-        if client_version >= 2:
+        if bump_epoch:
             changes.update(producer_epoch=self.producer_epoch + 1, last_producer_epoch=self.producer_epoch)
         return self._to(
             state,
