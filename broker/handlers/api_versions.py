@@ -73,7 +73,9 @@ async def handle(ctx: RequestContext, req: ApiVersionsRequest) -> ApiVersionsRes
         error_code=ErrorCode.none,
         api_keys=_api_keys(),
         throttle_time_ms=0,
-        supported_features=features.supported(),
+        # Kafka answers v3 without the supported features whose minimum is 0 (clients before
+        # KIP-1022 could not read a 0 minimum)
+        supported_features=[f for f in features.supported() if ctx.api_version >= 4 or f["min_version"] > 0],
         finalized_features_epoch=features.epoch,
         finalized_features=features.finalized(),
     )

@@ -5,13 +5,14 @@ Kafka's rules: ALTER on the cluster; all or nothing (the first refused update fa
 with INVALID_UPDATE_VERSION and the controller's message); an unknown feature, a level outside
 the supported range, a downgrade asked as an upgrade, an unknown upgrade type are refused;
 `validate_only` (v1+) checks without changing. v0 has `allow_downgrade` instead of the upgrade
-type. v0-1 answer a result per feature (none when the request failed); v2 only the top level."""
+type, which Kafka 4.4 ignores (v0 only upgrades). v0-1 answer a result per feature (none when
+the request failed); v2 only the top level."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from minibroker.broker.features import SAFE_DOWNGRADE, UPGRADE, FeatureUpdate
+from minibroker.broker.features import UPGRADE, FeatureUpdate
 from minibroker.broker.security.acls import CLUSTER_NAME
 from minibroker.broker.security.acls import Operation as Op
 from minibroker.broker.security.acls import ResourceType as Res
@@ -26,12 +27,10 @@ API_KEY = 57
 
 
 def _update(item: object, api_version: int) -> FeatureUpdate:
-    level = field(item, "max_version_level", 0)
-    if api_version == 0:  # Kafka maps allow_downgrade to a safe downgrade for a deletion only
-        kind = SAFE_DOWNGRADE if field(item, "allow_downgrade", False) and level < 1 else UPGRADE
-    else:
-        kind = field(item, "upgrade_type", UPGRADE)
-    return FeatureUpdate(field(item, "feature", ""), level, kind)
+    # v0's allow_downgrade is not honoured by Kafka 4.4 (every v0 update is an upgrade: a lower
+    # level is refused as a downgrade without a downgrade type)
+    kind = field(item, "upgrade_type", UPGRADE) if api_version >= 1 else UPGRADE
+    return FeatureUpdate(field(item, "feature", ""), field(item, "max_version_level", 0), kind)
 
 
 async def handle(ctx: RequestContext, req: UpdateFeaturesRequest) -> UpdateFeaturesResponse:
