@@ -140,7 +140,6 @@ class Broker:
     async def _start(self) -> None:
         started = phase_start = self.clock.monotonic()
         self.dynamic_configs.load()  # runtime-set broker defaults apply to the logs opened next
-        self.features.load(parse_features(self.config["minibroker.features"]))
 
         def phase_done(name: str) -> None:
             nonlocal phase_start
@@ -156,6 +155,7 @@ class Broker:
         # Only now the data directory is written (only .lock was, by __init__): a SCRAM store
         # bootstrapped from minibroker.scram.credentials first.
         self.security.persist()
+        self.features.load(parse_features(self.config["minibroker.features"]))  # features.json
         raised = raise_open_file_limit()  # one descriptor per partition and connection (broker/limits.py)
         if raised:
             log.info("open file limit raised", soft_limit_was=raised[0], soft_limit=raised[1])
