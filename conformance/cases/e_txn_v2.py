@@ -12,18 +12,43 @@ APIV, METADATA, UPDATE_FEATURES = 18, 3, 57
 TV = "transaction.version"
 
 
+API_VERSIONS_V4 = {"client_software_name": "conformance", "client_software_version": "1.0"}
+
+
+def transaction_version(s) -> int:
+    """The finalized transaction.version this broker reports (0: absent)."""
+    answer = s.call(APIV, 4, API_VERSIONS_V4)
+    return {f["name"]: f["max_version_level"] for f in answer["finalized_features"]}.get(TV, 0)
+
+
+def wait_transaction_version(s, level):
+    """Kafka's brokers learn a feature change from the metadata log a moment after UpdateFeatures
+    answers: wait until ApiVersions shows it."""
+    s.wait_until(lambda: transaction_version(s) == level, f"{TV} finalized at {level}", 30)
+
+
 def api_versions_features(s, label, level):
-    """ApiVersions once `transaction.version` is finalized at `level` (0: absent) on this broker:
-    Kafka's brokers learn a change from the metadata log a moment after UpdateFeatures answers."""
-    fields = {"client_software_name": "conformance", "client_software_version": "1.0"}
+    """ApiVersions once `transaction.version` is finalized at `level` on this broker."""
+    wait_transaction_version(s, level)
+    s.check(label, APIV, 4, API_VERSIONS_V4)
 
-    def finalized():
-        answer = s.call(APIV, 4, fields)
-        levels = {f["name"]: f["max_version_level"] for f in answer["finalized_features"]}
-        return levels.get(TV, 0) == level
 
-    s.wait_until(finalized, f"{TV} finalized at {level}", 30)
-    s.check(label, APIV, 4, fields)
+def set_transaction_version(s, level):
+    """Finalize transaction.version at `level` (`python -m conformance --transaction-version`:
+    the whole run on the classic or the V2 transaction path), uncompared."""
+    current = transaction_version(s)
+    if current != level:
+        kind = 1 if level > current else 2
+        s.call(
+            UPDATE_FEATURES,
+            1,
+            {
+                "timeout_ms": 60000,
+                "feature_updates": [{"feature": TV, "max_version_level": level, "upgrade_type": kind}],
+                "validate_only": False,
+            },
+        )
+    wait_transaction_version(s, level)
 
 
 def update(s, label, v, updates, validate_only=False):
@@ -41,6 +66,8 @@ def update(s, label, v, updates, validate_only=False):
 
 @case("api_versions/features")
 def features_update(s):
+    initial = transaction_version(s)  # 2 unless the run chose another level
+    set_transaction_version(s, 2)
     api_versions_features(s, "before", 2)
     for v in versions(UPDATE_FEATURES):
         validate = v >= 1
@@ -63,6 +90,7 @@ def features_update(s):
     api_versions_features(s, "deleted", 0)
     update(s, "v1/upgrade-to-2", 1, [(TV, 2, 1)])
     api_versions_features(s, "after", 2)
+    set_transaction_version(s, initial)
 
 
 def init(s, tid):
