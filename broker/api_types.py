@@ -368,6 +368,8 @@ if TYPE_CHECKING:
     from kio.schema.end_txn.v3.response import EndTxnResponse as EndTxnResponseV3
     from kio.schema.end_txn.v4.request import EndTxnRequest as EndTxnRequestV4
     from kio.schema.end_txn.v4.response import EndTxnResponse as EndTxnResponseV4
+    from kio.schema.end_txn.v5.request import EndTxnRequest as EndTxnRequestV5
+    from kio.schema.end_txn.v5.response import EndTxnResponse as EndTxnResponseV5
     from kio.schema.expire_delegation_token.v1.request import (
         ExpireDelegationTokenRequest as ExpireDelegationTokenRequestV1,
     )
@@ -888,6 +890,23 @@ if TYPE_CHECKING:
         TxnOffsetCommitRequestTopic as TxnOffsetCommitRequestTopicV4,
     )
     from kio.schema.txn_offset_commit.v4.response import TxnOffsetCommitResponse as TxnOffsetCommitResponseV4
+    from kio.schema.txn_offset_commit.v5.request import TxnOffsetCommitRequest as TxnOffsetCommitRequestV5
+    from kio.schema.txn_offset_commit.v5.request import (
+        TxnOffsetCommitRequestPartition as TxnOffsetCommitRequestPartitionV5,
+    )
+    from kio.schema.txn_offset_commit.v5.request import (
+        TxnOffsetCommitRequestTopic as TxnOffsetCommitRequestTopicV5,
+    )
+    from kio.schema.txn_offset_commit.v5.response import TxnOffsetCommitResponse as TxnOffsetCommitResponseV5
+    from kio.schema.update_features.v0.request import FeatureUpdateKey as FeatureUpdateKeyV0
+    from kio.schema.update_features.v0.request import UpdateFeaturesRequest as UpdateFeaturesRequestV0
+    from kio.schema.update_features.v0.response import UpdateFeaturesResponse as UpdateFeaturesResponseV0
+    from kio.schema.update_features.v1.request import FeatureUpdateKey as FeatureUpdateKeyV1
+    from kio.schema.update_features.v1.request import UpdateFeaturesRequest as UpdateFeaturesRequestV1
+    from kio.schema.update_features.v1.response import UpdateFeaturesResponse as UpdateFeaturesResponseV1
+    from kio.schema.update_features.v2.request import FeatureUpdateKey as FeatureUpdateKeyV2
+    from kio.schema.update_features.v2.request import UpdateFeaturesRequest as UpdateFeaturesRequestV2
+    from kio.schema.update_features.v2.response import UpdateFeaturesResponse as UpdateFeaturesResponseV2
     from kio.schema.write_txn_markers.v1.request import WritableTxnMarker as WritableTxnMarkerV1
     from kio.schema.write_txn_markers.v1.request import WritableTxnMarkerTopic as WritableTxnMarkerTopicV1
     from kio.schema.write_txn_markers.v1.request import WriteTxnMarkersRequest as WriteTxnMarkersRequestV1
@@ -898,6 +917,14 @@ if TYPE_CHECKING:
     from kio.schema.write_txn_markers.v2.response import WriteTxnMarkersResponse as WriteTxnMarkersResponseV2
     from minibroker.protocol.api_versions_v5 import ApiVersionsRequest as ApiVersionsRequestV5
     from minibroker.protocol.api_versions_v5 import ApiVersionsResponse as ApiVersionsResponseV5
+    from minibroker.protocol.txn_offset_commit_v6 import TxnOffsetCommitRequest as TxnOffsetCommitRequestV6
+    from minibroker.protocol.txn_offset_commit_v6 import (
+        TxnOffsetCommitRequestPartition as TxnOffsetCommitRequestPartitionV6,
+    )
+    from minibroker.protocol.txn_offset_commit_v6 import (
+        TxnOffsetCommitRequestTopic as TxnOffsetCommitRequestTopicV6,
+    )
+    from minibroker.protocol.txn_offset_commit_v6 import TxnOffsetCommitResponse as TxnOffsetCommitResponseV6
 
     ProduceRequest = (
         ProduceRequestV3
@@ -1444,9 +1471,21 @@ if TYPE_CHECKING:
         | AddOffsetsToTxnResponseV3
         | AddOffsetsToTxnResponseV4
     )
-    EndTxnRequest = EndTxnRequestV0 | EndTxnRequestV1 | EndTxnRequestV2 | EndTxnRequestV3 | EndTxnRequestV4
+    EndTxnRequest = (
+        EndTxnRequestV0
+        | EndTxnRequestV1
+        | EndTxnRequestV2
+        | EndTxnRequestV3
+        | EndTxnRequestV4
+        | EndTxnRequestV5
+    )
     EndTxnResponse = (
-        EndTxnResponseV0 | EndTxnResponseV1 | EndTxnResponseV2 | EndTxnResponseV3 | EndTxnResponseV4
+        EndTxnResponseV0
+        | EndTxnResponseV1
+        | EndTxnResponseV2
+        | EndTxnResponseV3
+        | EndTxnResponseV4
+        | EndTxnResponseV5
     )
     WriteTxnMarkersRequest = WriteTxnMarkersRequestV1 | WriteTxnMarkersRequestV2
     WriteTxnMarkersResponse = WriteTxnMarkersResponseV1 | WriteTxnMarkersResponseV2
@@ -1458,6 +1497,8 @@ if TYPE_CHECKING:
         | TxnOffsetCommitRequestV2
         | TxnOffsetCommitRequestV3
         | TxnOffsetCommitRequestV4
+        | TxnOffsetCommitRequestV5
+        | TxnOffsetCommitRequestV6
     )
     TxnOffsetCommitResponse = (
         TxnOffsetCommitResponseV0
@@ -1465,6 +1506,8 @@ if TYPE_CHECKING:
         | TxnOffsetCommitResponseV2
         | TxnOffsetCommitResponseV3
         | TxnOffsetCommitResponseV4
+        | TxnOffsetCommitResponseV5
+        | TxnOffsetCommitResponseV6
     )
     TxnOffsetCommitRequestPartition = (
         TxnOffsetCommitRequestPartitionV0
@@ -1472,6 +1515,8 @@ if TYPE_CHECKING:
         | TxnOffsetCommitRequestPartitionV2
         | TxnOffsetCommitRequestPartitionV3
         | TxnOffsetCommitRequestPartitionV4
+        | TxnOffsetCommitRequestPartitionV5
+        | TxnOffsetCommitRequestPartitionV6
     )
     TxnOffsetCommitRequestTopic = (
         TxnOffsetCommitRequestTopicV0
@@ -1479,6 +1524,8 @@ if TYPE_CHECKING:
         | TxnOffsetCommitRequestTopicV2
         | TxnOffsetCommitRequestTopicV3
         | TxnOffsetCommitRequestTopicV4
+        | TxnOffsetCommitRequestTopicV5
+        | TxnOffsetCommitRequestTopicV6
     )
     DescribeAclsRequest = DescribeAclsRequestV1 | DescribeAclsRequestV2 | DescribeAclsRequestV3
     DescribeAclsResponse = DescribeAclsResponseV1 | DescribeAclsResponseV2 | DescribeAclsResponseV3
@@ -1629,3 +1676,6 @@ if TYPE_CHECKING:
         | DescribeDelegationTokenResponseV2
         | DescribeDelegationTokenResponseV3
     )
+    UpdateFeaturesRequest = UpdateFeaturesRequestV0 | UpdateFeaturesRequestV1 | UpdateFeaturesRequestV2
+    UpdateFeaturesResponse = UpdateFeaturesResponseV0 | UpdateFeaturesResponseV1 | UpdateFeaturesResponseV2
+    FeatureUpdateKey = FeatureUpdateKeyV0 | FeatureUpdateKeyV1 | FeatureUpdateKeyV2

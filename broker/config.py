@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from minibroker.broker.features import parse_features
 from minibroker.broker.security.settings import SECURITY_AND_LIMIT_PROPERTIES, Property, listener_property
 from minibroker.storage.config import TOPIC_CONFIGS, builtin_default, check_of
 
@@ -48,6 +49,14 @@ def _positive(v: int) -> bool:
 
 def _non_negative(v: int) -> bool:
     return v >= 0
+
+
+def _valid_features(value: str) -> bool:
+    try:
+        parse_features(value)
+    except ValueError:
+        return False
+    return True
 
 
 def _topic_default(name: str, topic_config: str, type_: str, doc: str) -> Property:
@@ -409,6 +418,17 @@ PROPERTIES: dict[str, Property] = {
             False,
             "List GetTelemetrySubscriptions/PushTelemetry (71/72) in ApiVersions so clients push "
             "their metrics (Kafka: only with a telemetry exporter plugin). Answered either way.",
+        ),
+        Property(
+            "minibroker.features",
+            "str",
+            "",
+            "Feature levels set at startup, comma-separated name=level (e.g. transaction.version=1 "
+            "for the classic transaction protocol); persisted in the data directory, changeable "
+            "with kafka-features.sh. Empty: the levels the data directory holds (a new one: "
+            "transaction.version=2).",
+            _valid_features,
+            "name=level,... of a supported feature and level",
         ),
         # testing only
         Property(

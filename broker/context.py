@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from minibroker.broker.coordinator_runtime import CoordinatorRuntime
     from minibroker.broker.durability import Durability
     from minibroker.broker.dynamic_config import DynamicConfigs
+    from minibroker.broker.features import FeatureStore
     from minibroker.broker.quotas import ClientQuotas
     from minibroker.broker.security.sasl import Session
     from minibroker.broker.security.service import Security
@@ -47,6 +48,7 @@ class HandlerServices(Protocol):
     data_waiters: DataWaiters
     dynamic_configs: DynamicConfigs
     quotas: ClientQuotas  # client quotas (DescribeClientQuotas, AlterClientQuotas, throttling)
+    features: FeatureStore
 
     def get_log(self, topic: str, partition: int) -> PartitionLog | None: ...
 

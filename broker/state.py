@@ -17,6 +17,7 @@ from minibroker.broker.config import BrokerConfig
 from minibroker.broker.coordinator_runtime import CoordinatorRuntime
 from minibroker.broker.durability import Durability
 from minibroker.broker.dynamic_config import DynamicConfigs
+from minibroker.broker.features import FeatureStore, parse_features
 from minibroker.broker.limits import ConnectionSettings, raise_open_file_limit
 from minibroker.broker.observe import build_request_observer
 from minibroker.broker.quotas import ClientQuotas
@@ -83,6 +84,8 @@ class Broker:
         self.dynamic_configs = DynamicConfigs(
             self.data_dir, config, self.logs, telemetry, self.durability.write_file
         )
+        # finalized feature levels (ApiVersions, UpdateFeatures), loaded at start
+        self.features = FeatureStore(self.data_dir, self.durability.write_file)
         self.producer_ids = ProducerIdManager(self.data_dir, submit=self.durability.submit)
         # runs every coordinator operation, their timers and duties (on the loop)
         self.coordinators = CoordinatorRuntime(self.durability)
@@ -106,6 +109,7 @@ class Broker:
             producer_ids=self.producer_ids,
             clock=self.clock,
             faults=self.faults,
+            transaction_version=self.features.transaction_version,
         )
         # client quotas: stored ones read now, enforced on Produce and Fetch (broker/connection.py)
         self.quotas = ClientQuotas(self.data_dir, config, self.clock, self.durability.write_file)
@@ -160,6 +164,7 @@ class Broker:
         # Only now the data directory is written (only .lock was, by __init__): a SCRAM store
         # bootstrapped from minibroker.scram.credentials first.
         self.security.persist()
+        self.features.load(parse_features(self.config["minibroker.features"]))  # features.json
         raised = raise_open_file_limit()  # one descriptor per partition and connection (broker/limits.py)
         if raised:
             log.info("open file limit raised", soft_limit_was=raised[0], soft_limit=raised[1])

@@ -1,4 +1,6 @@
-"""`python -m conformance [--only GLOB ...] [--report FILE]`: start both brokers, run, compare.
+"""`python -m conformance [--only GLOB ...] [--report FILE] [--transaction-version N]`: start both
+brokers, run, compare. `--transaction-version 1` finalizes transaction.version=1 on both brokers
+(UpdateFeatures) before the cases, so the clients run the classic transaction flow.
 
 Exit status 0 when every difference is listed in deviations.toml, 1 otherwise, 2 when a broker
 could not be started. Every process started here is stopped before exit, also on a timeout.
@@ -17,6 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from conformance.brokers import SHARED_CONFIG, MiniBroker
+from conformance.cases.e_txn_v2 import set_transaction_version
 from conformance.reference_kafka import ReferenceKafka
 from conformance.runner import (
     classify,
@@ -45,6 +48,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", action="append", default=[], help="run cases matching this glob")
     parser.add_argument("--report", type=Path, help="write every mismatch as JSON here")
     parser.add_argument("--all", action="store_true", help="also print intended deviations")
+    parser.add_argument(
+        "--transaction-version",
+        type=int,
+        help="finalize transaction.version at this level on both brokers first",
+    )
     args = parser.parse_args(argv)
 
     deviations = load_deviations()
@@ -76,6 +84,14 @@ def main(argv: list[str] | None = None) -> int:
             if session.error:
                 print(f"conformance: {side} not ready: {session.error}", file=sys.stderr)
                 return 2
+        if args.transaction_version is not None:
+            level = args.transaction_version
+            for side, session in run_case(
+                "features", lambda s: set_transaction_version(s, level), addresses
+            ).items():
+                if session.error:
+                    print(f"conformance: {side}: {session.error}", file=sys.stderr)
+                    return 2
         compared, mismatches, covered = 0, [], set()
         for name, fn in cases:
             sessions = run_case(name, fn, addresses)

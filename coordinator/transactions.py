@@ -99,6 +99,7 @@ class TransactionCoordinator:
         producer_ids: ProducerIdSource,
         clock: Clock,
         faults: Faults,
+        transaction_version: Callable[[], int] = lambda: 0,
     ) -> None:
         self.settings = settings
         self.store = store  # __transaction_state
@@ -107,6 +108,9 @@ class TransactionCoordinator:
         self.producer_ids = producer_ids
         self.clock = clock
         self.faults = faults  # the named crash points between the steps of a completion
+        # the finalized transaction.version (broker/features.py): how the coordinator's own
+        # aborts (fencing, timeouts) end a transaction, as Kafka's transactionVersionLevel()
+        self.transaction_version = transaction_version
         self._loading = False
         self.txns: dict[str, TransactionMetadata] = {}
         self._by_pid: dict[int, str] = {}
@@ -303,13 +307,14 @@ class TransactionCoordinator:
                 epoch=meta.producer_epoch,
                 fence_epoch=plan.producer_epoch,
             )
-            err = yield from self._end_transaction(
+            err, _, _ = yield from self._end_transaction(
                 transactional_id,
                 plan.producer_id,
                 plan.producer_epoch,
                 commit=False,
                 from_client=False,
                 fence=True,
+                client_version=self.transaction_version(),
             )
             return (ErrorCode.concurrent_transactions if err == ErrorCode.none else err, *fail)
         err = yield from self._persist_pending(plan)
@@ -330,12 +335,15 @@ class TransactionCoordinator:
         producer_id: int,
         producer_epoch: int,
         partitions: Iterable[tuple[str, int]],
+        client_version: int = 0,
     ) -> Operation[ErrorCode]:
+        """AddPartitionsToTxn (client_version 0), or under TV2 (2) the partitions a
+        transactional Produce v12+ or TxnOffsetCommit v5+ adds by itself (KIP-890 part 2)."""
         if not transactional_id:
             return ErrorCode.invalid_request
         parts = frozenset(partitions)
         meta = self.txns.get(transactional_id)
-        if meta is None:
+        if meta is None or meta.state == TxnState.DEAD:
             return ErrorCode.invalid_producer_id_mapping
         if meta.producer_id != producer_id:
             return ErrorCode.invalid_producer_id_mapping
@@ -346,14 +354,53 @@ class TransactionCoordinator:
         err = meta.add_partitions_check(producer_id, producer_epoch, parts)
         if err is not None:
             return err
-        new = meta.prepare_add_partitions(parts, self._now())
+        new = meta.prepare_add_partitions(parts, self._now(), client_version)
         return (yield from self._persist_pending(new))
+
+    def produced_partitions_to_add(
+        self, transactional_id: str | None, batches: Iterable[tuple[str, int, BytesLike | None]]
+    ) -> Operation[ErrorCode] | None:
+        """TV2 (Produce v12+): the operation adding the partitions whose first batch is
+        transactional to the transaction, None when there is nothing to add (the common case
+        of a partition already in the Ongoing transaction: no write, no wait). Errors are left
+        to `verify_produce`, which then answers each partition as Kafka's leader does."""
+        if transactional_id is None:
+            return None
+        meta = self.txns.get(transactional_id)
+        if meta is None:
+            return None
+        producer: tuple[int, int] | None = None
+        wanted = set()
+        for topic, partition, records in batches:
+            if records is None or len(records) < _HEADER_SIZE or not records[22] & _ATTR_TRANSACTIONAL:
+                continue
+            if producer is None:
+                producer = _PID.unpack_from(records, 43)
+            if self.logs.get_log(topic, partition) is not None:
+                wanted.add((topic, partition))
+        if producer is None or not wanted:
+            return None
+        if meta.state == TxnState.ONGOING and wanted <= meta.partitions:
+            return None
+        return self.add_partitions(transactional_id, producer[0], producer[1], wanted, client_version=2)
 
     def add_offsets(
         self, transactional_id: str, producer_id: int, producer_epoch: int, group_id: str
     ) -> Operation[ErrorCode]:
         partition = (OFFSETS_TOPIC, self.offsets_partition(group_id))
         return (yield from self.add_partitions(transactional_id, producer_id, producer_epoch, [partition]))
+
+    def add_offsets_v2(
+        self, transactional_id: str, producer_id: int, producer_epoch: int, group_id: str
+    ) -> Operation[ErrorCode]:
+        """TxnOffsetCommit v5+ (TV2): the group's __consumer_offsets partition joins the
+        transaction without AddOffsetsToTxn."""
+        partition = (OFFSETS_TOPIC, self.offsets_partition(group_id))
+        return (
+            yield from self.add_partitions(
+                transactional_id, producer_id, producer_epoch, [partition], client_version=2
+            )
+        )
 
     def check_txn_offset_commit(
         self, transactional_id: str, producer_id: int, producer_epoch: int, group_id: str, api_version: int
@@ -376,11 +423,24 @@ class TransactionCoordinator:
 
     # ------------------------------------------------------------------ EndTxn
     def end_txn(
-        self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool
-    ) -> Operation[ErrorCode]:
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        commit: bool,
+        client_version: int = 0,
+    ) -> Operation[tuple[ErrorCode, int, int]]:
+        """EndTxn: (error, producer id, epoch). EndTxn v5 (client_version 2, KIP-890) bumps the
+        epoch at every end and answers the new producer id and epoch; a retry of a completed
+        end answers the current ones."""
         return (
             yield from self._end_transaction(
-                transactional_id, producer_id, producer_epoch, commit, from_client=True
+                transactional_id,
+                producer_id,
+                producer_epoch,
+                commit,
+                from_client=True,
+                client_version=client_version,
             )
         )
 
@@ -393,15 +453,31 @@ class TransactionCoordinator:
         *,
         from_client: bool,
         fence: bool = False,
-    ) -> Operation[ErrorCode]:
+        client_version: int = 0,
+    ) -> Operation[tuple[ErrorCode, int, int]]:
+        fail = (NO_PRODUCER_ID, NO_PRODUCER_EPOCH)
         if not transactional_id:
-            return ErrorCode.invalid_request
+            return (ErrorCode.invalid_request, *fail)
         meta = self.txns.get(transactional_id)
         if meta is None or meta.state == TxnState.DEAD:
-            return ErrorCode.invalid_producer_id_mapping
-        if transactional_id in self._pending:
-            return _end_txn_while_pending(meta, producer_id, producer_epoch, from_client)
-        err = meta.end_txn_check(producer_id, producer_epoch, commit, from_client)
+            return (ErrorCode.invalid_producer_id_mapping, *fail)
+        v2 = client_version >= 2
+        no_partition_added = False
+        if v2:
+            check = meta.end_txn_check_v2(producer_id, producer_epoch, commit, fence)
+            if isinstance(check, ErrorCode) and check in (
+                ErrorCode.invalid_producer_id_mapping,
+                ErrorCode.producer_fenced,
+            ):
+                return (check, *fail)
+            if transactional_id in self._pending:
+                return (ErrorCode.concurrent_transactions, *fail)
+            err: ErrorCode | None = check if isinstance(check, ErrorCode) else None
+            no_partition_added = check is True
+        elif transactional_id in self._pending:
+            return (_end_txn_while_pending(meta, producer_id, producer_epoch, from_client), *fail)
+        else:
+            err = meta.end_txn_check(producer_id, producer_epoch, commit, from_client)
         if err is not None:
             if err != ErrorCode.none:
                 log.info(
@@ -411,30 +487,41 @@ class TransactionCoordinator:
                     commit=commit,
                     error=err.name,
                 )
-            return err
+                return (err, *fail)
+            return err, meta.producer_id, meta.producer_epoch
         if fence:
             # Kafka bumps the epoch in memory before the write: even if the write fails the
             # old producer is fenced, and a later fence does not bump again.
             meta.producer_epoch = producer_epoch
             meta.last_producer_epoch = NO_PRODUCER_EPOCH
-        prepared = meta.prepare_abort_or_commit(commit, self._now())
+        next_producer_id = NO_PRODUCER_ID
+        if v2 and not fence and meta.epoch_exhausted:
+            next_producer_id = self._allocate()  # the epoch would overflow: a new producer id
+        prepared = meta.prepare_abort_or_commit(
+            commit,
+            self._now(),
+            client_version,
+            next_producer_id,
+            no_partition_added,
+            bump_epoch=v2 and not fence,
+        )
         self._pending[transactional_id] = prepared.state
         try:
             err = yield from self._persist(prepared)
             if err != ErrorCode.none:
                 if fence:
                     meta.has_failed_epoch_fence = True
-                return err
+                return (err, *fail)
         finally:
             self._pending.pop(transactional_id, None)
         self.faults.crash_point(
             "crash-after-prepare-commit" if commit else "crash-after-prepare-abort", transactional_id
         )
         # The outcome is decided and durable from here on: if completing fails now, the
-        # background duty (and the next startup) finishes it; the client is told NONE, as Kafka
-        # tells it once PrepareX is written.
+        # background duty (and the next startup) finishes it; the client is told NONE (under
+        # TV2 with the epoch of PrepareX), as Kafka tells it once PrepareX is written.
         yield from self._complete(transactional_id)
-        return ErrorCode.none
+        return ErrorCode.none, prepared.producer_id, prepared.producer_epoch
 
     def _complete(self, transactional_id: str) -> Operation[ErrorCode]:
         """Markers, group offsets and CompleteX for a transaction in PrepareX."""
@@ -533,8 +620,14 @@ class TransactionCoordinator:
             fence_epoch=fence_epoch,
             timeout_ms=meta.timeout_ms,
         )
-        err = yield from self._end_transaction(
-            transactional_id, meta.producer_id, fence_epoch, commit=False, from_client=False, fence=True
+        err, _, _ = yield from self._end_transaction(
+            transactional_id,
+            meta.producer_id,
+            fence_epoch,
+            commit=False,
+            from_client=False,
+            fence=True,
+            client_version=self.transaction_version(),
         )
         if err != ErrorCode.none:
             log.warning(

@@ -19,7 +19,8 @@ tagged field is needed), so Kafka's TransactionLogMessageFormatter can read the 
     value = int16 version | int64 producer_id | int16 producer_epoch | int32 timeout_ms
             | int8 status | [topic string, [int32 partition]] (nullable) | int64 last_update_ms
             | int64 txn_start_ms  (v1: compact strings/arrays + tagged fields:
-              0 = PreviousProducerId, 1 = NextProducerId, 2 = ClientTransactionVersion,
+              0 = PreviousProducerId, 1 = NextProducerId, 2 = ClientTransactionVersion (the
+              transaction.version of the client's last transition: 2 for a KIP-890 client),
               10000 = LastProducerEpoch (minibroker's own tag; Kafka readers skip unknown tags))
     a null value (tombstone) removes the transactional id (expiration).
 """
@@ -104,7 +105,16 @@ VALID_PREVIOUS: dict[TxnState, frozenset[TxnState]] = {
         {TxnState.ONGOING, TxnState.EMPTY, TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT}
     ),
     TxnState.PREPARE_COMMIT: frozenset({TxnState.ONGOING}),
-    TxnState.PREPARE_ABORT: frozenset({TxnState.ONGOING, TxnState.PREPARE_EPOCH_FENCE}),
+    # TV2 (KIP-890): an abort without partitions from Empty or a completed transaction
+    TxnState.PREPARE_ABORT: frozenset(
+        {
+            TxnState.ONGOING,
+            TxnState.PREPARE_EPOCH_FENCE,
+            TxnState.EMPTY,
+            TxnState.COMPLETE_COMMIT,
+            TxnState.COMPLETE_ABORT,
+        }
+    ),
     TxnState.COMPLETE_COMMIT: frozenset({TxnState.PREPARE_COMMIT}),
     TxnState.COMPLETE_ABORT: frozenset({TxnState.PREPARE_ABORT}),
     TxnState.DEAD: frozenset({TxnState.EMPTY, TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT}),
@@ -132,7 +142,8 @@ class TransactionMetadata:
     last_update_ms: int = -1
     last_producer_id: int = NO_PRODUCER_ID  # Kafka's previousProducerId (KIP-360)
     last_producer_epoch: int = NO_PRODUCER_EPOCH
-    next_producer_id: int = NO_PRODUCER_ID
+    next_producer_id: int = NO_PRODUCER_ID  # TV2: the id the epoch overflow moves to
+    client_transaction_version: int = 0  # the transaction.version of the client's last transition
     has_failed_epoch_fence: bool = False  # in memory only
 
     # ------------------------------------------------------------------ queries
@@ -161,6 +172,7 @@ class TransactionMetadata:
                 f"{self.state.display} -> {state.display}"
             )
         changes.setdefault("has_failed_epoch_fence", False)
+        changes.setdefault("last_producer_id", self.producer_id)  # Kafka's prevProducerId
         return dataclasses.replace(self, state=state, **changes)
 
     def prepare_increment_epoch(
@@ -214,7 +226,9 @@ class TransactionMetadata:
             )
         return self.producer_epoch if self.has_failed_epoch_fence else self.producer_epoch + 1
 
-    def prepare_add_partitions(self, added: Iterable[tuple[str, int]], now_ms: int) -> TransactionMetadata:
+    def prepare_add_partitions(
+        self, added: Iterable[tuple[str, int]], now_ms: int, client_version: int = 0
+    ) -> TransactionMetadata:
         start = (
             now_ms
             if self.state in (TxnState.EMPTY, TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT)
@@ -225,11 +239,34 @@ class TransactionMetadata:
             partitions=self.partitions | frozenset(added),
             txn_start_ms=start,
             last_update_ms=now_ms,
+            client_transaction_version=client_version,
         )
 
-    def prepare_abort_or_commit(self, commit: bool, now_ms: int) -> TransactionMetadata:
+    def prepare_abort_or_commit(
+        self,
+        commit: bool,
+        now_ms: int,
+        client_version: int = 0,
+        next_producer_id: int = NO_PRODUCER_ID,
+        no_partition_added: bool = False,
+        bump_epoch: bool = False,
+    ) -> TransactionMetadata:
+        """PrepareCommit/PrepareAbort. A TV2 end (EndTxn v5: `bump_epoch`) moves the epoch up by
+        one (the markers carry the bumped epoch, and the client continues with it); when the
+        epoch is exhausted `next_producer_id` is the id the completion moves to (at epoch 0).
+        An epoch fence has bumped the epoch already and does not bump it again."""
         state = TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT
-        return self._to(state, last_update_ms=now_ms)
+        changes: dict[str, Any] = {}
+        if bump_epoch:
+            changes.update(producer_epoch=self.producer_epoch + 1, last_producer_epoch=self.producer_epoch)
+        return self._to(
+            state,
+            last_update_ms=now_ms,
+            txn_start_ms=now_ms if no_partition_added else self.txn_start_ms,
+            next_producer_id=next_producer_id,
+            client_transaction_version=client_version,
+            **changes,
+        )
 
     def prepare_complete(self, now_ms: int) -> TransactionMetadata:
         if self.state == TxnState.PREPARE_COMMIT:
@@ -238,7 +275,13 @@ class TransactionMetadata:
             state = TxnState.COMPLETE_ABORT
         else:
             raise IllegalTransition(f"{self.transactional_id}: complete from {self.state.display}")
-        return self._to(state, partitions=frozenset(), last_update_ms=now_ms)
+        changes: dict[str, Any] = {}
+        if self.client_transaction_version >= 2 and self.next_producer_id != NO_PRODUCER_ID:
+            # TV2 epoch overflow: the client saw MAX-1, then the new producer id at epoch 0
+            changes.update(producer_id=self.next_producer_id, producer_epoch=0)
+        return self._to(
+            state, partitions=frozenset(), last_update_ms=now_ms, next_producer_id=NO_PRODUCER_ID, **changes
+        )
 
     def prepare_dead(self) -> TransactionMetadata:
         return self._to(TxnState.DEAD, partitions=frozenset())
@@ -266,6 +309,48 @@ class TransactionMetadata:
             return ErrorCode.concurrent_transactions if not commit else ErrorCode.invalid_txn_state
         if st == TxnState.EMPTY:
             return ErrorCode.invalid_txn_state
+        raise IllegalTransition(f"{self.transactional_id}: EndTxn in state {st.display}")
+
+    def end_txn_check_v2(
+        self, producer_id: int, producer_epoch: int, commit: bool, fence: bool
+    ) -> ErrorCode | bool:
+        """Kafka's EndTxn rules for a TV2 request (EndTxn v5, or the coordinator's own abort when
+        transaction.version is 2). An error (NONE: a retry of the completed end), or whether
+        the transaction may be ended, True when no partition was added (an abort from Empty or a
+        completed transaction, which still bumps the epoch)."""
+        st = self.state
+        retry_on_overflow = (
+            not fence
+            and self.last_producer_id == producer_id
+            and producer_epoch == SHORT_MAX - 1
+            and self.producer_epoch == 0
+        )
+        retry_on_bump = not fence and self.producer_epoch == producer_epoch + 1
+        if fence:
+            valid_epoch = producer_epoch >= self.producer_epoch
+        elif st in (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT):
+            valid_epoch = retry_on_bump
+        elif st.is_complete:
+            valid_epoch = retry_on_bump or retry_on_overflow or producer_epoch == self.producer_epoch
+        else:
+            valid_epoch = producer_epoch == self.producer_epoch
+        if self.producer_id != producer_id and not retry_on_overflow:
+            return ErrorCode.invalid_producer_id_mapping
+        if not valid_epoch:
+            return ErrorCode.producer_fenced
+        retry = retry_on_bump or retry_on_overflow
+        if st == TxnState.ONGOING:
+            return False
+        if st.is_complete:
+            same = (st == TxnState.COMPLETE_COMMIT) == commit
+            if retry:
+                return ErrorCode.none if same else ErrorCode.invalid_txn_state
+            return ErrorCode.invalid_txn_state if commit else True
+        if st.is_prepare:
+            same = (st == TxnState.PREPARE_COMMIT) == commit
+            return ErrorCode.concurrent_transactions if same else ErrorCode.invalid_txn_state
+        if st == TxnState.EMPTY:
+            return ErrorCode.invalid_txn_state if commit else True
         raise IllegalTransition(f"{self.transactional_id}: EndTxn in state {st.display}")
 
     def _producer_error(
@@ -397,6 +482,8 @@ def _value_tags(meta: TransactionMetadata) -> list[tuple[int, bytes]]:
         tags.append((0, _I64.pack(meta.last_producer_id)))
     if meta.next_producer_id != NO_PRODUCER_ID:
         tags.append((1, _I64.pack(meta.next_producer_id)))
+    if meta.client_transaction_version:
+        tags.append((2, _I16.pack(meta.client_transaction_version)))
     if meta.last_producer_epoch != NO_PRODUCER_EPOCH:
         tags.append((LAST_PRODUCER_EPOCH_TAG, _I16.pack(meta.last_producer_epoch)))
     return tags
@@ -444,6 +531,7 @@ def decode_value(transactional_id: str, data: bytes) -> TransactionMetadata:
     tags = r.tagged_fields()
     last_pid = _I64.unpack(tags[0])[0] if 0 in tags else NO_PRODUCER_ID
     next_pid = _I64.unpack(tags[1])[0] if 1 in tags else NO_PRODUCER_ID
+    client_version = _I16.unpack(tags[2])[0] if 2 in tags else 0
     last_epoch = (
         _I16.unpack(tags[LAST_PRODUCER_EPOCH_TAG])[0]
         if LAST_PRODUCER_EPOCH_TAG in tags
@@ -461,4 +549,5 @@ def decode_value(transactional_id: str, data: bytes) -> TransactionMetadata:
         last_producer_id=producer_id if last_pid == NO_PRODUCER_ID else last_pid,
         last_producer_epoch=last_epoch,
         next_producer_id=next_pid,
+        client_transaction_version=client_version,
     )

@@ -53,7 +53,10 @@ class DecodeError(Exception):
 
 
 #: Schemas newer than the pinned kio, written in kio's form: (api key, version) -> module.
-_NEWER_SCHEMAS = {(18, 5): "minibroker.protocol.api_versions_v5"}
+_NEWER_SCHEMAS = {
+    (18, 5): "minibroker.protocol.api_versions_v5",
+    (28, 6): "minibroker.protocol.txn_offset_commit_v6",
+}
 
 
 def _payload_class(

@@ -1,7 +1,6 @@
-"""ApiVersions (18): advertise exactly the handler table in broker/dispatch.py.
-
-No `transaction.version` feature is finalized (epoch -1), so clients use the classic (KIP-98)
-transaction flow; KIP-890 v2 is not offered.
+"""ApiVersions (18): advertise exactly the handler table in broker/dispatch.py, and (v3+, tags
+0-2) the supported and finalized feature levels of broker/features.py with their epoch, as Kafka
+does: `transaction.version` finalized at 2 turns on KIP-890 transactions V2 in Java 4.x clients.
 """
 
 from __future__ import annotations
@@ -74,9 +73,14 @@ async def handle(ctx: RequestContext, req: ApiVersionsRequest) -> ApiVersionsRes
     name = field(req, "client_software_name", None)
     if name is not None and ctx.session is not None:  # KIP-714's match on the client software
         ctx.session.client_software = (name, field(req, "client_software_version", ""))
+    features = ctx.broker.features
     return ctx.response(
         error_code=ErrorCode.none,
         api_keys=_api_keys(ctx.broker.dynamic_configs.telemetry.advertise),
         throttle_time_ms=0,
-        finalized_features_epoch=-1,
+        # Kafka answers v3 without the supported features whose minimum is 0 (clients before
+        # KIP-1022 could not read a 0 minimum)
+        supported_features=[f for f in features.supported() if ctx.api_version >= 4 or f["min_version"] > 0],
+        finalized_features_epoch=features.epoch,
+        finalized_features=features.finalized(),
     )

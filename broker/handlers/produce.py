@@ -16,6 +16,7 @@ from minibroker.broker.context import NO_RESPONSE, CloseConnection, NoResponse
 from minibroker.broker.limits import LogThrottle
 from minibroker.broker.security.acls import Operation as Op
 from minibroker.broker.security.acls import ResourceType as Res
+from minibroker.broker.txn_answers import add_implicitly
 from minibroker.protocol.errors import ErrorCode
 from minibroker.storage.errors import KafkaStorageError
 from minibroker.storage.log import PartitionLog, disk_free_bytes
@@ -223,6 +224,16 @@ async def handle(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse | 
     if req.acks not in (-1, 0, 1):
         return ctx.response(
             responses=_every_partition(req, ErrorCode.invalid_required_acks), throttle_time_ms=0
+        )
+    if transactional and ctx.api_version >= 12:  # KIP-890 TV2: the leader adds the partitions
+        batches = [
+            (t.name, p.index, p.records)
+            for t in req.topic_data
+            if t.name not in denied
+            for p in t.partition_data
+        ]
+        await add_implicitly(
+            ctx.broker, lambda: ctx.broker.txns.produced_partitions_to_add(req.transactional_id, batches)
         )
     due: list[PartitionLog] = []  # logs whose flush policy (log.flush.interval.*) this request reached
     responses = [

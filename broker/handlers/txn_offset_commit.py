@@ -1,4 +1,8 @@
-"""TxnOffsetCommit (28), versions 0-4: stage a consumer group's offsets inside a transaction.
+"""TxnOffsetCommit (28), versions 0-6: stage a consumer group's offsets inside a transaction.
+
+v5+ is KIP-890 part 2 (transaction.version 2): the group's __consumer_offsets partition joins the
+transaction here, with no AddOffsetsToTxn before it. v6 (KIP-1319) names topics by id
+(protocol/txn_offset_commit_v6.py); an id no topic has gets UNKNOWN_TOPIC_ID.
 
 Kafka's order: topics that do not exist get UNKNOWN_TOPIC_OR_PARTITION; then the transaction is
 verified for the group's __consumer_offsets partition (coordinator/transactions.py:
@@ -14,11 +18,18 @@ from typing import TYPE_CHECKING
 from minibroker.broker.partition_answers import error_codes, per_partition
 from minibroker.broker.security.acls import Operation as Op
 from minibroker.broker.security.acls import ResourceType as Res
+from minibroker.broker.txn_answers import add_implicitly
 from minibroker.protocol.codec import field
 from minibroker.protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
-    from minibroker.broker.api_types import TxnOffsetCommitRequest, TxnOffsetCommitResponse
+    from collections.abc import Sequence
+
+    from minibroker.broker.api_types import (
+        TxnOffsetCommitRequest,
+        TxnOffsetCommitRequestTopic,
+        TxnOffsetCommitResponse,
+    )
     from minibroker.broker.context import RequestContext
 
 API_KEY = 28
@@ -26,11 +37,25 @@ API_KEY = 28
 
 async def handle(ctx: RequestContext, req: TxnOffsetCommitRequest) -> TxnOffsetCommitResponse:
     codes: dict[tuple[str, int], int] = {}
-    wanted = _authorized_and_existing(ctx, req, codes)
+    names = _topic_names(ctx, req)
+    wanted = _authorized_and_existing(ctx, req, names, codes)
     if wanted:
         codes.update(await _stage(ctx, req, wanted))
-    requested = ((t.name, [p.partition_index for p in t.partitions]) for t in req.topics)
-    return ctx.response(throttle_time_ms=0, topics=per_partition(requested, error_codes(codes)))
+    asked: Sequence[TxnOffsetCommitRequestTopic] = req.topics
+    requested = [(names[i], [p.partition_index for p in t.partitions]) for i, t in enumerate(asked)]
+    topics = per_partition(requested, error_codes(codes))
+    if ctx.api_version >= 6:  # answered by id, as asked
+        for entry, t in zip(topics, req.topics, strict=True):
+            entry["topic_id"] = field(t, "topic_id", None)
+    return ctx.response(throttle_time_ms=0, topics=topics)
+
+
+def _topic_names(ctx: RequestContext, req: TxnOffsetCommitRequest) -> list[str]:
+    """Each requested topic's name; from v6 the name of its id ("" for an unknown id)."""
+    if ctx.api_version < 6:
+        return [field(t, "name", "") for t in req.topics]
+    by_id = {info.topic_id: name for name, info in ctx.broker.logs.topics.items()}
+    return [by_id.get(field(t, "topic_id", None), "") for t in req.topics]
 
 
 def _refusal(ctx: RequestContext, req: TxnOffsetCommitRequest) -> ErrorCode | None:
@@ -43,24 +68,28 @@ def _refusal(ctx: RequestContext, req: TxnOffsetCommitRequest) -> ErrorCode | No
 
 
 def _authorized_and_existing(
-    ctx: RequestContext, req: TxnOffsetCommitRequest, codes: dict[tuple[str, int], int]
+    ctx: RequestContext, req: TxnOffsetCommitRequest, names: list[str], codes: dict[tuple[str, int], int]
 ) -> list:
     """(topic, partition entry) of the partitions that may be staged; the others get their
     error in `codes`."""
     refused = _refusal(ctx, req)
     wanted = []
-    for t in req.topics:
+    asked: Sequence[TxnOffsetCommitRequestTopic] = req.topics
+    for i, t in enumerate(asked):
+        name = names[i]
         error = refused
-        if error is None and not ctx.allowed(Op.READ, Res.TOPIC, t.name):
+        if error is None and ctx.api_version >= 6 and not name:
+            error = ErrorCode.unknown_topic_id
+        if error is None and not ctx.allowed(Op.READ, Res.TOPIC, name):
             error = ErrorCode.topic_authorization_failed
-        info = ctx.broker.logs.topics.get(t.name)
+        info = ctx.broker.logs.topics.get(name)
         for p in t.partitions:
             if error is not None:
-                codes[(t.name, p.partition_index)] = error
+                codes[(name, p.partition_index)] = error
             elif info is None or not 0 <= p.partition_index < info.num_partitions:
-                codes[(t.name, p.partition_index)] = ErrorCode.unknown_topic_or_partition
+                codes[(name, p.partition_index)] = ErrorCode.unknown_topic_or_partition
             else:
-                wanted.append((t.name, p))
+                wanted.append((name, p))
     return wanted
 
 
@@ -68,6 +97,13 @@ async def _stage(
     ctx: RequestContext, req: TxnOffsetCommitRequest, wanted: list
 ) -> dict[tuple[str, int], int]:
     broker = ctx.broker
+    if ctx.api_version >= 5:  # KIP-890 TV2: the group's offsets partition joins the transaction
+        await add_implicitly(
+            broker,
+            lambda: broker.txns.add_offsets_v2(
+                req.transactional_id, req.producer_id, req.producer_epoch, req.group_id
+            ),
+        )
     error = broker.txns.check_txn_offset_commit(
         req.transactional_id, req.producer_id, req.producer_epoch, req.group_id, ctx.api_version
     )

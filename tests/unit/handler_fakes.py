@@ -32,6 +32,7 @@ class FakeBroker:
     data_waiters: Any = None
     dynamic_configs: Any = None
     quotas: Any = field(default_factory=lambda: SimpleNamespace(active=False))  # no client quotas
+    features: Any = None
     coordinators: Any = field(default_factory=lambda: CoordinatorRuntime(durability=None))
 
     def get_log(self, topic: str, partition: int) -> Any:

@@ -171,7 +171,12 @@ def add(env, txn, pid, epoch, parts):
 
 
 def end(env, txn, pid, epoch, commit):
-    return run_now(env.tc, env.tc.end_txn(txn, pid, epoch, commit))
+    return run_now(env.tc, env.tc.end_txn(txn, pid, epoch, commit))[0]
+
+
+def end_v2(env, txn, pid, epoch, commit):
+    """EndTxn v5 (TV2): (error, producer id, epoch)."""
+    return run_now(env.tc, env.tc.end_txn(txn, pid, epoch, commit, client_version=2))
 
 
 def txn_batch(pid, epoch, transactional=True):
@@ -584,7 +589,7 @@ def test_restart_restores_every_state():
     assert tc.txns["b"].state == TxnState.COMPLETE_COMMIT
     assert tc.txns["c"].state == TxnState.EMPTY and tc.txns["c"].producer_epoch == e3
     # the restored coordinator keeps working
-    assert run_now(tc, tc.end_txn("a", p1, e1, True)) == E.none
+    assert run_now(tc, tc.end_txn("a", p1, e1, True))[0] == E.none
     assert tc.verify_produce("b", "u", 1, txn_batch(p2, e2, False)) is None
 
 
@@ -605,8 +610,8 @@ def test_restart_completes_prepare(commit):
         assert env.markers(*tp)[-1] == (pid, epoch, commit, 0)
     assert ("groups", pid, commit) in env.events
     # the client's retried EndTxn gets NONE, the opposite INVALID_TXN_STATE
-    assert run_now(tc, tc.end_txn("tx", pid, epoch, commit)) == E.none
-    assert run_now(tc, tc.end_txn("tx", pid, epoch, not commit)) == E.invalid_txn_state
+    assert run_now(tc, tc.end_txn("tx", pid, epoch, commit))[0] == E.none
+    assert run_now(tc, tc.end_txn("tx", pid, epoch, not commit))[0] == E.invalid_txn_state
 
 
 def test_restart_aborts_timed_out_ongoing_with_bumped_epoch():
@@ -617,7 +622,7 @@ def test_restart_aborts_timed_out_ongoing_with_bumped_epoch():
     tc = env.restart()
     assert tc.txns["tx"].state == TxnState.COMPLETE_ABORT
     assert env.markers("t", 0) == [(pid, epoch + 1, False, 0)]
-    assert run_now(tc, tc.end_txn("tx", pid, epoch, True)) == E.producer_fenced
+    assert run_now(tc, tc.end_txn("tx", pid, epoch, True))[0] == E.producer_fenced
 
 
 def test_unreadable_records_are_skipped():
@@ -715,11 +720,11 @@ def test_pending_operation_answers_concurrent_transactions():
     assert env.tc.txns["tx"].state == TxnState.PREPARE_COMMIT
     assert run_now(env.tc, env.tc.init_producer_id("tx", 60000)) == (E.concurrent_transactions, -1, -1)
     assert run_now(env.tc, env.tc.add_partitions("tx", pid, epoch, [("t", 1)])) == E.concurrent_transactions
-    assert run_now(env.tc, env.tc.end_txn("tx", pid, epoch, True)) == E.concurrent_transactions
-    assert run_now(env.tc, env.tc.end_txn("tx", pid, epoch - 1, True)) == E.producer_fenced
+    assert run_now(env.tc, env.tc.end_txn("tx", pid, epoch, True))[0] == E.concurrent_transactions
+    assert run_now(env.tc, env.tc.end_txn("tx", pid, epoch - 1, True))[0] == E.producer_fenced
     run_now(env.tc, env.tc.abort_timed_out_transactions())  # must not touch it
     assert ("groups", pid, True) not in env.events
-    assert resume(env.tc, op, waiting) == E.none
+    assert resume(env.tc, op, waiting)[0] == E.none
     assert env.tc.txns["tx"].state == TxnState.COMPLETE_COMMIT
     assert env.markers("t", 0) == [(pid, epoch, True, 0)]
 
