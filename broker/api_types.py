@@ -63,6 +63,10 @@ if TYPE_CHECKING:
     from kio.schema.add_partitions_to_txn.v3.response import (
         AddPartitionsToTxnResponse as AddPartitionsToTxnResponseV3,
     )
+    from kio.schema.add_raft_voter.v0.request import AddRaftVoterRequest as AddRaftVoterRequestV0
+    from kio.schema.add_raft_voter.v0.response import AddRaftVoterResponse as AddRaftVoterResponseV0
+    from kio.schema.add_raft_voter.v1.request import AddRaftVoterRequest as AddRaftVoterRequestV1
+    from kio.schema.add_raft_voter.v1.response import AddRaftVoterResponse as AddRaftVoterResponseV1
     from kio.schema.alter_configs.v0.request import AlterableConfig as AlterConfigsAlterableConfigV0
     from kio.schema.alter_configs.v0.request import AlterConfigsRequest as AlterConfigsRequestV0
     from kio.schema.alter_configs.v0.request import AlterConfigsResource as AlterConfigsAlterConfigsResourceV0
@@ -75,6 +79,30 @@ if TYPE_CHECKING:
     from kio.schema.alter_configs.v2.request import AlterConfigsRequest as AlterConfigsRequestV2
     from kio.schema.alter_configs.v2.request import AlterConfigsResource as AlterConfigsAlterConfigsResourceV2
     from kio.schema.alter_configs.v2.response import AlterConfigsResponse as AlterConfigsResponseV2
+    from kio.schema.alter_partition_reassignments.v0.request import (
+        AlterPartitionReassignmentsRequest as AlterPartitionReassignmentsRequestV0,
+    )
+    from kio.schema.alter_partition_reassignments.v0.response import (
+        AlterPartitionReassignmentsResponse as AlterPartitionReassignmentsResponseV0,
+    )
+    from kio.schema.alter_partition_reassignments.v1.request import (
+        AlterPartitionReassignmentsRequest as AlterPartitionReassignmentsRequestV1,
+    )
+    from kio.schema.alter_partition_reassignments.v1.response import (
+        AlterPartitionReassignmentsResponse as AlterPartitionReassignmentsResponseV1,
+    )
+    from kio.schema.alter_replica_log_dirs.v1.request import (
+        AlterReplicaLogDirsRequest as AlterReplicaLogDirsRequestV1,
+    )
+    from kio.schema.alter_replica_log_dirs.v1.response import (
+        AlterReplicaLogDirsResponse as AlterReplicaLogDirsResponseV1,
+    )
+    from kio.schema.alter_replica_log_dirs.v2.request import (
+        AlterReplicaLogDirsRequest as AlterReplicaLogDirsRequestV2,
+    )
+    from kio.schema.alter_replica_log_dirs.v2.response import (
+        AlterReplicaLogDirsResponse as AlterReplicaLogDirsResponseV2,
+    )
     from kio.schema.alter_user_scram_credentials.v0.request import (
         AlterUserScramCredentialsRequest as AlterUserScramCredentialsRequestV0,
     )
@@ -218,6 +246,8 @@ if TYPE_CHECKING:
     from kio.schema.describe_cluster.v0.response import DescribeClusterResponse as DescribeClusterResponseV0
     from kio.schema.describe_cluster.v1.request import DescribeClusterRequest as DescribeClusterRequestV1
     from kio.schema.describe_cluster.v1.response import DescribeClusterResponse as DescribeClusterResponseV1
+    from kio.schema.describe_cluster.v2.request import DescribeClusterRequest as DescribeClusterRequestV2
+    from kio.schema.describe_cluster.v2.response import DescribeClusterResponse as DescribeClusterResponseV2
     from kio.schema.describe_configs.v1.request import DescribeConfigsRequest as DescribeConfigsRequestV1
     from kio.schema.describe_configs.v1.request import DescribeConfigsResource as DescribeConfigsResourceV1
     from kio.schema.describe_configs.v1.response import DescribeConfigsResponse as DescribeConfigsResponseV1
@@ -266,6 +296,12 @@ if TYPE_CHECKING:
     from kio.schema.describe_producers.v0.response import (
         DescribeProducersResponse as DescribeProducersResponseV0,
     )
+    from kio.schema.describe_quorum.v0.request import DescribeQuorumRequest as DescribeQuorumRequestV0
+    from kio.schema.describe_quorum.v0.response import DescribeQuorumResponse as DescribeQuorumResponseV0
+    from kio.schema.describe_quorum.v1.request import DescribeQuorumRequest as DescribeQuorumRequestV1
+    from kio.schema.describe_quorum.v1.response import DescribeQuorumResponse as DescribeQuorumResponseV1
+    from kio.schema.describe_quorum.v2.request import DescribeQuorumRequest as DescribeQuorumRequestV2
+    from kio.schema.describe_quorum.v2.response import DescribeQuorumResponse as DescribeQuorumResponseV2
     from kio.schema.describe_topic_partitions.v0.request import Cursor as CursorV0
     from kio.schema.describe_topic_partitions.v0.request import (
         DescribeTopicPartitionsRequest as DescribeTopicPartitionsRequestV0,
@@ -507,6 +543,12 @@ if TYPE_CHECKING:
     from kio.schema.list_offsets.v10.request import ListOffsetsRequest as ListOffsetsRequestV10
     from kio.schema.list_offsets.v10.request import ListOffsetsTopic as ListOffsetsTopicV10
     from kio.schema.list_offsets.v10.response import ListOffsetsResponse as ListOffsetsResponseV10
+    from kio.schema.list_partition_reassignments.v0.request import (
+        ListPartitionReassignmentsRequest as ListPartitionReassignmentsRequestV0,
+    )
+    from kio.schema.list_partition_reassignments.v0.response import (
+        ListPartitionReassignmentsResponse as ListPartitionReassignmentsResponseV0,
+    )
     from kio.schema.list_transactions.v0.request import ListTransactionsRequest as ListTransactionsRequestV0
     from kio.schema.list_transactions.v0.response import (
         ListTransactionsResponse as ListTransactionsResponseV0,
@@ -514,6 +556,10 @@ if TYPE_CHECKING:
     from kio.schema.list_transactions.v1.request import ListTransactionsRequest as ListTransactionsRequestV1
     from kio.schema.list_transactions.v1.response import (
         ListTransactionsResponse as ListTransactionsResponseV1,
+    )
+    from kio.schema.list_transactions.v2.request import ListTransactionsRequest as ListTransactionsRequestV2
+    from kio.schema.list_transactions.v2.response import (
+        ListTransactionsResponse as ListTransactionsResponseV2,
     )
     from kio.schema.metadata.v0.request import MetadataRequest as MetadataRequestV0
     from kio.schema.metadata.v0.request import MetadataRequestTopic as MetadataRequestTopicV0
@@ -710,6 +756,8 @@ if TYPE_CHECKING:
     from kio.schema.produce.v12.request import ProduceRequest as ProduceRequestV12
     from kio.schema.produce.v12.request import TopicProduceData as TopicProduceDataV12
     from kio.schema.produce.v12.response import ProduceResponse as ProduceResponseV12
+    from kio.schema.remove_raft_voter.v0.request import RemoveRaftVoterRequest as RemoveRaftVoterRequestV0
+    from kio.schema.remove_raft_voter.v0.response import RemoveRaftVoterResponse as RemoveRaftVoterResponseV0
     from kio.schema.sasl_authenticate.v0.request import SaslAuthenticateRequest as SaslAuthenticateRequestV0
     from kio.schema.sasl_authenticate.v0.response import (
         SaslAuthenticateResponse as SaslAuthenticateResponseV0,
@@ -784,6 +832,10 @@ if TYPE_CHECKING:
         TxnOffsetCommitRequestTopic as TxnOffsetCommitRequestTopicV4,
     )
     from kio.schema.txn_offset_commit.v4.response import TxnOffsetCommitResponse as TxnOffsetCommitResponseV4
+    from kio.schema.unregister_broker.v0.request import UnregisterBrokerRequest as UnregisterBrokerRequestV0
+    from kio.schema.unregister_broker.v0.response import (
+        UnregisterBrokerResponse as UnregisterBrokerResponseV0,
+    )
     from kio.schema.write_txn_markers.v1.request import WritableTxnMarker as WritableTxnMarkerV1
     from kio.schema.write_txn_markers.v1.request import WritableTxnMarkerTopic as WritableTxnMarkerTopicV1
     from kio.schema.write_txn_markers.v1.request import WriteTxnMarkersRequest as WriteTxnMarkersRequestV1
@@ -794,6 +846,14 @@ if TYPE_CHECKING:
     from kio.schema.write_txn_markers.v2.response import WriteTxnMarkersResponse as WriteTxnMarkersResponseV2
     from minibroker.protocol.api_versions_v5 import ApiVersionsRequest as ApiVersionsRequestV5
     from minibroker.protocol.api_versions_v5 import ApiVersionsResponse as ApiVersionsResponseV5
+    from minibroker.protocol.delete_groups_v3 import DeleteGroupsRequest as DeleteGroupsRequestV3
+    from minibroker.protocol.delete_groups_v3 import DeleteGroupsResponse as DeleteGroupsResponseV3
+    from minibroker.protocol.unregister_controller_v0 import (
+        UnregisterControllerRequest as UnregisterControllerRequestV0,
+    )
+    from minibroker.protocol.unregister_controller_v0 import (
+        UnregisterControllerResponse as UnregisterControllerResponseV0,
+    )
 
     ProduceRequest = (
         ProduceRequestV3
@@ -1460,8 +1520,12 @@ if TYPE_CHECKING:
     CreatePartitionsTopic = (
         CreatePartitionsTopicV0 | CreatePartitionsTopicV1 | CreatePartitionsTopicV2 | CreatePartitionsTopicV3
     )
-    DeleteGroupsRequest = DeleteGroupsRequestV0 | DeleteGroupsRequestV1 | DeleteGroupsRequestV2
-    DeleteGroupsResponse = DeleteGroupsResponseV0 | DeleteGroupsResponseV1 | DeleteGroupsResponseV2
+    DeleteGroupsRequest = (
+        DeleteGroupsRequestV0 | DeleteGroupsRequestV1 | DeleteGroupsRequestV2 | DeleteGroupsRequestV3
+    )
+    DeleteGroupsResponse = (
+        DeleteGroupsResponseV0 | DeleteGroupsResponseV1 | DeleteGroupsResponseV2 | DeleteGroupsResponseV3
+    )
     ElectLeadersRequest = ElectLeadersRequestV0 | ElectLeadersRequestV1 | ElectLeadersRequestV2
     ElectLeadersResponse = ElectLeadersResponseV0 | ElectLeadersResponseV1 | ElectLeadersResponseV2
     TopicPartitions = TopicPartitionsV0 | TopicPartitionsV1 | TopicPartitionsV2
@@ -1484,16 +1548,42 @@ if TYPE_CHECKING:
     AlterUserScramCredentialsResponse = AlterUserScramCredentialsResponseV0
     ScramCredentialDeletion = ScramCredentialDeletionV0
     ScramCredentialUpsertion = ScramCredentialUpsertionV0
-    DescribeClusterRequest = DescribeClusterRequestV0 | DescribeClusterRequestV1
-    DescribeClusterResponse = DescribeClusterResponseV0 | DescribeClusterResponseV1
+    DescribeClusterRequest = DescribeClusterRequestV0 | DescribeClusterRequestV1 | DescribeClusterRequestV2
+    DescribeClusterResponse = (
+        DescribeClusterResponseV0 | DescribeClusterResponseV1 | DescribeClusterResponseV2
+    )
     DescribeProducersRequest = DescribeProducersRequestV0
     DescribeProducersResponse = DescribeProducersResponseV0
     DescribeProducersTopicRequest = DescribeProducersTopicRequestV0
     DescribeTransactionsRequest = DescribeTransactionsRequestV0
     DescribeTransactionsResponse = DescribeTransactionsResponseV0
-    ListTransactionsRequest = ListTransactionsRequestV0 | ListTransactionsRequestV1
-    ListTransactionsResponse = ListTransactionsResponseV0 | ListTransactionsResponseV1
+    ListTransactionsRequest = (
+        ListTransactionsRequestV0 | ListTransactionsRequestV1 | ListTransactionsRequestV2
+    )
+    ListTransactionsResponse = (
+        ListTransactionsResponseV0 | ListTransactionsResponseV1 | ListTransactionsResponseV2
+    )
     DescribeTopicPartitionsRequest = DescribeTopicPartitionsRequestV0
     DescribeTopicPartitionsResponse = DescribeTopicPartitionsResponseV0
     DescribeTopicPartitionsTopicRequest = DescribeTopicPartitionsTopicRequestV0
     Cursor = CursorV0
+    AlterReplicaLogDirsRequest = AlterReplicaLogDirsRequestV1 | AlterReplicaLogDirsRequestV2
+    AlterReplicaLogDirsResponse = AlterReplicaLogDirsResponseV1 | AlterReplicaLogDirsResponseV2
+    AlterPartitionReassignmentsRequest = (
+        AlterPartitionReassignmentsRequestV0 | AlterPartitionReassignmentsRequestV1
+    )
+    AlterPartitionReassignmentsResponse = (
+        AlterPartitionReassignmentsResponseV0 | AlterPartitionReassignmentsResponseV1
+    )
+    ListPartitionReassignmentsRequest = ListPartitionReassignmentsRequestV0
+    ListPartitionReassignmentsResponse = ListPartitionReassignmentsResponseV0
+    DescribeQuorumRequest = DescribeQuorumRequestV0 | DescribeQuorumRequestV1 | DescribeQuorumRequestV2
+    DescribeQuorumResponse = DescribeQuorumResponseV0 | DescribeQuorumResponseV1 | DescribeQuorumResponseV2
+    UnregisterBrokerRequest = UnregisterBrokerRequestV0
+    UnregisterBrokerResponse = UnregisterBrokerResponseV0
+    AddRaftVoterRequest = AddRaftVoterRequestV0 | AddRaftVoterRequestV1
+    AddRaftVoterResponse = AddRaftVoterResponseV0 | AddRaftVoterResponseV1
+    RemoveRaftVoterRequest = RemoveRaftVoterRequestV0
+    RemoveRaftVoterResponse = RemoveRaftVoterResponseV0
+    UnregisterControllerRequest = UnregisterControllerRequestV0
+    UnregisterControllerResponse = UnregisterControllerResponseV0

@@ -53,7 +53,11 @@ class DecodeError(Exception):
 
 
 #: Schemas newer than the pinned kio, written in kio's form: (api key, version) -> module.
-_NEWER_SCHEMAS = {(18, 5): "minibroker.protocol.api_versions_v5"}
+_NEWER_SCHEMAS = {
+    (18, 5): "minibroker.protocol.api_versions_v5",
+    (42, 3): "minibroker.protocol.delete_groups_v3",
+    (94, 0): "minibroker.protocol.unregister_controller_v0",
+}
 
 
 def _payload_class(
