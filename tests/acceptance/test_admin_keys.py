@@ -14,9 +14,11 @@ import uuid
 import pytest
 from kafka import errors
 from kafka.structs import TopicPartition, TopicPartitionReplica
+from minibroker.pipelines.jars import KAFKA_CLIENT_VERSIONS, kafka_clients_classpath
 
 from conformance.reference_kafka import tools_jars
 from conformance.wire import Connection
+from tests.acceptance.test_java_clients import parse_result
 from tests.acceptance.test_kafka_cli import kafka_tool  # noqa: F401 - the fixture
 from tests.support.helpers import admin_client, create_topic, unique_name
 
@@ -252,3 +254,41 @@ def test_own_registrations_on_the_wire(shared_broker):
     finally:
         after.close()
     assert again["topics"][0]["partitions"][0]["current_voters"][0]["replica_directory_id"] == own_dir
+
+
+@pytest.mark.parametrize("client_version", KAFKA_CLIENT_VERSIONS, ids=lambda v: f"kafka-clients-{v}")
+def test_java_admin(shared_broker, client_version):
+    """jvm/clients/src/main/java/minibroker/AdminCheck.java: Java Admin's describeMetadataQuorum,
+    list/alterPartitionReassignments, alterReplicaLogDirs, unregisterBroker, describeCluster
+    with fenced brokers and listTransactions with a pattern (4.x only)."""
+    topic, prefix = unique_name("java-admin"), unique_name("jtx")
+    done = subprocess.run(
+        [
+            "java",
+            "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+            "-cp",
+            kafka_clients_classpath(client_version),
+            "minibroker.AdminCheck",
+            shared_broker.bootstrap,
+            topic,
+            prefix,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, f"AdminCheck failed:\n{done.stdout}\n{done.stderr[-4000:]}"
+    result = parse_result(done.stdout)
+    assert result == {
+        "leader": "1",
+        "epoch": "1",
+        "voters": "1",
+        "observers": "0",
+        "reassignments": "0",
+        "reassign_other": "InvalidReplicaAssignmentException",
+        "cancel": "NoReassignmentInProgressException",
+        "log_dir_other": "LogDirNotFoundException",
+        "unregister_other": "BrokerIdNotRegisteredException",
+        "brokers": "1",
+        "pattern": "alpha-1,alpha-2" if client_version.startswith("4.") else "unsupported-by-client",
+    }
