@@ -20,6 +20,7 @@ from conformance.reference_kafka import tools_jars
 from conformance.wire import Connection
 from tests.acceptance.test_java_clients import parse_result
 from tests.acceptance.test_kafka_cli import kafka_tool  # noqa: F401 - the fixture
+from tests.acceptance.test_security_acls import acl_broker  # noqa: F401 - the fixture
 from tests.support.helpers import admin_client, create_topic, unique_name
 
 pytestmark = [
@@ -292,3 +293,40 @@ def test_java_admin(shared_broker, client_version):
         "brokers": "1",
         "pattern": "alpha-1,alpha-2" if client_version.startswith("4.") else "unsupported-by-client",
     }
+
+
+def test_authorization_as_kafka_checks_it(acl_broker):  # noqa: F811
+    """With an authorizer and no ACL for ANONYMOUS (the PLAINTEXT listener): DESCRIBE on the
+    cluster for the describes, ALTER on the cluster for the changes, as Kafka checks them."""
+    denied = 31  # CLUSTER_AUTHORIZATION_FAILED
+    conn = Connection(("127.0.0.1", acl_broker.ports["PLAINTEXT"]))
+    try:
+        quorum = conn.call(
+            55, 2, {"topics": [{"topic_name": "__cluster_metadata", "partitions": [{"partition_index": 0}]}]}
+        )
+        assert quorum["error_code"] == denied and quorum["topics"] == []
+        assert conn.call(46, 0, {"timeout_ms": 1000, "topics": None})["error_code"] == denied
+        altered = conn.call(
+            45,
+            1,
+            {
+                "timeout_ms": 1000,
+                "allow_replication_factor_change": True,
+                "topics": [{"name": "t", "partitions": [{"partition_index": 0, "replicas": [1]}]}],
+            },
+        )
+        assert altered["error_code"] == denied
+        assert altered["responses"][0]["partitions"][0]["error_code"] == denied
+        moved = conn.call(34, 2, {"dirs": [{"path": "/x", "topics": [{"name": "t", "partitions": [0]}]}]})
+        assert moved["results"][0]["partitions"][0]["error_code"] == denied
+        assert conn.call(64, 0, {"broker_id": 7})["error_code"] == denied
+        assert conn.call(94, 0, {"controller_id": 7})["error_code"] == denied
+        voter = {"cluster_id": None, "voter_id": 2, "voter_directory_id": uuid.UUID(int=5)}
+        assert conn.call(81, 0, voter)["error_code"] == denied
+        listeners = [{"name": "CONTROLLER", "host": "127.0.0.1", "port": 1}]
+        added = conn.call(
+            80, 1, {**voter, "timeout_ms": 1000, "listeners": listeners, "ack_when_committed": True}
+        )
+        assert added["error_code"] == denied
+    finally:
+        conn.close()
