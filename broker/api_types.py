@@ -63,6 +63,10 @@ if TYPE_CHECKING:
     from kio.schema.add_partitions_to_txn.v3.response import (
         AddPartitionsToTxnResponse as AddPartitionsToTxnResponseV3,
     )
+    from kio.schema.add_raft_voter.v0.request import AddRaftVoterRequest as AddRaftVoterRequestV0
+    from kio.schema.add_raft_voter.v0.response import AddRaftVoterResponse as AddRaftVoterResponseV0
+    from kio.schema.add_raft_voter.v1.request import AddRaftVoterRequest as AddRaftVoterRequestV1
+    from kio.schema.add_raft_voter.v1.response import AddRaftVoterResponse as AddRaftVoterResponseV1
     from kio.schema.alter_client_quotas.v0.request import (
         AlterClientQuotasRequest as AlterClientQuotasRequestV0,
     )
@@ -87,6 +91,30 @@ if TYPE_CHECKING:
     from kio.schema.alter_configs.v2.request import AlterConfigsRequest as AlterConfigsRequestV2
     from kio.schema.alter_configs.v2.request import AlterConfigsResource as AlterConfigsAlterConfigsResourceV2
     from kio.schema.alter_configs.v2.response import AlterConfigsResponse as AlterConfigsResponseV2
+    from kio.schema.alter_partition_reassignments.v0.request import (
+        AlterPartitionReassignmentsRequest as AlterPartitionReassignmentsRequestV0,
+    )
+    from kio.schema.alter_partition_reassignments.v0.response import (
+        AlterPartitionReassignmentsResponse as AlterPartitionReassignmentsResponseV0,
+    )
+    from kio.schema.alter_partition_reassignments.v1.request import (
+        AlterPartitionReassignmentsRequest as AlterPartitionReassignmentsRequestV1,
+    )
+    from kio.schema.alter_partition_reassignments.v1.response import (
+        AlterPartitionReassignmentsResponse as AlterPartitionReassignmentsResponseV1,
+    )
+    from kio.schema.alter_replica_log_dirs.v1.request import (
+        AlterReplicaLogDirsRequest as AlterReplicaLogDirsRequestV1,
+    )
+    from kio.schema.alter_replica_log_dirs.v1.response import (
+        AlterReplicaLogDirsResponse as AlterReplicaLogDirsResponseV1,
+    )
+    from kio.schema.alter_replica_log_dirs.v2.request import (
+        AlterReplicaLogDirsRequest as AlterReplicaLogDirsRequestV2,
+    )
+    from kio.schema.alter_replica_log_dirs.v2.response import (
+        AlterReplicaLogDirsResponse as AlterReplicaLogDirsResponseV2,
+    )
     from kio.schema.alter_user_scram_credentials.v0.request import (
         AlterUserScramCredentialsRequest as AlterUserScramCredentialsRequestV0,
     )
@@ -260,6 +288,8 @@ if TYPE_CHECKING:
     from kio.schema.describe_cluster.v0.response import DescribeClusterResponse as DescribeClusterResponseV0
     from kio.schema.describe_cluster.v1.request import DescribeClusterRequest as DescribeClusterRequestV1
     from kio.schema.describe_cluster.v1.response import DescribeClusterResponse as DescribeClusterResponseV1
+    from kio.schema.describe_cluster.v2.request import DescribeClusterRequest as DescribeClusterRequestV2
+    from kio.schema.describe_cluster.v2.response import DescribeClusterResponse as DescribeClusterResponseV2
     from kio.schema.describe_configs.v1.request import DescribeConfigsRequest as DescribeConfigsRequestV1
     from kio.schema.describe_configs.v1.request import DescribeConfigsResource as DescribeConfigsResourceV1
     from kio.schema.describe_configs.v1.response import DescribeConfigsResponse as DescribeConfigsResponseV1
@@ -326,6 +356,12 @@ if TYPE_CHECKING:
     from kio.schema.describe_producers.v0.response import (
         DescribeProducersResponse as DescribeProducersResponseV0,
     )
+    from kio.schema.describe_quorum.v0.request import DescribeQuorumRequest as DescribeQuorumRequestV0
+    from kio.schema.describe_quorum.v0.response import DescribeQuorumResponse as DescribeQuorumResponseV0
+    from kio.schema.describe_quorum.v1.request import DescribeQuorumRequest as DescribeQuorumRequestV1
+    from kio.schema.describe_quorum.v1.response import DescribeQuorumResponse as DescribeQuorumResponseV1
+    from kio.schema.describe_quorum.v2.request import DescribeQuorumRequest as DescribeQuorumRequestV2
+    from kio.schema.describe_quorum.v2.response import DescribeQuorumResponse as DescribeQuorumResponseV2
     from kio.schema.describe_topic_partitions.v0.request import Cursor as CursorV0
     from kio.schema.describe_topic_partitions.v0.request import (
         DescribeTopicPartitionsRequest as DescribeTopicPartitionsRequestV0,
@@ -599,6 +635,12 @@ if TYPE_CHECKING:
     from kio.schema.list_offsets.v10.request import ListOffsetsRequest as ListOffsetsRequestV10
     from kio.schema.list_offsets.v10.request import ListOffsetsTopic as ListOffsetsTopicV10
     from kio.schema.list_offsets.v10.response import ListOffsetsResponse as ListOffsetsResponseV10
+    from kio.schema.list_partition_reassignments.v0.request import (
+        ListPartitionReassignmentsRequest as ListPartitionReassignmentsRequestV0,
+    )
+    from kio.schema.list_partition_reassignments.v0.response import (
+        ListPartitionReassignmentsResponse as ListPartitionReassignmentsResponseV0,
+    )
     from kio.schema.list_transactions.v0.request import ListTransactionsRequest as ListTransactionsRequestV0
     from kio.schema.list_transactions.v0.response import (
         ListTransactionsResponse as ListTransactionsResponseV0,
@@ -606,6 +648,10 @@ if TYPE_CHECKING:
     from kio.schema.list_transactions.v1.request import ListTransactionsRequest as ListTransactionsRequestV1
     from kio.schema.list_transactions.v1.response import (
         ListTransactionsResponse as ListTransactionsResponseV1,
+    )
+    from kio.schema.list_transactions.v2.request import ListTransactionsRequest as ListTransactionsRequestV2
+    from kio.schema.list_transactions.v2.response import (
+        ListTransactionsResponse as ListTransactionsResponseV2,
     )
     from kio.schema.metadata.v0.request import MetadataRequest as MetadataRequestV0
     from kio.schema.metadata.v0.request import MetadataRequestTopic as MetadataRequestTopicV0
@@ -804,6 +850,8 @@ if TYPE_CHECKING:
     from kio.schema.produce.v12.response import ProduceResponse as ProduceResponseV12
     from kio.schema.push_telemetry.v0.request import PushTelemetryRequest as PushTelemetryRequestV0
     from kio.schema.push_telemetry.v0.response import PushTelemetryResponse as PushTelemetryResponseV0
+    from kio.schema.remove_raft_voter.v0.request import RemoveRaftVoterRequest as RemoveRaftVoterRequestV0
+    from kio.schema.remove_raft_voter.v0.response import RemoveRaftVoterResponse as RemoveRaftVoterResponseV0
     from kio.schema.renew_delegation_token.v1.request import (
         RenewDelegationTokenRequest as RenewDelegationTokenRequestV1,
     )
@@ -898,6 +946,10 @@ if TYPE_CHECKING:
         TxnOffsetCommitRequestTopic as TxnOffsetCommitRequestTopicV5,
     )
     from kio.schema.txn_offset_commit.v5.response import TxnOffsetCommitResponse as TxnOffsetCommitResponseV5
+    from kio.schema.unregister_broker.v0.request import UnregisterBrokerRequest as UnregisterBrokerRequestV0
+    from kio.schema.unregister_broker.v0.response import (
+        UnregisterBrokerResponse as UnregisterBrokerResponseV0,
+    )
     from kio.schema.update_features.v0.request import FeatureUpdateKey as FeatureUpdateKeyV0
     from kio.schema.update_features.v0.request import UpdateFeaturesRequest as UpdateFeaturesRequestV0
     from kio.schema.update_features.v0.response import UpdateFeaturesResponse as UpdateFeaturesResponseV0
@@ -917,6 +969,8 @@ if TYPE_CHECKING:
     from kio.schema.write_txn_markers.v2.response import WriteTxnMarkersResponse as WriteTxnMarkersResponseV2
     from minibroker.protocol.api_versions_v5 import ApiVersionsRequest as ApiVersionsRequestV5
     from minibroker.protocol.api_versions_v5 import ApiVersionsResponse as ApiVersionsResponseV5
+    from minibroker.protocol.delete_groups_v3 import DeleteGroupsRequest as DeleteGroupsRequestV3
+    from minibroker.protocol.delete_groups_v3 import DeleteGroupsResponse as DeleteGroupsResponseV3
     from minibroker.protocol.txn_offset_commit_v6 import TxnOffsetCommitRequest as TxnOffsetCommitRequestV6
     from minibroker.protocol.txn_offset_commit_v6 import (
         TxnOffsetCommitRequestPartition as TxnOffsetCommitRequestPartitionV6,
@@ -925,6 +979,12 @@ if TYPE_CHECKING:
         TxnOffsetCommitRequestTopic as TxnOffsetCommitRequestTopicV6,
     )
     from minibroker.protocol.txn_offset_commit_v6 import TxnOffsetCommitResponse as TxnOffsetCommitResponseV6
+    from minibroker.protocol.unregister_controller_v0 import (
+        UnregisterControllerRequest as UnregisterControllerRequestV0,
+    )
+    from minibroker.protocol.unregister_controller_v0 import (
+        UnregisterControllerResponse as UnregisterControllerResponseV0,
+    )
 
     ProduceRequest = (
         ProduceRequestV3
@@ -1611,8 +1671,12 @@ if TYPE_CHECKING:
     CreatePartitionsTopic = (
         CreatePartitionsTopicV0 | CreatePartitionsTopicV1 | CreatePartitionsTopicV2 | CreatePartitionsTopicV3
     )
-    DeleteGroupsRequest = DeleteGroupsRequestV0 | DeleteGroupsRequestV1 | DeleteGroupsRequestV2
-    DeleteGroupsResponse = DeleteGroupsResponseV0 | DeleteGroupsResponseV1 | DeleteGroupsResponseV2
+    DeleteGroupsRequest = (
+        DeleteGroupsRequestV0 | DeleteGroupsRequestV1 | DeleteGroupsRequestV2 | DeleteGroupsRequestV3
+    )
+    DeleteGroupsResponse = (
+        DeleteGroupsResponseV0 | DeleteGroupsResponseV1 | DeleteGroupsResponseV2 | DeleteGroupsResponseV3
+    )
     ElectLeadersRequest = ElectLeadersRequestV0 | ElectLeadersRequestV1 | ElectLeadersRequestV2
     ElectLeadersResponse = ElectLeadersResponseV0 | ElectLeadersResponseV1 | ElectLeadersResponseV2
     TopicPartitions = TopicPartitionsV0 | TopicPartitionsV1 | TopicPartitionsV2
@@ -1635,15 +1699,21 @@ if TYPE_CHECKING:
     AlterUserScramCredentialsResponse = AlterUserScramCredentialsResponseV0
     ScramCredentialDeletion = ScramCredentialDeletionV0
     ScramCredentialUpsertion = ScramCredentialUpsertionV0
-    DescribeClusterRequest = DescribeClusterRequestV0 | DescribeClusterRequestV1
-    DescribeClusterResponse = DescribeClusterResponseV0 | DescribeClusterResponseV1
+    DescribeClusterRequest = DescribeClusterRequestV0 | DescribeClusterRequestV1 | DescribeClusterRequestV2
+    DescribeClusterResponse = (
+        DescribeClusterResponseV0 | DescribeClusterResponseV1 | DescribeClusterResponseV2
+    )
     DescribeProducersRequest = DescribeProducersRequestV0
     DescribeProducersResponse = DescribeProducersResponseV0
     DescribeProducersTopicRequest = DescribeProducersTopicRequestV0
     DescribeTransactionsRequest = DescribeTransactionsRequestV0
     DescribeTransactionsResponse = DescribeTransactionsResponseV0
-    ListTransactionsRequest = ListTransactionsRequestV0 | ListTransactionsRequestV1
-    ListTransactionsResponse = ListTransactionsResponseV0 | ListTransactionsResponseV1
+    ListTransactionsRequest = (
+        ListTransactionsRequestV0 | ListTransactionsRequestV1 | ListTransactionsRequestV2
+    )
+    ListTransactionsResponse = (
+        ListTransactionsResponseV0 | ListTransactionsResponseV1 | ListTransactionsResponseV2
+    )
     DescribeTopicPartitionsRequest = DescribeTopicPartitionsRequestV0
     DescribeTopicPartitionsResponse = DescribeTopicPartitionsResponseV0
     DescribeTopicPartitionsTopicRequest = DescribeTopicPartitionsTopicRequestV0
@@ -1679,3 +1749,23 @@ if TYPE_CHECKING:
     UpdateFeaturesRequest = UpdateFeaturesRequestV0 | UpdateFeaturesRequestV1 | UpdateFeaturesRequestV2
     UpdateFeaturesResponse = UpdateFeaturesResponseV0 | UpdateFeaturesResponseV1 | UpdateFeaturesResponseV2
     FeatureUpdateKey = FeatureUpdateKeyV0 | FeatureUpdateKeyV1 | FeatureUpdateKeyV2
+    AlterReplicaLogDirsRequest = AlterReplicaLogDirsRequestV1 | AlterReplicaLogDirsRequestV2
+    AlterReplicaLogDirsResponse = AlterReplicaLogDirsResponseV1 | AlterReplicaLogDirsResponseV2
+    AlterPartitionReassignmentsRequest = (
+        AlterPartitionReassignmentsRequestV0 | AlterPartitionReassignmentsRequestV1
+    )
+    AlterPartitionReassignmentsResponse = (
+        AlterPartitionReassignmentsResponseV0 | AlterPartitionReassignmentsResponseV1
+    )
+    ListPartitionReassignmentsRequest = ListPartitionReassignmentsRequestV0
+    ListPartitionReassignmentsResponse = ListPartitionReassignmentsResponseV0
+    DescribeQuorumRequest = DescribeQuorumRequestV0 | DescribeQuorumRequestV1 | DescribeQuorumRequestV2
+    DescribeQuorumResponse = DescribeQuorumResponseV0 | DescribeQuorumResponseV1 | DescribeQuorumResponseV2
+    UnregisterBrokerRequest = UnregisterBrokerRequestV0
+    UnregisterBrokerResponse = UnregisterBrokerResponseV0
+    AddRaftVoterRequest = AddRaftVoterRequestV0 | AddRaftVoterRequestV1
+    AddRaftVoterResponse = AddRaftVoterResponseV0 | AddRaftVoterResponseV1
+    RemoveRaftVoterRequest = RemoveRaftVoterRequestV0
+    RemoveRaftVoterResponse = RemoveRaftVoterResponseV0
+    UnregisterControllerRequest = UnregisterControllerRequestV0
+    UnregisterControllerResponse = UnregisterControllerResponseV0

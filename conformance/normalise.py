@@ -23,6 +23,7 @@ OPAQUE_IDS = {
     "log_dir",
     "total_bytes",
     "usable_bytes",
+    "replica_directory_id",
 }  # each broker's own directory and disk
 #: Generated member ids: replaced by their order of first appearance in the case.
 MEMBER_IDS = {"member_id", "leader", "group_leader"}

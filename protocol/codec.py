@@ -56,6 +56,8 @@ class DecodeError(Exception):
 _NEWER_SCHEMAS = {
     (18, 5): "minibroker.protocol.api_versions_v5",
     (28, 6): "minibroker.protocol.txn_offset_commit_v6",
+    (42, 3): "minibroker.protocol.delete_groups_v3",
+    (94, 0): "minibroker.protocol.unregister_controller_v0",
 }
 
 

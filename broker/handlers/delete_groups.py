@@ -1,5 +1,7 @@
 """DeleteGroups (42): only Empty groups can be deleted (NON_EMPTY_GROUP otherwise); their
-offsets and metadata get tombstones in __consumer_offsets."""
+offsets and metadata get tombstones in __consumer_offsets. v3 (kio lacks it:
+protocol/delete_groups_v3.py) adds a per-group error_message, which Kafka leaves null for
+every error this coordinator gives (it explains only GROUP_DELETION_FAILED)."""
 
 from __future__ import annotations
 
@@ -26,5 +28,5 @@ async def handle(ctx: RequestContext, req: DeleteGroupsRequest) -> DeleteGroupsR
     results.update({g: ErrorCode.group_authorization_failed for g in denied})
     return ctx.response(
         throttle_time_ms=0,
-        results=[dict(group_id=g, error_code=e) for g, e in results.items()],
+        results=[dict(group_id=g, error_code=e, error_message=None) for g, e in results.items()],
     )

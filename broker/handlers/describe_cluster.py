@@ -1,4 +1,6 @@
-"""DescribeCluster (60): one broker, which is also the controller."""
+"""DescribeCluster (60), versions 0-2: one broker, which is also the controller. v2's
+include_fenced_brokers (KIP-1073) changes nothing here: the one broker is never fenced, and
+is_fenced is false."""
 
 from __future__ import annotations
 
@@ -43,5 +45,5 @@ async def handle(ctx: RequestContext, req: DescribeClusterRequest) -> DescribeCl
         cluster_id=b.logs.cluster_id,
         cluster_authorized_operations=operations,
         controller_id=b.node_id,
-        brokers=[dict(broker_id=b.node_id, host=ctx.advertised[0], port=ctx.advertised[1])],
+        brokers=[dict(broker_id=b.node_id, host=ctx.advertised[0], port=ctx.advertised[1], is_fenced=False)],
     )

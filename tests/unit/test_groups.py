@@ -9,6 +9,7 @@ import struct
 
 import pytest
 from minibroker.common.clock import SYSTEM_CLOCK
+from minibroker.coordinator.group_join import INITIAL_JOIN_MIN_DELAY_MS
 from minibroker.coordinator.group_metadata import GroupState, parse_subscription_topics
 from minibroker.coordinator.group_metadata_manager import RETRY_INTERVAL_MS
 from minibroker.coordinator.group_records import (
@@ -71,6 +72,10 @@ class FakeScheduler:
                 run_now(self.shard, fn())
         self.now = target
 
+
+#: The initial join phase of members that joined together with a 0 ms initial delay: the
+#: least delay (coordinator/group_join.py), extended once because members were added in it.
+INITIAL_JOIN_MS = 2 * INITIAL_JOIN_MIN_DELAY_MS
 
 CONFIG = {
     "group.initial.rebalance.delay.ms": 0,
@@ -166,7 +171,7 @@ def join_new(gc, clock, **kw):
 def form_group(gc, clock, n, **kw):
     """n members join (initial delay 0) and the leader syncs; returns (generation, [ids])."""
     boxes = [join_new(gc, clock, **kw) for _ in range(n)]
-    clock.advance(0)
+    clock.advance(INITIAL_JOIN_MS)
     assert all(b.done for b in boxes)
     results = [b.value for b in boxes]
     generation = results[0].generation_id
@@ -191,8 +196,8 @@ def test_member_id_required_then_single_member_becomes_leader(gc, clock):
     assert first.value.generation_id == -1
     mid = first.value.member_id
     second = join(gc, member_id=mid)
-    assert not second.done  # waits for the initial delay (0 ms: the next tick)
-    clock.advance(0)
+    assert not second.done  # waits for the initial delay (0 ms: at least INITIAL_JOIN_MIN_DELAY_MS)
+    clock.advance(INITIAL_JOIN_MS)
     r = second.value
     assert r.error == E.none and r.generation_id == 1 and r.leader_id == mid and r.member_id == mid
     assert r.protocol_name == "range" and r.protocol_type == "consumer"
@@ -206,7 +211,7 @@ def test_member_id_required_then_single_member_becomes_leader(gc, clock):
 
 def test_old_versions_join_without_member_id_required(gc, clock):
     box = join(gc, require_known=False)
-    clock.advance(0)
+    clock.advance(INITIAL_JOIN_MS)
     assert box.value.error == E.none and box.value.generation_id == 1
 
 
@@ -269,7 +274,7 @@ def test_inconsistent_protocols_rejected(gc, clock):
 def test_protocol_selection_uses_common_protocols(gc, clock):
     a = join_new(gc, clock, protocols=[("roundrobin", b"a"), ("range", b"a")])
     b = join_new(gc, clock, protocols=[("range", b"b")])
-    clock.advance(0)
+    clock.advance(INITIAL_JOIN_MS)
     assert a.value.protocol_name == b.value.protocol_name == "range"
 
 
@@ -322,7 +327,7 @@ def test_heartbeat_errors(gc, clock):
 
 def test_rejoin_during_completing_rebalance_with_same_metadata(gc, clock):
     a_join = join_new(gc, clock)
-    clock.advance(0)
+    clock.advance(INITIAL_JOIN_MS)
     a = a_join.value.member_id
     again = join(gc, member_id=a).value
     assert again.error == E.none and again.generation_id == 1 and again.leader_id == a
@@ -379,7 +384,7 @@ def test_pending_sync_timeout_removes_members_that_never_sync(gc, clock):
         join_new(gc, clock, rebalance=1000, session=10_000),
         join_new(gc, clock, rebalance=1000, session=10_000),
     )
-    clock.advance(0)
+    clock.advance(INITIAL_JOIN_MS)
     a, b = ja.value.member_id, jb.value.member_id
     leader = ja.value.leader_id
     follower = b if leader == a else a
@@ -396,7 +401,7 @@ def test_leader_never_syncs_followers_get_rebalance_in_progress(gc, clock):
         join_new(gc, clock, rebalance=1000, session=10_000),
         join_new(gc, clock, rebalance=1000, session=10_000),
     )
-    clock.advance(0)
+    clock.advance(INITIAL_JOIN_MS)
     leader = ja.value.leader_id
     follower = jb.value.member_id if leader == ja.value.member_id else ja.value.member_id
     sf = sync(gc, follower, 1)
@@ -436,7 +441,7 @@ def test_new_member_join_abandoned_is_removed(gc, clock):
 def test_static_member_rejoin_in_stable_keeps_generation(gc, clock):
     ja = join(gc, instance="i-a")  # static members skip MEMBER_ID_REQUIRED
     jb = join(gc, instance="i-b")
-    clock.advance(0)
+    clock.advance(INITIAL_JOIN_MS)
     a, b = ja.value.member_id, jb.value.member_id
     assert a.startswith("i-a-") and b.startswith("i-b-")
     gen = ja.value.generation_id
@@ -459,7 +464,7 @@ def test_static_member_rejoin_in_stable_keeps_generation(gc, clock):
 
 def test_static_leader_rejoin_skip_assignment(gc, clock):
     ja = join(gc, instance="i-a")
-    clock.advance(0)
+    clock.advance(INITIAL_JOIN_MS)
     a = ja.value.member_id
     sync(gc, a, 1, {a: b"A"}, instance="i-a")
     old_style = join(gc, instance="i-a").value  # < v9: told the old leader id
@@ -472,7 +477,7 @@ def test_static_leader_rejoin_skip_assignment(gc, clock):
 def test_static_member_survives_rebalance_without_rejoining(gc, clock):
     ja = join(gc, instance="i-a", session=10_000)
     jb = join(gc, instance="i-b", session=10_000)
-    clock.advance(0)
+    clock.advance(INITIAL_JOIN_MS)
     a, b = ja.value.member_id, jb.value.member_id
     gen = ja.value.generation_id
     leader = ja.value.leader_id
@@ -489,14 +494,14 @@ def test_static_member_survives_rebalance_without_rejoining(gc, clock):
 
 def test_static_member_removed_by_session_timeout_and_admin_leave(gc, clock):
     ja = join(gc, instance="i-a", session=1000)
-    clock.advance(0)
+    clock.advance(INITIAL_JOIN_MS)
     a = ja.value.member_id
     sync(gc, a, 1, {a: b"A"}, instance="i-a")
     top, per = run_now(gc, gc.leave_group("g", [("", "i-a")]))
     assert per == [("", "i-a", E.none)]
     assert not gc.groups["g"].members
     ja = join(gc, instance="i-x", session=1000)
-    clock.advance(0)
+    clock.advance(INITIAL_JOIN_MS)
     x = ja.value.member_id
     sync(gc, x, ja.value.generation_id, {x: b""}, instance="i-x")
     clock.advance(1000)
@@ -536,7 +541,7 @@ def test_commit_generation_and_member_checks(gc, clock):
 
 def test_commit_during_completing_rebalance(gc, clock):
     ja = join_new(gc, clock)
-    clock.advance(0)
+    clock.advance(INITIAL_JOIN_MS)
     a = ja.value.member_id
     assert commit(gc, "g", a, None, 1, [("t", 0, 1, -1, "")]) == {("t", 0): E.rebalance_in_progress}
 
@@ -610,7 +615,7 @@ def test_txn_offsets_member_validation(gc, clock):
     # pre-v3 style (no member info) is allowed even with members
     assert stage(gc, 2, 0, "g", -1, "", None, topics) == {("t", 0): E.none}
     ji = join(gc, group="s", instance="inst")
-    clock.advance(0)
+    clock.advance(INITIAL_JOIN_MS)
     assert stage(gc, 3, 0, "s", ji.value.generation_id, "other", "inst", topics) == {
         ("t", 0): E.fenced_instance_id
     }
@@ -848,7 +853,7 @@ def test_failed_sync_store_gives_the_partition_up_without_a_new_generation(gc, c
     generation, (a,) = form_group(gc, clock, 1)
     b_join = join_new(gc, clock)  # a second member: rebalance
     a_join = join(gc, member_id=a)
-    clock.advance(0)
+    clock.advance(INITIAL_JOIN_MS)
     assert a_join.value.error == E.none and b_join.value.error == E.none
     gen2 = a_join.value.generation_id
     assert gen2 == generation + 1
@@ -882,7 +887,7 @@ def test_failed_commit_gives_up_only_its_partition_once(gc, clock, store):
     generation, (a,) = form_group(gc, clock, 1)
     store.fail_with = DISK_FULL
     assert commit(gc, "g", a, None, generation, [("t", 0, 5, -1, "")]) == {("t", 0): E.not_coordinator}
-    clock.advance(0)
+    clock.advance(INITIAL_JOIN_MS)
     assert not gc.coordinates("g")
     assert gc.describe_group("g")[0] == E.not_coordinator
     assert run_now(gc, gc.delete_groups(["g"])) == {"g": E.not_coordinator}

@@ -45,7 +45,14 @@ def _aliases() -> dict[str, set[tuple[str, str]]]:
 
 
 def _kio_name(api_key: int) -> str:
-    """kio's class-name stem of an API: ApiVersions, Fetch, ..."""
+    """kio's class-name stem of an API: ApiVersions, Fetch, ... (for a key kio lacks, the stem
+    of minibroker's schema module in protocol/)"""
+    if api_key not in api_key_map:
+        newest = max(v for k, v in _NEWER_SCHEMAS if k == api_key)
+        module_name = _NEWER_SCHEMAS[(api_key, newest)]
+        classes = vars(importlib.import_module(module_name)).values()
+        request = next(c for c in classes if isinstance(c, type) and c.__name__.endswith("Request"))
+        return request.__name__.removesuffix("Request")
     module = schema_name_map[api_key_map[api_key]]
     newest = module[max(module)][EntityType.request]
     return newest.rsplit(":", 1)[1].removesuffix("Request")
@@ -53,7 +60,7 @@ def _kio_name(api_key: int) -> str:
 
 def _served_modules(api_key: int, kind: EntityType) -> set[str]:
     handler = HANDLERS[api_key]
-    versions = schema_name_map[api_key_map[api_key]]
+    versions = schema_name_map[api_key_map[api_key]] if api_key in api_key_map else {}
     out = set()
     for v in range(handler.min_version, handler.max_version + 1):
         if v in versions:
@@ -105,7 +112,7 @@ def _field_reads() -> list[tuple[str, int, str]]:
 def _names_in_api(api_key: int) -> set[str]:
     """Every field name of every entity (request, response, nested) of any version of an API."""
     names = set()
-    versions = schema_name_map[api_key_map[api_key]]
+    versions = schema_name_map[api_key_map[api_key]] if api_key in api_key_map else {}
     modules = [importlib.import_module(p[k].split(":")[0]) for p in versions.values() for k in p]
     modules += [importlib.import_module(m) for (k, _), m in _NEWER_SCHEMAS.items() if k == api_key]
     for module in modules:
