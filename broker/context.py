@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from minibroker.broker.config import BrokerConfig
     from minibroker.broker.coordinator_runtime import CoordinatorRuntime
     from minibroker.broker.durability import Durability
+    from minibroker.broker.fetch_sessions import FetchSessionCache
     from minibroker.broker.dynamic_config import DynamicConfigs
     from minibroker.broker.security.sasl import Session
     from minibroker.broker.security.service import Security
@@ -44,6 +45,7 @@ class HandlerServices(Protocol):
     security: Security
     durability: Durability
     data_waiters: DataWaiters
+    fetch_sessions: FetchSessionCache  # KIP-227 incremental fetch sessions (in memory)
     dynamic_configs: DynamicConfigs
 
     def get_log(self, topic: str, partition: int) -> PartitionLog | None: ...

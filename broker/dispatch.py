@@ -43,8 +43,8 @@ def _table(*rows: tuple[int, str, int, int]) -> dict[int, Handler]:
 
 
 HANDLERS = _table(
-    (0, "produce", 0, 12),
-    (1, "fetch", 4, 12),
+    (0, "produce", 0, 13),
+    (1, "fetch", 4, 18),
     (2, "list_offsets", 1, 10),
     (3, "metadata", 0, 13),
     (8, "offset_commit", 2, 9),

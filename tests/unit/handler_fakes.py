@@ -29,6 +29,7 @@ class FakeBroker:
     security: Any = None
     durability: Any = None
     data_waiters: Any = None
+    fetch_sessions: Any = None
     dynamic_configs: Any = None
     coordinators: Any = field(default_factory=lambda: CoordinatorRuntime(durability=None))
 
