@@ -14,8 +14,8 @@ if TYPE_CHECKING:
     from minibroker.broker.config import BrokerConfig
     from minibroker.broker.coordinator_runtime import CoordinatorRuntime
     from minibroker.broker.durability import Durability
-    from minibroker.broker.fetch_sessions import FetchSessionCache
     from minibroker.broker.dynamic_config import DynamicConfigs
+    from minibroker.broker.fetch_sessions import FetchSessionCache
     from minibroker.broker.security.sasl import Session
     from minibroker.broker.security.service import Security
     from minibroker.broker.waiters import DataWaiters

@@ -16,8 +16,8 @@ import structlog
 from minibroker.broker.config import BrokerConfig
 from minibroker.broker.coordinator_runtime import CoordinatorRuntime
 from minibroker.broker.durability import Durability
-from minibroker.broker.fetch_sessions import FetchSessionCache
 from minibroker.broker.dynamic_config import DynamicConfigs
+from minibroker.broker.fetch_sessions import FetchSessionCache
 from minibroker.broker.limits import ConnectionSettings, raise_open_file_limit
 from minibroker.broker.observe import build_request_observer
 from minibroker.broker.security.listeners import Listener
@@ -67,7 +67,9 @@ class Broker:
         self.faults = Faults.from_property(config["minibroker.test.fault"])
         self.durability = Durability()  # every fsync of the running broker, off the event loop
         self.data_waiters = DataWaiters()  # long-poll wake-ups, wired to every log as it opens
-        self.fetch_sessions = FetchSessionCache(config["max.incremental.fetch.session.cache.slots"], self.clock)
+        self.fetch_sessions = FetchSessionCache(
+            config["max.incremental.fetch.session.cache.slots"], self.clock
+        )
         self.logs = LogManager(
             self.data_dir,
             config,

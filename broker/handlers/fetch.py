@@ -231,7 +231,9 @@ def _answer(ctx: RequestContext, context: FetchContext, answers: list[Answer], b
         session = context.session
         assert session is not None
         if not context.still_current():
-            parts, size = encode(version, [], error_code=ErrorCode.invalid_fetch_session_epoch, session_id=session.id)
+            parts, size = encode(
+                version, [], error_code=ErrorCode.invalid_fetch_session_epoch, session_id=session.id
+            )
             return RawResponse(parts, size)
         session_id = session.id
         cached = session.partitions

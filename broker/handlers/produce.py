@@ -250,7 +250,8 @@ async def handle(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse | 
                 name=name,
                 topic_id=topic_id,
                 partition_responses=[
-                    _append(ctx, name, p.index, p.records, req.transactional_id, due) for p in t.partition_data
+                    _append(ctx, name, p.index, p.records, req.transactional_id, due)
+                    for p in t.partition_data
                 ],
             )
             for name, topic_id, t in topics
