@@ -71,7 +71,7 @@ def _fetch_data(req: FetchRequest, by_id: bool, names: dict[uuid.UUID, str]) -> 
                 fp.partition,
                 fp.fetch_offset,
                 fp.partition_max_bytes,
-                field(fp, "current_leader_epoch", -1),
+                max(field(fp, "current_leader_epoch", -1), -1),  # Kafka: a negative epoch is none
             )
     return out
 
@@ -141,7 +141,6 @@ def _read_all(
         if want.topic_id is not None and topics[topic].topic_id != want.topic_id:
             # a session's partition of a topic deleted and created again under its name
             out.error_code = ErrorCode.inconsistent_topic_id
-            out.aborted = []
             any_error = True
             continue
         error = leader_epoch_error(want.current_leader_epoch, plog.leader_epoch)
@@ -190,9 +189,10 @@ def _group(answers: list[Answer], by_id: bool) -> list[Topic]:
     return topics
 
 
-def _leaders(ctx: RequestContext, answers: list[Answer]) -> list[NodeEndpoint]:
+def _leaders(ctx: RequestContext, answers: list[Answer], follower: bool) -> list[NodeEndpoint]:
     """v16+: the current leader of each partition answered NOT_LEADER_OR_FOLLOWER or
-    FENCED_LEADER_EPOCH, and the endpoint of that leader (this node)."""
+    FENCED_LEADER_EPOCH, and the endpoint of that leader (this node; Kafka 4.4 sends no
+    endpoint to a follower)."""
     broker = ctx.broker
     named = False
     for want, out in answers:
@@ -201,7 +201,7 @@ def _leaders(ctx: RequestContext, answers: list[Answer]) -> list[NodeEndpoint]:
             if plog is not None:
                 out.current_leader = (broker.node_id, plog.leader_epoch)
                 named = True
-    if not named:
+    if not named or follower:
         return []
     host, port = ctx.advertised
     return [(broker.node_id, host, port, None)]
@@ -220,7 +220,9 @@ def _error_response(ctx: RequestContext, req: FetchRequest, error: ErrorCode) ->
     return RawResponse(parts, size)
 
 
-def _answer(ctx: RequestContext, context: FetchContext, answers: list[Answer], by_id: bool) -> RawResponse:
+def _answer(
+    ctx: RequestContext, context: FetchContext, answers: list[Answer], by_id: bool, follower: bool
+) -> RawResponse:
     version = ctx.api_version
     session_id = 0
     if context.kind == FetchContext.FULL:
@@ -245,7 +247,7 @@ def _answer(ctx: RequestContext, context: FetchContext, answers: list[Answer], b
                     key = want.session_key()
                     cached[key] = cached.pop(key)
         answers = kept
-    endpoints = _leaders(ctx, answers) if version >= 16 else []
+    endpoints = _leaders(ctx, answers, follower) if version >= 16 else []
     topics = _group(answers, by_id)
     parts, size = encode(version, topics, session_id=session_id, node_endpoints=endpoints)
     return RawResponse(parts, size, [(name, partitions) for name, _id, partitions in topics])
@@ -289,4 +291,4 @@ async def handle(ctx: RequestContext, req: FetchRequest) -> RawResponse:
                 break
             # Nothing (or too little) yet: wait for an append, a marker or an LSO move, then re-read.
             await broker.data_waiters.wait(keys, remaining)
-    return _answer(ctx, context, answers + erroneous, by_id)
+    return _answer(ctx, context, answers + erroneous, by_id, follower)

@@ -207,7 +207,7 @@ def list_offsets(s):
     )
     s.call(PRODUCE, 9, produce_req("lo-topic", 0, build_batch([(b"c", b"3", [], TS + 5)])))
     for v in versions(LIST_OFFSETS):
-        for ts in (-1, -2, -3, -4, -5, -7, TS, TS + 5, TS + 7, TS + 100, 0):
+        for ts in (-1, -2, -3, -4, -5, -6, -7, TS, TS + 5, TS + 7, TS + 100, 0):
             s.check(f"v{v}/ts={ts}", LIST_OFFSETS, v, list_offsets_req("lo-topic", [(0, ts)]))
         s.check(f"v{v}/empty-partition", LIST_OFFSETS, v, list_offsets_req("lo-topic", [(1, -1)]))
         s.check(f"v{v}/unknown-partition", LIST_OFFSETS, v, list_offsets_req("lo-topic", [(5, -1)]))
