@@ -189,3 +189,117 @@ def session_errors(s):
     unknown = s.check("open-with-unknown-id", FETCH, 18, fetch_by_id([(NO_SUCH_ID, 0, 0)], epoch=0))
     sid = _session(s, "open-with-unknown-id", unknown)
     s.check("unknown-id-incremental", FETCH, 18, fetch_by_id([], session_id=sid, epoch=1))
+
+
+OFFSET_COMMIT, OFFSET_FETCH = 8, 9
+
+
+def commit_by_id(group, tid, offset, generation=-1, member="", parts=(0,)):
+    return {
+        "group_id": group,
+        "generation_id_or_member_epoch": generation,
+        "member_id": member,
+        "topics": [
+            {
+                "topic_id": tid,
+                "partitions": [
+                    {
+                        "partition_index": p,
+                        "committed_offset": offset,
+                        "committed_leader_epoch": -1,
+                        "committed_metadata": "meta",
+                    }
+                    for p in parts
+                ],
+            }
+        ],
+    }
+
+
+def fetch_offsets_by_id(group, topics, member=None, epoch=-1):
+    return {
+        "require_stable": False,
+        "groups": [
+            {
+                "group_id": group,
+                "member_id": member,
+                "member_epoch": epoch,
+                "topics": None
+                if topics is None
+                else [{"topic_id": t, "partition_indexes": ps} for t, ps in topics],
+            }
+        ],
+    }
+
+
+@case("topic_ids/offsets")
+def offsets_by_topic_id(s):
+    from conformance.cases.d_groups import FIND_COORDINATOR, joined_member  # noqa: PLC0415
+
+    s.create_topic("ti-offsets", 2)
+    tid = topic_id(s, "ti-offsets")
+    s.call(FIND_COORDINATOR, 4, {"key_type": 0, "coordinator_keys": ["ti-oc"]})
+    s.check("commit-v10/simple", OFFSET_COMMIT, 10, commit_by_id("ti-oc", tid, 5, parts=(0, 1)))
+    s.check("commit-v10/unknown-partition", OFFSET_COMMIT, 10, commit_by_id("ti-oc", tid, 5, parts=(7,)))
+    s.check("commit-v10/unknown-id", OFFSET_COMMIT, 10, commit_by_id("ti-oc", NO_SUCH_ID, 5))
+    s.check("commit-v10/zero-id", OFFSET_COMMIT, 10, commit_by_id("ti-oc", None, 5))
+    s.check(
+        "commit-v10/unknown-group-with-epoch",
+        OFFSET_COMMIT,
+        10,
+        commit_by_id("ti-oc-unknown", tid, 6, generation=3, member="m1"),
+    )
+    s.check("fetch-v10/known", OFFSET_FETCH, 10, fetch_offsets_by_id("ti-oc", [(tid, [0, 1])]))
+    s.check("fetch-v10/unknown-id", OFFSET_FETCH, 10, fetch_offsets_by_id("ti-oc", [(NO_SUCH_ID, [0])]))
+    s.check(
+        "fetch-v10/known-and-unknown",
+        OFFSET_FETCH,
+        10,
+        fetch_offsets_by_id("ti-oc", [(tid, [1]), (NO_SUCH_ID, [0, 2])]),
+    )
+    s.check("fetch-v10/all", OFFSET_FETCH, 10, fetch_offsets_by_id("ti-oc", None))
+    s.check("fetch-v10/unknown-group", OFFSET_FETCH, 10, fetch_offsets_by_id("ti-none", [(tid, [0])]))
+    member, gen = joined_member(s, "ti-live")
+    s.check(
+        "commit-v10/classic-member",
+        OFFSET_COMMIT,
+        10,
+        commit_by_id("ti-live", tid, 2, generation=gen, member=member),
+    )
+    s.check(
+        "commit-v10/classic-stale-generation",
+        OFFSET_COMMIT,
+        10,
+        commit_by_id("ti-live", tid, 2, generation=gen + 5, member=member),
+    )
+    s.check(
+        "fetch-v10/classic-member",
+        OFFSET_FETCH,
+        10,
+        fetch_offsets_by_id("ti-live", [(tid, [0])], member=member, epoch=gen),
+    )
+    s.check(
+        "fetch-v10/classic-member-wrong-epoch",
+        OFFSET_FETCH,
+        10,
+        fetch_offsets_by_id("ti-live", [(tid, [0])], member=member, epoch=gen + 5),
+    )
+    # the committed topic deleted: gone from the all-topics answer by id
+    s.create_topic("ti-offsets-gone", 1)
+    gone = topic_id(s, "ti-offsets-gone")
+    s.call(OFFSET_COMMIT, 10, commit_by_id("ti-oc", gone, 3))
+    s.call(20, 6, {"topics": [{"name": "ti-offsets-gone"}], "timeout_ms": 30000})
+    s.wait_until(lambda: topic_gone(s, "ti-offsets-gone"), "topic deleted", 30)
+    s.check("fetch-v10/all-after-delete", OFFSET_FETCH, 10, fetch_offsets_by_id("ti-oc", None))
+    s.check("fetch-v9/all-after-delete", OFFSET_FETCH, 9, fetch_offsets_by_id("ti-oc", None))
+
+
+@case("topic_ids/list-offsets")
+def list_offsets_v11(s):
+    from conformance.cases.c_data import list_offsets_req  # noqa: PLC0415
+
+    s.create_topic("ti-lo", 1)
+    s.call(PRODUCE, 9, produce_req("ti-lo", 0, batch(3)))
+    for ts in (-6, -5, -1, -2):
+        s.check(f"v11/ts={ts}", 2, 11, list_offsets_req("ti-lo", [(0, ts)]))
+        s.check(f"v10/ts={ts}", 2, 10, list_offsets_req("ti-lo", [(0, ts)]))
