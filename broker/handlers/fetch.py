@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import structlog
 from minibroker.broker.context import RawResponse
 from minibroker.broker.fetch_sessions import FetchContext, Key, PartitionFetch
 from minibroker.broker.security.acls import Operation as Op
@@ -37,6 +38,8 @@ if TYPE_CHECKING:
     from minibroker.broker.context import HandlerServices, RequestContext
 
 API_KEY = 1
+
+log = structlog.get_logger("broker.fetch")
 
 _NO_ID = bytes(16)
 #: Errors whose v16+ answer names the current leader (KIP-951).
@@ -229,6 +232,9 @@ def _answer(
         session_id = context.new_session(
             [(w, o.error_code, o.high_watermark, o.log_start_offset) for w, o in answers]
         )
+        log.debug(
+            "fetch session created", session_id=session_id, partitions=len(answers), client_id=ctx.client_id
+        )
     elif context.kind == FetchContext.INCREMENTAL:
         session = context.session
         assert session is not None
@@ -246,6 +252,14 @@ def _answer(
                 if out.records_size:  # Kafka moves a partition that returned records last
                     key = want.session_key()
                     cached[key] = cached.pop(key)
+        log.debug(
+            "incremental fetch",
+            session_id=session_id,
+            next_epoch=context.epoch,
+            partitions=len(cached),
+            answered=len(kept),
+            client_id=ctx.client_id,
+        )
         answers = kept
     endpoints = _leaders(ctx, answers, follower) if version >= 16 else []
     topics = _group(answers, by_id)
