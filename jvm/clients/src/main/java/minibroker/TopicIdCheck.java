@@ -11,6 +11,7 @@ import org.apache.kafka.clients.consumer.*;
 import org.apache.kafka.clients.producer.*;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.Uuid;
+import org.apache.kafka.common.errors.TopicExistsException;
 import org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
 import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
@@ -19,9 +20,9 @@ import org.apache.kafka.common.serialization.StringSerializer;
  * Topic ids (KIP-516) and fetch sessions (KIP-227) seen by a Java consumer, driven by
  * tests/acceptance/test_topic_ids.py. Usage: TopicIdCheck BOOTSTRAP SCENARIO TOPIC.
  * <ul>
- * <li>recreated: a consumer reads 5 records, the topic is deleted and created again under its
- * name with 8 new records; the consumer keeps polling for a while. Prints what it read after
- * the re-creation and the topic ids.</li>
+ * <li>recreated, recreated-idle: a consumer reads 5 records, the topic is deleted and created
+ * again under its name with 8 new records (the consumer polling meanwhile, or not); then it
+ * polls for a while. Prints what it read after the re-creation and whether the ids differ.</li>
  * <li>stream: a consumer reads 3 partitions while a producer keeps writing to one of them, so
  * the consumer's fetches run in one incremental session; prints how many records it read.</li>
  * </ul>
@@ -35,7 +36,8 @@ public final class TopicIdCheck {
     public static void main(String[] args) throws Exception {
         TopicIdCheck check = new TopicIdCheck(args[0]);
         switch (args[1]) {
-            case "recreated": check.recreated(args[2]); break;
+            case "recreated": check.recreated(args[2], true); break;
+            case "recreated-idle": check.recreated(args[2], false); break;
             case "stream": check.stream(args[2]); break;
             default: throw new IllegalArgumentException("unknown scenario " + args[1]);
         }
@@ -61,6 +63,7 @@ public final class TopicIdCheck {
         p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
         p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
         p.put(ConsumerConfig.METADATA_MAX_AGE_CONFIG, "500");
+        p.put(ConsumerConfig.ALLOW_AUTO_CREATE_TOPICS_CONFIG, "false");  // the test deletes and re-creates
         p.put(ConsumerConfig.FETCH_MAX_WAIT_MS_CONFIG, "100");
         p.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
         p.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
@@ -76,7 +79,7 @@ public final class TopicIdCheck {
         return admin.describeTopics(List.of(topic)).allTopicNames().get().get(topic).topicId();
     }
 
-    private void recreated(String topic) throws Exception {
+    private void recreated(String topic, boolean pollThrough) throws Exception {
         TopicPartition tp = new TopicPartition(topic, 0);
         try (Admin admin = admin(); KafkaConsumer<String, String> c = consumer()) {
             admin.createTopics(List.of(new NewTopic(topic, 1, (short) 1))).all().get();
@@ -103,11 +106,21 @@ public final class TopicIdCheck {
                 if (System.currentTimeMillis() > deadline) throw new AssertionError("topic not deleted");
                 Thread.sleep(50);
             }
-            // the consumer polls through the deletion (its fetch session still holds the old id)
+            // polling through the deletion, the consumer's session partition is unknown for a
+            // while; idle, its next fetch names the old id of a topic that exists again
             List<String> after = new ArrayList<>();
-            for (int i = 0; i < 5; i++)
+            for (int i = 0; pollThrough && i < 5; i++)
                 for (ConsumerRecord<String, String> r : c.poll(Duration.ofMillis(100))) after.add(r.value());
-            admin.createTopics(List.of(new NewTopic(topic, 1, (short) 1))).all().get();
+            deadline = System.currentTimeMillis() + 30_000;
+            while (true) {  // Kafka may still be removing the old topic: TopicExistsException
+                try {
+                    admin.createTopics(List.of(new NewTopic(topic, 1, (short) 1))).all().get();
+                    break;
+                } catch (ExecutionException e) {
+                    if (!(e.getCause() instanceof TopicExistsException) || System.currentTimeMillis() > deadline) throw e;
+                    Thread.sleep(100);
+                }
+            }
             try (KafkaProducer<String, String> p = producer()) {
                 send(p, topic, 0, "new-", 8);
             }
