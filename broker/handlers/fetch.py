@@ -64,17 +64,17 @@ def _fetch_data(req: FetchRequest, by_id: bool, names: dict[uuid.UUID, str]) -> 
     (topic id, name, partition) (a partition asked twice keeps its first place, its last values);
     v13+ names come from the ids (None when the id is unknown)."""
     out: dict[Key, PartitionFetch] = {}
+    new = PartitionFetch
     for t in req.topics:
         topic_id = t.topic_id if by_id else None
         name = names.get(topic_id) if by_id else t.topic  # type: ignore[arg-type]
         for fp in t.partitions:
-            out[(topic_id, name, fp.partition)] = PartitionFetch(
-                name,
-                topic_id,
-                fp.partition,
-                fp.fetch_offset,
-                fp.partition_max_bytes,
-                max(field(fp, "current_leader_epoch", -1), -1),  # Kafka: a negative epoch is none
+            index = fp.partition
+            epoch = getattr(fp, "current_leader_epoch", -1)  # v9+
+            if epoch < -1:
+                epoch = -1  # Kafka: a negative epoch is none
+            out[(topic_id, name, index)] = new(
+                name, topic_id, index, fp.fetch_offset, fp.partition_max_bytes, epoch
             )
     return out
 
@@ -92,7 +92,7 @@ def _sort(
     ctx: RequestContext, wanted: list[PartitionFetch], follower: bool
 ) -> tuple[list[PartitionFetch], list[Answer]]:
     """Kafka's first pass: (partitions to read, partitions refused before reading)."""
-    broker = ctx.broker
+    get_log = ctx.broker.logs.get_log
     interesting: list[PartitionFetch] = []
     erroneous: list[Answer] = []
     allowed: dict[str, bool] = {}
@@ -102,7 +102,7 @@ def _sort(
             erroneous.append((want, PartitionData(want.partition, ErrorCode.unknown_topic_id, aborted=[])))
             continue
         if follower:  # no follower is a replica of a one-node cluster
-            if broker.get_log(topic, want.partition) is None:
+            if get_log(topic, want.partition) is None:
                 error = ErrorCode.unknown_topic_or_partition
             else:
                 erroneous.append((want, PartitionData(want.partition, ErrorCode.not_leader_or_follower)))
@@ -113,7 +113,7 @@ def _sort(
                 ok = allowed[topic] = ctx.allowed(Op.READ, Res.TOPIC, topic)
             if not ok:
                 error = ErrorCode.topic_authorization_failed
-            elif broker.get_log(topic, want.partition) is None:
+            elif get_log(topic, want.partition) is None:
                 error = ErrorCode.unknown_topic_or_partition
             else:
                 interesting.append(want)
@@ -131,11 +131,12 @@ def _read_all(
     any_error = False
     answers: list[Answer] = []
     topics = broker.logs.topics
+    get_log = broker.logs.get_log
     for want in wanted:
         out = PartitionData(want.partition)
         answers.append((want, out))
         topic = want.topic
-        plog = broker.get_log(topic, want.partition)
+        plog = get_log(topic, want.partition)
         if plog is None:  # deleted while this request waited
             out.error_code = ErrorCode.unknown_topic_or_partition
             out.aborted = []  # Kafka's error answer carries an empty list here
