@@ -276,7 +276,7 @@ async def handle(ctx: RequestContext, req: FetchRequest) -> RawResponse:
         # Kafka fails the whole request (UNKNOWN_SERVER_ERROR) for an unknown isolation level
         return _error_response(ctx, req, ErrorCode.unknown_server_error)
     by_id = version >= 13
-    names = broker.logs.topic_names
+    names = broker.logs.topic_names if by_id else {}
     replica_id = req.replica_state.replica_id if version >= 15 else req.replica_id
     follower = replica_id >= 0
     context = broker.fetch_sessions.context(

@@ -23,9 +23,12 @@ API_KEY = 8
 
 async def handle(ctx: RequestContext, req: OffsetCommitRequest) -> OffsetCommitResponse:
     by_id = ctx.api_version >= 10
-    ids = ctx.broker.logs.topic_names
     # v10: Kafka's getTopicName(id), the empty name for an id it does not know
-    names = [ids.get(t.topic_id, "") if by_id else t.name for t in req.topics]
+    if by_id:
+        ids = ctx.broker.logs.topic_names
+        names = [ids.get(t.topic_id, "") for t in req.topics]
+    else:
+        names = [t.name for t in req.topics]
     # authorization (Kafka: READ on the group, then READ on each topic)
     group_denied = not ctx.allowed(Op.READ, Res.GROUP, req.group_id)
     denied = {n for n in names if n and (group_denied or not ctx.allowed(Op.READ, Res.TOPIC, n))}

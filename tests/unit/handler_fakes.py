@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from minibroker.broker.coordinator_runtime import CoordinatorRuntime
+from minibroker.broker.fetch_sessions import FetchSessionCache
 from minibroker.common.clock import ManualClock
 from minibroker.protocol.errors import ErrorCode
 
@@ -29,7 +30,7 @@ class FakeBroker:
     security: Any = None
     durability: Any = None
     data_waiters: Any = None
-    fetch_sessions: Any = None
+    fetch_sessions: Any = field(default_factory=lambda: FetchSessionCache(1000, ManualClock()))
     dynamic_configs: Any = None
     coordinators: Any = field(default_factory=lambda: CoordinatorRuntime(durability=None))
 
