@@ -19,7 +19,7 @@ leader and its endpoint from v16 (KIP-951).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import structlog
 from minibroker.broker.context import RawResponse
@@ -66,11 +66,11 @@ def _fetch_data(req: FetchRequest, by_id: bool, names: dict[uuid.UUID, str]) -> 
     out: dict[Key, PartitionFetch] = {}
     new = PartitionFetch
     for t in req.topics:
-        topic_id = t.topic_id if by_id else None
-        name = names.get(topic_id) if by_id else t.topic  # type: ignore[arg-type]
+        topic_id = field(t, "topic_id", None) if by_id else None
+        name = names.get(topic_id) if topic_id is not None else field(t, "topic", None)
         for fp in t.partitions:
             index = fp.partition
-            epoch = getattr(fp, "current_leader_epoch", -1)  # v9+
+            epoch = field(fp, "current_leader_epoch", -1)  # v9+
             if epoch < -1:
                 epoch = -1  # Kafka: a negative epoch is none
             out[(topic_id, name, index)] = new(
@@ -82,8 +82,8 @@ def _fetch_data(req: FetchRequest, by_id: bool, names: dict[uuid.UUID, str]) -> 
 def _to_forget(req: FetchRequest, by_id: bool, names: dict[uuid.UUID, str]) -> list[PartitionFetch]:
     out: list[PartitionFetch] = []
     for t in field(req, "forgotten_topics_data", ()):
-        topic_id = t.topic_id if by_id else None
-        name = names.get(topic_id) if by_id else t.topic  # type: ignore[arg-type]
+        topic_id = field(t, "topic_id", None) if by_id else None
+        name = names.get(topic_id) if topic_id is not None else field(t, "topic", None)
         out.extend(PartitionFetch(name, topic_id, p, 0, 0, -1) for p in t.partitions)
     return out
 
@@ -135,7 +135,7 @@ def _read_all(
     for want in wanted:
         out = PartitionData(want.partition)
         answers.append((want, out))
-        topic = want.topic
+        topic = cast("str", want.topic)  # _sort passes only partitions of known topics
         plog = get_log(topic, want.partition)
         if plog is None:  # deleted while this request waited
             out.error_code = ErrorCode.unknown_topic_or_partition
@@ -217,7 +217,11 @@ def _error_response(ctx: RequestContext, req: FetchRequest, error: ErrorCode) ->
     topics: list[Topic] = []
     if ctx.api_version < 13:
         topics = [
-            (t.topic, _NO_ID, [PartitionData(p.partition, error, aborted=[]) for p in t.partitions])
+            (
+                field(t, "topic", ""),
+                _NO_ID,
+                [PartitionData(p.partition, error, aborted=[]) for p in t.partitions],
+            )
             for t in req.topics
         ]
     parts, size = encode(ctx.api_version, topics, error_code=error)
@@ -277,7 +281,7 @@ async def handle(ctx: RequestContext, req: FetchRequest) -> RawResponse:
         return _error_response(ctx, req, ErrorCode.unknown_server_error)
     by_id = version >= 13
     names = broker.logs.topic_names if by_id else {}
-    replica_id = req.replica_state.replica_id if version >= 15 else req.replica_id
+    replica_id = field(req, "replica_state", req).replica_id  # v15+: in ReplicaState
     follower = replica_id >= 0
     context = broker.fetch_sessions.context(
         version,
@@ -298,7 +302,7 @@ async def handle(ctx: RequestContext, req: FetchRequest) -> RawResponse:
     if interesting:
         clock = broker.clock
         deadline = clock.monotonic() + max(millis(req.max_wait), 0) / 1000
-        keys = [(w.topic, w.partition) for w in interesting]
+        keys = [(cast("str", w.topic), w.partition) for w in interesting]
         while True:
             answers, total, any_error = _read_all(broker, req, isolation, interesting)
             remaining = deadline - clock.monotonic()

@@ -15,7 +15,13 @@ from minibroker.protocol.codec import field
 from minibroker.protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
-    from minibroker.broker.api_types import OffsetCommitRequest, OffsetCommitResponse
+    from collections.abc import Sequence
+
+    from minibroker.broker.api_types import (
+        OffsetCommitRequest,
+        OffsetCommitRequestTopic,
+        OffsetCommitResponse,
+    )
     from minibroker.broker.context import RequestContext
 
 API_KEY = 8
@@ -23,12 +29,13 @@ API_KEY = 8
 
 async def handle(ctx: RequestContext, req: OffsetCommitRequest) -> OffsetCommitResponse:
     by_id = ctx.api_version >= 10
+    topics: Sequence[OffsetCommitRequestTopic] = req.topics
     # v10: Kafka's getTopicName(id), the empty name for an id it does not know
     if by_id:
         ids = ctx.broker.logs.topic_names
-        names = [ids.get(t.topic_id, "") for t in req.topics]
+        names = [ids.get(field(t, "topic_id", None), "") for t in topics]
     else:
-        names = [t.name for t in req.topics]
+        names = [field(t, "name", "") for t in topics]
     # authorization (Kafka: READ on the group, then READ on each topic)
     group_denied = not ctx.allowed(Op.READ, Res.GROUP, req.group_id)
     denied = {n for n in names if n and (group_denied or not ctx.allowed(Op.READ, Res.TOPIC, n))}
@@ -42,7 +49,7 @@ async def handle(ctx: RequestContext, req: OffsetCommitRequest) -> OffsetCommitR
             field(p, "committed_leader_epoch", -1),
             p.committed_metadata,
         )
-        for name, t in zip(names, req.topics, strict=True)
+        for name, t in zip(names, topics, strict=True)
         if name and name not in denied
         for p in t.partitions
     ]
@@ -62,16 +69,14 @@ async def handle(ctx: RequestContext, req: OffsetCommitRequest) -> OffsetCommitR
     results.update(
         {
             (name, p.partition_index): refused if name in denied else ErrorCode.unknown_topic_id
-            for name, t in zip(names, req.topics, strict=True)
+            for name, t in zip(names, topics, strict=True)
             if not name or name in denied
             for p in t.partitions
         }
     )
-    requested = (
-        (n, [p.partition_index for p in t.partitions]) for n, t in zip(names, req.topics, strict=True)
-    )
-    topics = per_partition(requested, error_codes(results))
+    requested = ((n, [p.partition_index for p in t.partitions]) for n, t in zip(names, topics, strict=True))
+    answer = per_partition(requested, error_codes(results))
     if by_id:
-        for entry, t in zip(topics, req.topics, strict=True):
-            entry["topic_id"] = t.topic_id
-    return ctx.response(throttle_time_ms=0, topics=topics)
+        for entry, t in zip(answer, topics, strict=True):
+            entry["topic_id"] = field(t, "topic_id", None)
+    return ctx.response(throttle_time_ms=0, topics=answer)

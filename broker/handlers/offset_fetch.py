@@ -7,7 +7,7 @@ all-topics answer leaves out topics that no longer exist (they have no id to nam
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from minibroker.broker.security.acls import Operation as Op
 from minibroker.broker.security.acls import ResourceType as Res
@@ -19,7 +19,6 @@ if TYPE_CHECKING:
 
     from minibroker.broker.api_types import (
         OffsetFetchRequest,
-        OffsetFetchRequestTopic,
         OffsetFetchRequestTopics,
         OffsetFetchResponse,
     )
@@ -61,29 +60,34 @@ def _fetch_by_id(
         error, out = _fetch(ctx, group_id, None, require_stable)
         ids = {info.name: info.topic_id for info in ctx.broker.logs.topics.values()}
         return error, [dict(t, topic_id=ids[t["name"]]) for t in out if t["name"] in ids]
-    named = [_Named(names.get(t.topic_id, ""), t.topic_id, t.partition_indexes) for t in topics]
-    error, out = _fetch(ctx, group_id, [t for t in named if t.name], require_stable)
-    by_name = {t["name"]: t for t in out}
+    named = []
+    for t in topics:
+        topic_id = field(t, "topic_id", None)
+        named.append(
+            _Named(names.get(topic_id, "") if topic_id is not None else "", topic_id, t.partition_indexes)
+        )
+    error, out = _fetch(ctx, group_id, [n for n in named if n.name], require_stable)
+    by_name = {entry["name"]: entry for entry in out}
     answer = []
-    for t in named:
-        if t.name:
-            answer.append(dict(by_name[t.name], topic_id=t.topic_id))
+    for n in named:
+        if n.name:
+            answer.append(dict(by_name[n.name], topic_id=n.topic_id))
         elif error:  # the group's error (authorization) on every partition, as for the others
             answer.append(
                 dict(
-                    topic_id=t.topic_id,
-                    partitions=[dict(_unknown_id(p), error_code=error) for p in t.partition_indexes],
+                    topic_id=n.topic_id,
+                    partitions=[dict(_unknown_id(p), error_code=error) for p in n.partition_indexes],
                 )
             )
         else:
-            answer.append(dict(topic_id=t.topic_id, partitions=[_unknown_id(p) for p in t.partition_indexes]))
+            answer.append(dict(topic_id=n.topic_id, partitions=[_unknown_id(p) for p in n.partition_indexes]))
     return error, answer
 
 
 def _fetch(
     ctx: RequestContext,
     group_id: str,
-    topics: Iterable[OffsetFetchRequestTopic | OffsetFetchRequestTopics | _Named] | None,
+    topics: Iterable[Any] | None,  # OffsetFetchRequestTopic(s) up to v9, _Named at v10
     require_stable: bool,
 ) -> tuple[int, list[dict]]:
     # authorization (Kafka: DESCRIBE on the group; DESCRIBE on each topic, whose offsets are

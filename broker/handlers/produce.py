@@ -16,6 +16,7 @@ from minibroker.broker.context import NO_RESPONSE, CloseConnection, NoResponse
 from minibroker.broker.limits import LogThrottle
 from minibroker.broker.security.acls import Operation as Op
 from minibroker.broker.security.acls import ResourceType as Res
+from minibroker.protocol.codec import field
 from minibroker.protocol.errors import ErrorCode
 from minibroker.storage.errors import KafkaStorageError
 from minibroker.storage.log import PartitionLog, disk_free_bytes
@@ -158,9 +159,13 @@ def _topics(ctx: RequestContext, req: ProduceRequest) -> list[tuple[str, uuid.UU
     """Each topic of the request with its name: v13+ address topics by id (KIP-516), and an id
     this broker does not know has the empty name (Kafka's getTopicName(id).orElse(name))."""
     if ctx.api_version < 13:
-        return [(t.name, None, t) for t in req.topic_data]
+        return [(field(t, "name", ""), None, t) for t in req.topic_data]
     names = ctx.broker.logs.topic_names
-    return [(names.get(t.topic_id, ""), t.topic_id, t) for t in req.topic_data]
+    out = []
+    for t in req.topic_data:
+        topic_id = field(t, "topic_id", None)
+        out.append((names.get(topic_id, "") if topic_id is not None else "", topic_id, t))
+    return out
 
 
 def _every_partition(
