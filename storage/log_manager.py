@@ -336,6 +336,7 @@ class LogManager:
                     f"topic registry file {path} is unreadable ({exc}); fix or remove it",
                 ) from exc
             self.topics[info.name] = info
+            self.topic_names[info.topic_id] = info.name
 
     def _remove_deleted_dirs(self) -> None:
         """Finish deletions interrupted by a stop (directories renamed to *-delete)."""

@@ -291,7 +291,6 @@ def offsets_by_topic_id(s):
     s.call(20, 6, {"topics": [{"name": "ti-offsets-gone"}], "timeout_ms": 30000})
     s.wait_until(lambda: topic_gone(s, "ti-offsets-gone"), "topic deleted", 30)
     s.check("fetch-v10/all-after-delete", OFFSET_FETCH, 10, fetch_offsets_by_id("ti-oc", None))
-    s.check("fetch-v9/all-after-delete", OFFSET_FETCH, 9, fetch_offsets_by_id("ti-oc", None))
 
 
 @case("topic_ids/list-offsets")
