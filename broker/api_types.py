@@ -460,6 +460,36 @@ if TYPE_CHECKING:
     from kio.schema.fetch.v12.request import FetchTopic as FetchTopicV12
     from kio.schema.fetch.v12.request import ForgottenTopic as ForgottenTopicV12
     from kio.schema.fetch.v12.response import FetchResponse as FetchResponseV12
+    from kio.schema.fetch.v13.request import FetchPartition as FetchPartitionV13
+    from kio.schema.fetch.v13.request import FetchRequest as FetchRequestV13
+    from kio.schema.fetch.v13.request import FetchTopic as FetchTopicV13
+    from kio.schema.fetch.v13.request import ForgottenTopic as ForgottenTopicV13
+    from kio.schema.fetch.v13.response import FetchResponse as FetchResponseV13
+    from kio.schema.fetch.v14.request import FetchPartition as FetchPartitionV14
+    from kio.schema.fetch.v14.request import FetchRequest as FetchRequestV14
+    from kio.schema.fetch.v14.request import FetchTopic as FetchTopicV14
+    from kio.schema.fetch.v14.request import ForgottenTopic as ForgottenTopicV14
+    from kio.schema.fetch.v14.response import FetchResponse as FetchResponseV14
+    from kio.schema.fetch.v15.request import FetchPartition as FetchPartitionV15
+    from kio.schema.fetch.v15.request import FetchRequest as FetchRequestV15
+    from kio.schema.fetch.v15.request import FetchTopic as FetchTopicV15
+    from kio.schema.fetch.v15.request import ForgottenTopic as ForgottenTopicV15
+    from kio.schema.fetch.v15.response import FetchResponse as FetchResponseV15
+    from kio.schema.fetch.v16.request import FetchPartition as FetchPartitionV16
+    from kio.schema.fetch.v16.request import FetchRequest as FetchRequestV16
+    from kio.schema.fetch.v16.request import FetchTopic as FetchTopicV16
+    from kio.schema.fetch.v16.request import ForgottenTopic as ForgottenTopicV16
+    from kio.schema.fetch.v16.response import FetchResponse as FetchResponseV16
+    from kio.schema.fetch.v17.request import FetchPartition as FetchPartitionV17
+    from kio.schema.fetch.v17.request import FetchRequest as FetchRequestV17
+    from kio.schema.fetch.v17.request import FetchTopic as FetchTopicV17
+    from kio.schema.fetch.v17.request import ForgottenTopic as ForgottenTopicV17
+    from kio.schema.fetch.v17.response import FetchResponse as FetchResponseV17
+    from kio.schema.fetch.v18.request import FetchPartition as FetchPartitionV18
+    from kio.schema.fetch.v18.request import FetchRequest as FetchRequestV18
+    from kio.schema.fetch.v18.request import FetchTopic as FetchTopicV18
+    from kio.schema.fetch.v18.request import ForgottenTopic as ForgottenTopicV18
+    from kio.schema.fetch.v18.response import FetchResponse as FetchResponseV18
     from kio.schema.find_coordinator.v0.request import FindCoordinatorRequest as FindCoordinatorRequestV0
     from kio.schema.find_coordinator.v0.response import FindCoordinatorResponse as FindCoordinatorResponseV0
     from kio.schema.find_coordinator.v1.request import FindCoordinatorRequest as FindCoordinatorRequestV1
@@ -635,6 +665,10 @@ if TYPE_CHECKING:
     from kio.schema.list_offsets.v10.request import ListOffsetsRequest as ListOffsetsRequestV10
     from kio.schema.list_offsets.v10.request import ListOffsetsTopic as ListOffsetsTopicV10
     from kio.schema.list_offsets.v10.response import ListOffsetsResponse as ListOffsetsResponseV10
+    from kio.schema.list_offsets.v11.request import ListOffsetsPartition as ListOffsetsPartitionV11
+    from kio.schema.list_offsets.v11.request import ListOffsetsRequest as ListOffsetsRequestV11
+    from kio.schema.list_offsets.v11.request import ListOffsetsTopic as ListOffsetsTopicV11
+    from kio.schema.list_offsets.v11.response import ListOffsetsResponse as ListOffsetsResponseV11
     from kio.schema.list_partition_reassignments.v0.request import (
         ListPartitionReassignmentsRequest as ListPartitionReassignmentsRequestV0,
     )
@@ -743,6 +777,12 @@ if TYPE_CHECKING:
     )
     from kio.schema.offset_commit.v9.request import OffsetCommitRequestTopic as OffsetCommitRequestTopicV9
     from kio.schema.offset_commit.v9.response import OffsetCommitResponse as OffsetCommitResponseV9
+    from kio.schema.offset_commit.v10.request import OffsetCommitRequest as OffsetCommitRequestV10
+    from kio.schema.offset_commit.v10.request import (
+        OffsetCommitRequestPartition as OffsetCommitRequestPartitionV10,
+    )
+    from kio.schema.offset_commit.v10.request import OffsetCommitRequestTopic as OffsetCommitRequestTopicV10
+    from kio.schema.offset_commit.v10.response import OffsetCommitResponse as OffsetCommitResponseV10
     from kio.schema.offset_delete.v0.request import OffsetDeleteRequest as OffsetDeleteRequestV0
     from kio.schema.offset_delete.v0.request import (
         OffsetDeleteRequestPartition as OffsetDeleteRequestPartitionV0,
@@ -778,6 +818,10 @@ if TYPE_CHECKING:
     from kio.schema.offset_fetch.v9.request import OffsetFetchRequestGroup as OffsetFetchRequestGroupV9
     from kio.schema.offset_fetch.v9.request import OffsetFetchRequestTopics as OffsetFetchRequestTopicsV9
     from kio.schema.offset_fetch.v9.response import OffsetFetchResponse as OffsetFetchResponseV9
+    from kio.schema.offset_fetch.v10.request import OffsetFetchRequest as OffsetFetchRequestV10
+    from kio.schema.offset_fetch.v10.request import OffsetFetchRequestGroup as OffsetFetchRequestGroupV10
+    from kio.schema.offset_fetch.v10.request import OffsetFetchRequestTopics as OffsetFetchRequestTopicsV10
+    from kio.schema.offset_fetch.v10.response import OffsetFetchResponse as OffsetFetchResponseV10
     from kio.schema.offset_for_leader_epoch.v2.request import (
         OffsetForLeaderEpochRequest as OffsetForLeaderEpochRequestV2,
     )
@@ -848,6 +892,10 @@ if TYPE_CHECKING:
     from kio.schema.produce.v12.request import ProduceRequest as ProduceRequestV12
     from kio.schema.produce.v12.request import TopicProduceData as TopicProduceDataV12
     from kio.schema.produce.v12.response import ProduceResponse as ProduceResponseV12
+    from kio.schema.produce.v13.request import PartitionProduceData as PartitionProduceDataV13
+    from kio.schema.produce.v13.request import ProduceRequest as ProduceRequestV13
+    from kio.schema.produce.v13.request import TopicProduceData as TopicProduceDataV13
+    from kio.schema.produce.v13.response import ProduceResponse as ProduceResponseV13
     from kio.schema.push_telemetry.v0.request import PushTelemetryRequest as PushTelemetryRequestV0
     from kio.schema.push_telemetry.v0.response import PushTelemetryResponse as PushTelemetryResponseV0
     from kio.schema.remove_raft_voter.v0.request import RemoveRaftVoterRequest as RemoveRaftVoterRequestV0
@@ -997,6 +1045,7 @@ if TYPE_CHECKING:
         | ProduceRequestV10
         | ProduceRequestV11
         | ProduceRequestV12
+        | ProduceRequestV13
     )
     ProduceResponse = (
         ProduceResponseV3
@@ -1009,6 +1058,7 @@ if TYPE_CHECKING:
         | ProduceResponseV10
         | ProduceResponseV11
         | ProduceResponseV12
+        | ProduceResponseV13
     )
     PartitionProduceData = (
         PartitionProduceDataV3
@@ -1021,6 +1071,7 @@ if TYPE_CHECKING:
         | PartitionProduceDataV10
         | PartitionProduceDataV11
         | PartitionProduceDataV12
+        | PartitionProduceDataV13
     )
     TopicProduceData = (
         TopicProduceDataV3
@@ -1033,6 +1084,7 @@ if TYPE_CHECKING:
         | TopicProduceDataV10
         | TopicProduceDataV11
         | TopicProduceDataV12
+        | TopicProduceDataV13
     )
     FetchRequest = (
         FetchRequestV4
@@ -1044,6 +1096,12 @@ if TYPE_CHECKING:
         | FetchRequestV10
         | FetchRequestV11
         | FetchRequestV12
+        | FetchRequestV13
+        | FetchRequestV14
+        | FetchRequestV15
+        | FetchRequestV16
+        | FetchRequestV17
+        | FetchRequestV18
     )
     FetchResponse = (
         FetchResponseV4
@@ -1055,6 +1113,12 @@ if TYPE_CHECKING:
         | FetchResponseV10
         | FetchResponseV11
         | FetchResponseV12
+        | FetchResponseV13
+        | FetchResponseV14
+        | FetchResponseV15
+        | FetchResponseV16
+        | FetchResponseV17
+        | FetchResponseV18
     )
     FetchPartition = (
         FetchPartitionV4
@@ -1066,6 +1130,12 @@ if TYPE_CHECKING:
         | FetchPartitionV10
         | FetchPartitionV11
         | FetchPartitionV12
+        | FetchPartitionV13
+        | FetchPartitionV14
+        | FetchPartitionV15
+        | FetchPartitionV16
+        | FetchPartitionV17
+        | FetchPartitionV18
     )
     FetchTopic = (
         FetchTopicV4
@@ -1077,6 +1147,12 @@ if TYPE_CHECKING:
         | FetchTopicV10
         | FetchTopicV11
         | FetchTopicV12
+        | FetchTopicV13
+        | FetchTopicV14
+        | FetchTopicV15
+        | FetchTopicV16
+        | FetchTopicV17
+        | FetchTopicV18
     )
     ForgottenTopic = (
         ForgottenTopicV7
@@ -1085,6 +1161,12 @@ if TYPE_CHECKING:
         | ForgottenTopicV10
         | ForgottenTopicV11
         | ForgottenTopicV12
+        | ForgottenTopicV13
+        | ForgottenTopicV14
+        | ForgottenTopicV15
+        | ForgottenTopicV16
+        | ForgottenTopicV17
+        | ForgottenTopicV18
     )
     ListOffsetsRequest = (
         ListOffsetsRequestV1
@@ -1097,6 +1179,7 @@ if TYPE_CHECKING:
         | ListOffsetsRequestV8
         | ListOffsetsRequestV9
         | ListOffsetsRequestV10
+        | ListOffsetsRequestV11
     )
     ListOffsetsResponse = (
         ListOffsetsResponseV1
@@ -1109,6 +1192,7 @@ if TYPE_CHECKING:
         | ListOffsetsResponseV8
         | ListOffsetsResponseV9
         | ListOffsetsResponseV10
+        | ListOffsetsResponseV11
     )
     ListOffsetsPartition = (
         ListOffsetsPartitionV1
@@ -1121,6 +1205,7 @@ if TYPE_CHECKING:
         | ListOffsetsPartitionV8
         | ListOffsetsPartitionV9
         | ListOffsetsPartitionV10
+        | ListOffsetsPartitionV11
     )
     ListOffsetsTopic = (
         ListOffsetsTopicV1
@@ -1133,6 +1218,7 @@ if TYPE_CHECKING:
         | ListOffsetsTopicV8
         | ListOffsetsTopicV9
         | ListOffsetsTopicV10
+        | ListOffsetsTopicV11
     )
     MetadataRequest = (
         MetadataRequestV0
@@ -1191,6 +1277,7 @@ if TYPE_CHECKING:
         | OffsetCommitRequestV7
         | OffsetCommitRequestV8
         | OffsetCommitRequestV9
+        | OffsetCommitRequestV10
     )
     OffsetCommitResponse = (
         OffsetCommitResponseV2
@@ -1201,6 +1288,7 @@ if TYPE_CHECKING:
         | OffsetCommitResponseV7
         | OffsetCommitResponseV8
         | OffsetCommitResponseV9
+        | OffsetCommitResponseV10
     )
     OffsetCommitRequestPartition = (
         OffsetCommitRequestPartitionV2
@@ -1211,6 +1299,7 @@ if TYPE_CHECKING:
         | OffsetCommitRequestPartitionV7
         | OffsetCommitRequestPartitionV8
         | OffsetCommitRequestPartitionV9
+        | OffsetCommitRequestPartitionV10
     )
     OffsetCommitRequestTopic = (
         OffsetCommitRequestTopicV2
@@ -1221,6 +1310,7 @@ if TYPE_CHECKING:
         | OffsetCommitRequestTopicV7
         | OffsetCommitRequestTopicV8
         | OffsetCommitRequestTopicV9
+        | OffsetCommitRequestTopicV10
     )
     OffsetFetchRequest = (
         OffsetFetchRequestV1
@@ -1232,6 +1322,7 @@ if TYPE_CHECKING:
         | OffsetFetchRequestV7
         | OffsetFetchRequestV8
         | OffsetFetchRequestV9
+        | OffsetFetchRequestV10
     )
     OffsetFetchResponse = (
         OffsetFetchResponseV1
@@ -1243,6 +1334,7 @@ if TYPE_CHECKING:
         | OffsetFetchResponseV7
         | OffsetFetchResponseV8
         | OffsetFetchResponseV9
+        | OffsetFetchResponseV10
     )
     OffsetFetchRequestTopic = (
         OffsetFetchRequestTopicV1
@@ -1253,8 +1345,12 @@ if TYPE_CHECKING:
         | OffsetFetchRequestTopicV6
         | OffsetFetchRequestTopicV7
     )
-    OffsetFetchRequestTopics = OffsetFetchRequestTopicsV8 | OffsetFetchRequestTopicsV9
-    OffsetFetchRequestGroup = OffsetFetchRequestGroupV8 | OffsetFetchRequestGroupV9
+    OffsetFetchRequestTopics = (
+        OffsetFetchRequestTopicsV8 | OffsetFetchRequestTopicsV9 | OffsetFetchRequestTopicsV10
+    )
+    OffsetFetchRequestGroup = (
+        OffsetFetchRequestGroupV8 | OffsetFetchRequestGroupV9 | OffsetFetchRequestGroupV10
+    )
     FindCoordinatorRequest = (
         FindCoordinatorRequestV0
         | FindCoordinatorRequestV1

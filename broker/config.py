@@ -280,6 +280,14 @@ PROPERTIES: dict[str, Property] = {
             "> 0",
         ),
         *SECURITY_AND_LIMIT_PROPERTIES,  # broker/security/settings.py
+        Property(
+            "max.incremental.fetch.session.cache.slots",
+            "int",
+            1000,
+            "Most incremental fetch sessions (KIP-227) kept at once, over 8 shards as Kafka splits them.",
+            lambda v: v >= 0,
+            ">= 0",
+        ),
         # idempotence and transactions
         Property(
             "producer.id.expiration.ms",

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from minibroker.broker.durability import Durability
     from minibroker.broker.dynamic_config import DynamicConfigs
     from minibroker.broker.features import FeatureStore
+    from minibroker.broker.fetch_sessions import FetchSessionCache
     from minibroker.broker.quotas import ClientQuotas
     from minibroker.broker.security.sasl import Session
     from minibroker.broker.security.service import Security
@@ -46,6 +47,7 @@ class HandlerServices(Protocol):
     security: Security
     durability: Durability
     data_waiters: DataWaiters
+    fetch_sessions: FetchSessionCache  # KIP-227 incremental fetch sessions (in memory)
     dynamic_configs: DynamicConfigs
     quotas: ClientQuotas  # client quotas (DescribeClientQuotas, AlterClientQuotas, throttling)
     features: FeatureStore

@@ -43,12 +43,12 @@ def _table(*rows: tuple[int, str, int, int]) -> dict[int, Handler]:
 
 
 HANDLERS = _table(
-    (0, "produce", 0, 12),
-    (1, "fetch", 4, 12),
-    (2, "list_offsets", 1, 10),
+    (0, "produce", 0, 13),
+    (1, "fetch", 4, 18),
+    (2, "list_offsets", 1, 11),
     (3, "metadata", 0, 13),
-    (8, "offset_commit", 2, 9),
-    (9, "offset_fetch", 1, 9),
+    (8, "offset_commit", 2, 10),
+    (9, "offset_fetch", 1, 10),
     (10, "find_coordinator", 0, 6),
     (11, "join_group", 0, 9),
     (12, "heartbeat", 0, 4),

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, cast
 import structlog
 from minibroker.broker.context import RawResponse
 from minibroker.broker.request_log import API_NAMES
+from minibroker.protocol.codec import field
 from minibroker.protocol.errors import ErrorCode
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -183,15 +184,21 @@ class BrokerMetrics:
                     self.bytes_out[topic].inc(size)
 
     def _count_produce(self, request: ProduceRequest, result: ProduceResponse, errors: list[int]) -> None:
+        ids = self.broker.logs.topic_names  # Produce v13 names topics by id
+
+        def name(t: object) -> str:
+            return field(t, "name", None) or ids.get(field(t, "topic_id", None), "")
+
         failed: set[tuple[str, int]] = set()
         if errors:  # only then is it worth finding which partitions were refused
             for t in result.responses:
-                failed.update((t.name, p.index) for p in t.partition_responses if p.error_code)
+                failed.update((name(t), p.index) for p in t.partition_responses if p.error_code)
         for topic in request.topic_data:
+            topic_name = name(topic)
             for data in topic.partition_data:
-                if data.records and (topic.name, data.index) not in failed:
-                    self.bytes_in[topic.name].inc(len(data.records))
-                    self.records_in[topic.name].inc(_record_count(data.records))
+                if data.records and (topic_name, data.index) not in failed:
+                    self.bytes_in[topic_name].inc(len(data.records))
+                    self.records_in[topic_name].inc(_record_count(data.records))
 
     def on_txn_transition(self, old: TransactionMetadata | None, new: TransactionMetadata) -> None:
         """Called by the transaction coordinator after each state change it persisted."""

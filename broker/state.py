@@ -18,6 +18,7 @@ from minibroker.broker.coordinator_runtime import CoordinatorRuntime
 from minibroker.broker.durability import Durability
 from minibroker.broker.dynamic_config import DynamicConfigs
 from minibroker.broker.features import FeatureStore, parse_features
+from minibroker.broker.fetch_sessions import FetchSessionCache
 from minibroker.broker.limits import ConnectionSettings, raise_open_file_limit
 from minibroker.broker.observe import build_request_observer
 from minibroker.broker.quotas import ClientQuotas
@@ -69,6 +70,9 @@ class Broker:
         self.faults = Faults.from_property(config["minibroker.test.fault"])
         self.durability = Durability()  # every fsync of the running broker, off the event loop
         self.data_waiters = DataWaiters()  # long-poll wake-ups, wired to every log as it opens
+        self.fetch_sessions = FetchSessionCache(
+            config["max.incremental.fetch.session.cache.slots"], self.clock
+        )
         self.logs = LogManager(
             self.data_dir,
             config,

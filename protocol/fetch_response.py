@@ -1,4 +1,4 @@
-"""Hand-encoded Fetch response (v4-12), so record bytes never pass through Python objects.
+"""Hand-encoded Fetch response (v4-18), so record bytes never pass through Python objects.
 
 The encoder emits a list of parts: small `bytes` for the framing it builds and, in place of each
 partition's records, the caller's record chunks (file slices) untouched. tests/unit check it
@@ -19,6 +19,7 @@ _PARTITION_HEAD = struct.Struct(">ihqqq")  # index, error, high watermark, LSO, 
 _PARTITION_HEAD_V4 = struct.Struct(">ihqq")  # v4 has no log start offset
 _ABORTED = struct.Struct(">qq")
 _TOP_V7 = struct.Struct(">ihi")  # throttle, error, session id
+_LEADER = struct.Struct(">ii")
 
 
 @dataclass(slots=True)
@@ -31,6 +32,13 @@ class PartitionData:
     aborted: list[tuple[int, int]] | None = None  # (producer id, first offset)
     chunks: Sequence[object] = field(default_factory=list)  # bytes-like or objects with .length
     records_size: int = 0
+    current_leader: tuple[int, int] | None = None  # v12+ tag 1 (leader id, epoch), KIP-951
+
+
+#: One topic of the answer: its name (v4-12), its id (v13+: 16 bytes), its partitions.
+Topic = tuple[str, bytes, list[PartitionData]]
+#: A node endpoint (v16+ tag 0, KIP-951): (node id, host, port, rack).
+NodeEndpoint = tuple[int, str, int, str | None]
 
 
 def _string(s: str, flexible: bool) -> bytes:
@@ -42,20 +50,36 @@ def _array_len(n: int, flexible: bool) -> bytes:
     return _uvarint(n + 1) if flexible else _I32.pack(n)
 
 
-def encode(
+def _leader_tag(leader_id: int, leader_epoch: int) -> bytes:
+    # one tagged field: tag 1, size 9, LeaderIdAndEpoch (int32, int32, no tagged fields)
+    return b"\x01\x01\x09" + _LEADER.pack(leader_id, leader_epoch) + b"\x00"
+
+
+def _node_endpoints(nodes: Sequence[NodeEndpoint]) -> bytes:
+    body = bytearray(_uvarint(len(nodes) + 1))
+    for node_id, host, port, rack in nodes:
+        body += _I32.pack(node_id) + _string(host, True) + _I32.pack(port)
+        body += b"\x00" if rack is None else _string(rack, True)
+        body += b"\x00"
+    return b"\x01\x00" + _uvarint(len(body)) + bytes(body)
+
+
+def encode(  # noqa: C901, PLR0912 - one hot-path encoder, read top to bottom
     version: int,
-    topics: list[tuple[str, list[PartitionData]]],
-    error_code: int = 0,  # noqa: C901 - one hot-path encoder, read top to bottom
+    topics: Sequence[Topic],
+    error_code: int = 0,
     session_id: int = 0,
+    node_endpoints: Sequence[NodeEndpoint] = (),
 ) -> tuple[list[object], int]:
-    """Return (parts, total size) of the response body for Fetch `version` (4..12)."""
+    """Return (parts, total size) of the response body for Fetch `version` (4..18)."""
     flexible = version >= 12
+    by_id = version >= 13
     parts: list[object] = []
     head = bytearray(_TOP_V7.pack(0, error_code, session_id) if version >= 7 else _I32.pack(0))
     head += _array_len(len(topics), flexible)
     size = 0
-    for name, partitions in topics:
-        head += _string(name, flexible)
+    for name, topic_id, partitions in topics:
+        head += topic_id if by_id else _string(name, flexible)
         head += _array_len(len(partitions), flexible)
         for p in partitions:
             if version >= 5:
@@ -88,11 +112,14 @@ def encode(
                 parts.extend(p.chunks)
                 size += p.records_size
             if flexible:
-                head += b"\x00"  # partition tagged fields
+                if p.current_leader is None:
+                    head += b"\x00"  # partition tagged fields
+                else:
+                    head += _leader_tag(*p.current_leader)
         if flexible:
             head += b"\x00"  # topic tagged fields
     if flexible:
-        head += b"\x00"  # response tagged fields
+        head += _node_endpoints(node_endpoints) if node_endpoints else b"\x00"  # response tagged fields
     parts.append(bytes(head))
     size += len(head)
     return parts, size

@@ -158,6 +158,8 @@ class LogManager:
         self.config = config if config is not None else {}
         self.settings = settings if settings is not None else LogManagerSettings.from_config(self.config)
         self.topics: dict[str, TopicInfo] = {}
+        #: Topic id -> name, kept with ``topics`` (requests that address topics by id, KIP-516).
+        self.topic_names: dict[uuid.UUID, str] = {}
         self.cluster_id: str | None = None
         self.node_id: int = self.settings.node_id
         self._logs: dict[tuple[str, int], PartitionLog] = {}
@@ -334,6 +336,7 @@ class LogManager:
                     f"topic registry file {path} is unreadable ({exc}); fix or remove it",
                 ) from exc
             self.topics[info.name] = info
+            self.topic_names[info.topic_id] = info.name
 
     def _remove_deleted_dirs(self) -> None:
         """Finish deletions interrupted by a stop (directories renamed to *-delete)."""
@@ -390,6 +393,7 @@ class LogManager:
             configs = self._internal_topic_configs(topic) if topic in INTERNAL_TOPICS else {}
             info = TopicInfo(topic, _new_kafka_uuid(), count, configs, topic in INTERNAL_TOPICS)
             self.topics[topic] = info
+            self.topic_names[info.topic_id] = topic
             log.warning(
                 "topic registry file missing for partition directories holding records; "
                 "rebuilt the topic from them (new topic id; config overrides, if any, "
@@ -566,6 +570,7 @@ class LogManager:
         # directories, which the next start removes.
         self._add_partitions(info, 0, partitions)
         self.topics[name] = info
+        self.topic_names[info.topic_id] = name
         log.info(
             "created topic",
             topic=name,
@@ -640,6 +645,7 @@ class LogManager:
             self._remove_partitions(name, partitions_before, info.num_partitions)
             if partitions_before == 0:
                 del self.topics[name]
+                self.topic_names.pop(info.topic_id, None)
             else:
                 info.num_partitions = partitions_before
         self.registry_writes.pop(name, None)
@@ -673,6 +679,7 @@ class LogManager:
                 os.rename(src, dst)
                 doomed.append(dst)
         del self.topics[name]
+        self.topic_names.pop(info.topic_id, None)
         self.registry_writes.pop(name, None)
         # The files go in the flusher's thread, in order with every other write: a topic created
         # again under this name writes its registry file after this one is removed, and the

@@ -1,7 +1,8 @@
 """ListOffsets (2): earliest (-2), latest (-1: high watermark, or LSO for read_committed),
-max timestamp (-3), earliest local (-4), latest tiered (-5) and first offset at or after a
-timestamp. A special timestamp older than the version that introduced it, or a negative one
-Kafka does not know, gets UNSUPPORTED_VERSION; a partition named twice gets INVALID_REQUEST."""
+max timestamp (-3), earliest local (-4), latest tiered (-5), earliest pending upload (-6, v11:
+none without tiered storage) and first offset at or after a timestamp. A special timestamp older
+than the version that introduced it, or a negative one Kafka does not know, gets
+UNSUPPORTED_VERSION; a partition named twice gets INVALID_REQUEST."""
 
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ API_KEY = 2
 
 
 #: Special timestamps and the first version that may send them.
-_SPECIAL_SINCE = {-1: 0, -2: 0, -3: 7, -4: 8, -5: 9}
+_SPECIAL_SINCE = {-1: 0, -2: 0, -3: 7, -4: 8, -5: 9, -6: 11}  # -6: earliest pending upload (KIP-1023)
 
 
 def _result(p: ListOffsetsPartition, error_code: int) -> dict:

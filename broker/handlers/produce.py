@@ -9,7 +9,7 @@ The batch stays opaque bytes: storage checks and patches its 61-byte header and 
 from __future__ import annotations
 
 from collections.abc import Collection
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import structlog
 from minibroker.broker.context import NO_RESPONSE, CloseConnection, NoResponse
@@ -17,6 +17,7 @@ from minibroker.broker.limits import LogThrottle
 from minibroker.broker.security.acls import Operation as Op
 from minibroker.broker.security.acls import ResourceType as Res
 from minibroker.broker.txn_answers import add_implicitly
+from minibroker.protocol.codec import field
 from minibroker.protocol.errors import ErrorCode
 from minibroker.storage.errors import KafkaStorageError
 from minibroker.storage.log import PartitionLog, disk_free_bytes
@@ -24,6 +25,8 @@ from minibroker.storage.log_manager import INTERNAL_TOPICS
 from minibroker.storage.log_validator import first_produced_batch, is_transactional
 
 if TYPE_CHECKING:
+    import uuid
+
     from minibroker.broker.api_types import ProduceRequest, ProduceResponse
     from minibroker.broker.context import RequestContext
 
@@ -41,6 +44,8 @@ _ERRORS_WITHOUT_LOG_START = frozenset(
 )
 
 log = structlog.get_logger("broker.produce")
+
+TopicData = Any  # one topic of a Produce request (kio's TopicProduceData of the version)
 
 API_KEY = 0
 
@@ -151,19 +156,36 @@ def _not_durable(now: float, responses: list[dict], due: list[PartitionLog], exc
                 p.update(error_code=error.error_code, base_offset=-1, log_start_offset=-1)
 
 
+def _topics(ctx: RequestContext, req: ProduceRequest) -> list[tuple[str, uuid.UUID | None, TopicData]]:
+    """Each topic of the request with its name: v13+ address topics by id (KIP-516), and an id
+    this broker does not know has the empty name (Kafka's getTopicName(id).orElse(name))."""
+    if ctx.api_version < 13:
+        return [(field(t, "name", ""), None, t) for t in req.topic_data]
+    names = ctx.broker.logs.topic_names
+    out = []
+    for t in req.topic_data:
+        topic_id = field(t, "topic_id", None)
+        out.append((names.get(topic_id, "") if topic_id is not None else "", topic_id, t))
+    return out
+
+
 def _every_partition(
-    req: ProduceRequest, error: ErrorCode, names: Collection[str] | None = None, message: str | None = None
+    topics: list[tuple[str, uuid.UUID | None, TopicData]],
+    error: ErrorCode,
+    names: Collection[str] | None = None,
+    message: str | None = None,
 ) -> list[dict]:
     return [
         dict(
-            name=t.name,
+            name=name,
+            topic_id=topic_id,
             partition_responses=[
                 dict(index=p.index, error_code=error, base_offset=-1, error_message=message)
                 for p in t.partition_data
             ],
         )
-        for t in req.topic_data
-        if names is None or t.name in names
+        for name, topic_id, t in topics
+        if names is None or name in names
     ]
 
 
@@ -192,6 +214,7 @@ def _has_transactional_records(req: ProduceRequest) -> bool:
 
 
 async def handle(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse | NoResponse:
+    topics = _topics(ctx, req)
     # Kafka's KafkaApis.handleProduceRequest: first, if any partition's batch says it is
     # transactional, WRITE on the request's transactional id (none at all fails too), before
     # the topics' authorization and before any batch is validated (a garbage attributes byte
@@ -207,7 +230,7 @@ async def handle(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse | 
             raise CloseConnection(f"acks=0 produce refused: CORRUPT_MESSAGE: {exc.message}") from None
         log.info("produce refused: corrupt record framing", error="CORRUPT_MESSAGE", reason=exc.message)
         return ctx.response(
-            responses=_every_partition(req, exc.error_code, message=exc.message), throttle_time_ms=0
+            responses=_every_partition(topics, exc.error_code, message=exc.message), throttle_time_ms=0
         )
     if transactional and (
         req.transactional_id is None or not ctx.allowed(Op.WRITE, Res.TRANSACTIONAL_ID, req.transactional_id)
@@ -217,13 +240,14 @@ async def handle(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse | 
                 "acks=0 produce of transactional records refused: TRANSACTIONAL_ID_AUTHORIZATION_FAILED"
             )
         return ctx.response(
-            responses=_every_partition(req, ErrorCode.transactional_id_authorization_failed),
+            responses=_every_partition(topics, ErrorCode.transactional_id_authorization_failed),
             throttle_time_ms=0,
         )
-    denied = {t.name for t in req.topic_data if not ctx.allowed(Op.WRITE, Res.TOPIC, t.name)}
+    unknown_ids = {name for name, _id, _t in topics if not name}  # v13+: UNKNOWN_TOPIC_ID
+    denied = {name for name, _id, _t in topics if name and not ctx.allowed(Op.WRITE, Res.TOPIC, name)}
     if req.acks not in (-1, 0, 1):
         return ctx.response(
-            responses=_every_partition(req, ErrorCode.invalid_required_acks), throttle_time_ms=0
+            responses=_every_partition(topics, ErrorCode.invalid_required_acks), throttle_time_ms=0
         )
     if transactional and ctx.api_version >= 12:  # KIP-890 TV2: the leader adds the partitions
         batches = [
@@ -236,16 +260,22 @@ async def handle(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse | 
             ctx.broker, lambda: ctx.broker.txns.produced_partitions_to_add(req.transactional_id, batches)
         )
     due: list[PartitionLog] = []  # logs whose flush policy (log.flush.interval.*) this request reached
-    responses = [
-        dict(
-            name=t.name,
-            partition_responses=[
-                _append(ctx, t.name, p.index, p.records, req.transactional_id, due) for p in t.partition_data
-            ],
-        )
-        for t in req.topic_data
-        if t.name not in denied
-    ] + _every_partition(req, ErrorCode.topic_authorization_failed, denied)
+    responses = (
+        [
+            dict(
+                name=name,
+                topic_id=topic_id,
+                partition_responses=[
+                    _append(ctx, name, p.index, p.records, req.transactional_id, due)
+                    for p in t.partition_data
+                ],
+            )
+            for name, topic_id, t in topics
+            if name and name not in denied
+        ]
+        + _every_partition(topics, ErrorCode.topic_authorization_failed, denied)
+        + _every_partition(topics, ErrorCode.unknown_topic_id, unknown_ids)
+    )
     if due:  # one fsync round off the event loop (broker/durability.py), shared with other requests
         try:
             await ctx.broker.durability.sync(due)

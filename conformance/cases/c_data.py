@@ -3,6 +3,8 @@
 Record-batch content validation and sequence rules: j_bad_batches.py.
 """
 
+import uuid
+
 from minibroker.protocol.records import build_batch
 
 from conformance.cases import case, versions
@@ -17,16 +19,30 @@ def batch(n=1, value=b"v", ts=TS, size=None):
     return build_batch([(b"k%d" % i, value, [], ts + i) for i in range(n)])
 
 
-def produce_req(topic, partition, records, acks=-1, tid=None, extra=()):
+def produce_req(topic, partition, records, acks=-1, tid=None, extra=(), topic_uuid=None):
     return {
         "transactional_id": tid,
         "acks": acks,
         "timeout_ms": 30000,
-        "topic_data": [{"name": topic, "partition_data": [{"index": partition, "records": records}, *extra]}],
+        "topic_data": [
+            {
+                "name": topic,
+                "topic_id": topic_uuid,
+                "partition_data": [{"index": partition, "records": records}, *extra],
+            }
+        ],
     }
 
 
-def fetch_req(parts, *, max_bytes=52428800, partition_max=1048576, isolation=0, max_wait=0, min_bytes=0):
+def topic_id(s, name):
+    """The topic's id on this broker (v13+ requests address topics by id)."""
+    md = s.call(3, 12, {"topics": [{"name": name}], "allow_auto_topic_creation": False})
+    return uuid.UUID(md["topics"][0]["topic_id"])
+
+
+def fetch_req(
+    parts, *, max_bytes=52428800, partition_max=1048576, isolation=0, max_wait=0, min_bytes=0, ids=None
+):
     topics = {}
     for topic, p, off in parts:
         topics.setdefault(topic, []).append(
@@ -46,7 +62,9 @@ def fetch_req(parts, *, max_bytes=52428800, partition_max=1048576, isolation=0, 
         "isolation_level": isolation,
         "session_id": 0,
         "session_epoch": -1,
-        "topics": [{"topic": t, "partitions": ps} for t, ps in topics.items()],
+        "topics": [
+            {"topic": t, "topic_id": (ids or {}).get(t), "partitions": ps} for t, ps in topics.items()
+        ],
         "forgotten_topics_data": [],
         "rack_id": "",
     }
@@ -72,11 +90,12 @@ def list_offsets_req(topic, partitions_ts, isolation=0):
 @case("produce/happy")
 def produce_happy(s):
     s.create_topic("pr-happy", 2)
+    tid = topic_id(s, "pr-happy")
     for v in versions(PRODUCE):
         if v < 3:
             continue
         for acks in (-1, 1):
-            s.check(f"v{v}/acks{acks}", PRODUCE, v, produce_req("pr-happy", v % 2, batch(2)))
+            s.check(f"v{v}/acks{acks}", PRODUCE, v, produce_req("pr-happy", v % 2, batch(2), topic_uuid=tid))
     s.check("v12/unknown-partition", PRODUCE, 12, produce_req("pr-happy", 5, batch()))
     s.check("v12/negative-partition", PRODUCE, 12, produce_req("pr-happy", -1, batch()))
     s.check(
@@ -111,16 +130,17 @@ def fetch_basic(s):
     s.create_topic("fe-basic", 2)
     for i in range(3):
         s.call(PRODUCE, 9, produce_req("fe-basic", 0, batch(2, value=b"val%d" % i)))
+    ids = {"fe-basic": topic_id(s, "fe-basic")}
     for v in versions(FETCH):
-        s.check(f"v{v}/from-0", FETCH, v, fetch_req([("fe-basic", 0, 0), ("fe-basic", 1, 0)]))
-        s.check(f"v{v}/mid-batch", FETCH, v, fetch_req([("fe-basic", 0, 3)]))
-        s.check(f"v{v}/at-end", FETCH, v, fetch_req([("fe-basic", 0, 6)]))
-        s.check(f"v{v}/past-end", FETCH, v, fetch_req([("fe-basic", 0, 7)]))
-        s.check(f"v{v}/negative", FETCH, v, fetch_req([("fe-basic", 0, -1)]))
-        s.check(f"v{v}/unknown-partition", FETCH, v, fetch_req([("fe-basic", 9, 0)]))
-        s.check(f"v{v}/unknown-topic", FETCH, v, fetch_req([("fe-nosuch", 0, 0)]))
-        s.check(f"v{v}/partition-max-1", FETCH, v, fetch_req([("fe-basic", 0, 0)], partition_max=1))
-        s.check(f"v{v}/read-committed", FETCH, v, fetch_req([("fe-basic", 0, 0)], isolation=1))
+        s.check(f"v{v}/from-0", FETCH, v, fetch_req([("fe-basic", 0, 0), ("fe-basic", 1, 0)], ids=ids))
+        s.check(f"v{v}/mid-batch", FETCH, v, fetch_req([("fe-basic", 0, 3)], ids=ids))
+        s.check(f"v{v}/at-end", FETCH, v, fetch_req([("fe-basic", 0, 6)], ids=ids))
+        s.check(f"v{v}/past-end", FETCH, v, fetch_req([("fe-basic", 0, 7)], ids=ids))
+        s.check(f"v{v}/negative", FETCH, v, fetch_req([("fe-basic", 0, -1)], ids=ids))
+        s.check(f"v{v}/unknown-partition", FETCH, v, fetch_req([("fe-basic", 9, 0)], ids=ids))
+        s.check(f"v{v}/unknown-topic", FETCH, v, fetch_req([("fe-nosuch", 0, 0)], ids=ids))
+        s.check(f"v{v}/partition-max-1", FETCH, v, fetch_req([("fe-basic", 0, 0)], partition_max=1, ids=ids))
+        s.check(f"v{v}/read-committed", FETCH, v, fetch_req([("fe-basic", 0, 0)], isolation=1, ids=ids))
     s.check(
         "v12/leader-epoch-future",
         FETCH,
@@ -187,7 +207,7 @@ def list_offsets(s):
     )
     s.call(PRODUCE, 9, produce_req("lo-topic", 0, build_batch([(b"c", b"3", [], TS + 5)])))
     for v in versions(LIST_OFFSETS):
-        for ts in (-1, -2, -3, -4, -5, -7, TS, TS + 5, TS + 7, TS + 100, 0):
+        for ts in (-1, -2, -3, -4, -5, -6, -7, TS, TS + 5, TS + 7, TS + 100, 0):
             s.check(f"v{v}/ts={ts}", LIST_OFFSETS, v, list_offsets_req("lo-topic", [(0, ts)]))
         s.check(f"v{v}/empty-partition", LIST_OFFSETS, v, list_offsets_req("lo-topic", [(1, -1)]))
         s.check(f"v{v}/unknown-partition", LIST_OFFSETS, v, list_offsets_req("lo-topic", [(5, -1)]))

@@ -10,6 +10,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from minibroker.broker.coordinator_runtime import CoordinatorRuntime
+from minibroker.broker.fetch_sessions import FetchSessionCache
 from minibroker.common.clock import ManualClock
 from minibroker.protocol.errors import ErrorCode
 
@@ -30,6 +31,7 @@ class FakeBroker:
     security: Any = None
     durability: Any = None
     data_waiters: Any = None
+    fetch_sessions: Any = field(default_factory=lambda: FetchSessionCache(1000, ManualClock()))
     dynamic_configs: Any = None
     quotas: Any = field(default_factory=lambda: SimpleNamespace(active=False))  # no client quotas
     features: Any = None

@@ -64,6 +64,7 @@ def test_create_topic_persists_id_partitions_and_configs(tmp_path):
         {"segment.bytes": "2097152", "cleanup.policy": "compact"},
     )
     assert m.get_log("orders", 0).config.segment_bytes == 2097152
+    assert m.topic_names == {info.topic_id: "orders"}  # requests by topic id after a restart
     m.close()
 
 
@@ -127,12 +128,15 @@ def test_delete_and_recreate_topic_starts_empty(tmp_path):
     m.delete_topic("t")
     assert "t" not in m.topics and m.get_log("t", 0) is None
     assert not (tmp_path / "topics" / "t.json").exists()
+    assert old.topic_id not in m.topic_names
     new = m.create_topic("t", 1)
     assert new.topic_id != old.topic_id
+    assert m.topic_names == {new.topic_id: "t"}
     assert m.get_log("t", 0).log_end_offset == 0
     m.close()
     m = manager(tmp_path)
     assert m.topics["t"].num_partitions == 1 and m.get_log("t", 0).log_end_offset == 0
+    assert m.topic_names == {new.topic_id: "t"}
     assert not any(n.endswith("-delete") for n in os.listdir(tmp_path))
     m.close()
 
