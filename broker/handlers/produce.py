@@ -251,9 +251,9 @@ async def handle(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse | 
         )
     if transactional and ctx.api_version >= 12:  # KIP-890 TV2: the leader adds the partitions
         batches = [
-            (t.name, p.index, p.records)
-            for t in req.topic_data
-            if t.name not in denied
+            (name, p.index, p.records)
+            for name, _id, t in topics
+            if name and name not in denied
             for p in t.partition_data
         ]
         await add_implicitly(
