@@ -287,6 +287,22 @@ def principal_of(session: Session | None) -> str:
     return session.principal if session is not None else ANONYMOUS
 
 
+def expiry_answer(
+    session: Session | None,
+    change: Callable[[str, bytes, int], tuple[ErrorCode, int]],
+    hmac_value: bytes,
+    period_ms: int,
+) -> dict[str, Any]:
+    """The fields of a RenewDelegationToken or ExpireDelegationToken answer: `change`
+    (DelegationTokens.renew or .expire) applied for the session's principal, or
+    DELEGATION_TOKEN_REQUEST_NOT_ALLOWED where Kafka refuses token requests."""
+    if requests_allowed(session):
+        error, expiry = change(principal_of(session), hmac_value, period_ms)
+    else:
+        error, expiry = ErrorCode.delegation_token_request_not_allowed, ERROR_TIMESTAMP
+    return dict(throttle_time_ms=0, error_code=error, expiry_timestamp=timestamp(expiry))
+
+
 def requests_allowed(session: Session | None) -> bool:
     """Kafka's allowTokenRequests: not on PLAINTEXT, not over one-way SSL, not from a connection
     that logged in with a token."""
