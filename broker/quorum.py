@@ -14,6 +14,11 @@ from __future__ import annotations
 import uuid
 from typing import TYPE_CHECKING
 
+from minibroker.broker.security.acls import CLUSTER_NAME
+from minibroker.broker.security.acls import Operation as Op
+from minibroker.broker.security.acls import ResourceType as Res
+from minibroker.protocol.errors import ErrorCode
+
 if TYPE_CHECKING:
     from minibroker.broker.context import RequestContext
 
@@ -38,3 +43,22 @@ def cluster_id_mismatch(ctx: RequestContext, cluster_id: str | None) -> str | No
     if cluster_id is None or cluster_id == own:
         return None
     return f'The given id "{cluster_id}" doesn\'t match the cluster id "{own}"'
+
+
+_ZERO = uuid.UUID(int=0)
+
+
+def voter_change_refusal(
+    ctx: RequestContext, cluster_id: str | None, voter_directory_id: uuid.UUID | None, verb: str
+) -> tuple[ErrorCode, str] | None:
+    """The checks AddRaftVoter and RemoveRaftVoter (`verb`: "Add", "Remove") share, in Kafka's
+    order: ALTER on the cluster, the cluster id, a voter directory id. (error, message), or None
+    when the request passes them."""
+    if not ctx.allowed(Op.ALTER, Res.CLUSTER, CLUSTER_NAME):
+        return ErrorCode.cluster_authorization_failed, "Cluster authorization failed."
+    mismatch = cluster_id_mismatch(ctx, cluster_id)
+    if mismatch is not None:
+        return ErrorCode.inconsistent_cluster_id, mismatch
+    if voter_directory_id in (None, _ZERO):
+        return ErrorCode.invalid_request, f"{verb} voter request didn't include a valid voter"
+    return None

@@ -34,8 +34,7 @@ from typing import TYPE_CHECKING, Any
 import structlog
 from minibroker.broker.context import NO_RESPONSE, RawResponse
 from minibroker.protocol.errors import ErrorCode
-from minibroker.storage.durable_files import atomic_write
-from minibroker.storage.errors import KafkaStorageError
+from minibroker.storage.durable_files import atomic_write, read_json
 
 if TYPE_CHECKING:
     from minibroker.broker.config import BrokerConfig
@@ -122,6 +121,15 @@ def _check_value(keys: dict[str, str], key: str, value: float) -> str | None:
     return None
 
 
+def _entities_of(raw: Any) -> dict[Entity, dict[str, float]]:
+    """The quotas of client-quotas.json (as json.loads gives it)."""
+    out: dict[Entity, dict[str, float]] = {}
+    for item in raw:
+        entity = tuple(sorted((str(t), None if n is None else str(n)) for t, n in item["entity"]))
+        out[entity] = {str(k): float(v) for k, v in item["values"].items()}
+    return out
+
+
 class QuotaStore:
     """entity -> {key: value}, persisted in `<data_dir>/client-quotas.json`."""
 
@@ -133,20 +141,11 @@ class QuotaStore:
             self.entities = self._load()
 
     def _load(self) -> dict[Entity, dict[str, float]]:
-        try:
-            with open(self.path, "rb") as f:
-                raw = json.loads(f.read().decode("utf-8"))
-            out: dict[Entity, dict[str, float]] = {}
-            for item in raw:
-                entity = tuple(sorted((str(t), None if n is None else str(n)) for t, n in item["entity"]))
-                out[entity] = {str(k): float(v) for k, v in item["values"].items()}
-            return out
-        except (UnicodeDecodeError, ValueError, TypeError, KeyError) as exc:
-            raise KafkaStorageError(
-                ErrorCode.kafka_storage_error,
-                f"{self.path} is damaged ({type(exc).__name__}: {exc}): restore it from a backup, or move "
-                f"it away and set the client quotas again (kafka-configs.sh --alter --add-config ...)",
-            ) from None
+        return read_json(
+            self.path,
+            _entities_of,
+            "move it away and set the client quotas again (kafka-configs.sh --alter --add-config ...)",
+        )
 
     def save(self) -> None:
         body = [{"entity": [list(p) for p in e], "values": v} for e, v in self.entities.items()]

@@ -6,6 +6,8 @@ write a temporary file beside it, fsync it, rename it over ``path``, fsync the d
 crash at any point leaves the old file or the new one, plus at worst a temporary file
 (``.tmp-<random>``: short, so a 249-character topic name still fits the 255-byte name limit)
 that the directory's owner removes at start with ``remove_temp_files``.
+``read_json`` reads such a file back at startup (a damaged one is KAFKA_STORAGE_ERROR with what
+the operator can do).
 
 Error policy, the same for every caller: an fsync that fails raises ``OSError``. Swallowing it
 would let the caller acknowledge or checkpoint data the disk may never hold (after a failed
@@ -18,10 +20,18 @@ threads), so there is nothing left to make durable.
 
 from __future__ import annotations
 
+import json
 import os
 import uuid
+from collections.abc import Callable
+from typing import Any, TypeVar
 
-__all__ = ["atomic_write", "fsync_dir", "fsync_file", "remove_temp_files", "TEMP_PREFIX"]
+from minibroker.protocol.errors import ErrorCode
+from minibroker.storage.errors import KafkaStorageError
+
+__all__ = ["atomic_write", "fsync_dir", "fsync_file", "read_json", "remove_temp_files", "TEMP_PREFIX"]
+
+T = TypeVar("T")
 
 TEMP_PREFIX = ".tmp-"
 
@@ -59,6 +69,21 @@ def atomic_write(path: str, data: bytes) -> None:
         os.close(fd)
     os.replace(tmp, path)
     fsync_dir(directory)
+
+
+def read_json(path: str, parse: Callable[[Any], T], remedy: str) -> T:
+    """What ``parse`` makes of the JSON state file ``path`` (one ``atomic_write`` replaces), read
+    at startup. A file that is not UTF-8 JSON, or that ``parse`` rejects (ValueError, TypeError,
+    KeyError), raises KAFKA_STORAGE_ERROR naming the file and ``remedy``, what the operator can do
+    besides restoring a backup ("move it away and ...")."""
+    try:
+        with open(path, "rb") as f:
+            return parse(json.loads(f.read().decode("utf-8")))
+    except (UnicodeDecodeError, ValueError, TypeError, KeyError) as exc:
+        raise KafkaStorageError(
+            ErrorCode.kafka_storage_error,
+            f"{path} is damaged ({type(exc).__name__}: {exc}): restore it from a backup, or {remedy}",
+        ) from None
 
 
 def remove_temp_files(directory: str) -> int:

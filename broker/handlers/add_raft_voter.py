@@ -7,13 +7,9 @@ already in the voter set, i.e. this node's (DUPLICATE_VOTER)."""
 
 from __future__ import annotations
 
-import uuid
 from typing import TYPE_CHECKING
 
 from minibroker.broker import quorum
-from minibroker.broker.security.acls import CLUSTER_NAME
-from minibroker.broker.security.acls import Operation as Op
-from minibroker.broker.security.acls import ResourceType as Res
 from minibroker.protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
@@ -22,22 +18,15 @@ if TYPE_CHECKING:
 
 API_KEY = 80
 
-_ZERO = uuid.UUID(int=0)
-
 
 def _answer(ctx: RequestContext, error: ErrorCode, message: str | None) -> AddRaftVoterResponse:
     return ctx.response(throttle_time_ms=0, error_code=error, error_message=message)
 
 
 async def handle(ctx: RequestContext, req: AddRaftVoterRequest) -> AddRaftVoterResponse:
-    # authorization (Kafka: ALTER on the cluster)
-    if not ctx.allowed(Op.ALTER, Res.CLUSTER, CLUSTER_NAME):
-        return _answer(ctx, ErrorCode.cluster_authorization_failed, "Cluster authorization failed.")
-    mismatch = quorum.cluster_id_mismatch(ctx, req.cluster_id)
-    if mismatch is not None:
-        return _answer(ctx, ErrorCode.inconsistent_cluster_id, mismatch)
-    if req.voter_directory_id in (None, _ZERO):
-        return _answer(ctx, ErrorCode.invalid_request, "Add voter request didn't include a valid voter")
+    refusal = quorum.voter_change_refusal(ctx, req.cluster_id, req.voter_directory_id, "Add")
+    if refusal is not None:
+        return _answer(ctx, *refusal)
     if not any(listener.name == quorum.CONTROLLER_LISTENER for listener in req.listeners):
         return _answer(
             ctx,

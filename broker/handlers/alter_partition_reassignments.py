@@ -13,8 +13,9 @@ current replication factor, so it never decides an answer.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from minibroker.broker.partition_answers import per_partition
 from minibroker.broker.security.acls import CLUSTER_NAME
 from minibroker.broker.security.acls import Operation as Op
 from minibroker.broker.security.acls import ResourceType as Res
@@ -82,38 +83,19 @@ async def handle(
 ) -> AlterPartitionReassignmentsResponse:
     allow_rf_change = field(req, "allow_replication_factor_change", True)
     # authorization (Kafka: ALTER on the cluster; every partition carries the error too)
-    if not ctx.allowed(Op.ALTER, Res.CLUSTER, CLUSTER_NAME):
-        message = "Cluster authorization failed."
-        return ctx.response(
-            throttle_time_ms=0,
-            allow_replication_factor_change=allow_rf_change,
-            error_code=ErrorCode.cluster_authorization_failed,
-            error_message=message,
-            responses=[
-                dict(
-                    name=t.name,
-                    partitions=[
-                        dict(
-                            partition_index=p.partition_index,
-                            error_code=ErrorCode.cluster_authorization_failed,
-                            error_message=message,
-                        )
-                        for p in t.partitions
-                    ],
-                )
-                for t in req.topics
-            ],
-        )
+    authorized = ctx.allowed(Op.ALTER, Res.CLUSTER, CLUSTER_NAME)
+    error = ErrorCode.none if authorized else ErrorCode.cluster_authorization_failed
+    message = None if authorized else "Cluster authorization failed."
+
+    def entry(topic: str, p: Any) -> dict:
+        if not authorized:
+            return dict(partition_index=p.partition_index, error_code=error, error_message=message)
+        return _partition(ctx, topic, p.partition_index, p.replicas)
+
     return ctx.response(
         throttle_time_ms=0,
         allow_replication_factor_change=allow_rf_change,
-        error_code=ErrorCode.none,
-        error_message=None,
-        responses=[
-            dict(
-                name=t.name,
-                partitions=[_partition(ctx, t.name, p.partition_index, p.replicas) for p in t.partitions],
-            )
-            for t in req.topics
-        ],
+        error_code=error,
+        error_message=message,
+        responses=per_partition(((t.name, t.partitions) for t in req.topics), entry),
     )

@@ -5,14 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from minibroker.broker.security.delegation_tokens import (
-    ERROR_TIMESTAMP,
-    principal_of,
-    requests_allowed,
-    timestamp,
-)
+from minibroker.broker.security.delegation_tokens import expiry_answer
 from minibroker.protocol.codec import millis
-from minibroker.protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
     from minibroker.broker.api_types import ExpireDelegationTokenRequest, ExpireDelegationTokenResponse
@@ -22,12 +16,5 @@ API_KEY = 40
 
 
 async def handle(ctx: RequestContext, req: ExpireDelegationTokenRequest) -> ExpireDelegationTokenResponse:
-    if not requests_allowed(ctx.session):
-        return ctx.response(
-            throttle_time_ms=0,
-            error_code=ErrorCode.delegation_token_request_not_allowed,
-            expiry_timestamp=timestamp(ERROR_TIMESTAMP),
-        )
     tokens = ctx.broker.security.tokens
-    error, expiry = tokens.expire(principal_of(ctx.session), req.hmac, millis(req.expiry_time_period))
-    return ctx.response(throttle_time_ms=0, error_code=error, expiry_timestamp=timestamp(expiry))
+    return ctx.response(**expiry_answer(ctx.session, tokens.expire, req.hmac, millis(req.expiry_time_period)))

@@ -5,13 +5,9 @@ INVALID_REQUEST) every request is VOTER_NOT_FOUND, this node's own key included.
 
 from __future__ import annotations
 
-import uuid
 from typing import TYPE_CHECKING
 
 from minibroker.broker import quorum
-from minibroker.broker.security.acls import CLUSTER_NAME
-from minibroker.broker.security.acls import Operation as Op
-from minibroker.broker.security.acls import ResourceType as Res
 from minibroker.protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
@@ -20,22 +16,15 @@ if TYPE_CHECKING:
 
 API_KEY = 81
 
-_ZERO = uuid.UUID(int=0)
-
 
 def _answer(ctx: RequestContext, error: ErrorCode, message: str | None) -> RemoveRaftVoterResponse:
     return ctx.response(throttle_time_ms=0, error_code=error, error_message=message)
 
 
 async def handle(ctx: RequestContext, req: RemoveRaftVoterRequest) -> RemoveRaftVoterResponse:
-    # authorization (Kafka: ALTER on the cluster)
-    if not ctx.allowed(Op.ALTER, Res.CLUSTER, CLUSTER_NAME):
-        return _answer(ctx, ErrorCode.cluster_authorization_failed, "Cluster authorization failed.")
-    mismatch = quorum.cluster_id_mismatch(ctx, req.cluster_id)
-    if mismatch is not None:
-        return _answer(ctx, ErrorCode.inconsistent_cluster_id, mismatch)
-    if req.voter_directory_id in (None, _ZERO):
-        return _answer(ctx, ErrorCode.invalid_request, "Remove voter request didn't include a valid voter")
+    refusal = quorum.voter_change_refusal(ctx, req.cluster_id, req.voter_directory_id, "Remove")
+    if refusal is not None:
+        return _answer(ctx, *refusal)
     node_id = ctx.broker.node_id
     return _answer(
         ctx,

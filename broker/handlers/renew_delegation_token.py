@@ -6,14 +6,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from minibroker.broker.security.delegation_tokens import (
-    ERROR_TIMESTAMP,
-    principal_of,
-    requests_allowed,
-    timestamp,
-)
+from minibroker.broker.security.delegation_tokens import expiry_answer
 from minibroker.protocol.codec import millis
-from minibroker.protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
     from minibroker.broker.api_types import RenewDelegationTokenRequest, RenewDelegationTokenResponse
@@ -23,12 +17,5 @@ API_KEY = 39
 
 
 async def handle(ctx: RequestContext, req: RenewDelegationTokenRequest) -> RenewDelegationTokenResponse:
-    if not requests_allowed(ctx.session):
-        return ctx.response(
-            throttle_time_ms=0,
-            error_code=ErrorCode.delegation_token_request_not_allowed,
-            expiry_timestamp=timestamp(ERROR_TIMESTAMP),
-        )
     tokens = ctx.broker.security.tokens
-    error, expiry = tokens.renew(principal_of(ctx.session), req.hmac, millis(req.renew_period))
-    return ctx.response(throttle_time_ms=0, error_code=error, expiry_timestamp=timestamp(expiry))
+    return ctx.response(**expiry_answer(ctx.session, tokens.renew, req.hmac, millis(req.renew_period)))

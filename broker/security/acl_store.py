@@ -5,14 +5,31 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable
+from typing import Any
 
-from minibroker.broker.security.acls import AclBinding, AclFilter, InvalidAcl
-from minibroker.protocol.errors import ErrorCode
-from minibroker.storage.durable_files import atomic_write
-from minibroker.storage.errors import KafkaStorageError
+from minibroker.broker.security.acls import AclBinding, AclFilter
+from minibroker.storage.durable_files import atomic_write, read_json
 
 # the types of an AclBinding's fields, in the order acls.json lists them
 _FIELD_TYPES = (int, str, int, str, str, int, int)
+
+
+def _acls_of(rows: Any) -> list[AclBinding]:
+    """The bindings of acls.json (as json.loads gives it); InvalidAcl is a ValueError."""
+    if not isinstance(rows, list):
+        raise ValueError("not a JSON list of ACL bindings")
+    acls = []
+    for row in rows:
+        if not (
+            isinstance(row, list)
+            and len(row) == len(_FIELD_TYPES)
+            and all(type(v) is t for v, t in zip(row, _FIELD_TYPES, strict=True))
+        ):
+            raise ValueError(f"not an ACL binding: {str(row)[:200]}")
+        acl = AclBinding(*row)
+        acl.validate()
+        acls.append(acl)
+    return acls
 
 
 class AclStore:
@@ -26,31 +43,13 @@ class AclStore:
             self.acls = self._load()
 
     def _load(self) -> list[AclBinding]:
-        try:
-            with open(self.path, "rb") as f:
-                rows = json.loads(f.read().decode("utf-8"))
-            if not isinstance(rows, list):
-                raise ValueError("not a JSON list of ACL bindings")
-            acls = []
-            for row in rows:
-                if not (
-                    isinstance(row, list)
-                    and len(row) == len(_FIELD_TYPES)
-                    and all(type(v) is t for v, t in zip(row, _FIELD_TYPES, strict=True))
-                ):
-                    raise ValueError(f"not an ACL binding: {str(row)[:200]}")
-                acl = AclBinding(*row)
-                acl.validate()
-                acls.append(acl)
-            return acls
-        except (UnicodeDecodeError, ValueError, InvalidAcl) as exc:
-            # an ACL misread would grant or refuse the wrong thing: refuse to start instead
-            raise KafkaStorageError(
-                ErrorCode.kafka_storage_error,
-                f"{self.path} is damaged ({type(exc).__name__}: {exc}): restore it from a backup, "
-                f"or move it away to start with no ACLs and create them again (until then only "
-                f"super.users are authorized, or everyone if allow.everyone.if.no.acl.found=true)",
-            ) from None
+        # an ACL misread would grant or refuse the wrong thing: refuse to start instead
+        return read_json(
+            self.path,
+            _acls_of,
+            "move it away to start with no ACLs and create them again (until then only "
+            "super.users are authorized, or everyone if allow.everyone.if.no.acl.found=true)",
+        )
 
     def add(self, bindings: list[AclBinding]) -> None:
         known = set(self.acls)

@@ -28,8 +28,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from minibroker.broker.security.sasl import ANONYMOUS
 from minibroker.protocol.errors import ErrorCode
-from minibroker.storage.durable_files import atomic_write
-from minibroker.storage.errors import KafkaStorageError
+from minibroker.storage.durable_files import atomic_write, read_json
 
 if TYPE_CHECKING:
     from minibroker.broker.config import BrokerConfig
@@ -63,6 +62,22 @@ def timestamp(ms: int) -> datetime.datetime:
     """A timestamp field of the token answers, -1 (Kafka's ErrorTimestamp) included: kio's
     fields are datetimes that cannot be null."""
     return datetime.datetime.fromtimestamp(ms / 1000, tz=datetime.UTC)
+
+
+def _tokens_of(raw: Any) -> list[Token]:
+    """The tokens of delegation-tokens.json (as json.loads gives it)."""
+    return [
+        Token(
+            str(t["token_id"]),
+            str(t["owner"]),
+            str(t["requester"]),
+            tuple(str(r) for r in t["renewers"]),
+            int(t["issue_ms"]),
+            int(t["max_ms"]),
+            int(t["expiry_ms"]),
+        )
+        for t in raw
+    ]
 
 
 def _sum(now: int, duration: int) -> int:
@@ -99,27 +114,11 @@ class DelegationTokens:
         return self.secret is not None
 
     def _load(self) -> list[Token]:
-        try:
-            with open(self.path, "rb") as f:
-                raw = json.loads(f.read().decode("utf-8"))
-            return [
-                Token(
-                    str(t["token_id"]),
-                    str(t["owner"]),
-                    str(t["requester"]),
-                    tuple(str(r) for r in t["renewers"]),
-                    int(t["issue_ms"]),
-                    int(t["max_ms"]),
-                    int(t["expiry_ms"]),
-                )
-                for t in raw
-            ]
-        except (UnicodeDecodeError, ValueError, TypeError, KeyError) as exc:
-            raise KafkaStorageError(
-                ErrorCode.kafka_storage_error,
-                f"{self.path} is damaged ({type(exc).__name__}: {exc}): restore it from a backup, or move "
-                f"it away (every delegation token is then forgotten and must be created again)",
-            ) from None
+        return read_json(
+            self.path,
+            _tokens_of,
+            "move it away (every delegation token is then forgotten and must be created again)",
+        )
 
     def _save(self) -> None:
         os.makedirs(os.path.dirname(self.path), exist_ok=True)
@@ -285,6 +284,22 @@ def describe_entry(tokens: DelegationTokens, token: Token) -> dict[str, Any]:
 
 def principal_of(session: Session | None) -> str:
     return session.principal if session is not None else ANONYMOUS
+
+
+def expiry_answer(
+    session: Session | None,
+    change: Callable[[str, bytes, int], tuple[ErrorCode, int]],
+    hmac_value: bytes,
+    period_ms: int,
+) -> dict[str, Any]:
+    """The fields of a RenewDelegationToken or ExpireDelegationToken answer: `change`
+    (DelegationTokens.renew or .expire) applied for the session's principal, or
+    DELEGATION_TOKEN_REQUEST_NOT_ALLOWED where Kafka refuses token requests."""
+    if requests_allowed(session):
+        error, expiry = change(principal_of(session), hmac_value, period_ms)
+    else:
+        error, expiry = ErrorCode.delegation_token_request_not_allowed, ERROR_TIMESTAMP
+    return dict(throttle_time_ms=0, error_code=error, expiry_timestamp=timestamp(expiry))
 
 
 def requests_allowed(session: Session | None) -> bool:

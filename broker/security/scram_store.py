@@ -15,9 +15,7 @@ import os
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from minibroker.protocol.errors import ErrorCode
-from minibroker.storage.durable_files import atomic_write
-from minibroker.storage.errors import KafkaStorageError
+from minibroker.storage.durable_files import atomic_write, read_json
 
 # AlterUserScramCredentials mechanism codes -> (SASL name, hashlib name)
 MECHANISMS = {1: ("SCRAM-SHA-256", "sha256"), 2: ("SCRAM-SHA-512", "sha512")}
@@ -52,6 +50,20 @@ class ScramCredential(NamedTuple):
         return cls(dec(d["salt"]), dec(d["stored_key"]), dec(d["server_key"]), int(d["iterations"]))
 
 
+def _users_of(raw: Any) -> dict[str, dict[str, ScramCredential]]:
+    """The users of scram-credentials.json (as json.loads gives it). binascii.Error (bad
+    base64) is a ValueError; TypeError/KeyError: a credential that is not an object of salt,
+    stored_key, server_key and iterations."""
+    if not isinstance(raw, dict) or not all(isinstance(m, dict) for m in raw.values()):
+        raise ValueError("not a JSON object of users and their mechanisms")
+    users = {u: {m: ScramCredential.from_json(c) for m, c in mechs.items()} for u, mechs in raw.items()}
+    for mechs in users.values():
+        unknown = set(mechs) - set(BY_NAME)
+        if unknown:
+            raise ValueError(f"unknown mechanism {sorted(unknown)[0]!r}")
+    return users
+
+
 class ScramStore:
     """user -> mechanism name -> credential, persisted in `<data_dir>/security/scram-credentials.json`."""
 
@@ -65,29 +77,13 @@ class ScramStore:
             self.users = self._load()
 
     def _load(self) -> dict[str, dict[str, ScramCredential]]:
-        try:
-            with open(self.path, "rb") as f:
-                raw = json.loads(f.read().decode("utf-8"))
-            if not isinstance(raw, dict) or not all(isinstance(m, dict) for m in raw.values()):
-                raise ValueError("not a JSON object of users and their mechanisms")
-            users = {
-                u: {m: ScramCredential.from_json(c) for m, c in mechs.items()} for u, mechs in raw.items()
-            }
-            for mechs in users.values():
-                unknown = set(mechs) - set(BY_NAME)
-                if unknown:
-                    raise ValueError(f"unknown mechanism {sorted(unknown)[0]!r}")
-            return users
-        except (UnicodeDecodeError, ValueError, TypeError, KeyError) as exc:
-            # binascii.Error (bad base64) is a ValueError; TypeError/KeyError: a credential that
-            # is not an object of salt, stored_key, server_key and iterations
-            raise KafkaStorageError(
-                ErrorCode.kafka_storage_error,
-                f"{self.path} is damaged ({type(exc).__name__}: {exc}): restore it from a backup, or "
-                f"move it away and set the SCRAM users' passwords again (kafka-configs.sh --alter "
-                f"--entity-type users --entity-name USER --add-config 'SCRAM-SHA-256=[password=...]', "
-                f"or the minibroker.scram.credentials property); until then SCRAM logins fail",
-            ) from None
+        return read_json(
+            self.path,
+            _users_of,
+            "move it away and set the SCRAM users' passwords again (kafka-configs.sh --alter "
+            "--entity-type users --entity-name USER --add-config 'SCRAM-SHA-256=[password=...]', "
+            "or the minibroker.scram.credentials property); until then SCRAM logins fail",
+        )
 
     def get(self, user: str, mechanism: str) -> ScramCredential | None:
         return self.users.get(user, {}).get(mechanism)
