@@ -71,6 +71,25 @@ def partition_reassignments(s):
                 ],
             },
         )
+    # the internal-topic probe needs __consumer_offsets, which minibroker creates at the first
+    # group write (Kafka at FindCoordinator): one simple commit creates it on both brokers
+    s.call(
+        8,  # OffsetCommit
+        2,
+        {
+            "group_id": "pr-offsets-topic",
+            "generation_id_or_member_epoch": -1,
+            "member_id": "",
+            "retention_time_ms": -1,
+            "topics": [
+                {
+                    "name": "pr-topic",
+                    "partitions": [{"partition_index": 0, "committed_offset": 0, "committed_metadata": ""}],
+                }
+            ],
+        },
+    )
+    s.wait_topic("__consumer_offsets", 1)
     for v in versions(ALTER_REASSIGNMENTS):
         alter(s, f"alter-v{v}/same-replica", v, [("pr-topic", [(0, [1])])])
         alter(s, f"alter-v{v}/cancel", v, [("pr-topic", [(1, None)])])
