@@ -378,7 +378,9 @@ class DynamicConfigs:
         from minibroker.broker.kafka_compat import kafka_knows
 
         names = [n for n, _, _ in ops]
-        unknown = sorted(n for n in names if n not in PROPERTIES and not kafka_knows(n))
+        unknown = sorted(
+            n for n in names if n not in PROPERTIES and n not in DYNAMIC_BROKER_CONFIGS and not kafka_knows(n)
+        )
         if unknown:
             raise _error(ErrorCode.invalid_config, f"unknown broker configs: {', '.join(unknown)}")
         fixed = sorted(n for n in names if n not in DYNAMIC_BROKER_CONFIGS and not _per_listener(n))

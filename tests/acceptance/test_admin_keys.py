@@ -89,10 +89,10 @@ def test_reassignments_on_one_broker(kafka_tool, shared_broker, tmp_path):  # no
     )
     out = kafka_tool(REASSIGN, *bootstrap, "--execute", "--reassignment-json-file", str(plan))
     assert "Successfully started partition reassignment" in out, out
-    out = kafka_tool(
-        REASSIGN, *bootstrap, "--verify", "--preserve-throttles", "--reassignment-json-file", str(plan)
-    )
+    # --verify also clears the replication throttles (dynamic broker and topic configs)
+    out = kafka_tool(REASSIGN, *bootstrap, "--verify", "--reassignment-json-file", str(plan))
     assert f"Reassignment of partition {topic}-0 is completed." in out, out
+    assert "Clearing broker-level throttles on broker 1" in out, out
     assert "No partition reassignments found." in kafka_tool(REASSIGN, *bootstrap, "--list")
 
     # onto a broker that does not exist: refused as Kafka refuses it
