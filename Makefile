@@ -25,7 +25,7 @@ $(BIN)/python:
 # The first time this downloads about 730 MB (pyspark alone is 485 MB): pip shows its progress.
 $(STAMP): pyproject.toml storage/_record_walk.c | $(BIN)/python
 	@echo "== installing minibroker with the test dependencies into $(VENV)"
-	@echo "== (first run: about 730 MB to download, then Spark's and Kafka's jars, 15+ minutes in all)"
+	@echo "== (first run: about 730 MB to download, then Spark's, Kafka's and Kafka Streams' jars, 30+ minutes in all)"
 	rm -f storage/_record_walk*.so
 	$(BIN)/pip install --progress-bar on -e '.[test]'
 	$(BIN)/python -c 'import minibroker.storage._record_walk' || \
@@ -56,7 +56,7 @@ dist: | $(BUILD_VENV)/bin/python
 # Everything: the pytest suite (unit, clients, Spark, Java), then the differential run against a
 # reference Apache Kafka.
 test: $(STAMP) jvm
-	@echo "== running the test suite (about 8 minutes on 2 cores; PYTEST_ARGS='-x -k name' to narrow it)"
+	@echo "== running the test suite (about 20 minutes on 2 cores; PYTEST_ARGS='-x -k name' to narrow it)"
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
 	$(BIN)/python -m conformance $(CONFORMANCE_ARGS)
 	$(BIN)/python -m conformance $(CONFORMANCE_TV1_ARGS)
