@@ -14,8 +14,12 @@ GetTelemetrySubscriptions (71) and PushTelemetry (72), and the pushed metrics de
 * Kafka's throttle: a GetTelemetrySubscriptions within the push interval of the instance's last
   request, or a push within the interval of its last push (the first push after a Get is always
   accepted: clients add jitter), gets THROTTLING_QUOTA_EXCEEDED.
-* Instead of an exporter plugin, the latest push of each instance is decoded (OTLP MetricsData,
-  the `opentelemetry-proto` package) and kept with the instance: Prometheus families on the metrics
+* Instead of an exporter plugin, each push is decoded (OTLP MetricsData, the
+  `opentelemetry-proto` package) and merged into what the instance pushed before: every metric's
+  latest point, where a delta sum (the temporality this broker asks for, as Kafka) is added to the
+  total of the pushes before it, so a counter reads as its running total even when the last push
+  carried no change (a terminating push right after a periodic one). Kept with the instance:
+  Prometheus families on the metrics
   endpoint and ``GET /telemetry`` (JSON, what ``minibroker.testing`` reads). Bounded as Kafka's
   cache: at most 16384 instances (least recently used dropped), an instance expires
   max(60 s, 3 x its push interval) after its last request.
@@ -156,6 +160,24 @@ class PushedMetric:
     attributes: dict[str, str]
     kind: str  # "sum" (a counter; ``monotonic``), "gauge", "histogram" (value: the count)
     monotonic: bool = False
+    delta: bool = False  # a sum with delta temporality: the change since the previous push
+
+    @property
+    def key(self) -> tuple[str, tuple[tuple[str, str], ...]]:
+        return self.name, tuple(sorted(self.attributes.items()))
+
+
+def merge_points(before: list[PushedMetric], pushed: list[PushedMetric]) -> list[PushedMetric]:
+    """What an instance has pushed so far: `before` updated with a new push's points, each delta
+    sum added to the total it had (then kept as that total, no longer a delta)."""
+    merged = {m.key: m for m in before}
+    for m in pushed:
+        if m.delta:
+            total = merged.get(m.key)
+            m.value += total.value if total is not None else 0.0
+            m.delta = False
+        merged[m.key] = m
+    return list(merged.values())
 
 
 @dataclass(slots=True)
@@ -348,7 +370,7 @@ class ClientTelemetry:
             except Exception as exc:  # noqa: BLE001 - any undecodable payload: INVALID_RECORD, as Kafka
                 log.info("undecodable telemetry push", client_instance_id=str(instance_id), error=str(exc))
                 return ErrorCode.invalid_record if self.advertise else ErrorCode.none
-            inst.resource, inst.pushed = resource, points
+            inst.resource, inst.pushed = resource, merge_points(inst.pushed, points)
             inst.pushes += 1
             inst.pushed_at_ms = now
         return ErrorCode.none
@@ -367,6 +389,9 @@ class TelemetryTooLarge(Exception):
 def _value(any_value: Any) -> str:
     kind = any_value.WhichOneof("value")
     return "" if kind is None else str(getattr(any_value, kind))
+
+
+_DELTA = 1  # OTLP's AGGREGATION_TEMPORALITY_DELTA
 
 
 def decode(payload: bytes, compression: int, limit: int) -> tuple[dict[str, str], list[PushedMetric]]:
@@ -392,10 +417,11 @@ def decode(payload: bytes, compression: int, limit: int) -> tuple[dict[str, str]
                 kind = metric.WhichOneof("data")
                 if kind in ("sum", "gauge"):
                     monotonic = kind == "sum" and metric.sum.is_monotonic
+                    delta = kind == "sum" and metric.sum.aggregation_temporality == _DELTA
                     for p in getattr(metric, kind).data_points:
                         value = p.as_double if p.WhichOneof("value") == "as_double" else float(p.as_int)
                         attrs = {a.key: _value(a.value) for a in p.attributes}
-                        points.append(PushedMetric(metric.name, value, attrs, kind, monotonic))
+                        points.append(PushedMetric(metric.name, value, attrs, kind, monotonic, delta))
                 elif kind in ("histogram", "exponential_histogram", "summary"):
                     for p in getattr(metric, kind).data_points:
                         attrs = {a.key: _value(a.value) for a in p.attributes}

@@ -340,8 +340,9 @@ class BrokerProcess:
 
     def client_telemetry(self) -> list[dict[str, Any]]:
         """Every live client instance the broker knows through KIP-714 (GetTelemetrySubscriptions,
-        PushTelemetry) with its latest push decoded: `client_id`, `client_instance_id`,
-        `client_software_name`/`_version`, `pushes`, and `metrics`, a list of
+        PushTelemetry) with what it pushed (each metric's latest point; delta counters added up):
+        `client_id`, `client_instance_id`, `client_software_name`/`_version`, `pushes`, and
+        `metrics`, a list of
         {"name", "value", "attributes", "kind", "monotonic"} (one per data point). Start the broker
         with `telemetry=True` so that clients push."""
         import urllib.request
@@ -353,9 +354,9 @@ class BrokerProcess:
     def client_metrics(
         self, client_id: str | None = None, instance_id: str | None = None
     ) -> dict[str, float]:
-        """The latest pushed value of each metric of the client (by client id or instance id):
-        {metric name: value}; a metric with several data points (per topic, per node...) gives
-        their sum."""
+        """The pushed value of each metric of the client (by client id or instance id; a counter
+        is its running total): {metric name: value}; a metric with several data points (per
+        topic, per node...) gives their sum."""
         out: dict[str, float] = {}
         for inst in self.client_telemetry():
             if (client_id is None or inst.get("client_id") == client_id) and (

@@ -29,7 +29,7 @@ JAVA = {
 }
 
 
-def otlp(points: dict[str, float], *, counter: bool = False) -> bytes:
+def otlp(points: dict[str, float], *, counter: bool = False, delta: bool = False) -> bytes:
     from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
     from opentelemetry.proto.metrics.v1.metrics_pb2 import MetricsData
 
@@ -42,6 +42,7 @@ def otlp(points: dict[str, float], *, counter: bool = False) -> bytes:
         metric.name = name
         if counter:
             metric.sum.is_monotonic = True
+            metric.sum.aggregation_temporality = 1 if delta else 2  # OTLP DELTA / CUMULATIVE
             p = metric.sum.data_points.add()
             p.as_int = int(value)
         else:
@@ -113,14 +114,21 @@ def test_throttle_subscription_change_and_pushes_kept():
     zipped = compress(1, otlp({"org.apache.kafka.producer.record.retry.total": 2}, counter=True))
     assert t.push(inst, JAVA, sub, False, 1, zipped) == ErrorCode.none
     [snap] = t.snapshot()
-    assert snap["metrics"] == [
+    assert snap["metrics"] == [  # the gauge of the first push is kept, the counter added
+        {
+            "name": "org.apache.kafka.producer.record.send.rate",
+            "value": 3.5,
+            "attributes": {},
+            "kind": "gauge",
+            "monotonic": False,
+        },
         {
             "name": "org.apache.kafka.producer.record.retry.total",
             "value": 2.0,
             "attributes": {},
             "kind": "sum",
             "monotonic": True,
-        }
+        },
     ]
     assert snap["resource"] == {"client_id": "app-1"} and snap["pushes"] == 2
     # a change of subscriptions: the old subscription id is unknown, the next Get answers at once
@@ -184,3 +192,30 @@ def test_decode_reads_gauges_sums_and_histograms():
     assert resource == {} and [(p.name, p.value, p.kind) for p in points] == [
         ("org.apache.kafka.producer.request.latency", 4.0, "histogram")
     ]
+
+
+def test_delta_sums_add_up_over_pushes():
+    """The broker asks for delta temporality (as Kafka): a counter is the sum of its pushes, so a
+    last push with no change (a terminating push right after a periodic one) keeps the total."""
+    clock = ManualClock()
+    t = ClientTelemetry(clock, 4096, advertise=True)
+    t.set_subscription("s", {"metrics": "org.", "interval.ms": "1000"})
+    first = t.get_subscriptions(None, JAVA)
+    inst, sub = first["client_instance_id"], first["subscription_id"]
+    sent = "org.apache.kafka.producer.record.send.total"
+    for delta in (5, 3, 0):
+        assert t.push(inst, JAVA, sub, False, 0, otlp({sent: delta}, counter=True, delta=True)) == 0
+        clock.advance(1000)
+    assert t.push(inst, JAVA, sub, True, 0, otlp({sent: 0}, counter=True, delta=True)) == 0
+    [snap] = t.snapshot()
+    assert [(m["name"], m["value"]) for m in snap["metrics"]] == [(sent, 8.0)]
+    assert snap["pushes"] == 4
+    # a cumulative counter is taken as pushed
+    t2 = ClientTelemetry(clock, 4096, advertise=True)
+    t2.set_subscription("s", {"metrics": "org.", "interval.ms": "1000"})
+    g = t2.get_subscriptions(None, JAVA)
+    for total in (5, 8):
+        push = otlp({sent: total}, counter=True)
+        assert t2.push(g["client_instance_id"], JAVA, g["subscription_id"], False, 0, push) == 0
+        clock.advance(1000)
+    assert [m["value"] for m in t2.snapshot()[0]["metrics"]] == [8.0]
