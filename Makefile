@@ -67,7 +67,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	rm -rf .lint && mkdir -p .lint/minibroker
-	for f in minibroker/*.py; do ln -s ../../$$f .lint/minibroker/; done
+	for f in minibroker/*.py minibroker/control; do ln -s ../../$$f .lint/minibroker/; done
 	for d in broker common coordinator protocol storage pipelines; do ln -s ../../$$d .lint/minibroker/$$d; done
 	cd .lint && ../$(BIN)/mypy --config-file ../pyproject.toml
 

@@ -27,6 +27,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
             "  minibroker dump [--json] [--print-data] [--topic T] DATA_DIR\n"
             "                        print a data dir's topics, segments, producers, groups and\n"
             "                        transactions (offline; see `minibroker dump --help`)\n"
+            "  minibroker ctl [--control HOST:PORT] COMMAND ...\n"
+            "                        a running broker's test control plane: faults, crash points,\n"
+            "                        clock, state (see `minibroker ctl --help`)\n"
             "\n"
             "exit codes: 0 stopped on SIGTERM/SIGINT (cleanly, or on a full disk with a warning\n"
             "naming what it could not write: the next start recovers the logs); 1 cannot start or\n"
@@ -176,6 +179,11 @@ def main(argv: list[str] | None = None) -> int:
         from minibroker.broker.dump import main as dump_main
 
         return dump_main(argv[1:])
+    if argv[:1] == ["ctl"]:  # `minibroker ctl ...`: a running broker's control plane over HTTP
+        gc.enable()
+        from minibroker.control.ctl import main as ctl_main  # noqa: PLC0415
+
+        return ctl_main(argv[1:])
     args = parse_args(argv)
     broker_logging.configure(args.log_level, args.log_format)
     log = structlog.get_logger("broker")

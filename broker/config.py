@@ -438,12 +438,45 @@ PROPERTIES: dict[str, Property] = {
             _valid_features,
             "name=level,... of a supported feature and level",
         ),
-        # testing only
+        # the test control plane (broker/control/, docs/control-plane.md)
+        Property(
+            "minibroker.control.port",
+            "int",
+            None,
+            "Serve the test control plane (faults, crash points, clock, state) over HTTP on this "
+            "port (0 picks a free one); off when unset. For tests only.",
+            lambda v: 0 <= v <= 65535,
+            "0..65535",
+        ),
+        Property(
+            "minibroker.control.host",
+            "str",
+            "127.0.0.1",
+            "Address the control plane binds (loopback unless told otherwise).",
+        ),
+        Property(
+            "minibroker.control.token",
+            "str",
+            "",
+            "Bearer token every control-plane request must carry; required when any listener "
+            "authenticates (SASL or ssl.client.auth=required). Empty: no token.",
+        ),
+        Property(
+            "minibroker.control.clock",
+            "str",
+            "system",
+            "The broker's clock: system; manual (moves only when the control plane advances it); "
+            "offset (wall time plus what the control plane has advanced). manual and offset need "
+            "minibroker.control.port.",
+            lambda v: v in ("system", "manual", "offset"),
+            "system, manual or offset",
+        ),
         Property(
             "minibroker.test.fault",
             "str",
             "",
-            "Test-only fault hook (e.g. crash-after-prepare-commit); leave empty.",
+            "Crash points armed at startup, comma separated (e.g. txn.after_prepare; "
+            "docs/control-plane.md); leave empty.",
         ),
     ]
 }

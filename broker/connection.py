@@ -215,6 +215,15 @@ class Connection:
             raise ClosingConnection(session.close_reason)
 
     async def _handle(self, ctx: RequestContext, request: object) -> object:
+        control = self.broker.control  # the test control plane (broker/control/); None: off
+        if control is None:
+            return await self._run_handler(ctx, request)
+        try:
+            return await control.faults.handle(ctx, request, self._run_handler)
+        except CloseConnection as exc:  # a disconnect fault
+            raise ClosingConnection(str(exc)) from None
+
+    async def _run_handler(self, ctx: RequestContext, request: object) -> object:
         key, version = ctx.api_key, ctx.api_version
         try:
             return await HANDLERS[key].handle(ctx, request)

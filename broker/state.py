@@ -13,7 +13,8 @@ from collections.abc import Sequence
 from typing import TypeVar
 
 import structlog
-from minibroker.broker.config import BrokerConfig
+from minibroker.broker.config import BrokerConfig, ConfigError
+from minibroker.broker.control import ControlPlane, control_token_problem
 from minibroker.broker.coordinator_runtime import CoordinatorRuntime
 from minibroker.broker.durability import Durability
 from minibroker.broker.dynamic_config import DynamicConfigs
@@ -127,6 +128,13 @@ class Broker:
             self.metrics = BrokerMetrics(self)
             self.txns.on_transition = self.metrics.on_txn_transition
         self.request_observer = build_request_observer(config, self.metrics)  # None: nothing to call
+        # the test control plane (broker/control/): None unless minibroker.control.port is set
+        self.control: ControlPlane | None = None
+        problem = control_token_problem(config, self.security.authenticates)
+        if problem is not None:
+            raise ConfigError(problem)
+        if config["minibroker.control.port"] is not None:
+            self.control = ControlPlane(self, config)
         self.startup_seconds: dict[str, float] = {}  # per phase of the last start (metrics)
         self.host = "127.0.0.1"
         self.port = 0  # advertised to clients
@@ -192,6 +200,8 @@ class Broker:
             await self.metrics.start(
                 self.config["minibroker.metrics.host"], self.config["minibroker.metrics.port"]
             )
+        if self.control is not None:
+            await self.control.start()
         self.startup_seconds["total"] = self.clock.monotonic() - started
         log.info(
             "broker ready",
@@ -215,6 +225,8 @@ class Broker:
         of the clean stop could not be written."""
         self.groups.close()  # answer parked JoinGroup/SyncGroup now instead of after the grace period
         self.data_waiters.close()  # answer parked long-poll Fetches now too
+        if self.control is not None:
+            await self.control.stop()
         await self.server.stop()
         if self.metrics is not None:
             await self.metrics.stop()

@@ -33,7 +33,13 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from minibroker.control import ControlClient
+    from minibroker.control.clock import ClockAPI
+    from minibroker.control.faults import FaultsAPI
+    from minibroker.control.state import StateAPI
 
 START_TIMEOUT = 30.0  # generous: a loaded CI runner may take seconds to import Python packages
 STOP_TIMEOUT = 15.0
@@ -119,6 +125,8 @@ class BrokerProcess:
         self.starts = 0
         self._start_offset = 0  # the log offset of the latest start
         self._metrics_port: int | None = None
+        self._control_port: int | None = None
+        self._control: ControlClient | None = None
         self._log_handle: IO[bytes] | None = None
 
     # ------------------------------------------------------------------ addresses
@@ -177,6 +185,7 @@ class BrokerProcess:
         self._close_log()
         start_offset = self._start_offset = self.log_size()
         self._metrics_port = None
+        self._control_port = None
         log_handle = self._log_handle = open(self.log_path, "ab")
         log_handle.write(
             f"\n===== minibroker.testing: start #{self.starts + 1}: {' '.join(self.command())}\n".encode()
@@ -326,6 +335,64 @@ class BrokerProcess:
                 )
             time.sleep(0.05)
 
+    # ------------------------------------------------------------------ the control plane
+    @property
+    def control_port(self) -> int:
+        """The control plane's HTTP port (the broker needs `minibroker.control.port`, 0 for any)."""
+        if self._control_port is None:
+            if self.overrides.get("minibroker.control.port") is None:
+                raise RuntimeError("the control plane is off: start the broker with control=True")
+            line = self.wait_for_log(r"control endpoint ready", since=self._start_offset)
+            found = re.search(r'"port": (\d+)|port=(\d+)', line)
+            if found is None:
+                raise AssertionError(f"no port in the control endpoint's log line: {line}")
+            self._control_port = int(found.group(1) or found.group(2))
+        return self._control_port
+
+    @property
+    def control(self) -> ControlClient:
+        """The control plane's client (docs/control-plane.md); follows the broker's restarts."""
+        from minibroker.control import ControlClient  # noqa: PLC0415
+
+        port = self.control_port
+        if self._control is None or self._control.base != f"http://{self.host}:{port}":
+            token = self.overrides.get("minibroker.control.token")
+            self._control = ControlClient(f"{self.host}:{port}", str(token) if token else None)
+        return self._control
+
+    @property
+    def faults(self) -> FaultsAPI:
+        """Request faults and observers: `b.faults.add(api="Produce", error=..., count=3)`."""
+        return self.control.faults
+
+    @property
+    def clock(self) -> ClockAPI:
+        """The broker's clock: `b.clock.advance(61)` (seconds), with `clock="manual"`."""
+        return self.control.clock
+
+    @property
+    def state(self) -> StateAPI:
+        """What the broker holds: `b.state.partition("orders", 0)`, `b.state.transactions()`."""
+        return self.control.state
+
+    def crash_at(self, point: str, *, key: str | None = None, after: int | None = None) -> None:
+        """Arm a crash point: the broker dies as if SIGKILLed when it gets there; then
+        `wait_crashed()` and `restart()` (which recovers the data dir)."""
+        self.control.crash_at(point, key=key, after=after)
+
+    def wait_crashed(self, timeout: float = 30.0) -> int:
+        """Wait until the broker process has died (a crash point reached); its exit code."""
+        if self.proc is None:
+            raise RuntimeError("broker never started")
+        try:
+            rc = self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(
+                f"broker still running {timeout}s later: no armed crash point was reached\n{self.log_tail()}"
+            ) from None
+        self._close_log()
+        return rc
+
     # ------------------------------------------------------------------ client telemetry (KIP-714)
     @property
     def metrics_port(self) -> int:
@@ -401,9 +468,15 @@ def broker(
     log_level: str = "info",
     start_timeout: float = START_TIMEOUT,
     telemetry: bool = False,
+    control: bool = False,
+    clock: str | None = None,
     **props: object,
 ) -> Iterator[BrokerProcess]:
     """A running broker for the duration of the `with` block, then a clean SIGTERM stop.
+
+    `control=True`: the test control plane is on (any port): `b.faults`, `b.crash_at`,
+    `b.clock`, `b.state` (docs/control-plane.md). `clock="manual"` (or "offset") gives the broker a
+    clock that moves only when `b.clock.advance(seconds)` says so (and turns the control plane on).
 
     `telemetry=True`: ApiVersions lists the KIP-714 APIs, so clients push their metrics, and the
     metrics endpoint is on (any port), so `client_metrics()` can read them back.
@@ -418,6 +491,10 @@ def broker(
     if telemetry:
         merged.setdefault("minibroker.telemetry.advertise", True)
         merged.setdefault("minibroker.metrics.port", 0)
+    if control or clock not in (None, "system"):
+        merged.setdefault("minibroker.control.port", 0)
+    if clock is not None:
+        merged["minibroker.control.clock"] = clock
     proc = BrokerProcess(path, merged, profile=profile, log_level=log_level)
     try:
         proc.start(start_timeout)

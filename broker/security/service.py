@@ -4,6 +4,7 @@ hangs off the Broker as `broker.security`; handlers reach it through RequestCont
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -46,6 +47,16 @@ class Security:
             )
             if config["authorizer.class.name"]
             else None
+        )
+
+    @property
+    def authenticates(self) -> bool:
+        """Does any listener authenticate its clients (SASL, or TLS with a required client
+        certificate)? The control plane then needs a token (broker/control/__init__.py)."""
+        return any(
+            lst.uses_sasl
+            or (lst.ssl_context is not None and lst.ssl_context.verify_mode == ssl.CERT_REQUIRED)
+            for lst in self.listeners
         )
 
     def _bootstrap_scram(self, value: str) -> None:
