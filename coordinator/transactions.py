@@ -737,6 +737,10 @@ class TransactionCoordinator:
             )
         return unknown, out
 
+    def pending_state(self, transactional_id: str) -> TxnState | None:
+        """The state a transition of this id is being written to (Kafka's pendingState), or None."""
+        return self._pending.get(transactional_id)
+
     def describe_transaction(self, transactional_id: str) -> dict[str, Any]:
         # An error entry keeps the schema defaults (zeros), as Kafka's does.
         entry = dict(
