@@ -206,7 +206,10 @@ def topic_partitions(
     """The (topic, partition) pairs a request names (partition None for topic-level APIs), or
     None when it names none (no topics in its schema, or a Metadata request for every topic)."""
     shape = layout(type(request))
-    if shape is None or getattr(request, shape.path[0], None) is None:
+    if shape is None:
+        listed = getattr(request, "topic_names", None)  # DeleteTopics v0-5: names only
+        return [(name, None) for name in listed] if listed is not None else None
+    if getattr(request, shape.path[0], None) is None:
         return None
     out: list[tuple[str | None, int | None]] = []
     for entry in _topic_entries(request, shape.path):
@@ -379,7 +382,10 @@ def without(request: Any, faulted: set[tuple[str | None, int | None]], names: di
     """The request without the faulted partitions (or topics); topics left with no partition
     are dropped."""
     shape = layout(type(request))
-    assert shape is not None and len(shape.path) == 1  # the writing APIs have top-level topics
+    if shape is None:  # DeleteTopics v0-5
+        kept_names = tuple(n for n in request.topic_names if (n, None) not in faulted)
+        return dataclasses.replace(request, topic_names=kept_names)
+    assert len(shape.path) == 1  # the writing APIs have top-level topics
     kept = []
     for entry in getattr(request, shape.path[0]):
         topic = _topic_name(entry, shape, names)

@@ -519,3 +519,38 @@ def test_disconnect_delay_and_throttle():
         assert faults.take_throttle(ctx) == 250 and faults.take_throttle(ctx) == 0
 
     asyncio.run(scenario())
+
+
+def test_topic_level_writes_leave_the_other_topics_done():
+    def created(ctx, req):
+        return ctx.response(topics=[{"name": t.name, "num_partitions": t.num_partitions} for t in req.topics])
+
+    def deleted(ctx, req):
+        return ctx.response(responses=[{"name": n} for n in req.topic_names])
+
+    faults = RequestFaults(ManualClock())
+    faults.add({"topic": "orders", "error": "TOPIC_AUTHORIZATION_FAILED"})
+    handler = Recorder(created)
+    request = _request(
+        19,
+        7,
+        timeout=1000,
+        topics=[
+            {"name": "orders", "num_partitions": 3, "replication_factor": 1},
+            {"name": "other", "num_partitions": 2, "replication_factor": 1},
+        ],
+    )
+    response = _run(faults, _ctx(19, 7), request, handler)
+    assert [t.name for t in handler.requests[0].topics] == ["other"]
+    answers = {t.name: (t.error_code, t.num_partitions) for t in response.topics}
+    assert answers == {"other": (0, 2), "orders": (ErrorCode.topic_authorization_failed, -1)}
+
+    handler = Recorder(deleted)
+    response = _run(
+        faults, _ctx(20, 5), _request(20, 5, timeout=1000, topic_names=["orders", "other"]), handler
+    )
+    assert handler.requests[0].topic_names == ("other",)
+    assert {t.name: t.error_code for t in response.responses} == {
+        "other": 0,
+        "orders": ErrorCode.topic_authorization_failed,
+    }
