@@ -8,13 +8,14 @@ import time
 
 import pytest
 from kafka import KafkaConsumer
+from kafka.protocol.consumer import FetchResponse
 from kafka.protocol.producer import ProduceRequest, ProduceResponse
 
 import minibroker.testing
 from minibroker.control import ControlError
 from tests.support.clients import ck_produce, kp_consume, kp_produce
 from tests.support.helpers import create_topic, make_messages, unique_name
-from tests.support.wire import WireClient, build_batch, single_partition
+from tests.support.wire import WireClient, build_batch, build_fetch_request, iter_batches, single_partition
 
 NOT_LEADER_OR_FOLLOWER = 6
 
@@ -274,3 +275,30 @@ def test_http_where_matcher_and_wait(b):
     assert (waited["matched"], waited["fired"]) == (1, 1)
     b.control.delete(f"/v1/faults/{fault['id']}")
     assert b.control.get("/v1/faults") == {"faults": []}
+
+
+def test_fetch_error_on_one_partition_the_other_returns_its_records(b):
+    topic = _topic(b)
+    with WireClient.to(b) as client:
+        _produce_two(client, topic)
+        b.faults.add(api="Fetch", topic=topic, partition=0, error="NOT_LEADER_OR_FOLLOWER", throttle_ms=1)
+        response = client.request(build_fetch_request(topic, [(0, 0), (1, 0)]), FetchResponse, 12)
+    (entry,) = response.responses
+    answers = {p.partition_index: p for p in entry.partitions}
+    assert (answers[0].error_code, answers[0].high_watermark) == (NOT_LEADER_OR_FOLLOWER, -1)
+    assert not answers[0].records
+    assert (answers[1].error_code, answers[1].high_watermark) == (0, 1)
+    assert [r.value for batch in iter_batches(answers[1].records) for r in batch] == [b"v"]
+    assert response.throttle_time_ms == 1
+
+
+def test_transactional_producer_retries_init_producer_id(b):
+    from confluent_kafka import Producer
+
+    tx = unique_name("tx")
+    refused = b.faults.add(
+        api="InitProducerId", transactional_id=tx, error="COORDINATOR_LOAD_IN_PROGRESS", count=2
+    )
+    producer = Producer({"bootstrap.servers": b.bootstrap, "transactional.id": tx})
+    producer.init_transactions(20)
+    assert refused.count == 2 and refused.matched == 3
