@@ -219,9 +219,13 @@ class Connection:
         if control is None:
             return await self._run_handler(ctx, request)
         try:
-            return await control.faults.handle(ctx, request, self._run_handler)
+            result = await control.faults.handle(ctx, request, self._run_handler)
         except CloseConnection as exc:  # a disconnect fault
             raise ClosingConnection(str(exc)) from None
+        throttle_ms = control.faults.take_throttle(ctx)  # a throttle fault mutes as a quota does
+        if throttle_ms:
+            self.muted_until = self.clock.monotonic() + throttle_ms / 1000
+        return result
 
     async def _run_handler(self, ctx: RequestContext, request: object) -> object:
         key, version = ctx.api_key, ctx.api_version
