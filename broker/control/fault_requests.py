@@ -24,7 +24,7 @@ import dataclasses
 import datetime
 import re
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from minibroker.broker.context import NO_RESPONSE, RawResponse
@@ -222,6 +222,23 @@ def topic_partitions(
     return out
 
 
+def fetch_session_partitions(
+    ctx: Any, request: Any, names: dict[uuid.UUID, str]
+) -> list[tuple[str | None, int | None]]:
+    """The partitions an incremental Fetch reads without naming them: those of its KIP-227
+    session (a fault on one of them answers it even when the request names only others)."""
+    if getattr(request, "session_id", 0) <= 0 or getattr(request, "session_epoch", 0) <= 0:
+        return []
+    sessions = getattr(ctx.broker, "fetch_sessions", None)
+    session = sessions.get(request.session_id) if sessions is not None else None
+    if session is None:
+        return []
+    return [
+        (pf.topic if pf.topic is not None else names.get(pf.topic_id) if pf.topic_id else None, pf.partition)
+        for pf in session.partitions.values()
+    ]
+
+
 # --- ids ----------------------------------------------------------------------------------------
 
 _FIND_COORDINATOR = 10
@@ -350,6 +367,7 @@ def _equal(value: Any, expected: Any) -> bool:
 # --- answering ----------------------------------------------------------------------------------
 
 #: APIs whose handler writes: the faulted partitions are taken out of the request before it runs
+FETCH = 1
 WRITES = frozenset({0, 8, 21, 28, 47})
 #: topic-level APIs that create, delete or grow topics: the faulted topics are taken out
 TOPIC_WRITES = frozenset({19, 20, 37})
@@ -577,9 +595,46 @@ def error_response(ctx: Any, request: Any, code: int) -> Any:
         ]
     elif key == 42:  # DeleteGroups
         values["results"] = [{"group_id": g, "error_code": code} for g in request.groups_names]
+    elif key in _PER_ENTRY:  # admin APIs answering one entry per entry of the request
+        field, entry = _PER_ENTRY[key]
+        values[field] = entry(request, code)
     elif "error_code" not in plans:
         return None  # no top-level error: answered through the handler's response
     return build(cls, values)
+
+
+def _resource(r: Any, code: int) -> dict[str, Any]:
+    return {"error_code": code, "resource_type": r.resource_type, "resource_name": r.resource_name}
+
+
+#: Admin APIs whose answer has one entry per entry of the request and no top-level error code:
+#: a fault answers each entry with the error and the handler never runs (nothing is changed).
+_PER_ENTRY: dict[int, tuple[str, Callable[[Any, int], list[dict[str, Any]]]]] = {
+    32: ("results", lambda req, code: [{**_resource(r, code), "configs": []} for r in req.resources]),
+    33: ("responses", lambda req, code: [_resource(r, code) for r in req.resources]),
+    44: ("responses", lambda req, code: [_resource(r, code) for r in req.resources]),
+    30: ("results", lambda req, code: [{"error_code": code} for _ in req.creations]),
+    31: (
+        "filter_results",
+        lambda req, code: [{"error_code": code, "matching_acls": []} for _ in req.filters],
+    ),
+    49: (
+        "entries",
+        lambda req, code: [
+            {
+                "error_code": code,
+                "entity": [
+                    {"entity_type": e.entity_type, "entity_name": e.entity_name} for e in entry.entity
+                ],
+            }
+            for entry in req.entries
+        ],
+    ),
+    51: (
+        "results",
+        lambda req, code: [{"user": u.name, "error_code": code} for u in (*req.deletions, *req.upsertions)],
+    ),
+}
 
 
 def partition_faulted(
@@ -626,7 +681,13 @@ async def error_answer(
         topic_level = key == METADATA and partition is None
         if key == METADATA and not topic_level:  # the request names topics: the partition is answered
             faulted = {(t, partition) for t, _p in faulted}
-        return _replace_errors(result, faulted, code, names, topic_level)
+        result = _replace_errors(result, faulted, code, names, topic_level)
+        if key == FETCH:  # an incremental answer leaves out unchanged partitions: the error is news
+            missing = faulted - set(topic_partitions(result, names) or ())
+            ids = {name: topic_id for topic_id, name in names.items()} if ctx.api_version >= 13 else {}
+            ordered = sorted(missing, key=lambda tp: (tp[0] or "", tp[1] or 0))
+            result = _add_errors(result, [(t, p, code) for t, p in ordered], ids)
+        return result
     answer = error_response(ctx, request, code)
     if answer is not None:
         return answer

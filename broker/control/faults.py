@@ -24,10 +24,12 @@ from typing import TYPE_CHECKING, Any, Literal
 import structlog
 from minibroker.broker.context import CloseConnection, RawResponse
 from minibroker.broker.control.fault_requests import (
+    FETCH,
     METADATA,
     api_key_of,
     api_name,
     error_answer,
+    fetch_session_partitions,
     group_ids,
     materialize,
     partition_faulted,
@@ -284,7 +286,10 @@ class _View:
 
     @cached_property
     def pairs(self) -> list[tuple[str | None, int | None]] | None:
-        return topic_partitions(self.request, self.names)
+        pairs = topic_partitions(self.request, self.names)
+        if self.ctx.api_key == FETCH:
+            pairs = [*(pairs or ()), *fetch_session_partitions(self.ctx, self.request, self.names)]
+        return pairs
 
     @property
     def all_topics(self) -> bool:

@@ -302,3 +302,24 @@ def test_transactional_producer_retries_init_producer_id(b):
     producer = Producer({"bootstrap.servers": b.bootstrap, "transactional.id": tx})
     producer.init_transactions(20)
     assert refused.count == 2 and refused.matched == 3
+
+
+def test_an_incremental_fetch_gets_the_error_of_a_session_partition_it_does_not_name(b):
+    """KIP-227: once the session holds both partitions, a Fetch naming none of them still reads
+    them; a fault on partition 0 answers it there (the client then drops or retries it)."""
+    topic = _topic(b)
+    with WireClient.to(b) as client:
+        _produce_two(client, topic)
+        full = build_fetch_request(topic, [(0, 1), (1, 1)], max_wait_ms=0)
+        full.session_epoch = 0  # open a session
+        opened = client.request(full, FetchResponse, 12)
+        assert opened.error_code == 0 and opened.session_id > 0
+        fault = b.faults.add(api="Fetch", topic=topic, partition=0, error="NOT_LEADER_OR_FOLLOWER", count=1)
+        incremental = build_fetch_request(topic, [], max_wait_ms=0)
+        incremental.topics = []
+        incremental.session_id, incremental.session_epoch = opened.session_id, 1
+        response = client.request(incremental, FetchResponse, 12)
+    fault.wait(1, timeout=10)
+    assert response.error_code == 0
+    answered = {(t.topic, p.partition_index): p.error_code for t in response.responses for p in t.partitions}
+    assert answered == {(topic, 0): NOT_LEADER_OR_FOLLOWER}  # partition 1 unchanged: left out

@@ -554,3 +554,47 @@ def test_topic_level_writes_leave_the_other_topics_done():
         "other": 0,
         "orders": ErrorCode.topic_authorization_failed,
     }
+
+
+@pytest.mark.parametrize(
+    ("key", "version", "fields", "entries"),
+    [
+        (33, 2, {"resources": [{"resource_type": 2, "resource_name": "orders", "configs": []}]}, "responses"),
+        (44, 1, {"resources": [{"resource_type": 2, "resource_name": "orders", "configs": []}]}, "responses"),
+        (32, 4, {"resources": [{"resource_type": 2, "resource_name": "orders"}]}, "results"),
+        (
+            30,
+            3,
+            {
+                "creations": [
+                    {
+                        "resource_type": 2,
+                        "resource_name": "orders",
+                        "resource_pattern_type": 3,
+                        "principal": "User:a",
+                        "host": "*",
+                        "operation": 2,
+                        "permission_type": 3,
+                    }
+                ]
+            },
+            "results",
+        ),
+        (
+            49,
+            1,
+            {"entries": [{"entity": [{"entity_type": "user", "entity_name": "a"}], "ops": []}]},
+            "entries",
+        ),
+    ],
+)
+def test_an_admin_write_without_a_top_level_error_is_answered_without_its_handler(
+    key, version, fields, entries
+):
+    faults = RequestFaults(ManualClock())
+    faults.add({"api": key, "error": "POLICY_VIOLATION"})
+    handler = Recorder(lambda ctx, req: pytest.fail("the handler must not run"))
+    response = _run(faults, _ctx(key, version), _request(key, version, **fields), handler)
+    assert handler.requests == []
+    answered = getattr(response, entries)
+    assert len(answered) == 1 and int(answered[0].error_code) == ErrorCode.policy_violation
