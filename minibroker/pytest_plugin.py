@@ -312,10 +312,9 @@ def _give_own_broker(item: pytest.Function) -> None:
 def minibroker_control(minibroker: BrokerProcess | ExternalBroker) -> Iterator[ControlClient]:
     """The broker's control-plane client; afterwards every fault and observer is removed and
     every crash point disarmed (unless the test left the broker stopped or crashed)."""
-    control = minibroker.control
-    yield control
+    yield minibroker.control
     if minibroker.running:
-        control.reset()
+        minibroker.control.reset()  # its client again: a restart may have moved the port
 
 
 @pytest.fixture

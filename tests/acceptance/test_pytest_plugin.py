@@ -276,6 +276,15 @@ from minibroker.pytest_factories import minibroker_noproc, minibroker_proc
 
 extra_broker = minibroker_proc(scope="session", num_partitions=5)
 outside_broker = minibroker_noproc(bootstrap_servers=os.environ["OUTSIDE_BOOTSTRAP"])
+# listeners that authenticate: the control plane then needs a token (a random one unless given)
+sasl_broker = minibroker_proc(
+    config={
+        "listeners": "SASL_PLAINTEXT://127.0.0.1:0",
+        "sasl.enabled.mechanisms": "PLAIN",
+        "listener.name.sasl_plaintext.plain.sasl.jaas.config":
+            'org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="alice-pw";',
+    }
+)
 """
 
 CONTROL_TESTS = """
@@ -346,6 +355,15 @@ def test_factory_broker_beside_the_session_one(extra_broker, minibroker):
     assert extra_broker.overrides["num.partitions"] == 5
     assert extra_broker.control.routes()
 
+def test_factory_sasl_broker_with_its_control_plane(sasl_broker, confluent_producer):
+    assert len(sasl_broker.control.token) == 32 and sasl_broker.control.routes()
+    producer = confluent_producer(
+        {"bootstrap.servers": sasl_broker.bootstrap_servers, "security.protocol": "SASL_PLAINTEXT",
+         "sasl.mechanism": "PLAIN", "sasl.username": "alice", "sasl.password": "alice-pw"}
+    )
+    producer.produce("made-over-sasl", b"x")
+    assert producer.flush(10) == 0
+
 def test_noproc_finds_the_control_plane_by_address(outside_broker):
     assert isinstance(outside_broker, ExternalBroker)
     assert outside_broker.control.base == "http://" + os.environ["MINIBROKER_CONTROL"]
@@ -403,4 +421,4 @@ def test_control_fixtures_factories_marker_and_client_fixtures(pytester, monkeyp
         result = pytester.runpytest_subprocess(
             "-q", "--minibroker-clock", "system", "--minibroker-set", "num.partitions=4", timeout=180
         )
-        result.assert_outcomes(passed=13)
+        result.assert_outcomes(passed=14)
