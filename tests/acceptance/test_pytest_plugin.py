@@ -7,6 +7,8 @@ import json
 import socket
 import time
 
+import pytest
+
 import minibroker.testing
 
 pytest_plugins = ("pytester",)
@@ -422,3 +424,27 @@ def test_control_fixtures_factories_marker_and_client_fixtures(pytester, monkeyp
             "-q", "--minibroker-clock", "system", "--minibroker-set", "num.partitions=4", timeout=180
         )
         result.assert_outcomes(passed=14)
+
+
+def test_external_broker_without_a_control_address_says_which_option_to_give():
+    from minibroker.pytest_plugin import ExternalBroker
+
+    outside = ExternalBroker("127.0.0.1:9092")
+    with pytest.raises(RuntimeError, match=r"pass --minibroker-control HOST:PORT .*MINIBROKER_CONTROL"):
+        outside.faults  # noqa: B018 - the property raises
+    assert ExternalBroker("127.0.0.1:9092", "127.0.0.1:19093", "t").control.base == "http://127.0.0.1:19093"
+
+
+def test_noproc_address_that_refuses_fails_fast_naming_it():
+    from minibroker.pytest_factories import check_reachable
+
+    with socket.socket() as placeholder:  # bound, not listening: connections are refused
+        placeholder.bind(("127.0.0.1", 0))
+        address = f"127.0.0.1:{placeholder.getsockname()[1]}"
+        with pytest.raises(pytest.fail.Exception) as info:
+            check_reachable(address, "minibroker_noproc(bootstrap_servers=...)")
+    message = str(info.value)
+    assert message.startswith(f"minibroker_noproc(bootstrap_servers=...)='{address}': no broker accepts"), (
+        message
+    )
+    assert message.endswith("Start that broker, or fix the address."), message
