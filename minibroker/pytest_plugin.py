@@ -296,15 +296,21 @@ def _give_own_broker(item: pytest.Function) -> None:
     function-scoped ones, as a fixture defined closer to the test overrides a conftest's: the
     closest definition of a name (the last in the item's list) wins, for the test and for every
     fixture it uses. The session's fixtures and their cached values stay untouched."""
-    info = item._fixtureinfo
-    manager = item.session._fixturemanager
-    defs = dict(info.name2fixturedefs)
-    for public, private in _MARKED_OVERRIDES:
-        own = manager.getfixturedefs(private, item)
-        if public in defs and own:
-            defs[public] = (*defs[public], *own)
-    item._fixtureinfo = dataclasses.replace(info, name2fixturedefs=defs)  # shared by parametrized siblings
-    item._initrequest()
+    try:
+        info = item._fixtureinfo
+        manager = item.session._fixturemanager
+        defs = dict(info.name2fixturedefs)
+        for public, private in _MARKED_OVERRIDES:
+            own = manager.getfixturedefs(private, item)
+            if public in defs and own:
+                defs[public] = (*defs[public], *own)
+        item._fixtureinfo = dataclasses.replace(info, name2fixturedefs=defs)  # not the siblings' copy
+        item._initrequest()
+    except (AttributeError, TypeError) as exc:  # pytest's fixture internals moved
+        raise pytest.UsageError(
+            f"@pytest.mark.minibroker on {item.nodeid}: this pytest's fixture internals are not the "
+            f"ones the plugin knows ({exc}); use a minibroker_proc fixture instead"
+        ) from None
 
 
 # ------------------------------------------------------------------ the control plane
