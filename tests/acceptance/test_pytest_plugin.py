@@ -7,6 +7,8 @@ import json
 import socket
 import time
 
+import pytest
+
 import minibroker.testing
 
 pytest_plugins = ("pytester",)
@@ -213,12 +215,20 @@ def test_roundtrip(kafka_bootstrap_servers):
     assert message is not None and message.value() == b"hello"
     assert _kafka_python_loaded() == []
 
+def test_client_fixtures(confluent_producer, confluent_consumer, minibroker_faults):
+    confluent_producer().produce("plain", b"again")
+    consumer = confluent_consumer()
+    consumer.subscribe(["plain"])
+    message = consumer.poll(15)
+    assert message is not None and message.value() == b"hello"
+    assert _kafka_python_loaded() == []
+
 def test_after(minibroker):
     assert _kafka_python_loaded() == []
 """
     )
     result = _run(pytester, "-W", "error::DeprecationWarning")
-    result.assert_outcomes(passed=2)
+    result.assert_outcomes(passed=3)
 
 
 def test_unreachable_bootstrap_variable_fails_fast_and_names_it(pytester, monkeypatch):
@@ -245,3 +255,196 @@ def test_two(kafka_bootstrap_servers):
     assert "unset MINIBROKER_BOOTSTRAP_SERVERS" in out, out
     # the session (interpreter, plugin load, both tests) instead of a client's 30 s retry
     assert elapsed < 15, f"took {elapsed:.1f}s"
+
+
+# ---------------------------------------------------------------------------------------------
+# The control plane's fixtures, the factories, the marker, ini options and the client fixtures:
+# one inner session (its brokers start once) checks them all.
+
+CONTROL_INI = """
+[pytest]
+asyncio_default_fixture_loop_scope = function
+minibroker_log_level = debug
+minibroker_clock = manual
+minibroker_set =
+    num.partitions=2
+    log.retention.ms=123456
+minibroker_control_token = from-the-ini
+"""
+
+CONTROL_CONFTEST = """
+import os
+from minibroker.pytest_factories import minibroker_noproc, minibroker_proc
+
+extra_broker = minibroker_proc(scope="session", num_partitions=5)
+outside_broker = minibroker_noproc(bootstrap_servers=os.environ["OUTSIDE_BOOTSTRAP"])
+# listeners that authenticate: the control plane then needs a token (a random one unless given)
+sasl_broker = minibroker_proc(
+    config={
+        "listeners": "SASL_PLAINTEXT://127.0.0.1:0",
+        "sasl.enabled.mechanisms": "PLAIN",
+        "listener.name.sasl_plaintext.plain.sasl.jaas.config":
+            'org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="alice-pw";',
+    }
+)
+"""
+
+CONTROL_TESTS = """
+import os
+import time
+import pytest
+from minibroker.control import ControlClient
+from minibroker.control.clock import ClockAPI
+from minibroker.control.faults import FaultsAPI
+from minibroker.control.state import StateAPI
+from minibroker.pytest_plugin import ExternalBroker
+
+SEEN = {}
+
+def test_options_command_line_wins_over_ini(minibroker):
+    SEEN["session"] = minibroker.bootstrap_servers
+    assert minibroker.overrides["num.partitions"] == "4"  # --minibroker-set over the ini's 2
+    assert minibroker.overrides["log.retention.ms"] == "123456"  # the ini's
+    assert minibroker.overrides["minibroker.control.clock"] == "system"  # --minibroker-clock
+    assert minibroker.overrides["minibroker.control.token"] == "from-the-ini"
+    assert minibroker.log_level == "debug"
+
+def test_control_fixtures_are_the_session_brokers(
+    minibroker, minibroker_control, minibroker_faults, minibroker_clock, minibroker_state
+):
+    assert isinstance(minibroker_control, ControlClient)
+    assert minibroker_control is minibroker.control
+    assert minibroker_control.base == f"http://127.0.0.1:{minibroker.control_port}"
+    assert minibroker_control.token == "from-the-ini"
+    assert isinstance(minibroker_faults, FaultsAPI) and minibroker_faults is minibroker_control.faults
+    assert isinstance(minibroker_clock, ClockAPI) and minibroker_clock is minibroker_control.clock
+    assert isinstance(minibroker_state, StateAPI) and minibroker_state is minibroker_control.state
+    assert "POST /v1/reset" not in minibroker.log_text()
+    paths = [r["path"] for r in minibroker_control.routes()]
+    assert any("reset" in p for p in paths), paths
+
+def test_the_control_fixtures_reset_the_broker_after_a_test(minibroker):
+    # the previous test's teardown (the broker logs control requests at debug level)
+    assert minibroker.log_text().count("POST /v1/reset") == 1
+
+@pytest.mark.minibroker(num_partitions=3, clock="manual")
+def test_marker_gives_the_test_its_own_broker(
+    minibroker, kafka_bootstrap_servers, kafka_admin, kafka_topic, minibroker_control
+):
+    assert minibroker.bootstrap_servers == kafka_bootstrap_servers != SEEN["session"]
+    assert kafka_admin.config["bootstrap_servers"] == kafka_bootstrap_servers
+    assert minibroker.overrides["num.partitions"] == 3
+    assert minibroker.overrides["minibroker.control.clock"] == "manual"
+    assert minibroker_control is minibroker.control and minibroker_control.routes()
+    kafka_topic()
+    assert "created topic" in minibroker.log_text()
+    SEEN["marked"] = minibroker
+
+@pytest.mark.parametrize("n", [1, pytest.param(2, marks=pytest.mark.minibroker(num_partitions=7))])
+def test_marker_on_one_parameter_only(n, minibroker, kafka_bootstrap_servers):
+    if n == 1:
+        assert kafka_bootstrap_servers == SEEN["session"]
+    else:
+        assert kafka_bootstrap_servers != SEEN["session"]
+        assert minibroker.overrides["num.partitions"] == 7
+
+def test_after_the_marked_tests(minibroker, kafka_bootstrap_servers):
+    assert kafka_bootstrap_servers == minibroker.bootstrap_servers == SEEN["session"]
+    assert minibroker.running and not SEEN["marked"].running
+
+def test_factory_broker_beside_the_session_one(extra_broker, minibroker):
+    assert extra_broker.bootstrap_servers != minibroker.bootstrap_servers
+    assert extra_broker.overrides["num.partitions"] == 5
+    assert extra_broker.control.routes()
+
+def test_factory_sasl_broker_with_its_control_plane(sasl_broker, confluent_producer):
+    assert len(sasl_broker.control.token) == 32 and sasl_broker.control.routes()
+    producer = confluent_producer(
+        {"bootstrap.servers": sasl_broker.bootstrap_servers, "security.protocol": "SASL_PLAINTEXT",
+         "sasl.mechanism": "PLAIN", "sasl.username": "alice", "sasl.password": "alice-pw"}
+    )
+    producer.produce("made-over-sasl", b"x")
+    assert producer.flush(10) == 0
+
+def test_noproc_finds_the_control_plane_by_address(outside_broker):
+    assert isinstance(outside_broker, ExternalBroker)
+    assert outside_broker.control.base == "http://" + os.environ["MINIBROKER_CONTROL"]
+    outside_broker.control.reset()
+    assert outside_broker.control.routes()
+
+def test_kafka_python_factories(kafka_topic, kafka_producer, kafka_consumer):
+    topic = kafka_topic()
+    producer = kafka_producer(acks="all")
+    producer.send(topic, b"kp").get(timeout=10)
+    consumer = kafka_consumer(topic, consumer_timeout_ms=10000, fetch_max_wait_ms=100)
+    assert [r.value for r in consumer][:1] == [b"kp"]
+    SEEN["kafka_python"] = (producer, consumer)
+
+def test_confluent_factories(kafka_topic, confluent_producer, confluent_consumer):
+    topic = kafka_topic()
+    producer = confluent_producer(enable_idempotence=True)
+    producer.produce(topic, b"ck")
+    assert producer.flush(10) == 0
+    consumer = confluent_consumer()
+    consumer.subscribe([topic])
+    message, deadline = None, time.monotonic() + 20
+    while message is None and time.monotonic() < deadline:
+        message = consumer.poll(1)
+    assert message is not None and message.value() == b"ck"
+    SEEN["confluent"] = consumer
+
+@pytest.mark.asyncio
+async def test_aiokafka_factories(kafka_topic, aiokafka_producer, aiokafka_consumer):
+    topic = kafka_topic()
+    producer = await aiokafka_producer()
+    await producer.send_and_wait(topic, b"ak")
+    consumer = await aiokafka_consumer(topic, fetch_max_wait_ms=100)
+    record = await __import__("asyncio").wait_for(consumer.getone(), 20)
+    assert record.value == b"ak"
+    SEEN["aiokafka"] = (producer, consumer)
+
+def test_client_factories_closed_what_they_made():
+    producer, consumer = SEEN["kafka_python"]
+    assert producer._closed and consumer._closed
+    with pytest.raises(RuntimeError):
+        SEEN["confluent"].assignment()
+    producer, consumer = SEEN["aiokafka"]
+    assert producer._closed and consumer._closed
+"""
+
+
+def test_control_fixtures_factories_marker_and_client_fixtures(pytester, monkeypatch):
+    with minibroker.testing.broker(control=True) as outside:
+        monkeypatch.setenv("OUTSIDE_BOOTSTRAP", outside.bootstrap_servers)
+        monkeypatch.setenv("MINIBROKER_CONTROL", f"127.0.0.1:{outside.control_port}")
+        pytester.makeini(CONTROL_INI)
+        pytester.makeconftest(CONTROL_CONFTEST)
+        pytester.makepyfile(test_control=CONTROL_TESTS)
+        result = pytester.runpytest_subprocess(
+            "-q", "--minibroker-clock", "system", "--minibroker-set", "num.partitions=4", timeout=180
+        )
+        result.assert_outcomes(passed=14)
+
+
+def test_external_broker_without_a_control_address_says_which_option_to_give():
+    from minibroker.pytest_plugin import ExternalBroker
+
+    outside = ExternalBroker("127.0.0.1:9092")
+    with pytest.raises(RuntimeError, match=r"pass --minibroker-control HOST:PORT .*MINIBROKER_CONTROL"):
+        outside.faults  # noqa: B018 - the property raises
+    assert ExternalBroker("127.0.0.1:9092", "127.0.0.1:19093", "t").control.base == "http://127.0.0.1:19093"
+
+
+def test_noproc_address_that_refuses_fails_fast_naming_it():
+    from minibroker.pytest_factories import check_reachable
+
+    with socket.socket() as placeholder:  # bound, not listening: connections are refused
+        placeholder.bind(("127.0.0.1", 0))
+        address = f"127.0.0.1:{placeholder.getsockname()[1]}"
+        with pytest.raises(pytest.fail.Exception) as info:
+            check_reachable(address, "minibroker_noproc(bootstrap_servers=...)")
+    message = str(info.value)
+    assert message.startswith(f"minibroker_noproc(bootstrap_servers=...)='{address}': no broker accepts"), (
+        message
+    )
+    assert message.endswith("Start that broker, or fix the address."), message
