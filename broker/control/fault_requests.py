@@ -684,7 +684,9 @@ async def error_answer(
         result = _replace_errors(result, faulted, code, names, topic_level)
         if key == FETCH:  # an incremental answer leaves out unchanged partitions: the error is news
             missing = faulted - set(topic_partitions(result, names) or ())
-            ids = {name: topic_id for topic_id, name in names.items()} if ctx.api_version >= 13 else {}
+            ids: dict[str | None, uuid.UUID] = {}
+            if ctx.api_version >= 13:
+                ids.update((name, topic_id) for topic_id, name in names.items())
             ordered = sorted(missing, key=lambda tp: (tp[0] or "", tp[1] or 0))
             result = _add_errors(result, [(t, p, code) for t, p in ordered], ids)
         return result

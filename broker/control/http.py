@@ -20,7 +20,7 @@ import threading
 from collections.abc import Awaitable, Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import parse_qsl, unquote, urlsplit
 
 import structlog
 
@@ -150,7 +150,7 @@ class ControlServer:
             if loop is None or loop.is_closed():
                 return 503, {"error": "the broker is stopping"}
             future = asyncio.run_coroutine_threadsafe(
-                _run(r, self._plane, found.groupdict(), query, body), loop
+                _run(r, self._plane, {k: unquote(v) for k, v in found.groupdict().items()}, query, body), loop
             )
             try:
                 return future.result(MAX_WAIT_S + 30)

@@ -23,7 +23,6 @@ import json
 import struct
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
-from urllib.parse import unquote
 
 from minibroker.broker.control.http import MAX_WAIT_S, ControlError, route
 from minibroker.coordinator.group_metadata import Group, GroupState, parse_subscription_topics
@@ -225,7 +224,7 @@ def decode_assignment(data: bytes) -> dict[str, list[int]] | None:
 
 # ============================================================================ routes
 def _param(params: dict[str, str], name: str) -> str:
-    return unquote(params[name])
+    return params[name]  # percent-decoded by broker/control/http.py
 
 
 def _required(query: dict[str, str], name: str) -> str:
