@@ -272,6 +272,10 @@ class _Entry:
         return f"<{what} due {self.due}{' cancelled' if self.cancelled else ''}>"
 
 
+#: One-shot timers shorter than this fire on real time with the manual clock (ClockTimers.call_later).
+REAL_TIME_BELOW_MS = 10
+
+
 class ClockTimers:
     """The broker's timers and periodic duties on a `ControlledClock` (Kafka's MockScheduler).
 
@@ -282,8 +286,8 @@ class ClockTimers:
     awaited to its end before the next. A duty due several times before the next one-shot timer
     (or the end) runs once, at the last of those times. Then every duty runs once more at the new
     time, so what is due by then is done whatever the check intervals. The manual clock moves only
-    there (an entry due already, e.g. a 0 ms timer, runs at once); with the offset clock a loop
-    timer is armed for the earliest entry too.
+    there (a timer of under `REAL_TIME_BELOW_MS` fires on real time); with the offset clock a
+    loop timer is armed for the earliest entry too.
     """
 
     def __init__(self, clock: ControlledClock, settle: Callable[[], Awaitable[None]]) -> None:
@@ -300,8 +304,15 @@ class ClockTimers:
         self._closed = False
 
     # --- adding -----------------------------------------------------------------------------------
-    def call_later(self, delay_ms: int, callback: Callable[[], object]) -> _Entry:
-        """Call `callback` once, `delay_ms` from now on the clock; `.cancel()` on the answer."""
+    def call_later(self, delay_ms: int, callback: Callable[[], object]) -> TimerHandle:
+        """Call `callback` once, `delay_ms` from now on the clock; `.cancel()` on the answer.
+
+        A timer of a few milliseconds (`REAL_TIME_BELOW_MS`) is a pause to let concurrent
+        requests in, not a rule of time (the initial rebalance delay's floor, with
+        group.initial.rebalance.delay.ms=0): it fires on real time, so groups form with a
+        manual clock that stands still."""
+        if delay_ms < REAL_TIME_BELOW_MS and self.clock.mode == "manual":
+            return asyncio.get_running_loop().call_later(max(delay_ms, 0) / 1000, callback)
         entry = _Entry(self.clock.wall_ms() + max(delay_ms, 0), next(self._seq), callback, None, self)
         heapq.heappush(self._heap, entry)
         self._arm()

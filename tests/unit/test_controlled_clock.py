@@ -9,7 +9,7 @@ import asyncio
 import time
 
 import pytest
-from minibroker.broker.coordinator_runtime import CoordinatorRuntime
+from minibroker.broker.coordinator_runtime import REAL_TIME_BELOW_MS, CoordinatorRuntime
 from minibroker.common.clock import SYSTEM_CLOCK, ControlledClock, clock_for_mode
 from minibroker.coordinator.runtime import Write
 
@@ -119,17 +119,22 @@ async def test_cancelled_timers_do_not_fire_and_are_forgotten():
     assert timers.pending() == []
 
 
-async def test_a_timer_due_already_fires_without_an_advance():
+async def test_a_timer_of_a_few_ms_fires_on_real_time_without_an_advance():
     clock = ControlledClock("manual", start_ms=START)
     timers = runtime_on(clock).clock_timers
     fired = asyncio.Event()
-    timers.call_later(0, fired.set)  # e.g. group.initial.rebalance.delay.ms=0
+    timers.call_later(5, fired.set)  # the initial rebalance delay's floor (delay 0 configured)
     later = []
-    timers.call_later(1, lambda: later.append(1))
+    timers.call_later(REAL_TIME_BELOW_MS, lambda: later.append(1))
     await asyncio.wait_for(fired.wait(), 5)
     await asyncio.sleep(0.05)
     assert later == []  # the manual clock does not get there by itself
     assert clock.wall_ms() == START
+    cancelled = timers.call_later(1, lambda: later.append("cancelled"))
+    cancelled.cancel()
+    await timers.advance(REAL_TIME_BELOW_MS)
+    await asyncio.sleep(0.02)
+    assert later == [1]
 
 
 async def test_advance_waits_for_what_a_fired_timer_operation_writes():
