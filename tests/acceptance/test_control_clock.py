@@ -342,3 +342,42 @@ def test_producer_id_expires_after_its_expiration(manual):
     assert len(producers()) == 1
     manual.clock.advance_ms(1)  # Kafka: now - last timestamp >= producer.id.expiration.ms
     assert producers() == []
+
+
+def test_tombstones_go_after_delete_retention_ms():
+    """The cleaner keeps a tombstone delete.retention.ms past the pass that first kept it (the
+    horizon is stamped from the broker's clock, KIP-534); passes run on real time, so the test
+    waits for them, and only the advance lets a pass drop the tombstone."""
+    from tests.acceptance.test_compaction import cleaned, consume_all
+
+    with broker({"log.segment.bytes": 2000, "log.cleaner.backoff.ms": 200}, clock="manual") as b:
+        topic = uid("compacted")
+        compact = {
+            "cleanup.policy": "compact",
+            "min.cleanable.dirty.ratio": 0.01,
+            "delete.retention.ms": 60_000,
+        }
+        create_topic(b, topic, 1, compact)
+
+        with WireClient.to(b) as c:
+
+            def write(*records):
+                for key, value in records:
+                    assert c.produce(topic, 0, build_batch([(key, value, [])])).error_code == NONE
+
+            def fill(tag):  # enough to roll segments, so the ones before become cleanable
+                mark = b.log_size()
+                write(*((f"{tag}-{i}".encode(), b"x" * 200) for i in range(20)))
+                cleaned(b, topic, mark)
+
+            def gone():
+                return [(key, value) for _, key, value in consume_all(b.bootstrap, topic) if key == b"gone"]
+
+            write((b"gone", b"value"), (b"gone", None))
+            fill("a")
+            wait_until(lambda: gone() == [(b"gone", None)], WAIT, message="the value compacted away")
+            fill("b")  # another pass before delete.retention.ms: the tombstone stays
+            assert gone() == [(b"gone", None)]
+            b.clock.advance(61)
+            fill("c")  # the next pass is past the horizon
+            wait_until(lambda: gone() == [], WAIT, message="the tombstone removed")
