@@ -284,6 +284,45 @@ def test_silent_member_is_removed_after_its_session_timeout(manual):
         c.close()
 
 
+def test_clients_keep_working_on_a_clock_that_stands_still(manual):
+    """Groups form (the initial rebalance delay's few ms run on real time), long-poll Fetches
+    return after their real max wait, commits land: a manual clock only holds back its rules."""
+    from confluent_kafka import Consumer, Producer
+
+    topic, group = uid("standing"), uid("g")
+    create_topic(manual, topic, 2)
+    before = manual.clock.now_ms()
+    consumer = Consumer(
+        {
+            "bootstrap.servers": manual.bootstrap,
+            "group.id": group,
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+            "fetch.wait.max.ms": 500,
+        }
+    )
+    try:
+        consumer.subscribe([topic])
+        p = Producer({"bootstrap.servers": manual.bootstrap, "linger.ms": 0})
+        for i in range(4):
+            p.produce(topic, b"v%d" % i, partition=i % 2)
+        assert p.flush(WAIT) == 0
+        seen = []
+
+        def all_seen():
+            msg = consumer.poll(0.2)
+            if msg is not None and msg.error() is None:
+                seen.append(msg.value())
+            return len(seen) == 4
+
+        wait_until(all_seen, WAIT, interval=0, message="the group formed and consumed")
+        consumer.commit(asynchronous=False)
+        assert _describe(manual, group)[0] == "Stable"
+    finally:
+        consumer.close()
+    assert manual.clock.now_ms() == before
+
+
 def test_offset_clock_expires_a_member_as_real_time_passes(offset):
     group = uid("g")
     member, _generation, c = _member(offset, group, session_timeout_ms=1000)
