@@ -28,7 +28,7 @@ from minibroker.broker.security.service import Security
 from minibroker.broker.server import Server
 from minibroker.broker.telemetry import ClientTelemetry
 from minibroker.broker.waiters import DataWaiters
-from minibroker.common.clock import SYSTEM_CLOCK, Clock
+from minibroker.common.clock import SYSTEM_CLOCK, Clock, clock_for_mode
 from minibroker.common.faults import Faults
 from minibroker.coordinator.group_metadata_manager import GroupMetadataManager
 from minibroker.coordinator.group_settings import GroupSettings
@@ -50,9 +50,11 @@ T = TypeVar("T")
 
 
 class Broker:
-    def __init__(self, config: BrokerConfig, *, clock: Clock = SYSTEM_CLOCK) -> None:
+    def __init__(self, config: BrokerConfig, *, clock: Clock | None = None) -> None:
         self.config = config
-        self.clock = clock  # the one clock every part of this broker reads (common/clock.py)
+        # the one clock every part of this broker reads (common/clock.py): the system's, or one
+        # the control plane moves (minibroker.control.clock; docs/control-plane/clock.md)
+        self.clock = clock if clock is not None else clock_for_mode(config["minibroker.control.clock"])
         self.data_dir = config["log.dirs"]
         self.node_id = config["node.id"]
         # Before anything below reads the directory (Security reads the SCRAM and ACL stores;
@@ -83,8 +85,9 @@ class Broker:
             faults=self.faults,
             on_log_opened=self.data_waiters.log_opened,
         )
+        # real time, whatever the clock: push cadences and quota windows measure real traffic
         telemetry = ClientTelemetry(
-            self.clock, config["telemetry.max.bytes"], advertise=config["minibroker.telemetry.advertise"]
+            SYSTEM_CLOCK, config["telemetry.max.bytes"], advertise=config["minibroker.telemetry.advertise"]
         )
         self.dynamic_configs = DynamicConfigs(
             self.data_dir, config, self.logs, telemetry, self.durability.write_file
@@ -93,7 +96,7 @@ class Broker:
         self.features = FeatureStore(self.data_dir, self.durability.write_file)
         self.producer_ids = ProducerIdManager(self.data_dir, submit=self.durability.submit)
         # runs every coordinator operation, their timers and duties (on the loop)
-        self.coordinators = CoordinatorRuntime(self.durability)
+        self.coordinators = CoordinatorRuntime(self.durability, self.clock)
         group_settings = GroupSettings.from_config(config)
         group_metadata = GroupMetadataManager(
             group_settings,
@@ -117,7 +120,7 @@ class Broker:
             transaction_version=self.features.transaction_version,
         )
         # client quotas: stored ones read now, enforced on Produce and Fetch (broker/connection.py)
-        self.quotas = ClientQuotas(self.data_dir, config, self.clock, self.durability.write_file)
+        self.quotas = ClientQuotas(self.data_dir, config, SYSTEM_CLOCK, self.durability.write_file)
         # listeners, SASL, SCRAM, ACLs
         self.security = Security(config, self.data_dir, self.durability.write_file, clock=self.clock)
         self.server = Server(self, ConnectionSettings.from_config(config))
@@ -293,7 +296,8 @@ class Broker:
                 loop.call_soon_threadsafe(cleaner.maybe_clean)
 
             cleaner.on_pass_done = clean_again
-            every(self.config["log.cleaner.backoff.ms"], "log-cleaner", cleaner.maybe_clean)
+            # a polling backoff (Kafka's cleaner thread waits on real time): real time
+            every(self.config["log.cleaner.backoff.ms"], "log-cleaner", cleaner.maybe_clean, real_time=True)
         tokens = self.security.tokens
         if tokens.enabled:
             every(tokens.check_interval_ms, "delegation-token-expiry", tokens.remove_expired)
