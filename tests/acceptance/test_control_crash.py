@@ -24,7 +24,14 @@ import pytest
 
 from minibroker.control import ControlError
 from minibroker.testing import broker
-from tests.acceptance.test_transactions_helpers import WAIT, ck_consumer, ck_producer, committed, uid
+from tests.acceptance.test_transactions_helpers import (
+    WAIT,
+    ck_consumer,
+    ck_producer,
+    committed,
+    uid,
+    uncommitted,
+)
 from tests.support.helpers import create_topic, wait_until
 from tests.support.wire import WireClient
 
@@ -234,6 +241,10 @@ def test_crash_point_under_a_transactional_load_recovers(point):
         wait_until(lambda: _settled(b, topic), WAIT, message="LSO == HWM on every partition")
 
         visible = [v for part in range(PARTS) for v in committed(b, topic, part)]
+        if point == "produce.after_append":
+            # what was appended but never answered is in the log (aborted data now)
+            everything = {v for part in range(PARTS) for v in uncommitted(b, topic, part)}
+            assert everything & set(seen["inflight"]), "the unanswered produce's records are not in the log"
         consumed = _read_committed_to_the_end(b, topic)
         if point == "cleaner.mid_swap":  # the cleaner may have run between the two reads
             assert _latest(consumed) == _latest(visible)
@@ -243,7 +254,7 @@ def test_crash_point_under_a_transactional_load_recovers(point):
         inflight_done = bool(seen["inflight"]) and seen["inflight"][0] in visible
         expected_offset = seen["inflight_offset"] if inflight_done else seen["acked_offset"]
         assert _committed_offset(b, group, topic, 0) == expected_offset
-    load.thread.join(timeout=15)
+    # the dead instance's thread ends when its call times out (a daemon: not waited for)
 
 
 def _latest(values: list[bytes]) -> dict[str, bytes]:
@@ -293,6 +304,9 @@ def _check_outcome(point: str, seen: dict, visible: list[bytes], after: list[byt
     else:
         lost = [v for v in seen["acked"] if v not in visible_set]
         assert not lost, f"{len(lost)} acknowledged records lost, e.g. {lost[:3]}"
+    if point in ("produce.after_append", "offsets.after_write"):
+        # the crash came before EndTxn: the transaction was open, and is aborted by the fence
+        assert seen["inflight"] and not inflight_visible, "an open transaction became visible"
     if point in DECIDED:
         # the crash came after the outcome was decided (PrepareCommit/PrepareAbort written)
         assert seen["inflight"], "the crash was in EndTxn: a transaction was in flight"
@@ -404,7 +418,6 @@ def test_read_process_write_is_exactly_once_across_a_crash(point, after):
         assert sorted(out) == sorted(b"out-" + v for v in inputs), "output not exactly once"
         ends = {part: _committed_offset(b, group, src, part) for part in range(PARTS)}
         assert ends == {part: N_IN // PARTS for part in range(PARTS)}
-    first.join(timeout=15)
 
 
 # ------------------------------------------------------------------------ the HTTP routes
