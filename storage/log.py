@@ -509,7 +509,8 @@ class PartitionLog:
         self._active = new
         # a test's crash point: the new segment exists, the old one has neither its fsync nor the
         # producer snapshot at the new base (what a crash in Kafka's roll leaves)
-        self._faults.crash_point("log.mid_roll", f"{self.topic}-{self.partition}")
+        if self._faults.armed:
+            self._faults.crash_point("log.mid_roll", f"{self.topic}-{self.partition}")
         # Kafka flushes a rolled segment asynchronously: fsync of up to a segment's worth of dirty
         # pages must not stall the caller. The producer state as of the new segment's base (the
         # most recovery replays) is encoded here and written with it, in the flusher's thread;
