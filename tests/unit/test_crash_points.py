@@ -3,6 +3,8 @@ the property's form. A `crash` that raises stands for the SIGKILL."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from minibroker.common.faults import CRASH_POINTS, Faults, UnknownCrashPoint
 
@@ -165,3 +167,89 @@ def test_reach_then_crash_elsewhere():
     assert not f.reach("checkpoint.mid_write")
     with pytest.raises(Crashed):
         f.crash("checkpoint.mid_write")
+
+
+# ------------------------------------------------------------------ storage points, in process
+def _txn_batch(pid: int, seq: int, value: bytes) -> bytes:
+    from minibroker.protocol.records import build_batch
+
+    return build_batch(
+        [(None, value)],
+        producer_id=pid,
+        producer_epoch=0,
+        base_sequence=seq,
+        transactional=True,
+        timestamp_ms=1,
+    )
+
+
+def test_log_mid_roll_leaves_a_log_recovery_repairs(tmp_path):
+    """log.mid_roll in a transaction spanning the roll: the new segment is empty and has no
+    producer snapshot; an unclean start keeps every batch and the transaction open (LSO at its
+    first offset) until its marker."""
+    from minibroker.storage.log_manager import LogManager
+
+    from tests.support.storage import Clock, crash
+
+    f = faults()
+    f.arm("log.mid_roll", key="t-0")
+    m = LogManager(str(tmp_path), {"log.segment.bytes": 400}, clock=Clock(), faults=f)
+    m.open()
+    m.create_topic("t", 1, {})
+    plog = m.get_log("t", 0)
+    appended = 0
+    with pytest.raises(Crashed):
+        for seq in range(100):
+            plog.append(_txn_batch(7, seq, b"v" * 40))
+            appended += 1
+    crash(m)  # nothing flushed or closed, as SIGKILL leaves it
+    directory = plog.dir
+    newest = sorted(n for n in os.listdir(directory) if n.endswith(".log"))[-1]
+    assert os.path.getsize(os.path.join(directory, newest)) == 0
+    assert not os.path.exists(os.path.join(directory, newest.replace(".log", ".snapshot")))
+
+    again = LogManager(str(tmp_path), {"log.segment.bytes": 400}, clock=Clock())
+    again.open()
+    log = again.get_log("t", 0)
+    # the append that rolled died before writing its batch: the log ends with those before it
+    assert log.log_end_offset == appended
+    assert log.last_stable_offset == 0  # the transaction from offset 0 is still open
+    log.append_marker(7, 0, True, 0)
+    assert log.last_stable_offset == log.high_watermark == appended + 1
+    again.close()
+
+
+def test_checkpoint_mid_write_leaves_the_old_checkpoint_and_a_temp_file(tmp_path):
+    """checkpoint.mid_write: the new recovery points are in a temporary file, not renamed; the
+    next start removes it and recovers from the old recovery points, losing nothing."""
+    from minibroker.storage.log_manager import LogManager
+
+    from tests.support.storage import Clock, crash
+
+    f = faults()
+    m = LogManager(str(tmp_path), {}, clock=Clock(), faults=f)
+    m.open()
+    m.create_topic("t", 1, {})
+    plog = m.get_log("t", 0)
+    for seq in range(5):
+        plog.append(_txn_batch(7, seq, b"v"))
+    m.checkpoint_recovery_points(now=True)  # recovery point 0
+    checkpoint = tmp_path / "recovery-point-offset-checkpoint"
+    old = checkpoint.read_text()
+    assert "t 0 0" in old
+    plog.flush()  # the recovery point moves to 5
+    f.arm("checkpoint.mid_write")
+    written = m.checkpoint_recovery_points()
+    assert written is not None and isinstance(written.exception(), Crashed)
+    crash(m)
+    assert checkpoint.read_text() == old
+    temps = list(tmp_path.glob(".tmp-*"))
+    assert len(temps) == 1 and "t 0 5" in temps[0].read_text()
+
+    again = LogManager(str(tmp_path), {}, clock=Clock())
+    again.open()
+    assert not list(tmp_path.glob(".tmp-*"))
+    log = again.get_log("t", 0)
+    assert log.log_end_offset == 5
+    assert log.last_stable_offset == 0  # the open transaction was rebuilt by the replay
+    again.close()
