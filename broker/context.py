@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from minibroker.broker.security.service import Security
     from minibroker.broker.waiters import DataWaiters
     from minibroker.common.clock import Clock
+    from minibroker.common.faults import Faults
     from minibroker.coordinator.groups import GroupCoordinator
     from minibroker.coordinator.transactions import TransactionCoordinator
     from minibroker.storage.log import PartitionLog
@@ -51,6 +52,7 @@ class HandlerServices(Protocol):
     dynamic_configs: DynamicConfigs
     quotas: ClientQuotas  # client quotas (DescribeClientQuotas, AlterClientQuotas, throttling)
     features: FeatureStore
+    faults: Faults  # the named crash points (common/faults.py): Produce's produce.after_append
 
     def get_log(self, topic: str, partition: int) -> PartitionLog | None: ...
 

@@ -106,7 +106,11 @@ class Broker:
         )
         group_timer = self.coordinators.timer()  # fires operations of the group coordinator
         self.groups = GroupCoordinator(
-            group_settings, manager=group_metadata, clock=self.clock, scheduler=group_timer
+            group_settings,
+            manager=group_metadata,
+            clock=self.clock,
+            scheduler=group_timer,
+            faults=self.faults,
         )
         group_timer.bind(self.groups)
         self.txns = TransactionCoordinator(

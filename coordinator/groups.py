@@ -32,6 +32,7 @@ from typing import Any
 
 import structlog
 from minibroker.common.clock import Clock
+from minibroker.common.faults import Faults
 from minibroker.coordinator.collaborators import Scheduler
 from minibroker.coordinator.group_join import GroupMembership, current_member_error
 from minibroker.coordinator.group_metadata import (
@@ -64,11 +65,19 @@ E = ErrorCode
 
 class GroupCoordinator:
     def __init__(
-        self, settings: GroupSettings, *, manager: GroupMetadataManager, clock: Clock, scheduler: Scheduler
+        self,
+        settings: GroupSettings,
+        *,
+        manager: GroupMetadataManager,
+        clock: Clock,
+        scheduler: Scheduler,
+        faults: Faults | None = None,
     ) -> None:
         self.settings = settings
         self.clock = clock
         self.scheduler = scheduler  # the coordinator runtime's timers
+        # the crash point offsets.after_write (common/faults.py); none armed in unit tests
+        self.faults = faults if faults is not None else Faults()
         self.manager = manager  # the groups, their offsets and __consumer_offsets
         self.groups = manager.groups  # the one cache of groups, shared with the manager
         self.membership = GroupMembership(settings, manager=manager, clock=clock, scheduler=scheduler)
@@ -242,6 +251,7 @@ class GroupCoordinator:
             )
             results.update((tp, error) for tp, _ in record.offsets)
             return results
+        self.faults.crash_point("offsets.after_write", record.group_id)
         results.update((tp, E.none) for tp, _ in record.offsets)
         return results
 

@@ -514,9 +514,7 @@ class TransactionCoordinator:
                 return (err, *fail)
         finally:
             self._pending.pop(transactional_id, None)
-        self.faults.crash_point(
-            "crash-after-prepare-commit" if commit else "crash-after-prepare-abort", transactional_id
-        )
+        self.faults.crash_point("txn.after_prepare", transactional_id)
         # The outcome is decided and durable from here on: if completing fails now, the
         # background duty (and the next startup) finishes it; the client is told NONE (under
         # TV2 with the epoch of PrepareX), as Kafka tells it once PrepareX is written.
@@ -542,7 +540,7 @@ class TransactionCoordinator:
                     error=repr(exc),
                 )
                 return ErrorCode.coordinator_not_available
-            self.faults.crash_point("crash-before-complete", transactional_id)
+            self.faults.crash_point("txn.before_complete", transactional_id)
             meta = self.txns[transactional_id]
             completed = meta.prepare_complete(self._now())
             # CompleteX need not be fsynced before the answer: a SIGKILL keeps the page cache,
@@ -568,7 +566,6 @@ class TransactionCoordinator:
         all of them: the markers must be durable before CompleteX can be written."""
         coordinator_epoch = self.store.coordinator_epoch(self._partition(meta.transactional_id))
         written = []
-        first = True
         for topic, partition in sorted(meta.partitions):
             plog = self.logs.get_log(topic, partition)
             if plog is None:
@@ -597,9 +594,7 @@ class TransactionCoordinator:
                     continue
                 raise
             written.append(plog)
-            if first:
-                first = False
-                self.faults.crash_point("crash-after-first-marker", meta.transactional_id)
+            self.faults.crash_point("txn.after_markers", meta.transactional_id, done=len(written))
         yield AwaitDurable(tuple(written))
 
     # ------------------------------------------------------------------ background duties

@@ -375,10 +375,12 @@ class BrokerProcess:
         """What the broker holds: `b.state.partition("orders", 0)`, `b.state.transactions()`."""
         return self.control.state
 
-    def crash_at(self, point: str, *, key: str | None = None, after: int | None = None) -> None:
+    def crash_at(
+        self, point: str, *, key: str | None = None, after: int | None = None, hits: int | None = None
+    ) -> None:
         """Arm a crash point: the broker dies as if SIGKILLed when it gets there; then
         `wait_crashed()` and `restart()` (which recovers the data dir)."""
-        self.control.crash_at(point, key=key, after=after)
+        self.control.crash_at(point, key=key, after=after, hits=hits)
 
     def wait_crashed(self, timeout: float = 30.0) -> int:
         """Wait until the broker process has died (a crash point reached); its exit code."""

@@ -14,6 +14,8 @@ reader logs what it could not read and returns what the caller should fall back 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import structlog
 from minibroker.storage.durable_files import atomic_write
 
@@ -48,6 +50,10 @@ def read_offset_checkpoint(path: str, what: str) -> dict[tuple[str, int], int]:
         return {}
 
 
-def write_offset_checkpoint(path: str, entries: dict[tuple[str, int], int]) -> None:
+def write_offset_checkpoint(
+    path: str, entries: dict[tuple[str, int], int], before_rename: Callable[[], None] | None = None
+) -> None:
+    """``before_rename``: called once the new content is in its temporary file (a test's crash
+    point, ``checkpoint.mid_write``)."""
     lines = [f"{t} {p} {offset}\n" for (t, p), offset in sorted(entries.items())]
-    atomic_write(path, ("0\n" + f"{len(lines)}\n" + "".join(lines)).encode())
+    atomic_write(path, ("0\n" + f"{len(lines)}\n" + "".join(lines)).encode(), before_rename=before_rename)

@@ -55,8 +55,9 @@ def fsync_dir(path: str) -> None:
     fsync_file(path)
 
 
-def atomic_write(path: str, data: bytes) -> None:
-    """Replace ``path`` with ``data``: a crash leaves the old content or the new, never a mix."""
+def atomic_write(path: str, data: bytes, *, before_rename: Callable[[], None] | None = None) -> None:
+    """Replace ``path`` with ``data``: a crash leaves the old content or the new, never a mix.
+    ``before_rename`` is called between the two (the temporary file written and fsynced)."""
     directory = os.path.dirname(path) or "."
     tmp = os.path.join(directory, TEMP_PREFIX + uuid.uuid4().hex)
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
@@ -67,6 +68,8 @@ def atomic_write(path: str, data: bytes) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+    if before_rename is not None:
+        before_rename()
     os.replace(tmp, path)
     fsync_dir(directory)
 

@@ -43,6 +43,7 @@ from typing import Any, NamedTuple, Protocol, TypeVar
 
 import structlog
 from minibroker.common.clock import Clock
+from minibroker.common.faults import Faults
 from minibroker.protocol.errors import ErrorCode
 from minibroker.protocol.records import (
     ATTR_CONTROL,
@@ -215,6 +216,7 @@ class PartitionLog:
         "_clock",
         "_files",
         "_flusher",
+        "_faults",
         "flush_due",
         "_pending_flushes",
         "_listeners",
@@ -227,9 +229,12 @@ class PartitionLog:
         "_snapshot_lock",
     )
 
-    def __init__(self, part: PartitionContext, flusher: Flusher | None, loaded: LoadedLog) -> None:
+    def __init__(
+        self, part: PartitionContext, flusher: Flusher | None, loaded: LoadedLog, faults: Faults | None = None
+    ) -> None:
         """The log of ``part`` made of the segments ``loaded`` (see ``open``, which loads them).
-        Its fields are copied into this log's slots: the append and read paths use them."""
+        Its fields are copied into this log's slots: the append and read paths use them.
+        ``faults``: the crash point ``log.mid_roll`` (common/faults.py)."""
         self.dir = part.directory
         self.topic = part.topic
         self.partition = part.partition
@@ -249,6 +254,7 @@ class PartitionLog:
         self._clock = part.clock
         self._files = part.files
         self._flusher: Flusher = flusher if flusher is not None else InlineFlusher()
+        self._faults = faults if faults is not None else Faults()
         #: the flush policy (flush.messages / flush.ms) asks for an fsync not yet begun
         self.flush_due = False
         # (future, offset it makes durable)
@@ -501,6 +507,10 @@ class PartitionLog:
         self._segments.append(new)
         self._bases.append(new.base_offset)
         self._active = new
+        # a test's crash point: the new segment exists, the old one has neither its fsync nor the
+        # producer snapshot at the new base (what a crash in Kafka's roll leaves)
+        if self._faults.armed:
+            self._faults.crash_point("log.mid_roll", f"{self.topic}-{self.partition}")
         # Kafka flushes a rolled segment asynchronously: fsync of up to a segment's worth of dirty
         # pages must not stall the caller. The producer state as of the new segment's base (the
         # most recovery replays) is encoded here and written with it, in the flusher's thread;
@@ -853,6 +863,7 @@ class PartitionLog:
         clock: Clock,
         files: SegmentFilePool | None = None,
         flusher: Flusher | None = None,
+        faults: Faults | None = None,
     ) -> PartitionLog:
         """Open (creating if needed) the log in ``directory``: ``storage/log_loader.py`` loads
         and, after an unclean shutdown (from ``recovery_point`` on) or where an index is
@@ -863,7 +874,7 @@ class PartitionLog:
         os.makedirs(directory, exist_ok=True)
         psm = ProducerStateManager(directory, producer_expiration_ms)
         part = PartitionContext(directory, topic, partition, config, psm, clock, files)
-        self = cls(part, flusher, LogLoader(part).load(recovery_point, clean_shutdown))
+        self = cls(part, flusher, LogLoader(part).load(recovery_point, clean_shutdown), faults)
         if log_start_offset > self._log_start:
             self._set_log_start(min(log_start_offset, self._leo))
         return self

@@ -260,7 +260,7 @@ class LogCleaner:
         a worker thread when a pass ends or its swap list is written (the broker uses it to
         call ``maybe_clean`` on the event loop at once). ``retire(plog, segment)`` closes a
         replaced segment later, after reads in flight. ``faults``: the crash point
-        ``crash-mid-clean-swap`` (one cleaned segment installed, the others not)."""
+        ``cleaner.mid_swap`` (one cleaned segment installed, the others not)."""
         self.logs = logs
         self._flusher = flusher
         self._clock = clock
@@ -461,7 +461,7 @@ class LogCleaner:
         plan = swap.plan
         first = next(iter(plan))
         _install(work, job.partition_dir, {first: plan[first]}, sync=False)
-        self._faults.crash_point("crash-mid-clean-swap")
+        self._faults.crash_point("cleaner.mid_swap", f"{plog.topic}-{plog.partition}")
         _install(work, job.partition_dir, plan, sync=False)
         current = {s.base_offset: s for s in plog.segments}
         for base, olds in plan.items():

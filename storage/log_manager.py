@@ -33,6 +33,7 @@ import uuid
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import structlog
@@ -151,9 +152,10 @@ class LogManager:
         ``settings``: what this class reads of them itself (by default taken from ``config``);
         ``flusher``: where the logs' fsyncs go (the broker's ``broker/durability.py``; without
         one, tools and unit tests, they run at once on the caller's thread); ``faults``: the
-        crash points of the log cleaner's swap; ``on_log_opened(topic, partition, log)``: called
-        for every log opened or created (the broker wires its long-poll wake-ups there, so a
-        partition deleted and created again has its new log watched too)."""
+        crash points of the logs' rolls, the log cleaner's swap and the recovery-point
+        checkpoint; ``on_log_opened(topic, partition, log)``: called for every log opened or
+        created (the broker wires its long-poll wake-ups there, so a partition deleted and
+        created again has its new log watched too)."""
         self.data_dir = os.path.abspath(str(data_dir))
         self.config = config if config is not None else {}
         self.settings = settings if settings is not None else LogManagerSettings.from_config(self.config)
@@ -165,6 +167,7 @@ class LogManager:
         self._logs: dict[tuple[str, int], PartitionLog] = {}
         self._clock = clock
         self._flusher: Flusher = flusher if flusher is not None else InlineFlusher()
+        self._faults = faults if faults is not None else Faults()  # crash points of the logs and cleaner
         #: the open files of this manager's inactive segments (storage/segment_files.py)
         self.segment_files = SegmentFilePool()
         self._on_log_opened = on_log_opened
@@ -182,7 +185,7 @@ class LogManager:
             self,
             flusher=self._flusher,
             clock=clock,
-            faults=faults if faults is not None else Faults(),
+            faults=self._faults,
             files=self.segment_files,
             retire=self.retire_segment,
         )
@@ -442,7 +445,12 @@ class LogManager:
             self._checkpoint_write = None
             write_offset_checkpoint(path, points)
             return None
-        written = self._checkpoint_write = self._flusher.submit(write_offset_checkpoint, path, points)
+        before_rename = None
+        if self._faults.reach("checkpoint.mid_write"):  # a test's crash point: written, not renamed
+            before_rename = partial(self._faults.crash, "checkpoint.mid_write")
+        written = self._checkpoint_write = self._flusher.submit(
+            write_offset_checkpoint, path, points, before_rename
+        )
         written.add_done_callback(self._checkpoint_written)
         return written
 
@@ -491,6 +499,7 @@ class LogManager:
             clock=self._clock,
             files=self.segment_files,
             flusher=self._flusher,
+            faults=self._faults,
         )
         plog.on_recovery_point_advanced = self._on_recovery_point_advanced
         self._logs[(info.name, partition)] = plog

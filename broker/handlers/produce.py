@@ -281,6 +281,8 @@ async def handle(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse | 
             await ctx.broker.durability.sync(due)
         except OSError as exc:
             _not_durable(ctx.broker.clock.monotonic(), responses, due, exc)
+    if ctx.broker.faults.armed:  # a test's crash point: appended, not answered
+        _crash_point(ctx, req.transactional_id, responses)
     if req.acks == 0:
         failed = [
             (t["name"], p["index"], ErrorCode(p["error_code"]).name)
@@ -293,3 +295,17 @@ async def handle(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse | 
             raise CloseConnection(f"acks=0 produce failed for {failed}")
         return NO_RESPONSE
     return ctx.response(responses=responses, throttle_time_ms=0)
+
+
+def _crash_point(ctx: RequestContext, transactional_id: str | None, responses: list[dict]) -> None:
+    """produce.after_append (common/faults.py), keyed by the transactional id and by each
+    "topic-partition" appended to; reached only if something was appended."""
+    appended = [
+        f"{t['name']}-{p['index']}"
+        for t in responses
+        for p in t["partition_responses"]
+        if p["error_code"] == ErrorCode.none
+    ]
+    if appended:
+        keys = [transactional_id, *appended] if transactional_id else appended
+        ctx.broker.faults.crash_point("produce.after_append", keys)

@@ -102,10 +102,22 @@ class ControlClient:
 
         return StateAPI(self)
 
-    def crash_at(self, point: str, *, key: str | None = None, after: int | None = None) -> dict[str, Any]:
-        """Arm a crash point (common/faults.py names them): the broker dies as if SIGKILLed
-        when it is reached. Filled in by the crash-points work."""
-        return dict(self.post("/v1/crash", {"point": point, "key": key, "after": after}))
+    def crash_at(
+        self, point: str, *, key: str | None = None, after: int | None = None, hits: int | None = None
+    ) -> dict[str, Any]:
+        """Arm a crash point (docs/control-plane/crash-points.md): the broker dies as SIGKILL
+        would when it is reached (limited to `key`; txn.after_markers after `after` partitions'
+        markers; the `hits`th time). Returns {"armed": [...]}."""
+        body = {"point": point, "key": key, "after": after, "hits": hits}
+        return dict(self.post("/v1/crash", {k: v for k, v in body.items() if v is not None}))
+
+    def crash_points(self) -> dict[str, Any]:
+        """{"armed": [...], "points": {name: what is durable when it fires}}."""
+        return dict(self.get("/v1/crash"))
+
+    def disarm(self) -> None:
+        """Disarm every crash point."""
+        self.delete("/v1/crash")
 
     def reset(self) -> None:
         """Remove every fault and observer and disarm every crash point."""

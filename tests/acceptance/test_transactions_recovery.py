@@ -1,7 +1,7 @@
 """Issue 4, scenario 6: the broker is SIGKILLed mid-transaction and in the middle of EndTxn
-(test-only fault hook `minibroker.test.fault`: the process exits with 137 right after
-PrepareCommit/PrepareAbort is durable, after the first of several markers, or after the last
-marker but before CompleteCommit), then restarted on the same data directory.
+(crash points armed by the property `minibroker.test.fault`: the process kills itself with
+SIGKILL right after PrepareCommit/PrepareAbort is durable, after the first of several markers,
+or after the last marker but before CompleteCommit), then restarted on the same data directory.
 
 After restart: nothing is lost or duplicated; a transaction whose commit was decided is complete
 on every partition (markers, group offsets); an open one stays blocked until it is aborted with
@@ -153,18 +153,17 @@ def test_transaction_that_expired_while_down_is_aborted_at_startup(broker_factor
 
 
 @pytest.mark.parametrize(
-    "fault",
+    "fault, commit",
     [
-        "crash-after-prepare-commit",
-        "crash-after-first-marker",
-        "crash-before-complete",
-        "crash-after-prepare-abort",
+        ("txn.after_prepare", True),
+        ("txn.after_markers", True),
+        ("txn.before_complete", True),
+        ("txn.after_prepare", False),
     ],
 )
-def test_crash_during_end_txn_is_completed_at_restart(broker_factory, fault):
+def test_crash_during_end_txn_is_completed_at_restart(broker_factory, fault, commit):
     from kafka import KafkaConsumer, TopicPartition
 
-    commit = fault != "crash-after-prepare-abort"
     outcome = "COMMIT" if commit else "ABORT"
     topic, txn_id, group = uid("crash"), uid("crash"), uid("crashgroup")
     b = broker_factory(
@@ -180,7 +179,7 @@ def test_crash_during_end_txn_is_completed_at_restart(broker_factory, fault):
         assert "__consumer_offsets" in {t.topic for t in parts}
         with pytest.raises((ConnectionClosed, TimeoutError)):
             w.end_txn(txn_id, pid, epoch, commit)
-    assert b.proc.wait(WAIT) == 137
+    assert b.proc.wait(WAIT) == -9  # SIGKILL
     p.close(timeout=0)
     b.restart(overrides={"minibroker.test.fault": ""})
     b.wait_for_log("completing transaction interrupted by a restart")
@@ -215,7 +214,7 @@ def test_concurrent_transactions_answered_only_while_completing(broker_factory):
     """After a restart completed the transaction there is nothing pending: a new
     InitProducerId succeeds at once (no CONCURRENT_TRANSACTIONS loop)."""
     topic, txn_id = uid("cc"), uid("cc")
-    b = broker_factory({**OVERRIDES, "minibroker.test.fault": f"crash-after-prepare-commit@{txn_id}"})
+    b = broker_factory({**OVERRIDES, "minibroker.test.fault": f"txn.after_prepare@{txn_id}"})
     create_topic(b, topic, 1)
     with txn_wire(b) as w:
         r = w.init_producer_id(txn_id)
@@ -230,7 +229,7 @@ def test_concurrent_transactions_answered_only_while_completing(broker_factory):
         assert resp.error_code == NONE
         with pytest.raises((ConnectionClosed, TimeoutError)):
             w.end_txn(txn_id, pid, epoch, True)
-    assert b.proc.wait(WAIT) == 137
+    assert b.proc.wait(WAIT) == -9  # SIGKILL
     b.restart(overrides={"minibroker.test.fault": ""})
     with txn_wire(b) as w:
         r = w.init_producer_id(txn_id, producer_id=pid, producer_epoch=epoch)

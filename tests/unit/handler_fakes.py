@@ -12,6 +12,7 @@ from typing import Any
 from minibroker.broker.coordinator_runtime import CoordinatorRuntime
 from minibroker.broker.fetch_sessions import FetchSessionCache
 from minibroker.common.clock import ManualClock
+from minibroker.common.faults import Faults
 from minibroker.protocol.errors import ErrorCode
 
 
@@ -35,6 +36,7 @@ class FakeBroker:
     dynamic_configs: Any = None
     quotas: Any = field(default_factory=lambda: SimpleNamespace(active=False))  # no client quotas
     features: Any = None
+    faults: Any = field(default_factory=Faults)  # none armed
     coordinators: Any = field(default_factory=lambda: CoordinatorRuntime(durability=None))
 
     def get_log(self, topic: str, partition: int) -> Any:

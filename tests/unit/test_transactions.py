@@ -742,7 +742,7 @@ def _raise_crashed():
 
 @pytest.mark.parametrize(
     "point, markers_written",
-    [("crash-after-prepare-commit", 0), ("crash-after-first-marker", 1), ("crash-before-complete", 2)],
+    [("txn.after_prepare", 0), ("txn.after_markers", 1), ("txn.before_complete", 2)],
 )
 def test_a_crash_point_stops_the_completion_and_the_restart_finishes_it(point, markers_written):
     env = Env()
@@ -759,7 +759,7 @@ def test_a_crash_point_stops_the_completion_and_the_restart_finishes_it(point, m
 
 def test_a_crash_point_armed_for_another_id_does_not_fire():
     env = Env()
-    env.tc.faults = Faults(["crash-after-prepare-commit@other"], crash=_raise_crashed)
+    env.tc.faults = Faults(["txn.after_prepare@other"], crash=_raise_crashed)
     _, pid, epoch = init(env)
     add(env, "tx", pid, epoch, [("t", 0)])
     assert end(env, "tx", pid, epoch, True) == E.none
