@@ -49,11 +49,12 @@ def _loads(records: int) -> Iterator[dict[str, tuple[int, ProduceLoad]]]:
         yield out
 
 
-def hook_off_ns(calls: int = 100_000, repeats: int = 15) -> float:
+def hook_off_ns(calls: int = 50_000, pairs: int = 41) -> float:
     """What the off path adds to each request, in ns, measured in this process on the real code:
     `Connection._handle` with `broker.control` None (an attribute read, the `is None` test and one
-    more coroutine call) against awaiting the handler directly; the best of `repeats` runs each,
-    so machine load hardly moves it."""
+    more coroutine call) against awaiting the handler directly, as the code did before the
+    control plane. Timed in `pairs` back-to-back pairs, the order alternating; the median of the
+    pairs' differences, so a change of load on the machine hits both sides of a pair alike."""
     from minibroker.broker.connection import Connection  # noqa: PLC0415
 
     class Stub:  # the two attributes _handle reads
@@ -72,15 +73,24 @@ def hook_off_ns(calls: int = 100_000, repeats: int = 15) -> float:
         for _ in range(calls):
             await stub._run_handler(None, None)
 
-    def best(fn: Callable[[], Coroutine[Any, Any, None]]) -> float:
-        times = []
-        for _ in range(repeats):
-            t0 = time.perf_counter_ns()
-            asyncio.run(fn())
-            times.append(time.perf_counter_ns() - t0)
-        return min(times) / calls
+    def timed(fn: Callable[[], Coroutine[Any, Any, None]], loop: asyncio.AbstractEventLoop) -> float:
+        t0 = time.perf_counter_ns()
+        loop.run_until_complete(fn())
+        return (time.perf_counter_ns() - t0) / calls
 
-    return best(through_hook) - best(direct)
+    loop = asyncio.new_event_loop()
+    try:
+        diffs = []
+        for i in range(pairs):
+            if i % 2 == 0:
+                hook = timed(through_hook, loop)
+                diffs.append(hook - timed(direct, loop))
+            else:
+                plain = timed(direct, loop)
+                diffs.append(timed(through_hook, loop) - plain)
+    finally:
+        loop.close()
+    return statistics.median(diffs)
 
 
 def _iqr(values: list[float]) -> float:
@@ -140,7 +150,7 @@ def markdown(fig: dict) -> list[str]:
         f"{fig['off_iqr_us_per_request'] / fig['records_per_request']:.3f} |",
         "",
         f"What the off path adds to a request, timed in-process on the real `Connection._handle` "
-        f"(best of 15 x 100,000 calls against awaiting the handler directly): "
+        f"(median of 41 alternating pairs of 50,000 calls against awaiting the handler directly): "
         f"{fig['hook_off_ns']:.0f} ns.",
     ]
 
