@@ -199,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
             from bench.control_off import measure  # noqa: PLC0415
 
             print("control plane off against on ...", file=sys.stderr, flush=True)
-            control_plane = measure(rounds=max(5, 3 * args.runs))
+            control_plane = measure()
         results = {
             "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(started)),
             "machine": {
