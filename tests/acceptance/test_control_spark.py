@@ -100,7 +100,7 @@ def test_spark_query_survives_a_broker_crash_mid_batch(broker_factory, tmp_path)
         started = wait_until(lambda: written(broker.bootstrap, sink), 120, message="a first batch written")
         if serves(broker, "POST", "/v1/crash"):
             # the sink's next append: the broker dies after writing it, before answering
-            broker.crash_at("produce.after_append")
+            broker.crash_at("produce.after_append", key=f"{sink}-0")
             assert broker.wait_crashed(timeout=120) == -9
         else:
             broker.kill()
