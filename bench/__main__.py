@@ -10,6 +10,8 @@ saturates first; one-record transactions and latency keep one producer. Broker
 CPU comes from /proc (user + system of every thread of the broker process), which stays
 meaningful on a loaded machine where wall-clock throughput does not. Output: bench/results.json,
 bench/results.md (the table docs/benchmarks.md shows) and, with --curves, PNG plots (bench/curves.py).
+With minibroker among the brokers, the table is followed by the cost of the test control plane
+when off (bench/control_off.py: the same Produce load with it off and on, alternating rounds).
 """
 
 from __future__ import annotations
@@ -192,6 +194,12 @@ def main(argv: list[str] | None = None) -> int:
                 for key, value in one_run(TARGETS[b], args.scale, workdir, args.clients).items():
                     values[b].setdefault(key, []).append(value)
         medians = {b: {k: statistics.median(v) for k, v in figs.items()} for b, figs in values.items()}
+        control_plane = None
+        if "minibroker" in brokers:  # the test control plane off costs nothing (bench/control_off.py)
+            from bench.control_off import measure  # noqa: PLC0415
+
+            print("control plane off against on ...", file=sys.stderr, flush=True)
+            control_plane = measure()
         results = {
             "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(started)),
             "machine": {
@@ -207,6 +215,7 @@ def main(argv: list[str] | None = None) -> int:
             "median": medians,
             "values": values,
             "curves": {},
+            "control_plane": control_plane,
             "figures": {key: label for key, label, _ in FIGURES},
         }
         write(out_dir, results)  # the table is kept even if a curve fails

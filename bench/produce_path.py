@@ -137,11 +137,13 @@ class ProduceLoad:
 
 
 @contextlib.contextmanager
-def broker_with_topic(topic: str, partitions: int) -> Iterator[tuple[subprocess.Popen, socket.socket]]:
+def broker_with_topic(
+    topic: str, partitions: int, extra_args: tuple[str, ...] = ()
+) -> Iterator[tuple[subprocess.Popen, socket.socket]]:
     """A fresh broker on a temporary directory with `topic` created, and one TCP_NODELAY
-    connection to it; the broker is stopped on the way out."""
+    connection to it; the broker (started with `extra_args`) is stopped on the way out."""
     with tempfile.TemporaryDirectory(prefix="bench-path-") as data_dir:
-        proc, port, _ = start_broker(data_dir)
+        proc, port, _ = start_broker(data_dir, extra_args)
         try:
             with socket.create_connection(("127.0.0.1", port)) as s:
                 s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)

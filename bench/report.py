@@ -65,6 +65,10 @@ def markdown(results: dict) -> str:
             f"minibroker transactional / idempotent throughput (100 B): "
             f"{mb['txn_100_per_s'] / mb['produce_100_per_s']:.2f}",
         ]
+    if results.get("control_plane"):
+        from bench.control_off import markdown as control_markdown  # noqa: PLC0415
+
+        lines += ["", *control_markdown(results["control_plane"])]
     for name, curve in results.get("curves", {}).items():
         lines += [
             "",
