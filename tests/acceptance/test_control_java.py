@@ -3,9 +3,7 @@ jvm/clients/src/main/java/minibroker/ControlCheck.java (java.net.http.HttpClient
 of JSON; compiled by `make jvm`) against kafka-clients 4.4.0. Each scenario asserts on its own
 side and ends with a `RESULT` line that the test checks too.
 
-A scenario runs once the broker serves the routes it needs (GET /v1 lists them): the faults, clock
-and state routes come from their own parts of issue 24; until those are in, their scenarios are
-skipped with the route they wait for."""
+Each scenario first checks that the broker lists the routes it needs (GET /v1)."""
 
 from __future__ import annotations
 
@@ -104,9 +102,7 @@ def missing_routes(broker, needed: list[tuple[str, str]]) -> list[str]:
 def test_java_drives_the_control_plane(broker_factory, scenario):
     props, needed, expected = SCENARIOS[scenario]
     broker = broker_factory(props)
-    missing = missing_routes(broker, needed)
-    if missing:
-        pytest.skip(f"the broker does not serve {', '.join(missing)} yet (another part of issue 24)")
+    assert not (missing := missing_routes(broker, needed)), f"the broker does not serve {missing}"
     args = (broker.bootstrap, broker.control.base, scenario, unique_name(f"jctl-{scenario}"))
     proc = subprocess.run(java_command(*args), capture_output=True, text=True, timeout=JAVA_TIMEOUT)
     assert proc.returncode == 0, f"ControlCheck {args} failed:\n{proc.stdout}\n{proc.stderr[-4000:]}"

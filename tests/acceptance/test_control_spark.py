@@ -15,8 +15,6 @@ coordinator cached before the crash)."""
 
 from __future__ import annotations
 
-import re
-
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
@@ -27,10 +25,6 @@ pytestmark = pytest.mark.timeout(420)
 
 RECORDS = 3000
 PER_BATCH = 100  # maxOffsetsPerTrigger: about 30 micro-batches
-
-
-def serves(broker, method: str, path: str) -> bool:
-    return any(r["method"] == method and re.match(r["path"], path) for r in broker.control.routes())
 
 
 def written(bootstrap: str, topic: str) -> int:
@@ -94,16 +88,10 @@ def test_spark_query_survives_a_broker_crash_mid_batch(broker_factory, tmp_path)
         .start()
     )
     try:
-        # TODO(issue 24, once the crash points are merged): keep only the crash point, the
-        # recipe's way. Until then the broker is SIGKILLed once the sink has written part of
-        # the input, while batches are still running.
         started = wait_until(lambda: written(broker.bootstrap, sink), 120, message="a first batch written")
-        if serves(broker, "POST", "/v1/crash"):
-            # the sink's next append: the broker dies after writing it, before answering
-            broker.crash_at("produce.after_append", key=f"{sink}-0")
-            assert broker.wait_crashed(timeout=120) == -9
-        else:
-            broker.kill()
+        # the sink's next append: the broker dies after writing it, before answering
+        broker.crash_at("produce.after_append", key=f"{sink}-0")
+        assert broker.wait_crashed(timeout=120) == -9
         assert started < RECORDS, "the query had written everything before the crash"
         broker.restart()
         query.awaitTermination(240)
