@@ -67,6 +67,23 @@ SCENARIOS: dict[str, tuple[dict, list[tuple[str, str]], dict[str, str]]] = {
             "stuck_commit_failed": "true",
         },
     ),
+    "fault-kinds": (
+        CONTROL,
+        [("POST", "/v1/faults"), ("GET", "/v1/faults/1"), ("DELETE", "/v1/faults")],
+        {
+            "acked": "20",
+            "offsets_contiguous": "true",  # no faulted produce appended anything
+            "consumed": "20",
+            "distinct": "20",
+            "every_fired": "true",  # every 2nd Produce: about half of the requests and retries
+            "random_fired": "true",
+            "observed_all_acks": "true",
+            "delay": "2",
+            "throttle": "1",
+            "disconnect": "1",
+            "client": "2",
+        },
+    ),
 }
 
 

@@ -31,6 +31,9 @@ import org.apache.kafka.common.serialization.StringSerializer;
  *   txn-timeout      (a broker with minibroker.control.clock=manual) a stuck transaction is
  *                    aborted by POST /v1/clock/advance past transaction.timeout.ms; a read_committed
  *                    consumer sees nothing of it and the stuck producer cannot commit
+ *   fault-kinds      every kind of fault a Java client meets: an error every 2nd Produce, a delay,
+ *                    a throttle, a Fetch disconnect, Fetch errors for one client id, a seeded
+ *                    probability and a `where` observer: every record acknowledged and read once
  * Each scenario ends with one line "RESULT key=value ..." on stdout (exit 0), or throws.
  */
 public final class ControlCheck {
@@ -50,6 +53,7 @@ public final class ControlCheck {
             case "produce-retries": check.produceRetries(topic); break;
             case "observe-fetch": check.observeFetch(topic); break;
             case "txn-timeout": check.txnTimeout(topic); break;
+            case "fault-kinds": check.faultKinds(topic); break;
             default: throw new IllegalArgumentException("unknown scenario " + args[2]);
         }
     }
@@ -172,6 +176,66 @@ public final class ControlCheck {
             + " stuck_commit_failed=" + !stuckCommit.equals("none"));
     }
 
+    /** Every fault kind and trigger against a Java producer and consumer: nothing lost, nothing twice. */
+    @SuppressWarnings("unchecked")
+    private void faultKinds(String topic) throws Exception {
+        createTopic(topic, 1);
+        Map<String, String> ids = new LinkedHashMap<>();
+        Object[][] rules = {
+            {"every", ordered("api", "Produce", "topic", topic, "error", "NOT_ENOUGH_REPLICAS", "every", 2)},
+            {"delay", ordered("api", "Produce", "topic", topic, "delay_ms", 300, "count", 2)},
+            {"throttle", ordered("api", "Produce", "topic", topic, "throttle_ms", 200, "count", 1)},
+            {"random", ordered("api", "Produce", "topic", topic, "error", "REQUEST_TIMED_OUT",
+                "probability", 0.3, "seed", 7)},
+            {"acks_all", ordered("api", "Produce", "where", ordered("acks", -1), "observe", true)},
+            {"disconnect", ordered("api", "Fetch", "topic", topic, "disconnect", "before", "count", 1)},
+            {"client", ordered("api", "Fetch", "client_id", topic + "-reader", "error", "NOT_LEADER_OR_FOLLOWER",
+                "count", 2)},
+        };
+        for (Object[] rule : rules) {
+            Map<String, Object> added = (Map<String, Object>) control.call("POST", "/v1/faults", rule[1]);
+            ids.put((String) rule[0], String.valueOf(added.get("id")));
+        }
+        int records = 20;
+        List<Long> offsets = new ArrayList<>();
+        Properties props = new Properties();
+        props.put(ProducerConfig.ACKS_CONFIG, "all");
+        props.put(ProducerConfig.RETRY_BACKOFF_MS_CONFIG, 20);
+        props.put(ProducerConfig.MAX_IN_FLIGHT_REQUESTS_PER_CONNECTION, 1);  // one batch per request
+        try (KafkaProducer<String, String> p = producer(props)) {
+            for (int i = 0; i < records; i++) offsets.add(p.send(new ProducerRecord<>(topic, 0, "k" + i, "v" + i)).get().offset());
+        }
+        boolean contiguous = true;
+        for (int i = 0; i < offsets.size(); i++) contiguous &= offsets.get(i) == i;
+        // the consumer: its first Fetch loses its connection, then two answer NOT_LEADER_OR_FOLLOWER
+        List<String> values = new ArrayList<>();
+        Properties cp = new Properties();
+        cp.put(ConsumerConfig.CLIENT_ID_CONFIG, topic + "-reader");
+        try (KafkaConsumer<String, String> c = consumer("read_uncommitted", cp)) {
+            TopicPartition tp = new TopicPartition(topic, 0);
+            c.assign(List.of(tp));
+            c.seekToBeginning(List.of(tp));
+            long deadline = System.currentTimeMillis() + 60_000;
+            while (values.size() < records) {
+                if (System.currentTimeMillis() > deadline) throw new AssertionError("consumed only " + values.size());
+                for (ConsumerRecord<String, String> r : c.poll(Duration.ofMillis(200))) values.add(r.value());
+            }
+        }
+        Map<String, Long> fired = new LinkedHashMap<>();
+        for (Map.Entry<String, String> e : ids.entrySet()) {
+            Map<String, Object> f = (Map<String, Object>) control.call("GET", "/v1/faults/" + e.getValue(), null);
+            fired.put(e.getKey(), number(f.get("fired")));
+        }
+        control.call("DELETE", "/v1/faults", null);
+        StringBuilder out = new StringBuilder("RESULT acked=" + offsets.size() + " offsets_contiguous=" + contiguous
+            + " consumed=" + values.size() + " distinct=" + new HashSet<>(values).size()
+            + " every_fired=" + (fired.get("every") >= 10)
+            + " random_fired=" + (fired.get("random") >= 1)
+            + " observed_all_acks=" + (fired.get("acks_all") >= records));
+        for (String kind : List.of("delay", "throttle", "disconnect", "client")) out.append(" ").append(kind).append("=").append(fired.get(kind));
+        System.out.println(out);
+    }
+
     // ------------------------------------------------------------------------------------------
     // Kafka clients
 
@@ -198,12 +262,17 @@ public final class ControlCheck {
     }
 
     private KafkaConsumer<String, String> consumer(String isolation) {
+        return consumer(isolation, new Properties());
+    }
+
+    private KafkaConsumer<String, String> consumer(String isolation, Properties extra) {
         Properties p = new Properties();
         p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
         p.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, isolation);
         p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
         p.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
         p.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
+        p.putAll(extra);
         return new KafkaConsumer<>(p);
     }
 
