@@ -187,6 +187,8 @@ def test_describe_log_dirs_reports_partition_sizes(broker_factory):
     assert sizes[(topic, 0)] > 5000 and sizes[(topic, 1)] == 0, sizes
 
 
+# the legacy AlterConfigs API on purpose: confluent-kafka marks its alter_configs deprecated
+@pytest.mark.filterwarnings("ignore:alter_configs has been deprecated:DeprecationWarning")
 def test_every_kafka_dynamic_broker_config_and_cluster_default_sources(broker_factory):
     """Issue 23: librdkafka's 0081 admin test sets sasl.kerberos.min.time.before.relogin and
     background.threads (AlterConfigs and IncrementalAlterConfigs), which Kafka 4.4 accepts; and
