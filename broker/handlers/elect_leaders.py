@@ -1,12 +1,17 @@
 """ElectLeaders (43): with one broker, which is every partition's only replica and leader, there
 is never a better leader: each named partition gets ELECTION_NOT_NEEDED (unknown ones
 UNKNOWN_TOPIC_OR_PARTITION), and "all partitions" (null) lists every topic with no election
-in it, as Kafka answers."""
+in it, as Kafka answers. A principal without ALTER on the cluster gets
+CLUSTER_AUTHORIZATION_FAILED, at the top and on every partition it named (Kafka's error
+response)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from minibroker.broker.security.acls import CLUSTER_NAME
+from minibroker.broker.security.acls import Operation as Op
+from minibroker.broker.security.acls import ResourceType as Res
 from minibroker.protocol.codec import field
 from minibroker.protocol.errors import ErrorCode
 
@@ -35,6 +40,23 @@ def _result(broker: HandlerServices, topic: str, partition: int) -> dict:
 
 
 async def handle(ctx: RequestContext, req: ElectLeadersRequest) -> ElectLeadersResponse:
+    # authorization (Kafka: ALTER on the cluster, checked before anything else)
+    if not ctx.allowed(Op.ALTER, Res.CLUSTER, CLUSTER_NAME):
+        refused = ErrorCode.cluster_authorization_failed
+        message = "Cluster authorization failed."
+        return ctx.response(
+            throttle_time_ms=0,
+            error_code=refused,
+            replica_election_results=[
+                dict(
+                    topic=t.topic,
+                    partition_result=[
+                        dict(partition_id=p, error_code=refused, error_message=message) for p in t.partitions
+                    ],
+                )
+                for t in req.topic_partitions or ()
+            ],
+        )
     election_type = field(req, "election_type", _PREFERRED)
     if election_type not in (_PREFERRED, _UNCLEAN):
         results = [

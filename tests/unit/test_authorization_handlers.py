@@ -23,6 +23,7 @@ from minibroker.broker.handlers import (
     describe_log_dirs,
     describe_producers,
     describe_transactions,
+    elect_leaders,
     end_txn,
     fetch,
     find_coordinator,
@@ -453,3 +454,20 @@ async def test_delete_records_and_write_txn_markers(version):
             ],
         )
         assert r.markers[0].topics[0].partitions[0].error_code == E.cluster_authorization_failed
+
+
+@pytest.mark.parametrize("version", range(0, 3))
+async def test_elect_leaders(version):
+    r = await call(
+        topic_broker(),
+        elect_leaders,
+        version,
+        election_type=0,
+        topic_partitions=[{"topic": "t", "partitions": [0, 1]}],
+        timeout_ms=1000,
+    )
+    if version >= 1:
+        assert r.error_code == E.cluster_authorization_failed
+    assert [(x.topic, [p.error_code for p in x.partition_result]) for x in r.replica_election_results] == [
+        ("t", [E.cluster_authorization_failed] * 2)
+    ]
