@@ -24,17 +24,12 @@ import os
 import secrets
 import socket
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import pytest
 
+from minibroker.control.client import ControlClient, ControlParts
 from minibroker.testing import BrokerProcess, properties
-
-if TYPE_CHECKING:
-    from minibroker.control import ControlClient
-    from minibroker.control.clock import ClockAPI
-    from minibroker.control.faults import FaultsAPI
-    from minibroker.control.state import StateAPI
 
 __all__ = [
     "BOOTSTRAP_ENV",
@@ -55,7 +50,7 @@ _CONNECT_TIMEOUT_S = 3.0
 Scope = Literal["session", "package", "module", "class", "function"]
 
 
-class ExternalBroker:
+class ExternalBroker(ControlParts):
     """A broker (or Kafka cluster) this session did not start: its address, and its control
     plane's when one is known (`--minibroker-control`, MINIBROKER_CONTROL)."""
 
@@ -83,25 +78,8 @@ class ExternalBroker:
                 f"{CONTROL_ENV}), and its token with --minibroker-control-token if it has one"
             )
         if self._control is None:
-            from minibroker.control import ControlClient  # noqa: PLC0415 - only when used
-
             self._control = ControlClient(self.control_address, self.control_token)
         return self._control
-
-    @property
-    def faults(self) -> FaultsAPI:
-        return self.control.faults
-
-    @property
-    def clock(self) -> ClockAPI:
-        return self.control.clock
-
-    @property
-    def state(self) -> StateAPI:
-        return self.control.state
-
-    def crash_at(self, point: str, *, key: str | None = None, after: int | None = None) -> None:
-        self.control.crash_at(point, key=key, after=after)
 
     def __repr__(self) -> str:
         return f"ExternalBroker({self.bootstrap_servers!r}, control={self.control_address!r})"

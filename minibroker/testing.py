@@ -33,13 +33,9 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, Any
 
-if TYPE_CHECKING:
-    from minibroker.control import ControlClient
-    from minibroker.control.clock import ClockAPI
-    from minibroker.control.faults import FaultsAPI
-    from minibroker.control.state import StateAPI
+from minibroker.control.client import ControlClient, ControlParts
 
 START_TIMEOUT = 30.0  # generous: a loaded CI runner may take seconds to import Python packages
 STOP_TIMEOUT = 15.0
@@ -93,7 +89,7 @@ def properties(config: dict[str, object] | None = None, **kwargs: object) -> dic
     return merged
 
 
-class BrokerProcess:
+class BrokerProcess(ControlParts):
     """One broker process bound to one data directory; may be stopped, killed and restarted on
     that directory (tests of recovery do exactly that)."""
 
@@ -352,35 +348,11 @@ class BrokerProcess:
     @property
     def control(self) -> ControlClient:
         """The control plane's client (docs/control-plane.md); follows the broker's restarts."""
-        from minibroker.control import ControlClient  # noqa: PLC0415
-
         port = self.control_port
         if self._control is None or self._control.base != f"http://{self.host}:{port}":
             token = self.overrides.get("minibroker.control.token")
             self._control = ControlClient(f"{self.host}:{port}", str(token) if token else None)
         return self._control
-
-    @property
-    def faults(self) -> FaultsAPI:
-        """Request faults and observers: `b.faults.add(api="Produce", error=..., count=3)`."""
-        return self.control.faults
-
-    @property
-    def clock(self) -> ClockAPI:
-        """The broker's clock: `b.clock.advance(61)` (seconds), with `clock="manual"`."""
-        return self.control.clock
-
-    @property
-    def state(self) -> StateAPI:
-        """What the broker holds: `b.state.partition("orders", 0)`, `b.state.transactions()`."""
-        return self.control.state
-
-    def crash_at(
-        self, point: str, *, key: str | None = None, after: int | None = None, hits: int | None = None
-    ) -> None:
-        """Arm a crash point: the broker dies as if SIGKILLed when it gets there; then
-        `wait_crashed()` and `restart()` (which recovers the data dir)."""
-        self.control.crash_at(point, key=key, after=after, hits=hits)
 
     def wait_crashed(self, timeout: float = 30.0) -> int:
         """Wait until the broker process has died (a crash point reached); its exit code."""

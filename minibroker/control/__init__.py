@@ -11,6 +11,6 @@
 `ControlClient("127.0.0.1:19093")`.
 """
 
-from minibroker.control.client import ControlClient, ControlError
+from minibroker.control.client import ControlClient, ControlError, ControlParts
 
-__all__ = ["ControlClient", "ControlError"]
+__all__ = ["ControlClient", "ControlError", "ControlParts"]

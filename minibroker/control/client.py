@@ -130,6 +130,36 @@ class ControlClient:
         return f"ControlClient({self.base!r})"
 
 
+class ControlParts:
+    """The control plane's parts on a broker object (`minibroker.testing.BrokerProcess`, the pytest
+    plugin's `ExternalBroker`): each delegates to the object's `control` (a ControlClient)."""
+
+    @property
+    def control(self) -> ControlClient:
+        raise NotImplementedError
+
+    @property
+    def faults(self) -> FaultsAPI:
+        """Request faults and observers: `b.faults.add(api="Produce", error=..., count=3)`."""
+        return self.control.faults
+
+    @property
+    def clock(self) -> ClockAPI:
+        """The broker's clock: `b.clock.advance(61)` (seconds), with `clock="manual"`."""
+        return self.control.clock
+
+    @property
+    def state(self) -> StateAPI:
+        """What the broker holds: `b.state.partition("orders", 0)`, `b.state.transactions()`."""
+        return self.control.state
+
+    def crash_at(
+        self, point: str, *, key: str | None = None, after: int | None = None, hits: int | None = None
+    ) -> None:
+        """Arm a crash point: the broker dies as if SIGKILLed when it gets there."""
+        self.control.crash_at(point, key=key, after=after, hits=hits)
+
+
 def _query_value(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"

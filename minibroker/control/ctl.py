@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 from urllib.parse import quote
 
+from minibroker.common.faults import CRASH_POINTS
 from minibroker.control.client import ControlClient, ControlError
 
 __all__ = ["CONTROL_ENV", "TOKEN_ENV", "Call", "build_parser", "build_request", "main"]
@@ -30,17 +31,6 @@ CONTROL_ENV = "MINIBROKER_CONTROL"
 TOKEN_ENV = "MINIBROKER_CONTROL_TOKEN"
 #: A wait's default timeout, seconds.
 DEFAULT_WAIT_S = 30.0
-
-CRASH_POINTS = (
-    "produce.after_append",
-    "txn.after_prepare",
-    "txn.after_markers",
-    "txn.before_complete",
-    "offsets.after_write",
-    "log.mid_roll",
-    "cleaner.mid_swap",
-    "checkpoint.mid_write",
-)
 
 
 @dataclass(frozen=True)

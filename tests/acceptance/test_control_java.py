@@ -11,9 +11,9 @@ import re
 import subprocess
 
 import pytest
-from minibroker.pipelines.jars import kafka_clients_classpath
 
 from tests.support.helpers import unique_name
+from tests.support.java import java_command, parse_result
 
 JAVA_TIMEOUT = 120
 VERSION = "4.4.0"
@@ -87,23 +87,6 @@ SCENARIOS: dict[str, tuple[dict, list[tuple[str, str]], dict[str, str]]] = {
 }
 
 
-def java_command(*args: str) -> list[str]:
-    return [
-        "java",
-        "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
-        "-cp",
-        kafka_clients_classpath(VERSION),
-        "minibroker.ControlCheck",
-        *args,
-    ]
-
-
-def parse_result(stdout: str) -> dict[str, str]:
-    lines = [line for line in stdout.splitlines() if line.startswith("RESULT ")]
-    assert lines, f"no RESULT line in:\n{stdout}"
-    return dict(item.split("=", 1) for item in lines[-1].split()[1:])
-
-
 def missing_routes(broker, needed: list[tuple[str, str]]) -> list[str]:
     """The needed routes this broker does not serve (GET /v1 lists each path as a regex)."""
     served = [(r["method"], re.compile(r["path"])) for r in broker.control.routes()]
@@ -121,7 +104,9 @@ def test_java_drives_the_control_plane(broker_factory, scenario):
     broker = broker_factory(props)
     assert not (missing := missing_routes(broker, needed)), f"the broker does not serve {missing}"
     args = (broker.bootstrap, broker.control.base, scenario, unique_name(f"jctl-{scenario}"))
-    proc = subprocess.run(java_command(*args), capture_output=True, text=True, timeout=JAVA_TIMEOUT)
+    proc = subprocess.run(
+        java_command("ControlCheck", VERSION, *args), capture_output=True, text=True, timeout=JAVA_TIMEOUT
+    )
     assert proc.returncode == 0, f"ControlCheck {args} failed:\n{proc.stdout}\n{proc.stderr[-4000:]}"
     assert parse_result(proc.stdout) == expected
     # every control request ran on the broker's loop and none failed inside it

@@ -10,37 +10,23 @@ import subprocess
 import time
 
 import pytest
-from minibroker.pipelines.jars import KAFKA_CLIENT_VERSIONS, kafka_clients_classpath
+from minibroker.pipelines.jars import KAFKA_CLIENT_VERSIONS
 
 from tests.support.clients import kp_consume
 from tests.support.helpers import unique_name
+from tests.support.java import java_command, parse_result
 
 JAVA_TIMEOUT = 90
 
 
-def java_command(version: str, *args: str) -> list[str]:
-    return [
-        "java",
-        "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
-        "-cp",
-        kafka_clients_classpath(version),
-        "minibroker.ClientCheck",
-        *args,
-    ]
-
-
 def run_check(version: str, *args: str) -> dict[str, str]:
-    proc = subprocess.run(java_command(version, *args), capture_output=True, text=True, timeout=JAVA_TIMEOUT)
+    proc = subprocess.run(
+        java_command("ClientCheck", version, *args), capture_output=True, text=True, timeout=JAVA_TIMEOUT
+    )
     assert proc.returncode == 0, (
         f"ClientCheck {args} failed (exit {proc.returncode}):\n{proc.stdout}\n{proc.stderr[-4000:]}"
     )
     return parse_result(proc.stdout)
-
-
-def parse_result(stdout: str) -> dict[str, str]:
-    lines = [line for line in stdout.splitlines() if line.startswith("RESULT ")]
-    assert lines, f"no RESULT line in:\n{stdout}"
-    return dict(item.split("=", 1) for item in lines[-1].split()[1:])
 
 
 @pytest.fixture(params=KAFKA_CLIENT_VERSIONS, ids=lambda v: f"kafka-clients-{v}")
@@ -75,7 +61,7 @@ def test_idempotent_producer_survives_broker_sigkill(broker, client_version):
     port = broker.port
     broker.extra_args = ["--port", str(port)]  # come back on the address the producer knows
     proc = subprocess.Popen(
-        java_command(client_version, broker.bootstrap, "idempotent", topic, str(count)),
+        java_command("ClientCheck", client_version, broker.bootstrap, "idempotent", topic, str(count)),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -13,35 +13,20 @@ import json
 import subprocess
 
 import pytest
-from minibroker.pipelines.jars import kafka_clients_classpath
 
 from tests.support.helpers import unique_name, wait_until
+from tests.support.java import java_command, parse_result
 
 JAVA_TIMEOUT = 120
 VERSION = "4.4.0"
 TV1 = {"minibroker.features": "transaction.version=1"}
 
 
-def java_command(*args: str) -> list[str]:
-    return [
-        "java",
-        "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
-        "-cp",
-        kafka_clients_classpath(VERSION),
-        "minibroker.TxnV2Check",
-        *args,
-    ]
-
-
-def parse_result(stdout: str) -> dict[str, str]:
-    lines = [line for line in stdout.splitlines() if line.startswith("RESULT ")]
-    assert lines, f"no RESULT line in:\n{stdout}"
-    return dict(item.split("=", 1) for item in lines[-1].split()[1:])
-
-
 def run_check(broker, scenario: str) -> dict[str, str]:
     args = (broker.bootstrap, scenario, unique_name(f"jtx-{scenario}"))
-    proc = subprocess.run(java_command(*args), capture_output=True, text=True, timeout=JAVA_TIMEOUT)
+    proc = subprocess.run(
+        java_command("TxnV2Check", VERSION, *args), capture_output=True, text=True, timeout=JAVA_TIMEOUT
+    )
     assert proc.returncode == 0, f"TxnV2Check {args} failed:\n{proc.stdout}\n{proc.stderr[-4000:]}"
     return parse_result(proc.stdout)
 
@@ -149,7 +134,7 @@ def test_broker_sigkill_mid_transaction(broker_factory, features):
     broker.extra_args = ["--port", str(port)]  # come back on the address the producer knows
     topic = unique_name("jtx-kill")
     proc = subprocess.Popen(
-        java_command(broker.bootstrap, "pause", topic),
+        java_command("TxnV2Check", VERSION, broker.bootstrap, "pause", topic),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
