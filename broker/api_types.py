@@ -137,6 +137,30 @@ if TYPE_CHECKING:
     from kio.schema.api_versions.v3.response import ApiVersionsResponse as ApiVersionsResponseV3
     from kio.schema.api_versions.v4.request import ApiVersionsRequest as ApiVersionsRequestV4
     from kio.schema.api_versions.v4.response import ApiVersionsResponse as ApiVersionsResponseV4
+    from kio.schema.consumer_group_describe.v0.request import (
+        ConsumerGroupDescribeRequest as ConsumerGroupDescribeRequestV0,
+    )
+    from kio.schema.consumer_group_describe.v0.response import (
+        ConsumerGroupDescribeResponse as ConsumerGroupDescribeResponseV0,
+    )
+    from kio.schema.consumer_group_describe.v1.request import (
+        ConsumerGroupDescribeRequest as ConsumerGroupDescribeRequestV1,
+    )
+    from kio.schema.consumer_group_describe.v1.response import (
+        ConsumerGroupDescribeResponse as ConsumerGroupDescribeResponseV1,
+    )
+    from kio.schema.consumer_group_heartbeat.v0.request import (
+        ConsumerGroupHeartbeatRequest as ConsumerGroupHeartbeatRequestV0,
+    )
+    from kio.schema.consumer_group_heartbeat.v0.response import (
+        ConsumerGroupHeartbeatResponse as ConsumerGroupHeartbeatResponseV0,
+    )
+    from kio.schema.consumer_group_heartbeat.v1.request import (
+        ConsumerGroupHeartbeatRequest as ConsumerGroupHeartbeatRequestV1,
+    )
+    from kio.schema.consumer_group_heartbeat.v1.response import (
+        ConsumerGroupHeartbeatResponse as ConsumerGroupHeartbeatResponseV1,
+    )
     from kio.schema.create_acls.v1.request import AclCreation as AclCreationV1
     from kio.schema.create_acls.v1.request import CreateAclsRequest as CreateAclsRequestV1
     from kio.schema.create_acls.v1.response import CreateAclsResponse as CreateAclsResponseV1
@@ -1865,3 +1889,7 @@ if TYPE_CHECKING:
     RemoveRaftVoterResponse = RemoveRaftVoterResponseV0
     UnregisterControllerRequest = UnregisterControllerRequestV0
     UnregisterControllerResponse = UnregisterControllerResponseV0
+    ConsumerGroupHeartbeatRequest = ConsumerGroupHeartbeatRequestV0 | ConsumerGroupHeartbeatRequestV1
+    ConsumerGroupHeartbeatResponse = ConsumerGroupHeartbeatResponseV0 | ConsumerGroupHeartbeatResponseV1
+    ConsumerGroupDescribeRequest = ConsumerGroupDescribeRequestV0 | ConsumerGroupDescribeRequestV1
+    ConsumerGroupDescribeResponse = ConsumerGroupDescribeResponseV0 | ConsumerGroupDescribeResponseV1

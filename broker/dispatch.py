@@ -98,6 +98,8 @@ HANDLERS = _table(
     (64, "unregister_broker", 0, 0),
     (65, "describe_transactions", 0, 0),
     (66, "list_transactions", 0, 2),
+    (68, "consumer_group_heartbeat", 0, 1),  # advertised with group.version >= 1 (FEATURE_GATED)
+    (69, "consumer_group_describe", 0, 1),
     (71, "get_telemetry_subscriptions", 0, 0),  # advertised only with minibroker.telemetry.advertise
     (72, "push_telemetry", 0, 0),
     (74, "list_config_resources", 0, 1),
@@ -111,6 +113,13 @@ HANDLERS = _table(
 #: Served always but advertised only when `minibroker.telemetry.advertise` is true: Kafka 4.4
 #: lists them only with a telemetry exporter configured, yet answers them either way.
 UNADVERTISED_TELEMETRY = frozenset({71, 72})
+
+#: Served and advertised only while a feature is finalized at a level (Kafka leaves the KIP-848
+#: keys out of ApiVersions below group.version 1): api key -> (feature, minimum level).
+FEATURE_GATED: dict[int, tuple[str, int]] = {
+    68: ("group.version", 1),
+    69: ("group.version", 1),
+}
 
 
 def supports(api_key: int, api_version: int) -> bool:

@@ -6,7 +6,8 @@ wires the real ones; unit tests pass fakes that implement these protocols in ful
 tests/unit/test_collaborator_fakes.py checks):
 
 - `Scheduler`: the coordinators' timers (broker/coordinator_runtime.py, on the loop).
-- `TopicCatalog`: which topics and partitions exist (storage.LogManager).
+- `TopicCatalog`: which topics and partitions exist, with their ids (storage.LogManager).
+- `GroupConfigSource`: per-group configs (broker/group_configs.py).
 - `OffsetsStore`, `TxnStore`: the internal topics `__consumer_offsets` and `__transaction_state`
   (coordinator/group_store.py, coordinator/txn_log.py).
 - `TransactionPartitions`, `MarkerLog`: the partition logs transaction markers go to
@@ -21,6 +22,7 @@ driver on the event loop).
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
@@ -57,6 +59,9 @@ class Scheduler(Protocol):
 class TopicShape(Protocol):
     @property
     def num_partitions(self) -> int: ...
+
+    @property
+    def topic_id(self) -> uuid.UUID: ...
 
 
 @runtime_checkable
@@ -99,6 +104,25 @@ class TransactionPartitions(Protocol):
     def get_log(self, topic: str, partition: int) -> MarkerLog | None: ...
 
     def all_logs(self) -> Iterable[MarkerLog]: ...
+
+
+@runtime_checkable
+class GroupConfigSource(Protocol):
+    """Per-group overrides set through GROUP config resources (IncrementalAlterConfigs type 32:
+    `consumer.session.timeout.ms`, `consumer.heartbeat.interval.ms`, ...); broker/group_configs.py."""
+
+    def group_config(self, group_id: str) -> Mapping[str, Any]:
+        """The group's configs set explicitly (name -> value); empty when none is."""
+        ...
+
+
+class _NoGroupConfigs:
+    def group_config(self, group_id: str) -> Mapping[str, Any]:
+        return {}
+
+
+#: A `GroupConfigSource` where no group has a config of its own.
+NO_GROUP_CONFIGS: GroupConfigSource = _NoGroupConfigs()
 
 
 # --- internal topics -----------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import TypeAlias
+from typing import ClassVar, TypeAlias
 
 from minibroker.coordinator.collaborators import TimerHandle
 from minibroker.coordinator.group_records import MemberIdentity
@@ -148,6 +148,8 @@ class Member(MemberIdentity):
 
 class Group:
     """One group's members and offsets (Kafka's GroupMetadata)."""
+
+    group_type: ClassVar[str] = "classic"  # a KIP-848 coordinator/consumer_group.ConsumerGroup is "consumer"
 
     def __init__(self, group_id: str, state: GroupState = GroupState.EMPTY, now_ms: int = -1):
         self.group_id = group_id

@@ -24,8 +24,10 @@ from typing import Any, NamedTuple, TypeVar
 
 import structlog
 from minibroker.common.clock import Clock
-from minibroker.coordinator import group_records
+from minibroker.coordinator import consumer_group, consumer_group_records, group_records
 from minibroker.coordinator.collaborators import OffsetsStore, TopicCatalog
+from minibroker.coordinator.consumer_group import ConsumerGroup
+from minibroker.coordinator.consumer_group_records import ConsumerGroupRecord
 from minibroker.coordinator.group_metadata import Group, GroupState, Member, OffsetAndMetadata
 from minibroker.coordinator.group_settings import GroupSettings
 from minibroker.coordinator.internal_topic import InternalBatch, StoredBatch
@@ -102,7 +104,7 @@ class TxnMarker(NamedTuple):
 
 
 #: What the group coordinator hands the coordinator runtime to write and replay.
-GroupRecord = OffsetsRecord | OffsetsRemoval | GroupMetadataRecord
+GroupRecord = OffsetsRecord | OffsetsRemoval | GroupMetadataRecord | ConsumerGroupRecord
 #: ... and what a load replays besides.
 LoadedRecord = GroupRecord | TxnMarker
 
@@ -124,7 +126,10 @@ class GroupMetadataManager:
         self.store = store  # __consumer_offsets
         self.topics = topics  # which topics exist (offsets for others are refused)
         self.clock = clock
+        # the classic groups, and the KIP-848 consumer groups (coordinator/consumer_group.py):
+        # a group id names one or the other, never both (`group_type`)
         self.groups: dict[str, Group] = {}
+        self.consumer_groups: dict[str, ConsumerGroup] = {}
         # producer id -> ids of groups holding its pending transactional offsets
         self._txn_groups: dict[int, set[str]] = {}
         self.loaded = False
@@ -143,6 +148,14 @@ class GroupMetadataManager:
     def partition_for(self, group_id: str) -> int:
         """The __consumer_offsets partition that holds this group (Kafka's formula)."""
         return partition_for(group_id, self.store.num_partitions())
+
+    def group_type(self, group_id: str) -> str | None:
+        """ "classic", "consumer" or None (no such group)."""
+        if group_id in self.groups:
+            return "classic"
+        if group_id in self.consumer_groups:
+            return "consumer"
+        return None
 
     def add_group(self, group_id: str) -> Group:
         group = self.groups[group_id] = Group(group_id, GroupState.EMPTY, self._now_ms())
@@ -290,6 +303,9 @@ class GroupMetadataManager:
                     tombstones.append((group_records.encode_group_key(record.group_id), None))
                 self._append(record.group_id, InternalBatch(tombstones))
                 continue
+            if not isinstance(record, OffsetsRecord):
+                self._append(record.group_id, InternalBatch([consumer_group_records.encode(record)]))
+                continue
             offsets = [
                 (
                     group_records.encode_offset_key(record.group_id, tp[0], tp[1]),
@@ -320,6 +336,9 @@ class GroupMetadataManager:
             return
         if isinstance(record, TxnMarker):
             self.complete_txn(record.producer_id, record.commit, record.partition)
+            return
+        if not isinstance(record, OffsetsRecord):
+            consumer_group.replay(self.consumer_groups, record)
             return
         group = self.groups.get(record.group_id) or self.add_group(record.group_id)
         if not record.transactional:

@@ -17,6 +17,20 @@ class GroupSettings(NamedTuple):
     max_size: int = 2**31 - 1  # group.max.size
     offset_metadata_max_bytes: int = 4096  # offset.metadata.max.bytes
     offsets_retention_ms: int = 10080 * 60_000  # offsets.retention.minutes
+    # KIP-848 consumer groups (group.consumer.*)
+    consumer_session_timeout_ms: int = 45_000
+    consumer_min_session_timeout_ms: int = 45_000
+    consumer_max_session_timeout_ms: int = 60_000
+    consumer_heartbeat_interval_ms: int = 5_000
+    consumer_min_heartbeat_interval_ms: int = 5_000
+    consumer_max_heartbeat_interval_ms: int = 15_000
+    consumer_max_size: int = 2**31 - 1
+    consumer_assignors: tuple[str, ...] = ("uniform", "range")
+    consumer_migration_policy: str = "bidirectional"  # bidirectional | upgrade | downgrade | disabled
+    consumer_assignment_interval_ms: int = 1_000
+    consumer_min_assignment_interval_ms: int = 0
+    consumer_max_assignment_interval_ms: int = 15_000
+    consumer_regex_refresh_interval_ms: int = 600_000
 
     @classmethod
     def from_config(cls, config: Config) -> GroupSettings:

@@ -33,7 +33,8 @@ from typing import Any
 import structlog
 from minibroker.common.clock import Clock
 from minibroker.common.faults import Faults
-from minibroker.coordinator.collaborators import Scheduler
+from minibroker.coordinator.collaborators import NO_GROUP_CONFIGS, GroupConfigSource, Scheduler
+from minibroker.coordinator.consumer_groups import ConsumerGroupCoordinator
 from minibroker.coordinator.group_join import GroupMembership, current_member_error
 from minibroker.coordinator.group_metadata import (
     Group,
@@ -72,6 +73,7 @@ class GroupCoordinator:
         clock: Clock,
         scheduler: Scheduler,
         faults: Faults | None = None,
+        group_configs: GroupConfigSource | None = None,
     ) -> None:
         self.settings = settings
         self.clock = clock
@@ -81,6 +83,14 @@ class GroupCoordinator:
         self.manager = manager  # the groups, their offsets and __consumer_offsets
         self.groups = manager.groups  # the one cache of groups, shared with the manager
         self.membership = GroupMembership(settings, manager=manager, clock=clock, scheduler=scheduler)
+        # KIP-848 consumer groups (ConsumerGroupHeartbeat), on the same shard and groups cache
+        self.consumer = ConsumerGroupCoordinator(
+            settings,
+            manager=manager,
+            group_configs=group_configs if group_configs is not None else NO_GROUP_CONFIGS,
+            clock=clock,
+            scheduler=scheduler,
+        )
         manager.on_unwritable = self._partition_given_up
 
     def partition_for(self, group_id: str) -> int:

@@ -6,9 +6,10 @@ does: `transaction.version` finalized at 2 turns on KIP-890 transactions V2 in J
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from minibroker.broker.dispatch import HANDLERS, UNADVERTISED_TELEMETRY
+from minibroker.broker.dispatch import FEATURE_GATED, HANDLERS, UNADVERTISED_TELEMETRY
 from minibroker.protocol.codec import build, encode_response, field, response_class
 from minibroker.protocol.errors import ErrorCode
 
@@ -19,12 +20,14 @@ if TYPE_CHECKING:
 API_KEY = 18
 
 
-def _api_keys(telemetry: bool = False) -> list[dict]:
-    """The table; 71/72 only when pushes are wanted (Kafka: with a telemetry exporter)."""
+def _api_keys(telemetry: bool = False, level: Callable[[str], int] = lambda name: 0) -> list[dict]:
+    """The table; 71/72 only when pushes are wanted (Kafka: with a telemetry exporter); a key of
+    FEATURE_GATED only while its feature is finalized at its level (`level`: feature -> level)."""
     return [
         dict(api_key=key, min_version=h.min_version, max_version=h.max_version)
         for key, h in sorted(HANDLERS.items())
-        if telemetry or key not in UNADVERTISED_TELEMETRY
+        if (telemetry or key not in UNADVERTISED_TELEMETRY)
+        and (key not in FEATURE_GATED or level(FEATURE_GATED[key][0]) >= FEATURE_GATED[key][1])
     ]
 
 
@@ -76,7 +79,7 @@ async def handle(ctx: RequestContext, req: ApiVersionsRequest) -> ApiVersionsRes
     features = ctx.broker.features
     return ctx.response(
         error_code=ErrorCode.none,
-        api_keys=_api_keys(ctx.broker.dynamic_configs.telemetry.advertise),
+        api_keys=_api_keys(ctx.broker.dynamic_configs.telemetry.advertise, features.level),
         throttle_time_ms=0,
         # Kafka answers v3 without the supported features whose minimum is 0 (clients before
         # KIP-1022 could not read a 0 minimum)

@@ -3,6 +3,7 @@ their state machines are tested without disks. Each implements its protocol in f
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator, Mapping
 from types import SimpleNamespace
 
@@ -104,7 +105,7 @@ class MemoryTxnStore:
 class _EveryTopic(Mapping):
     """Any name is a topic with more partitions than a test uses."""
 
-    _INFO = SimpleNamespace(num_partitions=1 << 31, internal=False)
+    _INFO = SimpleNamespace(num_partitions=1 << 31, internal=False, topic_id=uuid.UUID(int=1))
 
     def __getitem__(self, name: str) -> SimpleNamespace:
         return self._INFO
