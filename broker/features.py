@@ -62,7 +62,9 @@ class FeatureRange(NamedTuple):
 
 
 SUPPORTED: Mapping[str, FeatureRange] = {
-    "group.version": FeatureRange(0, 0, 0),
+    # 1 (KIP-848 consumer groups) can be set (minibroker.features, UpdateFeatures) while issue 25
+    # is built; a new data directory finalizes it once everything it switches on is served
+    "group.version": FeatureRange(0, 1, 0),
     "share.version": FeatureRange(0, 0, 0),
     "streams.version": FeatureRange(0, 0, 0),
     "transaction.version": FeatureRange(0, 2, 2),

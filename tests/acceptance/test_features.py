@@ -50,7 +50,7 @@ def test_api_versions_finalizes_transaction_version_2(broker):
     got = features(broker)
     assert got["finalized"] == {"transaction.version": (2, 2)}
     assert got["supported"] == {
-        "group.version": (0, 0),
+        "group.version": (0, 1),
         "share.version": (0, 0),
         "streams.version": (0, 0),
         "transaction.version": (0, 2),
@@ -70,7 +70,7 @@ def test_update_features_validation_as_kafka(broker):
         ("foo.version", 1, 1): "Local controller 1 does not support this feature.",
         ("transaction.version", -1, 2): "A feature version cannot be less than 0.",
         ("transaction.version", 1, 4): "The controller does not support the given upgrade type.",
-        ("group.version", 1, 1): "Local controller 1 only supports versions 0-0",
+        ("group.version", 2, 1): "Local controller 1 only supports versions 0-1",
     }
     for (name, level, kind), message in refused.items():
         answer = update(broker, 1, name, level, kind)
