@@ -37,6 +37,7 @@ from minibroker.protocol.errors import ErrorCode
 from minibroker.storage.errors import KafkaStorageError
 
 __all__ = [
+    "ClassicGroupTombstone",
     "GroupMetadataManager",
     "TopicPartition",
     "storage_error_for_commit",
@@ -93,6 +94,16 @@ class GroupMetadataRecord(NamedTuple):
     value: group_records.GroupValue
 
 
+class ClassicGroupTombstone(NamedTuple):
+    """The tombstone of a classic group's metadata record (key type 2) alone, its offsets kept:
+    written when a classic group becomes a consumer group (online upgrade). Offsets belong to the
+    group id, not to its type (Kafka keeps them apart from the groups): a replay that removes a
+    group with offsets left leaves an empty classic group holding them, and a consumer group
+    created over a classic group takes its offsets over."""
+
+    group_id: str
+
+
 class TxnMarker(NamedTuple):
     """A transaction marker in a partition of __consumer_offsets, as a load replays it: the
     producer's pending offsets there are applied (commit) or dropped. Written by the transaction
@@ -104,7 +115,9 @@ class TxnMarker(NamedTuple):
 
 
 #: What the group coordinator hands the coordinator runtime to write and replay.
-GroupRecord = OffsetsRecord | OffsetsRemoval | GroupMetadataRecord | ConsumerGroupRecord
+GroupRecord = (
+    OffsetsRecord | OffsetsRemoval | GroupMetadataRecord | ClassicGroupTombstone | ConsumerGroupRecord
+)
 #: ... and what a load replays besides.
 LoadedRecord = GroupRecord | TxnMarker
 
@@ -303,6 +316,8 @@ class GroupMetadataManager:
                     tombstones.append((group_records.encode_group_key(record.group_id), None))
                 self._append(record.group_id, InternalBatch(tombstones))
                 continue
+            if isinstance(record, ClassicGroupTombstone):
+                raise NotImplementedError
             if not isinstance(record, OffsetsRecord):
                 self._append(record.group_id, InternalBatch([consumer_group_records.encode(record)]))
                 continue
@@ -337,6 +352,8 @@ class GroupMetadataManager:
         if isinstance(record, TxnMarker):
             self.complete_txn(record.producer_id, record.commit, record.partition)
             return
+        if isinstance(record, ClassicGroupTombstone):
+            raise NotImplementedError
         if not isinstance(record, OffsetsRecord):
             consumer_group.replay(self.consumer_groups, record)
             return

@@ -11,4 +11,40 @@
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from collections.abc import Collection
+from typing import TYPE_CHECKING
+
+from minibroker.coordinator.consumer_group import ConsumerGroup
+from minibroker.coordinator.group_metadata import Group
+
+if TYPE_CHECKING:
+    from minibroker.coordinator.consumer_groups import ConsumerGroupCoordinator
+    from minibroker.coordinator.group_metadata_manager import GroupRecord
+
+__all__ = ["MigrationRefused", "maybe_downgrade", "upgrade"]
+
+
+class MigrationRefused(Exception):
+    """GROUP_ID_NOT_FOUND with Kafka's message ("Cannot upgrade classic group G to consumer
+    group because ...")."""
+
+
+def upgrade(coordinator: ConsumerGroupCoordinator, classic: Group) -> list[GroupRecord]:
+    """The records converting a non-empty classic group into a consumer group (a
+    ClassicGroupTombstone first, then the consumer group's records), after answering its pending
+    JoinGroup/SyncGroup with REBALANCE_IN_PROGRESS. Raises MigrationRefused. The heartbeat that
+    triggered it then runs against the replayed consumer group."""
+    raise MigrationRefused(
+        f"Cannot upgrade classic group {classic.group_id} to consumer group "
+        "because online upgrade is disabled."
+    )
+
+
+def maybe_downgrade(
+    coordinator: ConsumerGroupCoordinator, group: ConsumerGroup, leaving: Collection[str]
+) -> list[GroupRecord] | None:
+    """When `leaving` (member ids being fenced or leaving) are the last consumer-protocol members
+    and classic members remain, and the policy allows it: the records turning the group back into
+    a classic group (all consumer tombstones, then the classic group's metadata), after which a
+    rebalance of the classic group is prepared. None: no downgrade, fence normally."""
+    return None
