@@ -464,9 +464,11 @@ class GroupCoordinator:
         """Rebuild the groups from __consumer_offsets; restored members' sessions start now."""
         self.manager.load()
         self.membership.start_sessions(self.groups.values())
+        self.consumer.on_loaded()  # KIP-848 members' session (and rebalance) timers
 
     def close(self) -> None:
         """Answer every waiting JoinGroup/SyncGroup (NOT_COORDINATOR, so clients rediscover the
         coordinator) and cancel all timers; for broker shutdown."""
         for group in self.groups.values():
             self.membership.stop_group(group, E.not_coordinator)
+        self.consumer.close()
