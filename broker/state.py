@@ -347,6 +347,7 @@ class Broker:
             self.logs.create_topic(name, self.config["num.partitions"], {})
         except KafkaStorageError as exc:
             return exc.error_code
+        self.groups.consumer.on_topics_changed(created=(name,), changed=())  # KIP-848 regexes
         log.info("topic auto-created", topic=name, partitions=self.config["num.partitions"])
         return ErrorCode.none
 
