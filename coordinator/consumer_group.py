@@ -133,6 +133,9 @@ class ConsumerGroupMember:
     pending_revocation: Assignment = field(default_factory=dict)
     classic: ClassicMemberMetadata | None = None  # joined with the classic protocol
 
+    def __hash__(self) -> int:  # the assignments are dicts: hash what identifies the member
+        return hash((self.member_id, self.member_epoch))
+
     @property
     def uses_classic_protocol(self) -> bool:
         return self.classic is not None
