@@ -39,6 +39,7 @@ from minibroker.coordinator.consumer_group_records import (
     TopicPartitions,
 )
 from minibroker.coordinator.group_metadata import OffsetAndMetadata
+from minibroker.coordinator.partitioning import java_string_hash
 
 __all__ = [
     "Assignment",
@@ -311,12 +312,22 @@ def _update_assignors(
 
 
 def _most_frequent(counts: Mapping[str, int]) -> str | None:
-    """The name with the highest count; a tie goes to the smallest name. (Kafka takes the first
-    maximum in its TimelineHashMap's iteration order, which follows the table's size and the
-    names' hash codes; the tie-break here is a deterministic stand-in for that.)"""
+    """The name with the highest count; a tie goes to the first of them in the iteration order
+    of the `java.util.HashMap` Kafka copies the counts into (computePreferredServerAssignor: by
+    bucket of the names' spread String hash codes, then insertion)."""
     if not counts:
         return None
-    return min(counts, key=lambda name: (-counts[name], name))
+    capacity = 16
+    while len(counts) > capacity * 3 // 4:
+        capacity *= 2
+    order = {name: (_spread(java_string_hash(name)) & (capacity - 1), i) for i, name in enumerate(counts)}
+    return min(counts, key=lambda name: (-counts[name], order[name]))
+
+
+def _spread(h: int) -> int:
+    """java.util.HashMap.hash: h ^ (h >>> 16) over the int32 hash code."""
+    h &= 0xFFFFFFFF
+    return h ^ (h >> 16)
 
 
 class ConsumerGroup:
@@ -443,6 +454,42 @@ class ConsumerGroup:
                 if p not in assigned and self.current_partition_epoch(topic_id, p) != -1:
                     return True
         return False
+
+    def describe(self, default_assignor: str, topic_names: Mapping[UUID, str]) -> dict[str, object]:
+        """The group as ConsumerGroupDescribe answers it (Kafka's asDescribedGroup), with the
+        response's field names; `topic_names` maps the ids of the topics that exist (a topic
+        that does not is left out). The handler adds authorized_operations."""
+        return {
+            "error_code": 0,
+            "error_message": None,
+            "group_id": self.group_id,
+            "group_state": self.state,
+            "group_epoch": self.group_epoch,
+            "assignment_epoch": self.assignment_epoch,
+            "assignor_name": self.preferred_assignor(default_assignor),
+            "members": [self._describe_member(m, topic_names) for m in self.members.values()],
+        }
+
+    def _describe_member(self, m: ConsumerGroupMember, topic_names: Mapping[UUID, str]) -> dict[str, object]:
+        current: dict[UUID, list[int]] = {}
+        for assignment in (m.assigned, m.pending_revocation):
+            for topic_id, partitions in assignment.items():
+                if topic_id in topic_names:
+                    current.setdefault(topic_id, []).extend(sorted(partitions))
+        target = {t: sorted(ps) for t, ps in self.target.get(m.member_id, {}).items() if t in topic_names}
+        return {
+            "member_id": m.member_id,
+            "instance_id": m.instance_id,
+            "rack_id": m.rack_id,
+            "member_epoch": m.member_epoch,
+            "client_id": m.client_id,
+            "client_host": m.client_host,
+            "subscribed_topic_names": sorted(m.subscribed_topic_names),
+            "subscribed_topic_regex": m.subscribed_topic_regex or "",  # Kafka's member keeps ""
+            "assignment": {"topic_partitions": _described(current, topic_names)},
+            "target_assignment": {"topic_partitions": _described(target, topic_names)},
+            "member_type": 0 if m.uses_classic_protocol else 1,  # v1
+        }
 
     # --- what the group would be with a member changed (no state change) ---------------------
     def compute_subscribed_names(
@@ -604,6 +651,12 @@ class ConsumerGroup:
         out.append(CgPartitionMetadataTombstone(gid))
         out.append(CgEpoch(gid, None))
         return out
+
+
+def _described(
+    partitions: Mapping[UUID, list[int]], topic_names: Mapping[UUID, str]
+) -> list[dict[str, object]]:
+    return [{"topic_id": t, "topic_name": topic_names[t], "partitions": ps} for t, ps in partitions.items()]
 
 
 def _holds(member: ConsumerGroupMember, topic_id: UUID, partition: int) -> bool:

@@ -368,11 +368,13 @@ def test_preferred_assignor() -> None:
     apply(groups, CgMember(G, "c", meta(assignor="uniform")), CgMember(G, "d", meta(assignor="uniform")))
     assert g.preferred_assignor("range") == "uniform"  # the most frequent
     b = g.members["b"]
-    # ties go to the smallest name (a stand-in for Kafka's hash-table order)
-    assert g.compute_preferred_assignor(g.members["c"], None) == "range"
+    # a tie goes to the first in java.util.HashMap order: "uniform" (bucket 1) before "range" (9)
+    assert g.compute_preferred_assignor(g.members["c"], None) == "uniform"
     assert g.compute_preferred_assignor(b, replace(b, server_assignor="uniform")) == "uniform"
     apply(groups, CgMember(G, "c", meta()))
     assert g.server_assignors == {"range": 1, "uniform": 1}
+    assert g.preferred_assignor("x") == "uniform"
+    apply(groups, CgMember(G, "e", meta(assignor="range")))
     assert g.preferred_assignor("x") == "range"
 
 
@@ -429,3 +431,24 @@ def test_waiting_on_unreleased_partition() -> None:
 def test_members_can_be_set_elements() -> None:
     a = new_member("a")
     assert len({a, replace(a, assigned={T1: {0: 1}}), new_member("a"), new_member("b")}) == 3
+
+
+def test_describe() -> None:
+    groups = joined("a", "b", epoch=3)
+    apply(groups, CgCurrent(G, "b", current(3, {T1: {1: 3}, T2: {0: 3}}, state=1)))
+    d = groups[G].describe("uniform", {T1: "t1"})  # T2 does not exist (any more)
+    assert {
+        k: d[k] for k in ("group_id", "group_state", "group_epoch", "assignment_epoch", "assignor_name")
+    } == {
+        "group_id": G,
+        "group_state": ConsumerGroupState.RECONCILING,
+        "group_epoch": 3,
+        "assignment_epoch": 3,
+        "assignor_name": "uniform",
+    }
+    a, b = d["members"]
+    assert a["member_id"] == "a" and a["subscribed_topic_regex"] == "" and a["member_type"] == 1
+    assert b["assignment"] == {"topic_partitions": [{"topic_id": T1, "topic_name": "t1", "partitions": [1]}]}
+    assert b["target_assignment"] == {
+        "topic_partitions": [{"topic_id": T1, "topic_name": "t1", "partitions": [1]}]
+    }
