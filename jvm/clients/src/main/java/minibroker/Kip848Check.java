@@ -78,9 +78,14 @@ public final class Kip848Check {
         for (int i = from; i < from + n; i++) producer.send(new ProducerRecord<>(topic, i % partitions, null, "r" + i)).get();
     }
 
-    private static void waitFor(String what, Callable<Boolean> condition) throws Exception {
+    private final List<Member> started = new CopyOnWriteArrayList<>();
+
+    private void waitFor(String what, Callable<Boolean> condition) throws Exception {
         long deadline = System.currentTimeMillis() + WAIT_MS;
         while (!condition.call()) {
+            for (Member m : started) {
+                if (m.failure != null) throw new IllegalStateException(m.name + " failed", m.failure);
+            }
             if (System.currentTimeMillis() > deadline) throw new IllegalStateException("timed out waiting for " + what);
             Thread.sleep(50);
         }
@@ -103,6 +108,7 @@ public final class Kip848Check {
             this.topic = topic;
             this.read = read;
             this.thread = new Thread(this, name);
+            started.add(this);
             thread.start();
         }
 
@@ -189,7 +195,7 @@ public final class Kip848Check {
     }
 
     /** The group as describeConsumerGroups shows it once stable with `members` members. */
-    private static ConsumerGroupDescription stable(Admin admin, String group, int members) throws Exception {
+    private ConsumerGroupDescription stable(Admin admin, String group, int members) throws Exception {
         ConsumerGroupDescription[] last = new ConsumerGroupDescription[1];
         waitFor("the group stable with " + members + " members", () -> {
             last[0] = admin.describeConsumerGroups(List.of(group)).all().get().get(group);
