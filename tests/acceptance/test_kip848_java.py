@@ -52,7 +52,7 @@ def test_members_join_and_leave_without_losing_or_repeating_records(kip848_broke
         "lost": "0",
         "committed": "150",
         # Admin.describeConsumerGroups while the three members were stable
-        "type": "CONSUMER",
+        "type": "Consumer",  # GroupType.CONSUMER as it prints
         "state": "STABLE",
         "assignor": "uniform",
         "members": "3",
