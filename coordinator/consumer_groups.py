@@ -21,7 +21,7 @@ from __future__ import annotations
 import base64
 import dataclasses
 import os
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import NamedTuple
 from uuid import UUID
 
@@ -645,9 +645,9 @@ class ConsumerGroupCoordinator:
         for member in group.members.values():
             if member.server_assignor is not None:
                 counts[member.server_assignor] = counts.get(member.server_assignor, 0) + 1
-        for member, step in ((old, -1), (new, 1)):
-            if member is not None and member.server_assignor is not None:
-                counts[member.server_assignor] = counts.get(member.server_assignor, 0) + step
+        for changed, step in ((old, -1), (new, 1)):
+            if changed is not None and changed.server_assignor is not None:
+                counts[changed.server_assignor] = counts.get(changed.server_assignor, 0) + step
         counts = {name: count for name, count in counts.items() if count > 0}
         best: str | None = None
         for name in java_hash_order(counts, hash_string):
@@ -963,7 +963,7 @@ class ConsumerGroupCoordinator:
 
     def fence_members(
         self, group: ConsumerGroup, members: Iterable[ConsumerGroupMember]
-    ) -> list[ConsumerGroupRecord]:
+    ) -> list[GroupRecord]:
         """The records that remove these members (Kafka's fencing: their current assignment,
         target and metadata tombstones, regexes no one else uses, a group epoch bump), and
         cancel their timers. Used by leave, the timeouts and the online migration."""
@@ -976,7 +976,7 @@ class ConsumerGroupCoordinator:
         downgrade = group_migration.maybe_downgrade(self, group, [m.member_id for m in leaving])
         if downgrade is not None:
             return downgrade  # the classic group's records
-        records: list[ConsumerGroupRecord] = []
+        records: list[GroupRecord] = []
         for member in leaving:
             records.extend(self._member_tombstones(group_id, member.member_id))
         # regexes only the leaving members use go too
@@ -1071,7 +1071,7 @@ class ConsumerGroupCoordinator:
         yield from self._timer_write(group_id, self.fence_members(group, [member]))
 
     @staticmethod
-    def _timer_write(group_id: str, records: list[ConsumerGroupRecord]) -> Operation[None]:
+    def _timer_write(group_id: str, records: Sequence[GroupRecord]) -> Operation[None]:
         if not records:
             return
         try:
