@@ -5,17 +5,24 @@ handler's validation (broker/handlers/consumer_group_heartbeat.py) with Kafka's 
 
 from __future__ import annotations
 
+import datetime
 import itertools
 import uuid
 from types import SimpleNamespace
 
 import pytest
+from minibroker.broker.context import RequestContext
+from minibroker.broker.coordinator_runtime import CoordinatorRuntime
+from minibroker.broker.handlers import consumer_group_heartbeat
 from minibroker.broker.handlers.consumer_group_heartbeat import _Invalid, validate
+from minibroker.broker.security.acls import ResourceType as Res
+from minibroker.common.clock import SYSTEM_CLOCK
 from minibroker.coordinator.consumer_groups import REGEX_MIN_REFRESH_MS, ConsumerHeartbeat, HeartbeatAnswer
-from minibroker.protocol.codec import build, request_class
+from minibroker.protocol.codec import build, encode_response, request_class
 from minibroker.protocol.errors import ErrorCode as E
 
 from tests.unit.coordinator_fakes import MemoryOffsetsStore, MemoryTopicCatalog, group_coordinator, run_now
+from tests.unit.handler_fakes import FakeBroker
 from tests.unit.test_groups import FakeScheduler
 
 pytestmark = pytest.mark.timeout(30)
@@ -487,3 +494,69 @@ def test_unsupported_assignor():
         E.unsupported_assignor,
         "ServerAssignor sticky is not supported. Supported assignors: uniform, range.",
     )
+
+
+# --- the handler ---------------------------------------------------------------------------------
+class Security:
+    """broker.security: everything allowed but what `denied` names ((resource type, name))."""
+
+    authorizer = None
+
+    def __init__(self, denied=()):
+        self.denied = set(denied)
+        if denied:
+            self.authorizer = object()
+
+    def allowed(self, session, operation, resource_type, name):
+        return (resource_type, name) not in self.denied
+
+
+def handler_broker(group_version=1, denied=()):
+    runtime = CoordinatorRuntime(durability=None)  # no fsync: group records go to the page cache
+    gc = group_coordinator(
+        dict(CONFIG),
+        store=MemoryOffsetsStore(1),
+        scheduler=runtime.timer(),
+        topics=MemoryTopicCatalog({"t": 2}),
+    )
+    return FakeBroker(
+        groups=gc,
+        coordinators=runtime,
+        security=Security(denied),
+        features=SimpleNamespace(level=lambda name: group_version if name == "group.version" else 0),
+    )
+
+
+async def call_handler(broker, version, **fields):
+    ctx = RequestContext(broker, 68, version, 1, "client-x", "127.0.0.1:5555")
+    response = await consumer_group_heartbeat.handle(ctx, request(version, **fields))
+    encode_response(response)  # encodable at this version
+    return response
+
+
+@pytest.mark.parametrize("version", [0, 1])
+async def test_handler_join_and_leave(version):
+    broker = handler_broker()
+    joined = await call_handler(broker, version, member_id="" if version == 0 else "m1")
+    assert joined.error_code == 0 and joined.member_id and joined.member_epoch > 0
+    assert joined.heartbeat_interval == datetime.timedelta(milliseconds=HEARTBEAT_MS)
+    assert [sorted(tp.partitions) for tp in joined.assignment.topic_partitions] == [[0, 1]]
+    member = broker.groups.consumer.groups["g"].members[joined.member_id]
+    assert (member.client_id, member.client_host, member.rebalance_timeout_ms) == (
+        "client-x",
+        "/127.0.0.1",
+        300000,
+    )
+    left = await call_handler(broker, version, member_id=joined.member_id, member_epoch=-1)
+    assert (left.error_code, left.member_epoch, left.assignment) == (0, -1, None)
+
+
+async def test_handler_refusals():
+    answer = await call_handler(handler_broker(group_version=0), 1)
+    assert answer.error_code == E.unsupported_version
+    answer = await call_handler(handler_broker(denied=[(Res.GROUP, "g")]), 1)
+    assert answer.error_code == E.group_authorization_failed
+    answer = await call_handler(handler_broker(denied=[(Res.TOPIC, "t")]), 1)
+    assert answer.error_code == E.topic_authorization_failed
+    answer = await call_handler(handler_broker(), 1, group_id=" ")
+    assert (answer.error_code, answer.error_message) == (E.invalid_request, "GroupId can't be empty.")
