@@ -518,6 +518,7 @@ def handler_broker(group_version=1, denied=()):
         store=MemoryOffsetsStore(1),
         scheduler=runtime.timer(),
         topics=MemoryTopicCatalog({"t": 2}),
+        clock=SYSTEM_CLOCK,
     )
     return FakeBroker(
         groups=gc,
