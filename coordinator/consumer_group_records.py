@@ -17,6 +17,13 @@ fields at the end). A null value is a tombstone for its key.
 | 16 | ConsumerGroupRegularExpression | group, regex | the topics the regex resolved to |
 
 Every record here is `(group_id, [key field,] value)` with `value=None` for a tombstone.
+
+Tagged fields are written as Kafka's generated code writes them, so the bytes are Kafka's
+(tests/acceptance/test_kip848_records.py compares them with a Kafka 4.4 broker's): MetadataHash
+(3) and AssignmentTimestamp (6) only when not 0; type 8's AssignmentEpochs only when not empty
+(left out it reads as None: a load takes the member epoch); type 5's ClassicMemberMetadata is
+written when null (a consumer-protocol member: one byte 0) and left out only when it equals the
+empty struct, which is what an absent tag reads as.
 """
 
 from __future__ import annotations
@@ -421,14 +428,16 @@ def decode(key: bytes, value: bytes | None) -> ConsumerGroupRecord | None:
         fields += (_required(kr.string()),)
     _end(kr)
     if value is None:
-        return cls(*fields, None)
+        tombstone: ConsumerGroupRecord = cls(*fields, None)
+        return tombstone
     r = RecordReader(value, flexible=True)
     version = r.i16()
     if version != 0:
         raise ValueError(f"unsupported value version {version} of record type {record_type}")
     parsed = read_value(r)
     _end(r)
-    return cls(*fields, parsed)
+    record: ConsumerGroupRecord = cls(*fields, parsed)
+    return record
 
 
 def _read_epoch(r: RecordReader) -> EpochValue:

@@ -5,7 +5,10 @@ protocol on them) and everything that goes to or comes from `__consumer_offsets`
 (coordinator/group_records.py formats, through a `coordinator.collaborators.OffsetsStore`):
 group metadata records, committed offsets, offset deletion and expiry, transactional offsets
 (KIP-447: appended in a transactional batch, pending until the transaction coordinator writes the
-marker and calls `complete_txn`), and the replay of the topic at startup.
+marker and calls `complete_txn`), and the replay of the topic at startup. KIP-848 consumer
+groups (`consumer_groups`, coordinator/consumer_group.py) are written and replayed here too,
+their records in coordinator/consumer_group_records.py's format; offsets belong to the group id,
+whichever kind of group holds it (`offsets_holder`).
 
 Every change is appended before it is applied in memory; a failed append leaves the state as it
 was and answers Kafka's error for it. A partition that cannot be written (a full disk, an I/O
