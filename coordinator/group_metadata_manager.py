@@ -448,7 +448,20 @@ class GroupMetadataManager:
                 )
             del self.groups[group_id]
         before = self.consumer_groups.get(group_id)
-        consumer_group.replay(self.consumer_groups, record)
+        try:
+            consumer_group.replay(self.consumer_groups, record)
+        except consumer_group.IllegalGroupState as exc:
+            # Kafka fails the partition's load on it; here the record is skipped (the group
+            # stays as it was) so the other groups load: its members rejoin if it mattered
+            if classic is not None and group_id not in self.groups:
+                self.groups[group_id] = classic
+            log.warning(
+                "skipping a consumer group record out of order for its group",
+                group=group_id,
+                record=type(record).__name__,
+                reason=str(exc),
+            )
+            return
         after = self.consumer_groups.get(group_id)
         if classic is not None and after is not None and group_id not in self.groups:
             after.offsets.update(classic.offsets)

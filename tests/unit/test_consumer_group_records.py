@@ -4,8 +4,8 @@ tagged fields; and the manager's side of them (coordinator/group_metadata_manage
 per operation and group, load, offsets that belong to the group id across classic and consumer
 groups, offset fetch, transactions, expiry and deletion of consumer groups.
 
-`consumer_group.replay` and `ConsumerGroup.tombstones()` are another work package's: the manager
-tests run with the small stand-ins below, which apply only what they need."""
+The manager tests replay through coordinator/consumer_group.py (`replay`, `tombstones()`), with
+the records in the order Kafka writes them (its replay checks the tombstones' order)."""
 
 from __future__ import annotations
 
@@ -13,9 +13,7 @@ from uuid import UUID
 
 import pytest
 import structlog
-from minibroker.coordinator import consumer_group
 from minibroker.coordinator import consumer_group_records as cgr
-from minibroker.coordinator.consumer_group import ConsumerGroup, ConsumerGroupMember
 from minibroker.coordinator.consumer_group_records import (
     CgCurrent,
     CgEpoch,
@@ -208,43 +206,6 @@ def test_other_key_types_are_not_these_records_and_damage_raises():
 
 
 # --- the manager -------------------------------------------------------------------------------
-def _stand_in_replay(groups: dict[str, ConsumerGroup], record) -> None:
-    """What the manager's tests need of consumer_group.replay: types 3 and 5."""
-    group = groups.get(record.group_id)
-    if record.value is None if hasattr(record, "value") else True:
-        if isinstance(record, CgEpoch) and group is not None:
-            del groups[record.group_id]
-        elif isinstance(record, CgMember) and group is not None:
-            group.members.pop(record.member_id, None)
-        return
-    group = groups.setdefault(record.group_id, ConsumerGroup(record.group_id))
-    if isinstance(record, CgEpoch):
-        group.group_epoch = record.value.epoch
-    elif isinstance(record, CgMember):
-        group.members[record.member_id] = ConsumerGroupMember(
-            record.member_id, subscribed_topic_names=frozenset(record.value.subscribed_topic_names)
-        )
-
-
-def _stand_in_tombstones(self: ConsumerGroup) -> list:
-    return [
-        *(CgMember(self.group_id, m, None) for m in self.members),
-        CgPartitionMetadataTombstone(self.group_id),
-        CgEpoch(self.group_id, None),
-    ]
-
-
-def _stand_in_subscribed(self: ConsumerGroup, topic: str) -> bool:
-    return any(topic in m.subscribed_topic_names for m in self.members.values())
-
-
-@pytest.fixture(autouse=True)
-def stand_ins(monkeypatch):
-    monkeypatch.setattr(consumer_group, "replay", _stand_in_replay)
-    monkeypatch.setattr(ConsumerGroup, "tombstones", _stand_in_tombstones)
-    monkeypatch.setattr(ConsumerGroup, "is_subscribed_to_topic", _stand_in_subscribed)
-
-
 RETENTION_MS = 10 * 60_000
 
 
@@ -285,6 +246,17 @@ def _join(manager, group_id="cg", member="m1", topics=("t",), epoch=1) -> None:
         CgTarget(group_id, member, ()),
         CgTargetMeta(group_id, TargetMetaValue(epoch)),
         CgCurrent(group_id, member, CurrentAssignmentValue(epoch, 0, 0, (), ())),
+    )
+
+
+def _leave(manager, group_id, member, epoch) -> None:
+    """A member's leave as Kafka writes it: its assignment, target and metadata tombstones."""
+    _write(
+        manager,
+        CgCurrent(group_id, member, None),
+        CgTarget(group_id, member, None),
+        CgMember(group_id, member, None),
+        CgEpoch(group_id, EpochValue(epoch)),
     )
 
 
@@ -372,7 +344,7 @@ def test_downgrade_leaves_offsets_for_the_classic_group_that_follows(store, cloc
     _join(manager, "g", "m")
     _offset(manager, "g", ("t", 0))
     _offset(manager, "g", ("t", 1), producer_id=9)
-    _write(manager, CgMember("g", "m", None), CgEpoch("g", None))
+    _write(manager, *manager.consumer_groups["g"].tombstones())
     _write(manager, GroupMetadataRecord("g", GroupValue("consumer", 5, "range", None, 0, ())))
     for m in (manager, _reloaded(store, clock)):
         assert m.group_type("g") == "classic"
@@ -413,10 +385,14 @@ def test_consumer_group_tombstones_start_with_its_offsets(store, clock):
     records = manager.consumer_group_tombstones("cg")
     assert [type(r).__name__ for r in records] == [
         "OffsetsRemoval",
+        "CgCurrent",
+        "CgTarget",
+        "CgTargetMeta",
         "CgMember",
         "CgPartitionMetadataTombstone",
         "CgEpoch",
     ]
+    assert all(getattr(r, "value", None) is None for r in records[1:])
     _write(manager, *records)
     for m in (manager, _reloaded(store, clock)):
         assert m.group_type("cg") is None
@@ -440,7 +416,7 @@ def test_expiry_of_an_empty_consumer_group_deletes_it_once_its_offsets_are_gone(
     _join(manager, topics=("t",))
     _offset(manager, "cg", ("t", 0))
     _offset(manager, "cg", ("t", 1), producer_id=4)
-    _write(manager, CgMember("cg", "m1", None))  # the member left: Empty
+    _leave(manager, "cg", "m1", epoch=2)  # Empty
     clock.advance(RETENTION_MS)
     assert run_now(manager, manager.expire_offsets()) == 1
     assert manager.group_type("cg") == "consumer"  # a transaction still pends
@@ -481,3 +457,21 @@ def test_classic_group_state_is_dead_after_its_tombstone(store, clock):
     group = manager.groups["g"]
     _write(manager, ClassicGroupTombstone("g"))
     assert group.is_state(GroupState.DEAD) and "g" not in manager.groups
+
+
+def test_a_record_out_of_order_is_skipped_with_a_warning(store, clock):
+    manager = _manager(store, clock)
+    _write(manager, GroupMetadataRecord("g", GroupValue("consumer", 3, None, None, 0, ())))
+    _offset(manager, "g", ("t", 0))
+    _join(manager, "cg")
+    with structlog.testing.capture_logs() as logs:
+        # a member's metadata tombstone before its assignment's: Kafka's replay refuses it
+        _write(manager, CgMember("cg", "m1", None))
+        manager.replay(CgEpoch("g", None))  # no consumer group "g": nothing to do
+    assert [e["reason"] for e in logs if e["log_level"] == "warning"] == [
+        "Received a tombstone record to delete member m1 but did not receive "
+        "ConsumerGroupCurrentMemberAssignmentValue tombstone."
+    ]
+    assert manager.consumer_groups["cg"].members.keys() == {"m1"}
+    assert set(manager.groups["g"].offsets) == {("t", 0)}
+    assert _reloaded(store, clock).consumer_groups["cg"].members.keys() == {"m1"}
