@@ -373,25 +373,8 @@ class ConsumerGroupCoordinator:
             client_host=request.client_host,
             classic=None,
         )
-        names_changed = False
-        if updated != member:
-            records.append(CgMember(group_id, member_id, updated.metadata_value()))
-            names_changed = updated.subscribed_topic_names != member.subscribed_topic_names
-        status, to_resolve = self._update_regex(group, member, updated, records, now)
-        assignor_changed = self._preferred_assignor(group) != self._preferred_assignor(group, member, updated)
-        subscription_changed = names_changed or status != _NO_CHANGE
-        group_epoch = group.group_epoch
-        subscription_type = self._subscription_type(group)
-        bump = names_changed or status == _REGEX_UPDATED_AND_RESOLVED or assignor_changed
-        if bump or self._metadata_expired(group, now):
-            group_epoch, subscription_type = self._update_subscription_metadata(
-                group, bump, member, updated, records, now
-            )
-        target_epoch, target = self._maybe_update_target(
-            group, group_epoch, member, updated, subscription_type, records, now
-        )
-        reconciled, rebalance_timer = self._maybe_reconcile(
-            group, updated, target_epoch, target, subscription_changed, request.owned, records
+        reconciled, rebalance_timer, to_resolve = self._update_member(
+            group, member, updated, owned=request.owned, records=records, classic=False, now=now
         )
         full_request = (
             request.rebalance_timeout_ms != -1
@@ -407,6 +390,76 @@ class ConsumerGroupCoordinator:
             rebalance_timer=rebalance_timer,
             regexes_to_resolve=to_resolve,
         )
+
+    def update_member(
+        self,
+        group: ConsumerGroup,
+        member: ConsumerGroupMember,
+        updated: ConsumerGroupMember,
+        *,
+        owned: Mapping[UUID, Collection[int]] | None,
+        records: list[GroupRecord],
+        classic: bool = False,
+        topic_filter: TopicFilter | None = None,
+    ) -> ConsumerGroupMember:
+        """A member's change once its new fields are known (Kafka's consumerGroupHeartbeat and
+        classicGroupJoinToConsumerGroup share it): its metadata record, its regex, the group
+        epoch bump, the target assignment and the member's reconciliation. Appends the records
+        and returns the reconciled member; a regex resolution it needs is scheduled. `classic`:
+        a classic member's JoinGroup (a regex change bumps the epoch, the preferred assignor is
+        not looked at). Raises Refused or FencedMemberEpoch."""
+        owned_partitions = None if owned is None else tuple((t, tuple(sorted(p))) for t, p in owned.items())
+        reconciled, _, to_resolve = self._update_member(
+            group,
+            member,
+            updated,
+            owned=owned_partitions,
+            records=records,
+            classic=classic,
+            now=self.clock.wall_ms(),
+        )
+        if to_resolve:
+            self._schedule_regex_resolution(group.group_id, to_resolve, topic_filter)
+        return reconciled
+
+    def _update_member(
+        self,
+        group: ConsumerGroup,
+        member: ConsumerGroupMember,
+        updated: ConsumerGroupMember,
+        *,
+        owned: tuple[tuple[UUID, tuple[int, ...]], ...] | None,
+        records: list[GroupRecord],
+        classic: bool,
+        now: int,
+    ) -> tuple[ConsumerGroupMember, bool | None, frozenset[str] | None]:
+        """Steps 6-11 of Kafka's heartbeat: (the reconciled member, what to do with its
+        rebalance timer, the group's regexes to resolve)."""
+        names_changed = False
+        if updated != member:
+            records.append(CgMember(group.group_id, updated.member_id, updated.metadata_value()))
+            names_changed = updated.subscribed_topic_names != member.subscribed_topic_names
+        status, to_resolve = self._update_regex(group, member, updated, records, now)
+        subscription_changed = names_changed or status != _NO_CHANGE
+        if classic:
+            bump = subscription_changed
+        else:
+            assignor_changed = self._preferred_assignor(group) != self._preferred_assignor(
+                group, member, updated
+            )
+            bump = names_changed or status == _REGEX_UPDATED_AND_RESOLVED or assignor_changed
+        group_epoch, subscription_type = group.group_epoch, group.subscription_type()
+        if bump or self._metadata_expired(group, now):
+            group_epoch, subscription_type = self._update_subscription_metadata(
+                group, bump, member, updated, records, now
+            )
+        target_epoch, target = self._maybe_update_target(
+            group, group_epoch, member, updated, subscription_type, records, now
+        )
+        reconciled, rebalance_timer = self._maybe_reconcile(
+            group, updated, target_epoch, target, subscription_changed, owned, records
+        )
+        return reconciled, rebalance_timer, to_resolve
 
     def _check_not_full(self, group: ConsumerGroup, member_id: str, instance_id: str | None) -> None:
         if group.static_member(instance_id) is not None:
@@ -573,11 +626,6 @@ class ConsumerGroupCoordinator:
             return "HOMOGENEOUS"
         return "HETEROGENEOUS"
 
-    def _subscription_type(self, group: ConsumerGroup) -> str:
-        members = list(group.members.values())
-        regexes = self._regex_counts(members)
-        return self._type_of(regexes, self._name_counts(group, members, regexes), len(members))
-
     def _metadata_hash(self, names: Iterable[str]) -> int:
         """KIP-1101's hash over the subscribed topics that exist."""
         hashes: dict[str, int] = {}
@@ -679,7 +727,7 @@ class ConsumerGroupCoordinator:
         the group's regexes to resolve again (None: no resolution now)."""
         group_id = group.group_id
         old_regex, new_regex = old.subscribed_topic_regex, new.subscribed_topic_regex
-        counts = self._regex_counts(group.members.values())
+        counts = group.subscribed_regexes  # regex -> members using it
         status = _NO_CHANGE
         require_refresh = False
         if old_regex != new_regex:
