@@ -148,3 +148,57 @@ def group_configs(s):
             "validate_only": False,
         },
     )
+
+
+INIT_PID, ADD_OFFSETS, TXN_OFFSET_COMMIT, FIND_COORDINATOR = 22, 25, 28, 10
+
+
+@case("consumer-group-admin/txn-offsets-unknown-group")
+def txn_offsets_unknown_group(s):
+    """A transactional commit naming a member (generation or member epoch >= 0) of a group the
+    coordinator does not know: GROUP_ID_NOT_FOUND from v6, ILLEGAL_GENERATION before."""
+    s.create_topic("cga-txn", 1)
+    for v in (3, 4, 5):
+        tid, group = f"cga-txn-{v}", f"cga-txn-group-{v}"
+        s.call(FIND_COORDINATOR, 4, {"key_type": 1, "coordinator_keys": [tid]})
+        r = s.call(
+            INIT_PID,
+            5,
+            {
+                "transactional_id": tid,
+                "transaction_timeout_ms": 60000,
+                "producer_id": -1,
+                "producer_epoch": -1,
+            },
+        )
+        pid, epoch = r["producer_id"], r["producer_epoch"]
+        if v < 5:
+            s.call(
+                ADD_OFFSETS,
+                min(v, 4),
+                {"transactional_id": tid, "producer_id": pid, "producer_epoch": epoch, "group_id": group},
+            )
+        s.call(FIND_COORDINATOR, 4, {"key_type": 0, "coordinator_keys": [group]})
+        for label, member, generation in (("member", "m", 3), ("no-member", "", 0)):
+            s.check(
+                f"v{v}/{label}",
+                TXN_OFFSET_COMMIT,
+                v,
+                {
+                    "transactional_id": tid,
+                    "group_id": group,
+                    "producer_id": pid,
+                    "producer_epoch": epoch,
+                    "generation_id": generation,
+                    "member_id": member,
+                    "group_instance_id": None,
+                    "topics": [
+                        {
+                            "name": "cga-txn",
+                            "partitions": [
+                                {"partition_index": 0, "committed_offset": 1, "committed_metadata": ""}
+                            ],
+                        }
+                    ],
+                },
+            )
