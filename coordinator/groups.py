@@ -27,7 +27,7 @@ of a failed log dir: its groups are unloaded and answer NOT_COORDINATOR until it
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 from uuid import UUID
 
@@ -568,7 +568,7 @@ class GroupCoordinator:
         )
 
     def describe_consumer_groups(
-        self, group_ids: Iterable[str], topic_names: Callable[[UUID], str | None]
+        self, group_ids: Iterable[str], topic_names: Mapping[UUID, str]
     ) -> list[dict[str, Any]]:
         """ConsumerGroupDescribe (69): each group as Kafka's ConsumerGroup.asDescribedGroup
         shows it (state, epochs, preferred assignor, members with their current assignment,
@@ -600,48 +600,12 @@ class GroupCoordinator:
                     else f"Group {group_id} is not a consumer group."
                 )
             else:
-                entry.update(self._described(self.manager.consumer_groups[group_id], topic_names))
+                default = (
+                    self.settings.consumer_assignors[0] if self.settings.consumer_assignors else "uniform"
+                )
+                entry = dict(self.manager.consumer_groups[group_id].describe(default, topic_names))
             out.append(entry)
         return out
-
-    def _described(self, group: ConsumerGroup, topic_names: Callable[[UUID], str | None]) -> dict[str, Any]:
-        default = self.settings.consumer_assignors[0] if self.settings.consumer_assignors else "uniform"
-
-        def topics(assignment: Iterable[tuple[UUID, Iterable[int]]]) -> list[dict[str, Any]]:
-            listed = []
-            for topic_id, partitions in assignment:
-                name = topic_names(topic_id)
-                if name is not None:
-                    listed.append(dict(topic_id=topic_id, topic_name=name, partitions=sorted(partitions)))
-            return listed
-
-        def member(m: ConsumerGroupMember) -> dict[str, Any]:
-            owned: dict[UUID, set[int]] = {}
-            for assignment in (m.assigned, m.pending_revocation):
-                for topic_id, partitions in assignment.items():
-                    owned.setdefault(topic_id, set()).update(partitions)
-            target = group.target.get(m.member_id, {})
-            return dict(
-                member_id=m.member_id,
-                instance_id=m.instance_id,
-                rack_id=m.rack_id,
-                member_epoch=m.member_epoch,
-                client_id=m.client_id,
-                client_host=m.client_host,
-                subscribed_topic_names=sorted(m.subscribed_topic_names),
-                subscribed_topic_regex=m.subscribed_topic_regex or None,
-                assignment=dict(topic_partitions=topics(owned.items())),
-                target_assignment=dict(topic_partitions=topics(target.items())),
-                member_type=0 if m.uses_classic_protocol else 1,
-            )
-
-        return dict(
-            group_state=group.state,
-            group_epoch=group.group_epoch,
-            assignment_epoch=group.assignment_epoch,
-            assignor_name=group.preferred_assignor(default),
-            members=[member(m) for m in group.members.values()],
-        )
 
     def delete_groups(self, group_ids: Iterable[str]) -> Operation[dict[str, int]]:
         """DeleteGroups, an operation of the coordinator runtime: the error of each group. A

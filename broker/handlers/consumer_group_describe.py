@@ -42,8 +42,7 @@ async def handle(ctx: RequestContext, req: ConsumerGroupDescribeRequest) -> Cons
     denied = [g for g in req.group_ids if not ctx.allowed(Op.DESCRIBE, Res.GROUP, g)]
     allowed = [g for g in req.group_ids if g not in denied]
     out = [_refused(g, ErrorCode.group_authorization_failed) for g in denied]
-    names = ctx.broker.logs.topic_names
-    for entry in ctx.broker.groups.describe_consumer_groups(allowed, names.get):
+    for entry in ctx.broker.groups.describe_consumer_groups(allowed, ctx.broker.logs.topic_names):
         described = entry["error_code"] == ErrorCode.none
         entry["authorized_operations"] = (
             ctx.authorized_operations(Res.GROUP, entry["group_id"])

@@ -13,7 +13,7 @@ from minibroker.coordinator.consumer_group_records import ClassicMemberMetadata
 from minibroker.coordinator.groups import OffsetCommitRefused, consumer_commit_check, consumer_fetch_check
 from minibroker.protocol.errors import ErrorCode as E
 
-from tests.unit.coordinator_fakes import MemoryOffsetsStore, commit, group_coordinator, stage
+from tests.unit.coordinator_fakes import MemoryOffsetsStore, commit, group_coordinator, run_now, stage
 from tests.unit.test_groups import CONFIG, FakeScheduler
 
 pytestmark = pytest.mark.timeout(20)
@@ -25,11 +25,12 @@ CLASSIC = ClassicMemberMetadata(45000, ())
 
 def group(*members: ConsumerGroupMember, group_id: str = "g") -> ConsumerGroup:
     g = ConsumerGroup(group_id)
-    g.members.update((m.member_id, m) for m in members)
+    for m in members:
+        g.update_member(m)
     return g
 
 
-def member(member_id: str = "m", epoch: int = 5, classic: bool = False) -> ConsumerGroupMember:
+def member(member_id: str = "m", epoch: int = 5, classic: bool = False, **fields) -> ConsumerGroupMember:
     # partition 0 assigned in epoch 3, partition 1 pending revocation since epoch 4
     return ConsumerGroupMember(
         member_id,
@@ -37,6 +38,7 @@ def member(member_id: str = "m", epoch: int = 5, classic: bool = False) -> Consu
         assigned={T: {0: 3}},
         pending_revocation={T: {1: 4}},
         classic=CLASSIC if classic else None,
+        **fields,
     )
 
 
@@ -230,8 +232,8 @@ def gc():
     return group_coordinator(dict(CONFIG), scheduler=FakeScheduler(), store=MemoryOffsetsStore(1))
 
 
-def with_group(gc, *members: ConsumerGroupMember) -> ConsumerGroup:
-    g = group(*members)
+def with_group(gc, *members: ConsumerGroupMember, group_id: str = "g") -> ConsumerGroup:
+    g = group(*members, group_id=group_id)
     gc.manager.consumer_groups[g.group_id] = g
     return g
 
@@ -298,9 +300,77 @@ def test_fetch_refusals_are_the_groups_error(gc):
 def test_describe_consumer_groups_refusals(gc):
     with_group(gc, member())
     gc.manager.add_group("classic")
-    answers = gc.describe_consumer_groups(["", "missing", "classic"], {T: "t"}.get)
+    answers = gc.describe_consumer_groups(["", "missing", "classic"], {T: "t"})
     assert [(a["group_id"], a["error_code"], a["error_message"]) for a in answers] == [
         ("", E.invalid_group_id, None),
         ("missing", E.group_id_not_found, "Group missing not found."),
         ("classic", E.group_id_not_found, "Group classic is not a consumer group."),
     ]
+
+
+def test_describe_a_consumer_group(gc):
+    g = with_group(gc, member(subscribed_topic_names=frozenset({"t"}), client_id="c", client_host="/h"))
+    g.group_epoch = g.assignment_epoch = 5
+    g.update_target("m", {T: frozenset({0, 2}), OTHER: frozenset({0})})
+    [described] = gc.describe_consumer_groups(["g"], {T: "t"})  # OTHER is no topic now
+    assert described["error_code"] == E.none
+    assert (described["group_state"], described["group_epoch"], described["assignment_epoch"]) == (
+        "Stable",
+        5,
+        5,
+    )
+    assert described["assignor_name"] == "uniform"
+    [m] = described["members"]
+    assert (m["member_id"], m["member_epoch"], m["client_id"], m["client_host"], m["member_type"]) == (
+        "m",
+        5,
+        "c",
+        "/h",
+        1,
+    )
+    assert m["subscribed_topic_names"] == ["t"]
+    assert m["assignment"] == {"topic_partitions": [dict(topic_id=T, topic_name="t", partitions=[0, 1])]}
+    assert m["target_assignment"] == {
+        "topic_partitions": [dict(topic_id=T, topic_name="t", partitions=[0, 2])]
+    }
+
+
+def test_list_groups_of_both_kinds(gc):
+    with_group(gc, member(), group_id="g")
+    with_group(gc, group_id="empty")
+    gc.manager.add_group("old")
+    everything = {
+        g["group_id"]: (g["group_type"], g["group_state"], g["protocol_type"]) for g in gc.list_groups()
+    }
+    assert everything == {
+        "g": ("consumer", "Reconciling", "consumer"),
+        "empty": ("consumer", "Empty", "consumer"),
+        "old": ("classic", "Empty", ""),
+    }
+    assert {g["group_id"] for g in gc.list_groups(types=["Consumer"])} == {"g", "empty"}
+    assert {g["group_id"] for g in gc.list_groups(types=["classic"])} == {"old"}
+    assert gc.list_groups(types=["share"]) == [] and gc.list_groups(types=["nope"]) == []
+    assert {g["group_id"] for g in gc.list_groups(states=["EMPTY"])} == {"empty", "old"}
+    assert {g["group_id"] for g in gc.list_groups(states=["reconciling"], types=["consumer"])} == {"g"}
+
+
+def test_describe_groups_calls_a_consumer_group_dead(gc):
+    with_group(gc, member())
+    assert gc.group_type("g") == "consumer"
+    assert gc.describe_group("g") == (
+        E.none,
+        dict(group_state="Dead", protocol_type="", protocol_data="", members=[]),
+    )
+
+
+def test_delete_a_non_empty_consumer_group_is_refused(gc):
+    with_group(gc, member())
+    assert run_now(gc, gc.delete_groups(["g"])) == {"g": E.non_empty_group}
+    assert "g" in gc.manager.consumer_groups
+
+
+def test_offset_delete_refuses_subscribed_topics(gc):
+    with_group(gc, member(subscribed_topic_names=frozenset({"t"})))
+    error, results = run_now(gc, gc.delete_offsets("g", [("t", 0), ("u", 0)]))
+    assert error == E.none
+    assert results == {("t", 0): E.group_subscribed_to_topic, ("u", 0): E.none}
