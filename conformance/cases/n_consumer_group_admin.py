@@ -202,3 +202,180 @@ def txn_offsets_unknown_group(s):
                     ],
                 },
             )
+
+
+OFFSET_COMMIT, OFFSET_FETCH, DESCRIBE_GROUPS, LIST_GROUPS = 8, 9, 15, 16
+DELETE_GROUPS, OFFSET_DELETE, HEARTBEAT_848, DESCRIBE_848 = 42, 47, 68, 69
+
+
+def _heartbeat(s, group, member, epoch, *, topics=("cga-t",), owned=None):
+    fields = {
+        "group_id": group,
+        "member_id": member,
+        "member_epoch": epoch,
+        "instance_id": None,
+        "rack_id": None,
+        "rebalance_timeout": 30000 if epoch == 0 else -1,
+        "subscribed_topic_names": list(topics) if epoch == 0 else None,
+        "subscribed_topic_regex": None,
+        "server_assignor": None,
+        "topic_partitions": owned if owned is not None else ([] if epoch == 0 else None),
+    }
+    return s.call(HEARTBEAT_848, 1, fields)
+
+
+def _joined(s, group, member, partitions):
+    """Join `group` with `member` and heartbeat until it owns `partitions` of cga-t, Stable;
+    -> its member epoch."""
+    answer = _heartbeat(s, group, member, 0)
+    assert answer["error_code"] == 0, answer
+
+    def stable():
+        nonlocal answer
+        epoch = answer["member_epoch"]
+        assigned = answer.get("assignment") or {}
+        owned = [
+            {"topic_id": t["topic_id"], "partitions": sorted(t["partitions"])}
+            for t in assigned.get("topic_partitions", [])
+        ]
+        got = sorted(p for t in owned for p in t["partitions"])
+        if got == partitions:
+            again = _heartbeat(s, group, member, epoch, owned=owned)
+            if again["error_code"] == 0 and again["member_epoch"] == epoch:
+                return epoch
+        answer = _heartbeat(s, group, member, epoch, owned=owned if assigned else None)
+        assert answer["error_code"] == 0, answer
+        return None
+
+    return s.wait_until(stable, f"{member} owning cga-t {partitions}", timeout=30, interval=0.2)
+
+
+def _commit(s, label, v, group, member, epoch, partitions, *, topic="cga-t", topic_id=None):
+    t = {"name": topic, "topic_id": topic_id}
+    t["partitions"] = [
+        {
+            "partition_index": p,
+            "committed_offset": 10 + p,
+            "committed_leader_epoch": -1,
+            "committed_metadata": "m",
+        }
+        for p in partitions
+    ]
+    return s.check(
+        label,
+        OFFSET_COMMIT,
+        v,
+        {
+            "group_id": group,
+            "generation_id_or_member_epoch": epoch,
+            "member_id": member,
+            "group_instance_id": None,
+            "retention_time_ms": -1,
+            "topics": [t],
+        },
+    )
+
+
+def _fetch(s, label, v, group, member, epoch, partitions=(0, 1), *, topic_id=None, all_topics=False):
+    topics = (
+        None
+        if all_topics
+        else [{"name": "cga-t", "topic_id": topic_id, "partition_indexes": list(partitions)}]
+    )
+    return s.check(
+        label,
+        OFFSET_FETCH,
+        v,
+        {
+            "groups": [{"group_id": group, "member_id": member, "member_epoch": epoch, "topics": topics}],
+            "require_stable": True,
+        },
+    )
+
+
+@case("consumer-group-admin/offsets-and-describe")
+def offsets_and_describe(s):
+    from conformance.cases.c_data import topic_id
+
+    group, member = "cga-g", "cga-member-0000000001"
+    s.create_topic("cga-t", 2)
+    s.create_topic("cga-other", 1)
+    tid = topic_id(s, "cga-t")
+    # the target assignment at once (Kafka's default assignment interval is 1 s)
+    _alter_group_config(s, "assignment-interval", group, {"consumer.assignment.interval.ms": "0"})
+    _settled(s, group, "consumer.assignment.interval.ms", "0")
+    s.call(FIND_COORDINATOR, 4, {"key_type": 0, "coordinator_keys": [group]})
+    epoch = _joined(s, group, member, [0, 1])
+    # OffsetCommit v9 (names) / v10 (ids) with the member epoch
+    _commit(s, "commit/v9", 9, group, member, epoch, [0, 1])
+    _commit(s, "commit/v10", 10, group, member, epoch, [0], topic="", topic_id=tid)
+    _commit(s, "commit/newer-epoch", 9, group, member, epoch + 1, [0])
+    _commit(s, "commit/older-epoch", 9, group, member, epoch - 1, [0, 1])
+    _commit(s, "commit/unknown-member", 10, group, "nobody", epoch, [0], topic="", topic_id=tid)
+    _commit(s, "commit/v8-member", 8, group, member, epoch, [0])
+    _commit(s, "commit/admin-with-members", 9, group, "", -1, [0])
+    _commit(s, "commit/unknown-topic", 9, group, member, epoch, [0], topic="cga-nope")
+    _commit(s, "commit/missing-group-v9", 9, "cga-missing", member, 1, [0])
+    _commit(s, "commit/missing-group-v8", 8, "cga-missing", member, 1, [0])
+    # OffsetFetch v9+ with the member's id and epoch, and as an admin
+    _fetch(s, "fetch/v9-member", 9, group, member, epoch)
+    _fetch(s, "fetch/v10-member", 10, group, member, epoch, topic_id=tid)
+    _fetch(s, "fetch/v9-stale", 9, group, member, epoch - 1)
+    _fetch(s, "fetch/v10-unknown-member", 10, group, "nobody", epoch, topic_id=tid)
+    _fetch(s, "fetch/v9-admin", 9, group, None, -1)
+    _fetch(s, "fetch/v9-admin-all", 9, group, None, -1, all_topics=True)
+    _fetch(s, "fetch/v8", 8, group, None, -1)
+    _commit(s, "commit/simple-classic", 9, "cga-classic", "", -1, [0])
+    # describing it
+    for v in (0, 1):
+        s.check(
+            f"describe-848/v{v}",
+            DESCRIBE_848,
+            v,
+            {"group_ids": [group, "cga-missing", "", "cga-classic"], "include_authorized_operations": v == 1},
+        )
+    for v in (0, 5, 6):
+        s.check(
+            f"describe-groups/v{v}",
+            DESCRIBE_GROUPS,
+            v,
+            {"groups": [group], "include_authorized_operations": False},
+        )
+    s.check("list/v5-consumer", LIST_GROUPS, 5, {"states_filter": [], "types_filter": ["consumer"]})
+    s.check(
+        "list/v5-stable", LIST_GROUPS, 5, {"states_filter": ["STABLE"], "types_filter": ["Consumer", "nope"]}
+    )
+    s.check("list/v4", LIST_GROUPS, 4, {"states_filter": ["stable"]})
+    # administration while it has members
+    s.check(
+        "offset-delete/subscribed",
+        OFFSET_DELETE,
+        0,
+        {
+            "group_id": group,
+            "topics": [
+                {"name": "cga-t", "partitions": [{"partition_index": 0}]},
+                {"name": "cga-other", "partitions": [{"partition_index": 0}]},
+            ],
+        },
+    )
+    s.check("delete/non-empty", DELETE_GROUPS, 2, {"groups_names": [group]})
+    # the member leaves: the group is Empty, an admin may commit (kafka-consumer-groups
+    # --reset-offsets), then delete it
+    left = _heartbeat(s, group, member, -1)
+    assert left["error_code"] == 0, left
+    s.check(
+        "describe-848/empty", DESCRIBE_848, 1, {"group_ids": [group], "include_authorized_operations": False}
+    )
+    _commit(s, "commit/admin-empty", 9, group, "", -1, [0, 1])
+    _commit(s, "commit/left-member", 9, group, member, epoch, [0])
+    _fetch(s, "fetch/after-reset", 9, group, None, -1)
+    s.check("list/v5-empty", LIST_GROUPS, 5, {"states_filter": ["empty"], "types_filter": ["consumer"]})
+    s.check("delete/empty", DELETE_GROUPS, 2, {"groups_names": [group]})
+    s.check(
+        "describe-848/deleted",
+        DESCRIBE_848,
+        1,
+        {"group_ids": [group], "include_authorized_operations": False},
+    )
+    _fetch(s, "fetch/deleted", 9, group, None, -1)
