@@ -417,7 +417,7 @@ class GroupCoordinator:
                 results[tp] = E.group_subscribed_to_topic
             else:
                 eligible.append(tp)
-        error, deleted = yield from self.manager.delete_offsets(group, eligible)  # type: ignore[arg-type]  # until WP1
+        error, deleted = yield from self.manager.delete_offsets(group, eligible)
         if error != E.none:
             return error, {}
         results.update(deleted)
@@ -637,7 +637,7 @@ class GroupCoordinator:
         if group.state != ConsumerGroupState.EMPTY:
             return E.non_empty_group
         try:
-            yield Write(tuple(self.manager.consumer_group_tombstones(group.group_id)), durable=False)  # type: ignore[attr-defined]  # WP1
+            yield Write(tuple(self.manager.consumer_group_tombstones(group.group_id)), durable=False)
         except Exception as exc:  # noqa: BLE001 - storage failure -> retriable error
             log.warning("group delete append failed", group=group.group_id, error=str(exc))
             return storage_error_for_group(exc)

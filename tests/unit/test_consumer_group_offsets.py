@@ -374,3 +374,36 @@ def test_offset_delete_refuses_subscribed_topics(gc):
     error, results = run_now(gc, gc.delete_offsets("g", [("t", 0), ("u", 0)]))
     assert error == E.none
     assert results == {("t", 0): E.group_subscribed_to_topic, ("u", 0): E.none}
+
+
+def test_a_member_commits_and_fetches_its_offsets(gc):
+    with_group(gc, member())
+    assert commit(gc, "g", "m", None, 5, offsets(0, 1), 10) == {("t", 0): E.none, ("t", 1): E.none}
+    # an older epoch is fine for a partition it has owned since then (0 since 3, 1 since 4)
+    assert commit(gc, "g", "m", None, 4, offsets(0, 1), 9) == {("t", 0): E.none, ("t", 1): E.none}
+    assert set(gc.manager.consumer_groups["g"].offsets) == {("t", 0), ("t", 1)}
+    assert "g" not in gc.groups  # still the consumer group's, no classic group made
+    error, rows = gc.fetch_offsets("g", [("t", 0)], member_id="m", member_epoch=5)
+    assert (error, rows) == (E.none, [("t", 0, 10, -1, "", E.none)])
+    assert gc.fetch_offsets("g", None)[1] == [("t", 0, 10, -1, "", E.none), ("t", 1, 10, -1, "", E.none)]
+
+
+def test_transactional_offsets_of_a_member_stay_pending_until_the_marker(gc):
+    with_group(gc, member())
+    assert stage(gc, 7, 0, "g", 5, "m", None, offsets(0), api_version=5) == {("t", 0): E.none}
+    assert gc.fetch_offsets("g", [("t", 0)], require_stable=True)[1] == [
+        ("t", 0, -1, -1, "", E.unstable_offset_commit)
+    ]
+    gc.complete_txn(7, commit=True)
+    assert gc.fetch_offsets("g", [("t", 0)], require_stable=True)[1] == [("t", 0, 10, -1, "", E.none)]
+
+
+def test_an_empty_consumer_group_is_deleted_with_its_offsets(gc):
+    g = with_group(gc, member())
+    assert commit(gc, "g", "m", None, 5, offsets(0), 9) == {("t", 0): E.none}
+    g.remove_member("m")  # as its leave's replay would
+    assert commit(gc, "g", "", None, -1, offsets(1), 9) == {("t", 1): E.none}  # an admin's reset
+    assert run_now(gc, gc.delete_groups(["g"])) == {"g": E.none}
+    assert gc.group_type("g") is None
+    assert gc.fetch_offsets("g", None) == (E.none, [])
+    assert run_now(gc, gc.delete_groups(["g"])) == {"g": E.group_id_not_found}
