@@ -6,6 +6,7 @@ ConsumerGroupDescribe, DescribeGroups and ListGroups on consumer groups; DeleteG
 OffsetDelete."""
 
 import time
+import uuid
 
 from conformance.cases import case
 
@@ -235,7 +236,7 @@ def _joined(s, group, member, partitions):
         epoch = answer["member_epoch"]
         assigned = answer.get("assignment") or {}
         owned = [
-            {"topic_id": t["topic_id"], "partitions": sorted(t["partitions"])}
+            {"topic_id": uuid.UUID(str(t["topic_id"])), "partitions": sorted(t["partitions"])}
             for t in assigned.get("topic_partitions", [])
         ]
         got = sorted(p for t in owned for p in t["partitions"])

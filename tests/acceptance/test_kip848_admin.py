@@ -50,6 +50,13 @@ def kip848_broker(broker_factory):
     return broker_factory(KIP848)
 
 
+def _describe(broker, group: str):
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    return admin.describe_consumer_groups([group], request_timeout=10)[group].result(timeout=15)
+
+
 def _table(output: str) -> list[dict[str, str]]:
     """kafka-consumer-groups.sh --describe's offsets table as rows of {column: value}."""
     lines = [line.split() for line in output.splitlines() if line.strip()]
@@ -167,6 +174,14 @@ def test_exactly_once_read_process_write_as_a_consumer_protocol_member(kip848_br
             assert line is not None, f"worker exited early: {last.seen[-5:]}\n{last.diag()}"
             if line.startswith("COMMITTED") and _group_offsets(broker, group, src) == input_end:
                 break
+        # a KIP-848 group (librdkafka's describe_consumer_groups: ConsumerGroupDescribe), the
+        # replacement its one member, owning every partition
+        described = _describe(broker, group)
+        assert (str(described.type), str(described.state)) == (
+            "ConsumerGroupType.CONSUMER",
+            "ConsumerGroupState.STABLE",
+        )
+        assert [len(m.assignment.topic_partitions) for m in described.members] == [PARTS]
         last.proc.send_signal(signal.SIGTERM)
         assert last.proc.wait(15) == 0, last.diag()
     finally:
