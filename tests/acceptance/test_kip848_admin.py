@@ -27,6 +27,7 @@ from tests.acceptance.test_eos_worker_kill import (
     _seed,
 )
 from tests.acceptance.test_kafka_cli import kafka_tool  # noqa: F401 - the fixture, reused
+from tests.acceptance.test_observability import scrape, value
 from tests.acceptance.test_transactions_helpers import uid
 from tests.support.helpers import create_topic, unique_name, wait_until
 
@@ -47,7 +48,7 @@ java = pytest.mark.skipif(shutil.which("java") is None, reason="needs a JDK (mak
 
 @pytest.fixture
 def kip848_broker(broker_factory):
-    return broker_factory(KIP848)
+    return broker_factory({**KIP848, "minibroker.metrics.port": 0})
 
 
 def _describe(broker, group: str):
@@ -112,6 +113,13 @@ def test_consumer_groups_tool_describes_and_resets_a_consumer_protocol_group(kaf
         typed = kafka_tool(GROUPS_TOOL, *tool, "--list", "--type")
         assert any(line.split()[:2] == [group, "Consumer"] for line in typed.splitlines()), typed
         assert group not in kafka_tool(GROUPS_TOOL, *tool, "--list", "--type", "classic").split()
+        # the group gauges count consumer-protocol groups too
+        samples = scrape(broker)
+        assert value(samples, "minibroker_group_members", group=group, type="consumer") == 1
+        assert value(samples, "minibroker_groups", type="consumer", state="Stable") == 1
+        assert (
+            value(samples, "minibroker_group_offset_lag_messages", group=group, topic=topic, partition=0) == 0
+        )
     finally:
         c.close()  # the member leaves: the group is Empty
 
