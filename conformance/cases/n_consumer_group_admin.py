@@ -361,6 +361,7 @@ def offsets_and_describe(s):
         },
     )
     s.check("delete/non-empty", DELETE_GROUPS, 2, {"groups_names": [group]})
+    _txn_commits(s, group, member, epoch, tid)
     # the member leaves: the group is Empty, an admin may commit (kafka-consumer-groups
     # --reset-offsets), then delete it
     left = _heartbeat(s, group, member, -1)
@@ -380,3 +381,70 @@ def offsets_and_describe(s):
         {"group_ids": [group], "include_authorized_operations": False},
     )
     _fetch(s, "fetch/deleted", 9, group, None, -1)
+
+
+END_TXN = 26
+
+
+def _txn_commits(s, group, member, epoch, tid):
+    """TxnOffsetCommit with the member's id and epoch (a Java consumer's groupMetadata()):
+    STALE_MEMBER_EPOCH from v6, ILLEGAL_GENERATION below; then the transaction is aborted."""
+    txn = "cga-txn-member"
+    s.call(FIND_COORDINATOR, 4, {"key_type": 1, "coordinator_keys": [txn]})
+    r = s.call(
+        INIT_PID,
+        5,
+        {"transactional_id": txn, "transaction_timeout_ms": 60000, "producer_id": -1, "producer_epoch": -1},
+    )
+    pid, pepoch = r["producer_id"], r["producer_epoch"]
+    for v in (5, 6):
+        for label, e, who in (
+            ("current", epoch, member),
+            ("newer", epoch + 1, member),
+            ("older", epoch - 1, member),
+            ("unknown-member", epoch, "nobody"),
+        ):
+            s.check(
+                f"txn-commit/v{v}-{label}",
+                TXN_OFFSET_COMMIT,
+                v,
+                {
+                    "transactional_id": txn,
+                    "group_id": group,
+                    "producer_id": pid,
+                    "producer_epoch": pepoch,
+                    "generation_id": e,
+                    "member_id": who,
+                    "group_instance_id": None,
+                    "topics": [
+                        {
+                            "name": "cga-t",
+                            "topic_id": tid,
+                            "partitions": [
+                                {"partition_index": 0, "committed_offset": 3, "committed_metadata": ""}
+                            ],
+                        }
+                    ],
+                },
+            )
+    _fetch(s, "fetch/txn-pending", 9, group, None, -1, (0,))
+    s.check(
+        "txn-abort",
+        END_TXN,
+        5,
+        {"transactional_id": txn, "producer_id": pid, "producer_epoch": pepoch, "committed": False},
+    )
+    s.wait_txn_complete(txn)
+
+    def dropped():  # Kafka's group coordinator applies the marker a moment after it is written
+        answer = s.call(
+            OFFSET_FETCH,
+            9,
+            {
+                "groups": [{"group_id": group, "member_id": None, "member_epoch": -1, "topics": None}],
+                "require_stable": True,
+            },
+        )
+        return all(p["error_code"] == 0 for t in answer["groups"][0]["topics"] for p in t["partitions"])
+
+    s.wait_until(dropped, "the aborted transaction's offsets dropped", timeout=15)
