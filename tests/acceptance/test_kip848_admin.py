@@ -201,3 +201,28 @@ def test_exactly_once_read_process_write_as_a_consumer_protocol_member(kip848_br
     assert {v: n for v, n in values.items() if n > 1} == {}  # nothing duplicated
     assert set(values) == {f"out-in-{i:04d}".encode() for i in range(N)}  # nothing lost
     assert _group_offsets(broker, group, src) == input_end
+
+
+@java
+def test_configs_tool_sets_and_describes_a_group_config(kafka_tool, kip848_broker):  # noqa: F811
+    """kafka-configs.sh --entity-type groups: a config for a group that does not exist (yet),
+    refused out of the broker's range, deleted; it outlives a SIGKILL (group-configs.json is
+    written before the answer)."""
+    broker = kip848_broker
+    group = unique_name("kip848-cfg")
+
+    def configs(*args: str) -> str:
+        return kafka_tool(
+            "kafka.admin.ConfigCommand",
+            *("--bootstrap-server", broker.bootstrap, "--entity-type", "groups", "--entity-name", group),
+            *args,
+        )
+
+    configs("--alter", "--add-config", "consumer.heartbeat.interval.ms=600")
+    assert "consumer.heartbeat.interval.ms=600" in configs("--describe")
+    with pytest.raises(AssertionError, match="must be in the range 100 to 15000 inclusive"):
+        configs("--alter", "--add-config", "consumer.heartbeat.interval.ms=50")
+    broker.restart(kill=True)
+    assert "consumer.heartbeat.interval.ms=600" in configs("--describe")
+    configs("--alter", "--delete-config", "consumer.heartbeat.interval.ms")
+    assert "consumer.heartbeat.interval.ms" not in configs("--describe")
