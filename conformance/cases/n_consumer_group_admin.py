@@ -134,6 +134,8 @@ def group_configs(s):
     _describe_group_config(
         s, "alter-configs/after", "gcfg-d", ["consumer.session.timeout.ms", "consumer.assignment.interval.ms"]
     )
+    # the groups with configs of their own (kafka-configs.sh --describe checks it)
+    s.check("list-config-resources", 74, 1, {"resource_types": [GROUP]})
     s.check(
         "alter-configs/unknown",
         ALTER_CONFIGS,
