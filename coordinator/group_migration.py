@@ -29,7 +29,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Protocol
 
 import structlog
-from minibroker.coordinator.consumer_group import ConsumerGroup, ConsumerGroupMember, MemberState
+from minibroker.coordinator.consumer_group import ConsumerGroup, ConsumerGroupMember, MemberState, new_member
 from minibroker.coordinator.consumer_group_records import (
     CgCurrent,
     CgEpoch,
@@ -39,9 +39,7 @@ from minibroker.coordinator.consumer_group_records import (
     ClassicMemberMetadata,
     ClassicProtocol,
     ConsumerGroupRecord,
-    CurrentAssignmentValue,
     EpochValue,
-    MemberMetadataValue,
     TargetMetaValue,
     TopicPartitions,
 )
@@ -308,13 +306,8 @@ def _by_name(
     return sorted(named)
 
 
-def _topic_partitions(
-    assignment: Mapping[uuid.UUID, Collection[int]], epoch: int | None
-) -> tuple[TopicPartitions, ...]:
-    return tuple(
-        TopicPartitions(tid, tuple(sorted(parts)), None if epoch is None else tuple(epoch for _ in parts))
-        for tid, parts in assignment.items()
-    )
+def _target_partitions(assignment: Mapping[uuid.UUID, Collection[int]]) -> tuple[TopicPartitions, ...]:
+    return tuple(TopicPartitions(tid, tuple(sorted(parts))) for tid, parts in assignment.items())
 
 
 def _metadata_hash(topics: TopicCatalog, subscribed: Collection[str]) -> int:
@@ -396,20 +389,11 @@ def upgrade(coordinator: ConsumerSide, classic: Group) -> list[GroupRecord]:
     # its JoinGroup/SyncGroup requests in flight are told to rejoin; its timers stop
     classic.stop(E.rebalance_in_progress)
     records: list[GroupRecord] = [ClassicGroupTombstone(group_id)]
-    records += [CgMember(group_id, m.member_id, _metadata_value(m)) for m, _ in members]
+    records += [CgMember(group_id, m.member_id, m.metadata_value()) for m, _ in members]
     records.append(CgEpoch(group_id, EpochValue(generation, _metadata_hash(coordinator.topics, subscribed))))
-    records += [CgTarget(group_id, m.member_id, _topic_partitions(target, None)) for m, target in members]
+    records += [CgTarget(group_id, m.member_id, _target_partitions(target)) for m, target in members]
     records.append(CgTargetMeta(group_id, TargetMetaValue(generation, 0)))
-    records += [
-        CgCurrent(
-            group_id,
-            m.member_id,
-            CurrentAssignmentValue(
-                generation, generation, int(MemberState.STABLE), _topic_partitions(target, generation), ()
-            ),
-        )
-        for m, target in members
-    ]
+    records += [CgCurrent(group_id, m.member_id, m.current_value()) for m, _ in members]
     for member, _ in members:
         assert member.classic is not None
         coordinator.schedule_session_timeout(group_id, member.member_id, member.classic.session_timeout_ms)
@@ -420,20 +404,6 @@ def upgrade(coordinator: ConsumerSide, classic: Group) -> list[GroupRecord]:
         members=len(members),
     )
     return records
-
-
-def _metadata_value(member: ConsumerGroupMember) -> MemberMetadataValue:
-    return MemberMetadataValue(
-        member.instance_id,
-        member.rack_id,
-        member.client_id,
-        member.client_host,
-        tuple(sorted(member.subscribed_topic_names)),
-        member.subscribed_topic_regex,
-        member.rebalance_timeout_ms,
-        member.server_assignor,
-        member.classic,
-    )
 
 
 # ===============================================================================================
@@ -580,7 +550,7 @@ class ClassicMembers:
             answer.complete(JoinResult(E.member_id_required, member_id))
             return
         if instance_id is None:
-            member = group.members.get(member_id) or ConsumerGroupMember(member_id)
+            member = group.members.get(member_id) or new_member(member_id)
         else:
             existing = group.static_member(instance_id)
             if unknown and existing is not None:
@@ -593,7 +563,7 @@ class ClassicMembers:
             if existing is not None and existing.member_id != member_id:
                 answer.complete(JoinResult(E.fenced_instance_id, ""))
                 return
-            member = existing or ConsumerGroupMember(member_id)
+            member = existing or new_member(member_id)
         try:
             subscription = parse_subscription(request.protocols[0][1])
         except MalformedProtocol:
@@ -703,7 +673,8 @@ class ClassicMembers:
             member.member_epoch < group.assignment_epoch
             or member.state is MemberState.UNREVOKED_PARTITIONS
             or (
-                member.state is MemberState.UNRELEASED_PARTITIONS and not waiting_on_unreleased(group, member)
+                member.state is MemberState.UNRELEASED_PARTITIONS
+                and not group.waiting_on_unreleased_partition(member)
             )
         ):
             self._rejoin_within_rebalance_timeout(group, member)
@@ -833,16 +804,3 @@ def supports_classic_protocols(group: ConsumerGroup, protocol_type: str, names: 
         for protocol in meta.supported_protocols:
             counts[protocol.name] = counts.get(protocol.name, 0) + 1
     return any(counts.get(name, 0) == len(classic) for name in names)
-
-
-def waiting_on_unreleased(group: ConsumerGroup, member: ConsumerGroupMember) -> bool:
-    """Whether the member waits for a partition of its target another member still owns
-    (Kafka's ConsumerGroup.waitingOnUnreleasedPartition)."""
-    if member.state is not MemberState.UNRELEASED_PARTITIONS:
-        return False
-    for topic_id, partitions in group.target.get(member.member_id, {}).items():
-        assigned = member.assigned.get(topic_id, {})
-        for partition in partitions:
-            if partition not in assigned and group.current_partition_epoch(topic_id, partition) != -1:
-                return True
-    return False

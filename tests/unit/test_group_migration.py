@@ -12,7 +12,13 @@ from dataclasses import replace
 from types import SimpleNamespace
 
 import pytest
-from minibroker.coordinator.consumer_group import ConsumerGroup, ConsumerGroupMember, MemberState
+from minibroker.coordinator.consumer_group import (
+    ConsumerGroup,
+    ConsumerGroupMember,
+    MemberState,
+    new_member,
+    replay,
+)
 from minibroker.coordinator.consumer_group_records import (
     CgCurrent,
     CgEpoch,
@@ -198,6 +204,15 @@ def test_upgrade_records_keep_the_generation_and_the_assignment():
     assert (current.value.member_epoch, current.value.previous_member_epoch, current.value.state) == (5, 5, 0)
     assert current.value.assigned[0].partitions == (2, 3)
     assert current.value.assigned[0].assignment_epochs == (5, 5)
+    # replayed, they make the consumer group: stable at the classic generation
+    groups: dict[str, ConsumerGroup] = {}
+    for record in records[1:]:
+        replay(groups, record)
+    converted = groups["g"]
+    assert (converted.group_epoch, converted.assignment_epoch, converted.state) == (5, 5, "Stable")
+    assert converted.members["m1"].assigned == {T1: {0: 5, 1: 5}}
+    assert converted.members["m2"].classic is not None and converted.target["m2"] == {T1: frozenset({2, 3})}
+    assert converted.num_classic_members() == 2
     # the pending JoinGroup is told to rejoin; the members' sessions go on with their timeouts
     assert waiting.result() == JoinResult(E.rebalance_in_progress, "m2")
     assert consumer.sessions == {("g", "m1"): 10_000, ("g", "m2"): 20_000}
@@ -290,14 +305,12 @@ def downgradable():
     )
 
 
-def test_downgrade_when_the_last_consumer_member_leaves(monkeypatch):
+def test_downgrade_when_the_last_consumer_member_leaves():
     consumer = FakeConsumer()
     group = downgradable()
-    tombstones = [CgEpoch("g", None)]
-    monkeypatch.setattr(ConsumerGroup, "tombstones", lambda self: list(tombstones))
     records = maybe_downgrade(consumer, group, ["java"])
     assert records is not None
-    assert records[:-1] == tombstones
+    assert records[:-1] == group.tombstones()
     classic = records[-1]
     assert isinstance(classic, GroupMetadataRecord) and classic.group_id == "g"
     value = classic.value
@@ -377,7 +390,7 @@ def test_classic_join_into_a_consumer_group():
     result = m.join(group, join_request(first.member_id))
     assert result == JoinResult(E.none, first.member_id, 8, "consumer", "range", "", False, [])
     before, updated, owned = m.consumer.updates[-1]
-    assert before == ConsumerGroupMember(first.member_id)
+    assert before == new_member(first.member_id)
     assert updated.subscribed_topic_names == frozenset({"t1"}) and updated.subscribed_topic_regex == ""
     assert updated.classic is not None and updated.classic.session_timeout_ms == 10_000
     assert updated.rebalance_timeout_ms == 20_000 and updated.client_id == "kp"
