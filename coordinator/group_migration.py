@@ -549,14 +549,24 @@ class ClassicMembers:
             )
             answer.complete(JoinResult(E.member_id_required, member_id))
             return
+        records: list[ConsumerGroupRecord] = []
         if instance_id is None:
             member = group.members.get(member_id) or new_member(member_id)
         else:
             existing = group.static_member(instance_id)
             if unknown and existing is not None:
-                # TODO(WP4 helper): a static classic member replacing its previous incarnation
-                answer.complete(JoinResult(E.unknown_member_id, ""))
-                return
+                # a static member back with a new member id replaces its previous incarnation,
+                # keeping its assignment (Kafka's getOrMaybeSubscribeStaticConsumerGroupMember)
+                log.info(
+                    "static member rejoins the consumer group using the classic protocol",
+                    group=group_id,
+                    instance=instance_id,
+                    member=member_id,
+                    replaced=existing.member_id,
+                )
+                member = replace(existing, member_id=member_id, member_epoch=0, previous_member_epoch=0)
+                records += replace_member_records(group, existing, member)
+                existing = member
             if not unknown and existing is None:
                 answer.complete(JoinResult(E.unknown_member_id, ""))
                 return
@@ -586,11 +596,10 @@ class ClassicMembers:
                 request.session_timeout_ms, tuple(ClassicProtocol(n, bytes(m)) for n, m in request.protocols)
             ),
         )
-        if member_id not in group.members:
+        if member_id not in group.members and not records:
             log.info(
                 "member joins the consumer group using the classic protocol", group=group_id, member=member_id
             )
-        records: list[ConsumerGroupRecord] = []
         reconciled = consumer.update_member(
             group,
             member,
@@ -804,3 +813,21 @@ def supports_classic_protocols(group: ConsumerGroup, protocol_type: str, names: 
         for protocol in meta.supported_protocols:
             counts[protocol.name] = counts.get(protocol.name, 0) + 1
     return any(counts.get(name, 0) == len(classic) for name in names)
+
+
+def replace_member_records(
+    group: ConsumerGroup, old: ConsumerGroupMember, new: ConsumerGroupMember
+) -> list[ConsumerGroupRecord]:
+    """A static member's new incarnation in place of the old one, with its target (Kafka's
+    replaceMember: the old member's current assignment, target and metadata tombstones, then
+    the new member's metadata, target and current assignment)."""
+    gid = group.group_id
+    target = group.target.get(old.member_id, {})
+    return [
+        CgCurrent(gid, old.member_id, None),
+        CgTarget(gid, old.member_id, None),
+        CgMember(gid, old.member_id, None),
+        CgMember(gid, new.member_id, new.metadata_value()),
+        CgTarget(gid, new.member_id, _target_partitions(target)),
+        CgCurrent(gid, new.member_id, new.current_value()),
+    ]

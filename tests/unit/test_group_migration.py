@@ -494,3 +494,27 @@ def test_join_timer_fences_a_member_that_does_not_rejoin():
     assert not m.consumer.fenced
     m.consumer.clock.advance(1)
     assert m.consumer.fenced == [["kp"]] and written == [CgCurrent("g", "kp", None)]
+
+
+def test_static_classic_member_rejoining_replaces_its_previous_incarnation():
+    m = Members()
+    old = member("old", classic_meta(), {T1: [1, 2]}, instance_id="inst")
+    group = consumer_group(old)
+    result = m.join(group, join_request(instance="inst", protocols=[("range", subscription(["t1"]))]))
+    assert result.error == E.none and result.member_id not in ("", "old")
+    new_id = result.member_id
+    records = m.writes[0]
+    assert [(type(r).__name__, r.member_id, r.value is None) for r in records[:6]] == [
+        ("CgCurrent", "old", True),
+        ("CgTarget", "old", True),
+        ("CgMember", "old", True),
+        ("CgMember", new_id, False),
+        ("CgTarget", new_id, False),
+        ("CgCurrent", new_id, False),
+    ]
+    replaced, _, _ = m.consumer.updates[-1]
+    assert (replaced.member_id, replaced.member_epoch, replaced.previous_member_epoch) == (new_id, 0, 0)
+    assert replaced.assigned == old.assigned  # it keeps its partitions: no rebalance
+    # the old incarnation is fenced; a static join naming an unknown instance is refused
+    assert m.join(group, join_request("old", instance="nobody")).error == E.unknown_member_id
+    assert m.join(group, join_request("other", instance="inst")).error == E.fenced_instance_id
