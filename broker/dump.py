@@ -23,10 +23,11 @@ import re
 import signal
 import struct
 import sys
+import uuid
 from typing import Any, TextIO
 
 from minibroker.broker.kafka_compat import did_you_mean
-from minibroker.coordinator import group_records, txn_state
+from minibroker.coordinator import consumer_group_records, group_records, txn_state
 from minibroker.protocol.records import (
     CONTROL_ABORT,
     CONTROL_COMMIT,
@@ -67,6 +68,8 @@ def _plain(value: Any) -> Any:
         return {name: _plain(v) for name, v in zip(value._fields, value, strict=True)}
     if isinstance(value, (bytes, bytearray, memoryview)):
         return _text(bytes(value))
+    if isinstance(value, uuid.UUID):  # a topic id, as Kafka prints one (base64url, unpadded)
+        return base64.urlsafe_b64encode(value.bytes).decode().rstrip("=")
     if isinstance(value, (list, tuple, set, frozenset)):
         items = [_plain(v) for v in value]
         return sorted(items, key=str) if isinstance(value, (set, frozenset)) else items
@@ -87,6 +90,13 @@ def _decode_txn_record(key: bytes, value: bytes | None) -> dict:
 
 
 def _decode_offsets_record(key: bytes, value: bytes | None) -> dict:
+    record = consumer_group_records.decode(key, value)
+    if record is not None:  # a KIP-848 consumer group record (types 3-8, 16)
+        out = {"key_type": type(record).__name__, **_plain(record)}
+        if getattr(record, "value", None) is None:
+            out.pop("value", None)
+            out["tombstone"] = True
+        return out
     decoded = group_records.decode_key(key)
     if decoded is None:
         return {"unknown_key": _text(key)}

@@ -5,7 +5,10 @@ protocol on them) and everything that goes to or comes from `__consumer_offsets`
 (coordinator/group_records.py formats, through a `coordinator.collaborators.OffsetsStore`):
 group metadata records, committed offsets, offset deletion and expiry, transactional offsets
 (KIP-447: appended in a transactional batch, pending until the transaction coordinator writes the
-marker and calls `complete_txn`), and the replay of the topic at startup.
+marker and calls `complete_txn`), and the replay of the topic at startup. KIP-848 consumer
+groups (`consumer_groups`, coordinator/consumer_group.py) are written and replayed here too,
+their records in coordinator/consumer_group_records.py's format; offsets belong to the group id,
+whichever kind of group holds it (`offsets_holder`).
 
 Every change is appended before it is applied in memory; a failed append leaves the state as it
 was and answers Kafka's error for it. A partition that cannot be written (a full disk, an I/O
@@ -114,6 +117,19 @@ class TxnMarker(NamedTuple):
     partition: int
 
 
+#: The record classes of consumer_group_records (written in one batch per group and operation).
+_CONSUMER_RECORD_TYPES: frozenset[type] = frozenset(
+    {
+        consumer_group_records.CgEpoch,
+        consumer_group_records.CgPartitionMetadataTombstone,
+        consumer_group_records.CgMember,
+        consumer_group_records.CgTargetMeta,
+        consumer_group_records.CgTarget,
+        consumer_group_records.CgCurrent,
+        consumer_group_records.CgRegex,
+    }
+)
+
 #: What the group coordinator hands the coordinator runtime to write and replay.
 GroupRecord = (
     OffsetsRecord | OffsetsRemoval | GroupMetadataRecord | ClassicGroupTombstone | ConsumerGroupRecord
@@ -169,6 +185,10 @@ class GroupMetadataManager:
         if group_id in self.consumer_groups:
             return "consumer"
         return None
+
+    def offsets_holder(self, group_id: str) -> Group | ConsumerGroup | None:
+        """The group holding the id's offsets, classic or consumer (offsets belong to the id)."""
+        return self.groups.get(group_id) or self.consumer_groups.get(group_id)
 
     def add_group(self, group_id: str) -> Group:
         group = self.groups[group_id] = Group(group_id, GroupState.EMPTY, self._now_ms())
@@ -241,6 +261,10 @@ class GroupMetadataManager:
         gone_ids = {g.group_id for g in gone}
         for group in gone:
             del self.groups[group.group_id]
+        # consumer groups go too (returned are the classic ones, whose sessions the caller ends)
+        for group_id in [gid for gid in self.consumer_groups if self.partition_for(gid) == partition]:
+            del self.consumer_groups[group_id]
+            gone_ids.add(group_id)
         for producer_id in list(self._txn_groups):
             ids = self._txn_groups[producer_id]
             ids -= gone_ids
@@ -296,47 +320,64 @@ class GroupMetadataManager:
 
     # --- the coordinator runtime's shard: write and replay ----------------------------------------
     def write(self, records: Sequence[GroupRecord]) -> Sequence[Any]:
-        """Append each record as one batch of the group's partition (a transactional one inside
-        its producer's transaction) and number committed offsets by their place in the log.
-        Nothing to wait for here: the answer barrier (broker/connection.py) covers a log its
-        flush policy made due, as for every record of __consumer_offsets."""
+        """Append the records to the group's partition (a transactional one inside its
+        producer's transaction) and number committed offsets by their place in the log: each
+        classic record as one batch; consecutive consumer group records (and classic group
+        tombstones) of one group as ONE batch, as Kafka appends all records of an operation
+        (a heartbeat's epoch, member, target and assignment records are applied together or not
+        at all, at load too). Nothing to wait for here: the answer barrier
+        (broker/connection.py) covers a log its flush policy made due, as for every record of
+        __consumer_offsets."""
+        pending: list[tuple[bytes, bytes | None]] = []
+        pending_group: str | None = None
         for record in records:
-            if isinstance(record, GroupMetadataRecord):
-                key = group_records.encode_group_key(record.group_id)
-                self._append(
-                    record.group_id, InternalBatch([(key, group_records.encode_group_value(record.value))])
-                )
+            if isinstance(record, ClassicGroupTombstone) or type(record) in _CONSUMER_RECORD_TYPES:
+                if pending and pending_group != record.group_id:
+                    self._append(pending_group or "", InternalBatch(pending))
+                    pending = []
+                pending_group = record.group_id
+                if isinstance(record, ClassicGroupTombstone):
+                    pending.append((group_records.encode_group_key(record.group_id), None))
+                else:
+                    pending.append(consumer_group_records.encode(record))  # type: ignore[arg-type]
                 continue
-            if isinstance(record, OffsetsRemoval):
-                tombstones: list[tuple[bytes, bytes | None]] = [
-                    (group_records.encode_offset_key(record.group_id, t, p), None)
-                    for t, p in record.partitions
-                ]
-                if record.group_gone:
-                    tombstones.append((group_records.encode_group_key(record.group_id), None))
-                self._append(record.group_id, InternalBatch(tombstones))
-                continue
-            if isinstance(record, ClassicGroupTombstone):
-                raise NotImplementedError
-            if not isinstance(record, OffsetsRecord):
-                self._append(record.group_id, InternalBatch([consumer_group_records.encode(record)]))
-                continue
-            offsets = [
-                (
-                    group_records.encode_offset_key(record.group_id, tp[0], tp[1]),
-                    group_records.encode_offset_value(
-                        group_records.OffsetValue(
-                            om.offset, om.leader_epoch, om.metadata, om.commit_timestamp
-                        )
-                    ),
-                )
-                for tp, om in record.offsets
-            ]
-            batch = InternalBatch(offsets, record.producer_id, record.producer_epoch, record.transactional)
-            base = self._append(record.group_id, batch)
-            for i, (_, om) in enumerate(record.offsets):
-                om.record_offset = base + i
+            if pending:
+                self._append(pending_group or "", InternalBatch(pending))
+                pending = []
+            self._write_classic(record)
+        if pending:
+            self._append(pending_group or "", InternalBatch(pending))
         return ()
+
+    def _write_classic(self, record: GroupRecord) -> None:
+        if isinstance(record, GroupMetadataRecord):
+            key = group_records.encode_group_key(record.group_id)
+            self._append(
+                record.group_id, InternalBatch([(key, group_records.encode_group_value(record.value))])
+            )
+            return
+        if isinstance(record, OffsetsRemoval):
+            tombstones: list[tuple[bytes, bytes | None]] = [
+                (group_records.encode_offset_key(record.group_id, t, p), None) for t, p in record.partitions
+            ]
+            if record.group_gone:
+                tombstones.append((group_records.encode_group_key(record.group_id), None))
+            self._append(record.group_id, InternalBatch(tombstones))
+            return
+        assert isinstance(record, OffsetsRecord), record
+        offsets = [
+            (
+                group_records.encode_offset_key(record.group_id, tp[0], tp[1]),
+                group_records.encode_offset_value(
+                    group_records.OffsetValue(om.offset, om.leader_epoch, om.metadata, om.commit_timestamp)
+                ),
+            )
+            for tp, om in record.offsets
+        ]
+        batch = InternalBatch(offsets, record.producer_id, record.producer_epoch, record.transactional)
+        base = self._append(record.group_id, batch)
+        for i, (_, om) in enumerate(record.offsets):
+            om.record_offset = base + i
 
     def replay(self, record: LoadedRecord) -> None:
         """Apply a written record, after its write and at load: make written offsets the
@@ -353,11 +394,12 @@ class GroupMetadataManager:
             self.complete_txn(record.producer_id, record.commit, record.partition)
             return
         if isinstance(record, ClassicGroupTombstone):
-            raise NotImplementedError
-        if not isinstance(record, OffsetsRecord):
-            consumer_group.replay(self.consumer_groups, record)
+            self._drop_classic(record.group_id)
             return
-        group = self.groups.get(record.group_id) or self.add_group(record.group_id)
+        if not isinstance(record, OffsetsRecord):
+            self._replay_consumer(record)
+            return
+        group = self.offsets_holder(record.group_id) or self.add_group(record.group_id)
         if not record.transactional:
             group.offsets.update(record.offsets)
             return
@@ -365,32 +407,87 @@ class GroupMetadataManager:
         self._txn_groups.setdefault(record.producer_id, set()).add(record.group_id)
 
     def _remove(self, record: OffsetsRemoval) -> None:
-        group = self.groups.get(record.group_id)
+        group = self.offsets_holder(record.group_id)
         if group is None:
             return
         for tp in record.partitions:
             group.offsets.pop(tp, None)
         if record.group_gone:
-            group.transition_to(GroupState.DEAD, self._now_ms())
-            for producer_id in group.pending_txn_offsets:
-                self._txn_groups.get(producer_id, set()).discard(record.group_id)
-            del self.groups[record.group_id]
+            self._drop_classic(record.group_id)
+
+    def _drop_classic(self, group_id: str) -> None:
+        """A classic group's metadata is gone (its key-type-2 tombstone: DeleteGroups and expiry
+        after its offsets' tombstones, an online upgrade with its offsets kept). The group is
+        Dead; offsets left (committed or pending in a transaction) belong to the id and stay in
+        an empty classic group (Kafka keeps offsets apart from groups), which a consumer group
+        created over it takes over. A load replays every type-2 tombstone this way: a deletion
+        or expiry leaves no committed offsets, so it removes the group as before."""
+        group = self.groups.pop(group_id, None)
+        if group is None:
+            return
+        group.transition_to(GroupState.DEAD, self._now_ms())
+        if group.offsets or group.pending_txn_offsets:
+            holder = self.add_group(group_id)
+            holder.offsets = group.offsets
+            holder.pending_txn_offsets = group.pending_txn_offsets
+
+    def _replay_consumer(self, record: ConsumerGroupRecord) -> None:
+        """A consumer group record (types 3-8, 16) through `consumer_group.replay`. A consumer
+        group created over a classic group of the id (an empty one, after its tombstone in the
+        same batch: Kafka replaces a "simple" classic group) takes its offsets over; a consumer
+        group removed with offsets left (its type-3 tombstone: an online downgrade, whose
+        classic group metadata follows) leaves them in an empty classic group."""
+        group_id = record.group_id
+        classic = self.groups.get(group_id)
+        if classic is not None and getattr(record, "value", None) is not None:
+            if classic.members:
+                log.warning(
+                    "consumer group record for a classic group with members: the classic group is replaced",
+                    group=group_id,
+                    record=type(record).__name__,
+                )
+            del self.groups[group_id]
+        before = self.consumer_groups.get(group_id)
+        try:
+            consumer_group.replay(self.consumer_groups, record)
+        except consumer_group.IllegalGroupState as exc:
+            # Kafka fails the partition's load on it; here the record is skipped (the group
+            # stays as it was) so the other groups load: its members rejoin if it mattered
+            if classic is not None and group_id not in self.groups:
+                self.groups[group_id] = classic
+            log.warning(
+                "skipping a consumer group record out of order for its group",
+                group=group_id,
+                record=type(record).__name__,
+                reason=str(exc),
+            )
+            return
+        after = self.consumer_groups.get(group_id)
+        if classic is not None and after is not None and group_id not in self.groups:
+            after.offsets.update(classic.offsets)
+            for producer_id, offsets in classic.pending_txn_offsets.items():
+                after.pending_txn_offsets.setdefault(producer_id, {}).update(offsets)
+        elif before is not None and after is None and (before.offsets or before.pending_txn_offsets):
+            holder = self.groups.get(group_id) or self.add_group(group_id)
+            holder.offsets.update(before.offsets)
+            for producer_id, offsets in before.pending_txn_offsets.items():
+                holder.pending_txn_offsets.setdefault(producer_id, {}).update(offsets)
 
     def fetch_offsets(
         self, group_id: str, partitions: Iterable[TopicPartition] | None, require_stable: bool = False
     ) -> tuple[int, list[tuple[str, int, int, int, str, int]]]:
         """OffsetFetch: (group error, [(topic, partition, offset, leader_epoch, metadata, error)]).
         `partitions=None` means every partition the group has an offset for."""
-        group = self.groups.get(group_id)
+        group = self.offsets_holder(group_id)
         out: list[tuple[str, int, int, int, str, int]] = []
         if partitions is None:
-            if group is None or group.is_state(GroupState.DEAD):
+            if group is None or (isinstance(group, Group) and group.is_state(GroupState.DEAD)):
                 return E.none, []
             wanted = sorted(group.offsets)
         else:
             wanted = list(partitions)
         for tp in wanted:
-            if group is not None and require_stable and group.has_pending_offsets(tp):
+            if group is not None and require_stable and _has_pending(group, tp):
                 out.append((tp[0], tp[1], -1, -1, "", E.unstable_offset_commit))
                 continue
             om = group.offsets.get(tp) if group is not None else None
@@ -401,7 +498,7 @@ class GroupMetadataManager:
         return E.none, out
 
     def delete_offsets(
-        self, group: Group, partitions: list[TopicPartition]
+        self, group: Group | ConsumerGroup, partitions: list[TopicPartition]
     ) -> Operation[tuple[int, dict[TopicPartition, int]]]:
         """Tombstones for the group's offsets of existing partitions: (group error,
         per-partition errors)."""
@@ -434,7 +531,7 @@ class GroupMetadataManager:
             if partition is not None and self.partition_for(group_id) != partition:
                 continue
             group_ids.discard(group_id)
-            group = self.groups.get(group_id)
+            group = self.offsets_holder(group_id)
             if group is None:
                 continue
             pending = group.pending_txn_offsets.pop(producer_id, None)
@@ -473,6 +570,17 @@ class GroupMetadataManager:
             tuple(members),
         )
         return GroupMetadataRecord(group.group_id, value)
+
+    def consumer_group_tombstones(self, group_id: str) -> list[GroupRecord]:
+        """The records that delete a consumer group (DeleteGroups of an Empty one, its expiry):
+        its offsets' tombstones, then the group's own in Kafka's order (`tombstones()`). A
+        transaction's pending offsets stay with the id (an empty classic group holds them)."""
+        group = self.consumer_groups[group_id]
+        records: list[GroupRecord] = []
+        if group.offsets:
+            records.append(OffsetsRemoval(group_id, tuple(group.offsets)))
+        records.extend(group.tombstones())
+        return records
 
     def delete_group(self, group: Group) -> Operation[int]:
         """Tombstones for an Empty group's offsets and metadata, then it is gone (Dead)."""
@@ -536,6 +644,47 @@ class GroupMetadataManager:
                 offsets=len(doomed),
                 group_removed=remove_group,
             )
+        expired_total += yield from self._expire_consumer_groups(now, retention_ms)
+        return expired_total
+
+    def _expire_consumer_groups(self, now: int, retention_ms: int) -> Operation[int]:
+        """Kafka's cleanupExpiredOffsets for consumer groups: an offset expires once committed
+        offsets.retention ago, unless the group is subscribed to its topic (by name or through a
+        resolved regex: never while an Empty group has no members) or a transaction holds a
+        pending offset for it; an Empty group whose offsets all expired, with no transaction
+        pending, is deleted (its full tombstone set)."""
+        expired_total = 0
+        for group in list(self.consumer_groups.values()):
+            empty = group.is_empty()
+            doomed = [
+                tp
+                for tp, om in group.offsets.items()
+                if (empty or not group.is_subscribed_to_topic(tp[0]))
+                and _expires_at(om, om.commit_timestamp, retention_ms) <= now
+                and not _has_pending(group, tp)
+            ]
+            remove_group = empty and len(doomed) == len(group.offsets) and not group.pending_txn_offsets
+            if not doomed and not remove_group:
+                continue
+            if not self.is_writable(self.partition_for(group.group_id)):
+                continue  # given up after a storage failure: retried once it is loaded again
+            records: list[GroupRecord] = []
+            if remove_group:
+                records = self.consumer_group_tombstones(group.group_id)
+            else:
+                records = [OffsetsRemoval(group.group_id, tuple(doomed))]
+            try:
+                yield Write(tuple(records), durable=False)
+            except Exception as exc:  # noqa: BLE001 - retried at the next check
+                log.warning("offset expiration append failed", group=group.group_id, error=str(exc))
+                continue
+            expired_total += len(doomed)
+            log.info(
+                "expired committed offsets",
+                group=group.group_id,
+                offsets=len(doomed),
+                group_removed=remove_group,
+            )
         return expired_total
 
     def remove_topic_offsets(self, topic: str) -> Operation[int]:
@@ -544,7 +693,8 @@ class GroupMetadataManager:
         transactional offsets are left to their transaction's marker. Returns how many offsets
         were removed."""
         removed = 0
-        for group in list(self.groups.values()):
+        holders: list[Group | ConsumerGroup] = [*self.groups.values(), *self.consumer_groups.values()]
+        for group in holders:
             doomed = tuple(tp for tp in group.offsets if tp[0] == topic)
             if not doomed:
                 continue
@@ -569,6 +719,7 @@ class GroupMetadataManager:
         log.info(
             "group coordinator loaded",
             groups=len(self.groups),
+            consumer_groups=len(self.consumer_groups),
             records=records,
             pending_txns=len(self._txn_groups),
             ms=round((self.clock.monotonic() - started) * 1000, 1),
@@ -578,13 +729,20 @@ class GroupMetadataManager:
         """Replay one partition through `replay`, the path every write takes (Kafka's
         loadGroupsAndOffsets through the shard's replay); the number of records."""
         count = 0
+        skipped: dict[int, int] = {}
         for batch in self.store.batches(partition):
             if batch.is_control:
                 self.replay(TxnMarker(batch.producer_id, bool(batch.commit), partition))
                 continue
             count += len(batch.records)
-            for record in _loaded_records(batch):
+            for record in _loaded_records(batch, skipped):
                 self.replay(record)
+        if skipped:  # share and streams groups' records (Kafka's types 9-15, 17+): not served here
+            log.debug(
+                "skipped __consumer_offsets records of record types this broker does not serve",
+                partition=partition,
+                records_by_type=skipped,
+            )
         # offsets-only groups whose offsets were all deleted and which never had metadata vanish
         for group in [g for gid, g in self.groups.items() if self.partition_for(gid) == partition]:
             if not group.members and not group.has_offsets() and group.protocol_type is None:
@@ -633,8 +791,17 @@ class GroupMetadataManager:
 Offsets = dict[TopicPartition, OffsetAndMetadata]
 
 
-def _apply_txn_offsets(group: Group, pending: Offsets) -> None:
+def _apply_txn_offsets(group: Group | ConsumerGroup, pending: Offsets) -> None:
     _apply_newer(group.offsets, pending)
+
+
+def _expires_at(om: OffsetAndMetadata, base_ms: int, retention_ms: int) -> int:
+    """When an offset expires: its own expire timestamp (OffsetCommit v1), else base + retention."""
+    return om.expire_timestamp if om.expire_timestamp is not None else base_ms + retention_ms
+
+
+def _has_pending(group: Group | ConsumerGroup, tp: TopicPartition) -> bool:
+    return any(tp in pending for pending in group.pending_txn_offsets.values())
 
 
 def _apply_newer(offsets: Offsets, committed: Offsets) -> None:
@@ -645,12 +812,29 @@ def _apply_newer(offsets: Offsets, committed: Offsets) -> None:
             offsets[tp] = om
 
 
-def _loaded_records(batch: StoredBatch) -> Iterator[LoadedRecord]:
+def _loaded_records(batch: StoredBatch, skipped: dict[int, int]) -> Iterator[LoadedRecord]:
     """The records of one stored batch of __consumer_offsets, as the shard replays them (one per
-    stored record; an unreadable one is skipped with a warning)."""
+    stored record; an unreadable one is skipped with a warning, one of a record type this broker
+    does not serve counted in `skipped` by type). A classic group's tombstone (key type 2) is
+    replayed as `ClassicGroupTombstone`: what DeleteGroups and expiry write comes after the
+    tombstones of all the group's committed offsets, so it removes the group as the write's
+    replay did; after an online upgrade the offsets stay with the id."""
     transactional = batch.is_transactional
     for record_offset, key, value in batch.records:
         if key is None:
+            continue
+        record_type = int.from_bytes(key[:2], "big", signed=True) if len(key) >= 2 else -1
+        if record_type in consumer_group_records.RECORD_TYPES:
+            try:
+                cg_record = consumer_group_records.decode(key, value)
+            except (ValueError, UnicodeDecodeError) as exc:
+                log.warning("skipping unreadable consumer group record", offset=record_offset, error=str(exc))
+                continue
+            if cg_record is not None:
+                yield cg_record
+            continue
+        if record_type > 2:
+            skipped[record_type] = skipped.get(record_type, 0) + 1
             continue
         parsed = _decoded(group_records.decode_key, key, "__consumer_offsets key", record_offset)
         if isinstance(parsed, group_records.OffsetKey):
@@ -675,7 +859,7 @@ def _loaded_records(batch: StoredBatch) -> Iterator[LoadedRecord]:
                     yield OffsetsRecord(parsed.group, ((tp, om),))
         elif isinstance(parsed, group_records.GroupKey):
             if value is None:
-                yield OffsetsRemoval(parsed.group, (), group_gone=True)
+                yield ClassicGroupTombstone(parsed.group)
                 continue
             group_value = _decoded(group_records.decode_group_value, value, "group value", record_offset)
             if group_value is not None:
