@@ -518,3 +518,21 @@ def test_static_classic_member_rejoining_replaces_its_previous_incarnation():
     # the old incarnation is fenced; a static join naming an unknown instance is refused
     assert m.join(group, join_request("old", instance="nobody")).error == E.unknown_member_id
     assert m.join(group, join_request("other", instance="inst")).error == E.fenced_instance_id
+
+
+def test_sync_timer_fences_a_member_that_joined_but_never_syncs():
+    m = Members()
+    group = consumer_group(member("java", assigned={T1: [0]}))
+    m.consumer.groups["g"] = group
+    joined = m.join(group, join_request("kp"))
+    assert joined.error == E.none
+    group.members["kp"] = replace(m.consumer.updates[-1][1], member_epoch=joined.generation_id)
+    m.consumer.clock.bind(SimpleNamespace(write=lambda records: (), replay=lambda r: None))
+    m.consumer.clock.advance(19_999)  # the JoinGroup's rebalance timeout
+    assert not m.consumer.fenced
+    assert m.sync(group, "kp", joined.generation_id).error == E.none  # syncing cancels it
+    m.consumer.clock.advance(60_000)
+    assert not m.consumer.fenced
+    m.join(group, join_request("kp"))
+    m.consumer.clock.advance(20_000)
+    assert m.consumer.fenced == [["kp"]]
