@@ -33,7 +33,8 @@ replays it) and the continuations answer, revert or rebalance. Timers fire such 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING
 
 import structlog
 from minibroker.common.clock import Clock
@@ -49,13 +50,17 @@ from minibroker.coordinator.group_metadata import (
 )
 from minibroker.coordinator.group_metadata_manager import (
     GroupMetadataManager,
-    GroupMetadataRecord,
+    GroupRecord,
     storage_error_for_group,
 )
+from minibroker.coordinator.group_migration import ClassicMembers
 from minibroker.coordinator.group_requests import JoinRequest, SyncRequest
 from minibroker.coordinator.group_settings import GroupSettings
 from minibroker.coordinator.runtime import Operation, Write
 from minibroker.protocol.errors import ErrorCode
+
+if TYPE_CHECKING:
+    from minibroker.coordinator.group_migration import ConsumerSide
 
 __all__ = ["GroupMembership", "current_member_error"]
 
@@ -93,19 +98,35 @@ def current_member_error(
 
 class GroupMembership:
     """Joins, syncs, heartbeats and leaves of the groups the manager holds. Every public method
-    expects GroupCoordinator to have checked the group id and that this broker coordinates it."""
+    expects GroupCoordinator to have checked the group id and that this broker coordinates it.
+
+    A group id that names a KIP-848 consumer group (the manager's `consumer_groups`) is served by
+    coordinator/group_migration.py `ClassicMembers`: classic members inside a consumer group,
+    reconciled by the consumer group coordinator (`consumer`) as its own members are. Besides the
+    writes of the running operation, an instance keeps no state: the groups and their timers
+    hold it."""
 
     def __init__(
-        self, settings: GroupSettings, *, manager: GroupMetadataManager, clock: Clock, scheduler: Scheduler
+        self,
+        settings: GroupSettings,
+        *,
+        manager: GroupMetadataManager,
+        clock: Clock,
+        scheduler: Scheduler,
+        consumer: ConsumerSide | None = None,
     ) -> None:
         self.settings = settings
         self.clock = clock
         self.scheduler = scheduler
         self.manager = manager
         self.groups = manager.groups  # the one cache of groups, shared with the manager
-        # group metadata records the running operation writes, each with what to do once it is
-        # written (E.NONE) or failed (its error): Kafka's appendFuture.whenComplete
-        self._unwritten: list[tuple[GroupMetadataRecord, Callable[[ErrorCode], None]]] = []
+        # records the running operation writes (replayed or not), each with what to do once
+        # they are written (E.NONE) or failed (its error): Kafka's appendFuture.whenComplete
+        self._unwritten: list[tuple[Sequence[GroupRecord], bool, Callable[[ErrorCode], None]]] = []
+        # classic members of consumer groups (online migration); None: no consumer groups here
+        self.classic_members = (
+            ClassicMembers(consumer, self._write_replayed) if consumer is not None else None
+        )
 
     def _now(self) -> int:
         return self.clock.wall_ms()
@@ -114,17 +135,25 @@ class GroupMembership:
     def _store(self, group: Group, assignment: dict[str, bytes], then: Callable[[ErrorCode], None]) -> None:
         """Persist the group (Kafka's storeGroup) when the running operation ends (`written`);
         `then(error)` once the append is done."""
-        self._unwritten.append((self.manager.group_record(group, assignment), then))
+        self._unwritten.append(((self.manager.group_record(group, assignment),), False, then))
+
+    def _write_replayed(self, records: Sequence[GroupRecord], then: Callable[[ErrorCode], None]) -> None:
+        """Records that change the state by their replay (a consumer group's), written when the
+        running operation ends; `then(error)` once they are written and replayed."""
+        self._unwritten.append((tuple(records), True, then))
 
     def written(self) -> Operation[None]:
         """The end of every membership operation: have the runtime append the group records it
         queued, in order, and run what waits for each (which may queue more)."""
         while self._unwritten:
-            record, then = self._unwritten.pop(0)
+            records, replay, then = self._unwritten.pop(0)
+            if not records:
+                then(E.none)
+                continue
             try:
-                yield Write((record,), durable=False, replay=False)
+                yield Write(records, durable=False, replay=replay)
             except Exception as exc:  # noqa: BLE001 - a storage failure answers its error
-                log.warning("group metadata append failed", group=record.group_id, error=str(exc))
+                log.warning("group metadata append failed", group=records[0].group_id, error=str(exc))
                 then(storage_error_for_group(exc))
             else:
                 then(E.none)
@@ -152,6 +181,28 @@ class GroupMembership:
         ):
             answer.complete(JoinResult(E.invalid_session_timeout, member_id))
             return
+        consumer_group = self.manager.consumer_groups.get(request.group_id)
+        if consumer_group is None:
+            self._join_classic(request, answer)
+        elif self.classic_members is None:
+            answer.complete(JoinResult(E.coordinator_not_available, member_id))
+        elif not consumer_group.is_empty():
+            self.classic_members.join(consumer_group, request, answer)
+        else:
+            # an empty consumer group gives way to a classic group (its offsets stay: they
+            # belong to the group id), as Kafka's maybeDeleteEmptyConsumerGroup
+            log.info("converting the empty consumer group to a classic group", group=request.group_id)
+
+            def deleted(error: ErrorCode) -> None:
+                if error != E.none:
+                    answer.complete(JoinResult(error, member_id))
+                else:
+                    self._join_classic(request, answer)
+
+            self._write_replayed(consumer_group.tombstones(), deleted)
+
+    def _join_classic(self, request: JoinRequest, answer: JoinAnswer) -> None:
+        member_id = request.member_id
         group = self.groups.get(request.group_id)
         if group is None:
             if member_id:
@@ -424,6 +475,11 @@ class GroupMembership:
         if group.can_rebalance():
             self._prepare_rebalance(group, reason)
 
+    def prepare_rebalance(self, group: Group, reason: str) -> None:
+        """Start a rebalance of a group that can rebalance (a group just made classic again by an
+        online downgrade, coordinator/group_migration.py)."""
+        self._maybe_prepare_rebalance(group, reason)
+
     def _prepare_rebalance(self, group: Group, reason: str) -> None:
         if group.is_state(GroupState.COMPLETING_REBALANCE):
             self._reset_and_propagate_assignment_error(group, E.rebalance_in_progress)
@@ -652,6 +708,13 @@ class GroupMembership:
     def sync(self, request: SyncRequest, answer: SyncAnswer) -> None:
         """Complete `answer` now, or (a follower's, in CompletingRebalance) park it on the member
         until the leader's assignment is stored."""
+        consumer_group = self.manager.consumer_groups.get(request.group_id)
+        if consumer_group is not None:
+            if consumer_group.is_empty() or self.classic_members is None:
+                answer.complete(SyncResult(E.unknown_member_id))
+            else:
+                self.classic_members.sync(consumer_group, request, answer)
+            return
         group = self.groups.get(request.group_id)
         error = self._sync_error(group, request)
         if error is not None:
@@ -744,6 +807,11 @@ class GroupMembership:
     def heartbeat(
         self, group_id: str, member_id: str, group_instance_id: str | None, generation_id: int
     ) -> int:
+        consumer_group = self.manager.consumer_groups.get(group_id)
+        if consumer_group is not None:
+            if self.classic_members is None:
+                return E.unknown_member_id
+            return self.classic_members.heartbeat(consumer_group, member_id, group_instance_id, generation_id)
         group = self.groups.get(group_id)
         error = self._member_error(group, generation_id, member_id, group_instance_id)
         if error is not None:
@@ -763,6 +831,9 @@ class GroupMembership:
     ) -> tuple[int, list[tuple[str, str | None, int]]]:
         """Remove members (member_id, group_instance_id); an empty member id with an instance id
         removes that static member (admin removal). Returns (top-level error, per member)."""
+        consumer_group = self.manager.consumer_groups.get(group_id)
+        if consumer_group is not None and self.classic_members is not None:
+            return E.none, self.classic_members.leave(consumer_group, members)
         group = self.groups.get(group_id)
         if group is None:
             return E.none, [(m, i, E.unknown_member_id) for m, i in members]
@@ -797,20 +868,7 @@ class GroupMembership:
     # ===========================================================================================
     def stop_group(self, group: Group, error: int) -> None:
         """Cancel the group's timers and answer every waiting JoinGroup/SyncGroup with `error`."""
-        _cancel(group.join_timer)
-        _cancel(group.sync_timer)
-        group.join_timer = group.sync_timer = None
-        for handle in group.pending_members.values():
-            _cancel(handle)
-        for member in group.members.values():
-            _cancel(member.heartbeat_timer)
-            member.heartbeat_timer = None
-            if member.join_answer is not None:
-                join_cb, member.join_answer = member.join_answer, None
-                join_cb.complete(JoinResult(error, member.member_id))
-            if member.sync_answer is not None:
-                sync_cb, member.sync_answer = member.sync_answer, None
-                sync_cb.complete(SyncResult(error))
+        group.stop(error)
 
 
 def _cancel(handle: TimerHandle | None) -> None:

@@ -360,6 +360,25 @@ class Group:
             (m.member_id, m.group_instance_id, m.metadata(self.protocol_name)) for m in self.members.values()
         ]
 
+    def stop(self, error: int) -> None:
+        """Cancel the group's timers and answer every waiting JoinGroup/SyncGroup with `error`
+        (an unloaded group; a group that becomes a consumer group: Kafka's
+        completeAllJoinFutures/completeAllSyncFutures)."""
+        for handle in (self.join_timer, self.sync_timer, *self.pending_members.values()):
+            if handle is not None:
+                handle.cancel()
+        self.join_timer = self.sync_timer = None
+        for member in self.members.values():
+            if member.heartbeat_timer is not None:
+                member.heartbeat_timer.cancel()
+                member.heartbeat_timer = None
+            if member.join_answer is not None:
+                join_cb, member.join_answer = member.join_answer, None
+                join_cb.complete(JoinResult(error, member.member_id))
+            if member.sync_answer is not None:
+                sync_cb, member.sync_answer = member.sync_answer, None
+                sync_cb.complete(SyncResult(error))
+
     # --- offsets ---------------------------------------------------------------------------
     def has_pending_offsets(self, tp: tuple[str, int]) -> bool:
         return any(tp in pending for pending in self.pending_txn_offsets.values())
