@@ -561,3 +561,39 @@ async def test_handler_refusals():
     assert answer.error_code == E.topic_authorization_failed
     answer = await call_handler(handler_broker(), 1, group_id=" ")
     assert (answer.error_code, answer.error_message) == (E.invalid_request, "GroupId can't be empty.")
+
+
+def test_a_heartbeat_writes_its_records_in_one_batch(h):
+    h.join("A")
+    request = ConsumerHeartbeat(
+        api_version=1,
+        group_id="g",
+        member_id="B",
+        member_epoch=0,
+        rebalance_timeout_ms=REBALANCE_MS,
+        subscribed_topic_names=("t",),
+        owned=(),
+    )
+    op = h.cg.heartbeat(request)
+    step = next(op)
+    kinds = [type(r).__name__ for r in step.records]
+    # member metadata, epoch bump, both targets (or the changed one), target metadata, B's assignment
+    assert kinds[0] == "CgMember" and "CgEpoch" in kinds and kinds[-1] == "CgCurrent" and not step.durable
+    assert "B" not in h.group().members  # nothing changes before the records are replayed
+    for record in step.records:
+        h.gc.replay(record)
+    with pytest.raises(StopIteration) as done:
+        op.send(None)
+    assert done.value.value.member_id == "B" and "B" in h.group().members
+
+
+def test_rebalance_timeout_is_ignored_once_the_member_moved_on(h):
+    a = h.join("A", rebalance_timeout_ms=SESSION_MS // 2)
+    h.join("B")
+    a = h.poll(a)
+    assert h.cg.has_timer("rebalance", "g", "A")
+    kept = h.owned("A")
+    h.poll(a, owned=kept)  # A revoked in time: its next epoch
+    assert h.member("A").state.label == "stable" and not h.cg.has_timer("rebalance", "g", "A")
+    h.clock.advance(SESSION_MS // 2 + 1)
+    assert "A" in h.group().members
