@@ -7,8 +7,11 @@ finalized here only where everything it switches on in clients is served:
 
 - `transaction.version` 0-2, finalized at 2 as Kafka 4.4 does (0 = classic KIP-98 transactions,
   1 = flexible transaction-log records, 2 = KIP-890 part 2).
-- `group.version`, `share.version`, `streams.version`: supported 0-0 (KIP-848 consumer groups,
-  KIP-932 share groups and KIP-1071 streams groups are not served), never finalized.
+- `group.version` 0-1, finalized at 1 as Kafka 4.4 does: 1 serves KIP-848 consumer groups
+  (ConsumerGroupHeartbeat and ConsumerGroupDescribe, advertised only at 1; a data directory
+  made before keeps the 0 it holds until upgraded).
+- `share.version`, `streams.version`: supported 0-0 (KIP-932 share groups and KIP-1071 streams
+  groups are not served), never finalized.
 - `metadata.version`, `kraft.version` and `eligible.leader.replicas.version` are not reported:
   they describe a KRaft metadata log and replication this one-process broker does not have, and
   no client changes its requests by them.
@@ -62,9 +65,7 @@ class FeatureRange(NamedTuple):
 
 
 SUPPORTED: Mapping[str, FeatureRange] = {
-    # 1 (KIP-848 consumer groups) can be set (minibroker.features, UpdateFeatures) while issue 25
-    # is built; a new data directory finalizes it once everything it switches on is served
-    "group.version": FeatureRange(0, 1, 0),
+    "group.version": FeatureRange(0, 1, 1),  # 1: KIP-848 consumer groups
     "share.version": FeatureRange(0, 0, 0),
     "streams.version": FeatureRange(0, 0, 0),
     "transaction.version": FeatureRange(0, 2, 2),
