@@ -870,6 +870,15 @@ class GroupMembership:
         """Cancel the group's timers and answer every waiting JoinGroup/SyncGroup with `error`."""
         group.stop(error)
 
+    def close(self) -> None:
+        """Broker shutdown: every waiting JoinGroup/SyncGroup answered NOT_COORDINATOR (clients
+        rediscover the coordinator), every timer cancelled, those of classic members of consumer
+        groups too."""
+        for group in self.groups.values():
+            self.stop_group(group, E.not_coordinator)
+        if self.classic_members is not None:
+            self.classic_members.close()
+
 
 def _cancel(handle: TimerHandle | None) -> None:
     if handle is not None:

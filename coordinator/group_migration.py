@@ -787,6 +787,12 @@ class ClassicMembers:
         handle = self.consumer.scheduler.call_later(max(0, delay_ms), expire)
         self._timers[key] = handle
 
+    def close(self) -> None:
+        """Cancel every join and sync timer (broker shutdown)."""
+        for handle in self._timers.values():
+            handle.cancel()
+        self._timers.clear()
+
     def _cancel(self, kind: str, group_id: str, member_id: str) -> None:
         handle = self._timers.pop((kind, group_id, member_id), None)
         if handle is not None:

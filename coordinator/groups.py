@@ -666,8 +666,7 @@ class GroupCoordinator:
     def close(self) -> None:
         """Answer every waiting JoinGroup/SyncGroup (NOT_COORDINATOR, so clients rediscover the
         coordinator) and cancel all timers; for broker shutdown."""
-        for group in self.groups.values():
-            self.membership.stop_group(group, E.not_coordinator)
+        self.membership.close()
         self.consumer.close()
 
 
