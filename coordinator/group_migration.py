@@ -24,7 +24,7 @@ from __future__ import annotations
 import base64
 import struct
 import uuid
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Protocol
 
@@ -116,7 +116,7 @@ class ConsumerSide(Protocol):
         updated: ConsumerGroupMember,
         *,
         owned: Mapping[uuid.UUID, Collection[int]] | None,
-        records: list[ConsumerGroupRecord],
+        records: list[GroupRecord],
         classic: bool = False,
     ) -> ConsumerGroupMember:
         """A heartbeat's work once the member's new fields are known: its metadata record if it
@@ -125,8 +125,8 @@ class ConsumerSide(Protocol):
         ...
 
     def fence_members(
-        self, group: ConsumerGroup, members: Collection[ConsumerGroupMember]
-    ) -> list[ConsumerGroupRecord]: ...
+        self, group: ConsumerGroup, members: Iterable[ConsumerGroupMember]
+    ) -> list[GroupRecord]: ...
 
     def schedule_session_timeout(
         self, group_id: str, member_id: str, timeout_ms: int | None = None
@@ -549,7 +549,7 @@ class ClassicMembers:
             )
             answer.complete(JoinResult(E.member_id_required, member_id))
             return
-        records: list[ConsumerGroupRecord] = []
+        records: list[GroupRecord] = []
         if instance_id is None:
             member = group.members.get(member_id) or new_member(member_id)
         else:
