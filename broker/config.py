@@ -51,6 +51,11 @@ def _non_negative(v: int) -> bool:
     return v >= 0
 
 
+def _known_assignors(value: str) -> bool:
+    names = [name.strip() for name in value.split(",")]
+    return bool(names) and len(set(names)) == len(names) and set(names) <= {"uniform", "range"}
+
+
 def _valid_features(value: str) -> bool:
     try:
         parse_features(value)
@@ -395,6 +400,124 @@ PROPERTIES: dict[str, Property] = {
             "> 0",
         ),
         Property("group.max.size", "int", 2147483647, "Most members in one group.", _positive, "> 0"),
+        # KIP-848 consumer groups (coordinator/consumer_groups.py); the bounds between them are
+        # checked as Kafka checks them (GroupSettings.problems)
+        Property(
+            "group.consumer.session.timeout.ms",
+            "int",
+            45000,
+            "A consumer-protocol member that sends no heartbeat this long is removed from its group "
+            "(a group's consumer.session.timeout.ms overrides it).",
+            _positive,
+            "> 0",
+        ),
+        Property(
+            "group.consumer.min.session.timeout.ms",
+            "int",
+            45000,
+            "Smallest consumer.session.timeout.ms a group may set.",
+            _positive,
+            "> 0",
+        ),
+        Property(
+            "group.consumer.max.session.timeout.ms",
+            "int",
+            60000,
+            "Largest consumer.session.timeout.ms a group may set.",
+            _positive,
+            "> 0",
+        ),
+        Property(
+            "group.consumer.heartbeat.interval.ms",
+            "int",
+            5000,
+            "Heartbeat interval given to consumer-protocol members (a group's "
+            "consumer.heartbeat.interval.ms overrides it).",
+            _positive,
+            "> 0",
+        ),
+        Property(
+            "group.consumer.min.heartbeat.interval.ms",
+            "int",
+            5000,
+            "Smallest consumer.heartbeat.interval.ms a group may set.",
+            _positive,
+            "> 0",
+        ),
+        Property(
+            "group.consumer.max.heartbeat.interval.ms",
+            "int",
+            15000,
+            "Largest consumer.heartbeat.interval.ms a group may set.",
+            _positive,
+            "> 0",
+        ),
+        Property(
+            "group.consumer.max.size",
+            "int",
+            2147483647,
+            "Most members in one consumer-protocol group (group.max.size is the classic groups').",
+            _positive,
+            "> 0",
+        ),
+        Property(
+            "group.consumer.assignors",
+            "list",
+            "uniform,range",
+            "Server-side assignors a member may name (group.remote.assignor); the first is the "
+            "default. Built in: uniform, range.",
+            _known_assignors,
+            "a comma-separated list of uniform and range, each once",
+        ),
+        Property(
+            "group.consumer.migration.policy",
+            "str",
+            "bidirectional",
+            "Which online conversions of a non-empty group between the classic and the consumer "
+            "protocol are allowed: bidirectional, upgrade, downgrade or disabled.",
+            lambda v: v.lower() in ("bidirectional", "upgrade", "downgrade", "disabled"),
+            "bidirectional, upgrade, downgrade or disabled",
+        ),
+        Property(
+            "group.consumer.assignment.interval.ms",
+            "int",
+            1000,
+            "Shortest time between two target assignments of a consumer group (0: at each change; "
+            "a group's consumer.assignment.interval.ms overrides it).",
+            _non_negative,
+            ">= 0",
+        ),
+        Property(
+            "group.consumer.min.assignment.interval.ms",
+            "int",
+            0,
+            "Smallest consumer.assignment.interval.ms a group may set.",
+            _non_negative,
+            ">= 0",
+        ),
+        Property(
+            "group.consumer.max.assignment.interval.ms",
+            "int",
+            15000,
+            "Largest consumer.assignment.interval.ms a group may set.",
+            _non_negative,
+            ">= 0",
+        ),
+        Property(
+            "group.consumer.assignor.offload.enable",
+            "bool",
+            True,
+            "Accepted for compatibility: assignments are computed on the coordinator's loop.",
+        ),
+        Property(
+            "group.consumer.regex.refresh.interval.ms",
+            "int",
+            600000,
+            "How often the topics matching a group's regex subscriptions are resolved again "
+            "(also after a topic is created, at most every 10 s).",
+            lambda v: v >= 10000,
+            ">= 10000",
+        ),
         # observability (minibroker's own; Kafka has no equivalent property)
         Property(
             "minibroker.request.log.enable",
@@ -483,10 +606,12 @@ PROPERTIES: dict[str, Property] = {
 
 
 def _parse(prop: Property, raw: Any) -> Any:
-    if raw is None or (isinstance(raw, str) and raw.strip() == "" and prop.type != "str"):
+    if raw is None or (isinstance(raw, str) and raw.strip() == "" and prop.type not in ("str", "list")):
         return None
     if prop.type == "str":
         return str(raw).strip()
+    if prop.type == "list":
+        return ",".join(item.strip() for item in str(raw).split(","))
     text = str(raw).strip()
     if prop.type == "int":
         try:

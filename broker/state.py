@@ -98,6 +98,8 @@ class Broker:
         # runs every coordinator operation, their timers and duties (on the loop)
         self.coordinators = CoordinatorRuntime(self.durability, self.clock)
         group_settings = GroupSettings.from_config(config)
+        if problems := group_settings.problems():  # Kafka refuses contradicting group.consumer.* too
+            raise ConfigError(*problems)
         group_metadata = GroupMetadataManager(
             group_settings,
             store=LogOffsetsStore(self.logs, config["offsets.topic.num.partitions"], clock=self.clock),
@@ -345,6 +347,7 @@ class Broker:
             self.logs.create_topic(name, self.config["num.partitions"], {})
         except KafkaStorageError as exc:
             return exc.error_code
+        self.groups.consumer.on_topics_changed(created=(name,), changed=())  # KIP-848 regexes
         log.info("topic auto-created", topic=name, partitions=self.config["num.partitions"])
         return ErrorCode.none
 

@@ -464,8 +464,10 @@ class GroupCoordinator:
         """Rebuild the groups from __consumer_offsets; restored members' sessions start now."""
         self.manager.load()
         self.membership.start_sessions(self.groups.values())
+        self.consumer.on_loaded()  # KIP-848 members' session (and rebalance) timers
 
     def close(self) -> None:
         """Answer every waiting JoinGroup/SyncGroup (NOT_COORDINATOR, so clients rediscover the
         coordinator) and cancel all timers; for broker shutdown."""
         self.membership.close()
+        self.consumer.close()

@@ -46,6 +46,7 @@ async def _delete(ctx: RequestContext, name: str | None, topic_id: uuid.UUID | N
         return dict(name=name, topic_id=info.topic_id, error_code=exc.error_code, error_message=exc.message)
     # tombstones for its committed offsets, as Kafka does (an operation of the coordinator runtime)
     await broker.coordinators.run(broker.groups, broker.groups.remove_topic_offsets(name))
+    broker.groups.consumer.on_topics_changed(created=(), changed=(name,))  # KIP-848 groups rebalance
     broker.data_waiters.notify_all()  # fetches waiting on it answer now (unknown partition)
     return dict(name=name, topic_id=info.topic_id, error_code=ErrorCode.none)
 

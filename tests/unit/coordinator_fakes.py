@@ -123,6 +123,31 @@ class EveryTopicCatalog:
     topics: Mapping = _EveryTopic()
 
 
+class MemoryTopicCatalog:
+    """`TopicCatalog` of the topics a test creates, with their ids and partition counts."""
+
+    def __init__(self, topics: Mapping[str, int] | None = None, *, internal: tuple[str, ...] = ()):
+        self.topics: dict[str, SimpleNamespace] = {}
+        for name, partitions in (topics or {}).items():
+            self.create(name, partitions)
+        for name in internal:
+            self.create(name, 1, internal=True)
+
+    def create(self, name: str, partitions: int, *, internal: bool = False) -> uuid.UUID:
+        topic_id = uuid.uuid5(uuid.NAMESPACE_URL, f"topic:{name}")  # stable across a test
+        self.topics[name] = SimpleNamespace(num_partitions=partitions, internal=internal, topic_id=topic_id)
+        return topic_id
+
+    def grow(self, name: str, partitions: int) -> None:
+        self.topics[name].num_partitions = partitions
+
+    def delete(self, name: str) -> None:
+        del self.topics[name]
+
+    def id_of(self, name: str) -> uuid.UUID:
+        return self.topics[name].topic_id
+
+
 def group_coordinator(config, *, store, scheduler, topics=None, clock=None) -> GroupCoordinator:
     """A GroupCoordinator and its GroupMetadataManager over the given collaborators, wired as
     broker/state.py wires the real ones; `clock` defaults to `scheduler` (the tests' fake

@@ -12,7 +12,12 @@ from minibroker.coordinator.producer_ids import ProducerIdManager
 from minibroker.coordinator.txn_log import LogTxnStore
 from minibroker.storage.log_manager import LogManager
 
-from tests.unit.coordinator_fakes import EveryTopicCatalog, MemoryOffsetsStore, MemoryTxnStore
+from tests.unit.coordinator_fakes import (
+    EveryTopicCatalog,
+    MemoryOffsetsStore,
+    MemoryTopicCatalog,
+    MemoryTxnStore,
+)
 from tests.unit.test_group_commit import NoGroups, open_logs
 from tests.unit.test_groups import CONFIG, FakeScheduler, group_coordinator
 from tests.unit.test_transactions import FakeGroups, FakeIds, FakeLog, FakeLogs
@@ -24,6 +29,7 @@ from tests.unit.test_transactions import FakeGroups, FakeIds, FakeLog, FakeLogs
         (MemoryOffsetsStore(1), c.OffsetsStore),
         (MemoryTxnStore(1), c.TxnStore),
         (EveryTopicCatalog(), c.TopicCatalog),
+        (MemoryTopicCatalog({"t": 1}), c.TopicCatalog),
         (FakeScheduler(), c.Scheduler),
         (FakeScheduler().call_later(1, lambda: None), c.TimerHandle),
         (FakeLogs([]), c.TransactionPartitions),
