@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from minibroker.broker.dynamic_config import DynamicConfigs
     from minibroker.broker.features import FeatureStore
     from minibroker.broker.fetch_sessions import FetchSessionCache
+    from minibroker.broker.group_configs import GroupConfigs
     from minibroker.broker.quotas import ClientQuotas
     from minibroker.broker.security.sasl import Session
     from minibroker.broker.security.service import Security
@@ -52,6 +53,7 @@ class HandlerServices(Protocol):
     dynamic_configs: DynamicConfigs
     quotas: ClientQuotas  # client quotas (DescribeClientQuotas, AlterClientQuotas, throttling)
     features: FeatureStore
+    group_configs: GroupConfigs  # GROUP config resources (KIP-848 per-group settings)
     faults: Faults  # the named crash points (common/faults.py): Produce's produce.after_append
 
     def get_log(self, topic: str, partition: int) -> PartitionLog | None: ...

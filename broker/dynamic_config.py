@@ -58,7 +58,7 @@ __all__ = [
 
 log = structlog.get_logger(__name__)
 
-TOPIC, BROKER = 2, 4  # ConfigResource.Type
+TOPIC, BROKER, GROUP = 2, 4, 32  # ConfigResource.Type
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3  # AlterConfigOp.OpType
 FILE_NAME = "dynamic-broker-configs.json"
 _CLIENT_METRICS_KEY = "client-metrics"  # the file's section of CLIENT_METRICS subscriptions
@@ -525,10 +525,12 @@ def alter_configs_response(
     for r in req.resources:
         # authorization
         denial = config_resource_denial(ctx, r.resource_type, r.resource_name, Operation.ALTER_CONFIGS)
+        # GROUP resources (type 32) are the group config store's (broker/group_configs.py)
+        store = ctx.broker.group_configs if r.resource_type == GROUP else dynamic
         responses.append(
             denied_config_result(r, denial)
             if denial
-            else dynamic.alter_result(
+            else store.alter_result(
                 r, operations(r), incremental=incremental, validate_only=req.validate_only
             )
         )

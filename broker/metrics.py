@@ -378,21 +378,42 @@ class _StateCollector:
 
     @staticmethod
     def _groups(broker: Broker) -> Iterator[Metric]:
+        """Classic and KIP-848 consumer groups alike; `type` is the group's kind ("classic" or
+        "consumer": Kafka's group-count `protocol` tag)."""
         members = GaugeMetricFamily(
-            "minibroker_group_members", "Members of a consumer group.", labels=["group"]
+            "minibroker_group_members", "Members of a consumer group.", labels=["group", "type"]
+        )
+        counts = GaugeMetricFamily(
+            "minibroker_groups",
+            "Groups by type and state (Kafka's group-count and consumer-group-count).",
+            labels=["type", "state"],
         )
         lag = GaugeMetricFamily(
             "minibroker_group_offset_lag_messages",
             "High watermark minus the group's committed offset.",
             labels=["group", "topic", "partition"],
         )
-        for group_id, group in broker.groups.groups.items():
-            members.add_metric([group_id], len(group.members))
-            for (topic, partition), committed in group.offsets.items():
+        by_state: dict[tuple[str, str], int] = {}
+        groups: list[tuple[str, str, str, int, dict]] = [
+            (group_id, "classic", g.state.value, len(g.members), g.offsets)
+            for group_id, g in broker.groups.groups.items()
+        ]
+        groups += [
+            (group_id, "consumer", cg.state, len(cg.members), cg.offsets)
+            for group_id, cg in broker.groups.manager.consumer_groups.items()
+        ]
+        for _, kind, state, _, _ in groups:
+            by_state[(kind, state)] = by_state.get((kind, state), 0) + 1
+        for group_id, kind, _, size, offsets in groups:
+            members.add_metric([group_id, kind], size)
+            for (topic, partition), committed in offsets.items():
                 plog = broker.logs.get_log(topic, partition)
                 if plog is not None:
                     lag.add_metric(
                         [group_id, topic, str(partition)], max(plog.high_watermark - committed.offset, 0)
                     )
+        for (kind, state), n in sorted(by_state.items()):
+            counts.add_metric([kind, state], n)
         yield members
+        yield counts
         yield lag

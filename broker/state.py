@@ -20,6 +20,7 @@ from minibroker.broker.durability import Durability
 from minibroker.broker.dynamic_config import DynamicConfigs
 from minibroker.broker.features import FeatureStore, parse_features
 from minibroker.broker.fetch_sessions import FetchSessionCache
+from minibroker.broker.group_configs import GroupConfigs
 from minibroker.broker.limits import ConnectionSettings, raise_open_file_limit
 from minibroker.broker.observe import build_request_observer
 from minibroker.broker.quotas import ClientQuotas
@@ -107,12 +108,15 @@ class Broker:
             clock=self.clock,
         )
         group_timer = self.coordinators.timer()  # fires operations of the group coordinator
+        # GROUP config resources: per-group overrides of the group.consumer.* settings
+        self.group_configs = GroupConfigs(self.data_dir, group_settings, self.durability.write_file)
         self.groups = GroupCoordinator(
             group_settings,
             manager=group_metadata,
             clock=self.clock,
             scheduler=group_timer,
             faults=self.faults,
+            group_configs=self.group_configs,
         )
         group_timer.bind(self.groups)
         self.txns = TransactionCoordinator(

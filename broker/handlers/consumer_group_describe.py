@@ -1,10 +1,18 @@
-"""ConsumerGroupDescribe (69): KIP-848 consumer groups as Kafka describes them (state, epochs,
-assignor, members with their current and target assignments)."""
+"""ConsumerGroupDescribe (69), v0-1: KIP-848 consumer groups as Kafka describes them (state,
+group and assignment epochs, the preferred server assignor, members with their current
+assignment, pending revocations included, and target assignment; v1 adds each member's type,
+0 classic or 1 consumer). A group that does not exist, or is a classic group, answers
+GROUP_ID_NOT_FOUND ("Group G not found." / "Group G is not a consumer group."), which the Java
+Admin takes as its cue to describe it through DescribeGroups; an empty id INVALID_GROUP_ID."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from minibroker.broker.security.acls import Operation as Op
+from minibroker.broker.security.acls import ResourceType as Res
+from minibroker.broker.security.authorizer import OPERATIONS_NOT_REQUESTED
+from minibroker.protocol.codec import field
 from minibroker.protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
@@ -14,21 +22,32 @@ if TYPE_CHECKING:
 API_KEY = 69
 
 
-async def handle(ctx: RequestContext, req: ConsumerGroupDescribeRequest) -> ConsumerGroupDescribeResponse:
-    return ctx.response(
-        throttle_time_ms=0,
-        groups=[
-            dict(
-                error_code=ErrorCode.unsupported_version,
-                error_message=None,
-                group_id=group_id,
-                group_state="",
-                group_epoch=0,
-                assignment_epoch=0,
-                assignor_name="",
-                members=[],
-                authorized_operations=-(2**31),
-            )
-            for group_id in req.group_ids
-        ],
+def _refused(group_id: str, error: ErrorCode) -> dict:
+    return dict(
+        error_code=error,
+        error_message=None,
+        group_id=group_id,
+        group_state="",
+        group_epoch=0,
+        assignment_epoch=0,
+        assignor_name="",
+        members=[],
+        authorized_operations=OPERATIONS_NOT_REQUESTED,
     )
+
+
+async def handle(ctx: RequestContext, req: ConsumerGroupDescribeRequest) -> ConsumerGroupDescribeResponse:
+    include_ops = bool(field(req, "include_authorized_operations", False))
+    # authorization (Kafka: DESCRIBE on each group; the refused ones are answered first)
+    denied = [g for g in req.group_ids if not ctx.allowed(Op.DESCRIBE, Res.GROUP, g)]
+    allowed = [g for g in req.group_ids if g not in denied]
+    out = [_refused(g, ErrorCode.group_authorization_failed) for g in denied]
+    for entry in ctx.broker.groups.describe_consumer_groups(allowed, ctx.broker.logs.topic_names):
+        described = entry["error_code"] == ErrorCode.none
+        entry["authorized_operations"] = (
+            ctx.authorized_operations(Res.GROUP, entry["group_id"])
+            if include_ops and described
+            else OPERATIONS_NOT_REQUESTED
+        )
+        out.append(entry)
+    return ctx.response(throttle_time_ms=0, groups=out)

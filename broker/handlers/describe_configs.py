@@ -1,6 +1,7 @@
 """DescribeConfigs (32): topic configs (overrides and the defaults they fall back to), this
-broker's properties and CLIENT_METRICS subscriptions (KIP-714: metrics, interval.ms, match; a name
-never set shows the defaults, as Kafka)."""
+broker's properties, CLIENT_METRICS subscriptions (KIP-714: metrics, interval.ms, match; a name
+never set shows the defaults, as Kafka) and GROUP configs (KIP-848 per-group settings, see
+broker/group_configs.py)."""
 
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
 
 API_KEY = 32
 
-TOPIC, BROKER, CLIENT_METRICS = 2, 4, 16
+TOPIC, BROKER, CLIENT_METRICS, GROUP = 2, 4, 16, 32
 # ConfigSource values from DescribeConfigsResponse.
 TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG = 1, 2, 3
 STATIC_BROKER_CONFIG, DEFAULT_CONFIG, CLIENT_METRICS_CONFIG = 4, 5, 7
@@ -211,6 +212,14 @@ def _describe(
             configs = _broker(broker, synonyms, documentation, cluster_defaults=not resource.resource_name)
         elif resource.resource_type == CLIENT_METRICS:
             configs = _client_metrics(broker, resource.resource_name, synonyms, documentation)
+        elif resource.resource_type == GROUP:
+            config = broker.config
+            configs = broker.group_configs.describe(
+                resource.resource_name,
+                synonyms=synonyms,
+                documentation=documentation,
+                broker_levels=lambda name: _levels(config, name, False),
+            )
         else:
             return {
                 **out,

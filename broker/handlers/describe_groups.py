@@ -1,6 +1,7 @@
 """DescribeGroups (15): state, protocol and members of each group. Member metadata is only
 shown for Stable groups; assignments (the last one synced) always (as Kafka does). An unknown
-group is reported in state Dead (v0-5) or with GROUP_ID_NOT_FOUND (v6, KIP-1043)."""
+group is reported in state Dead (v0-5) or with GROUP_ID_NOT_FOUND (v6, KIP-1043); so is a
+KIP-848 consumer group ("Group G is not a classic group.": ConsumerGroupDescribe describes it)."""
 
 from __future__ import annotations
 
@@ -52,7 +53,11 @@ async def handle(ctx: RequestContext, req: DescribeGroupsRequest) -> DescribeGro
         )
         if ctx.api_version >= 6 and summary["group_state"] == "Dead" and error == ErrorCode.none:
             entry["error_code"] = ErrorCode.group_id_not_found
-            entry["error_message"] = f"Group {group_id} not found."
+            entry["error_message"] = (
+                f"Group {group_id} is not a classic group."
+                if coordinator.group_type(group_id) == "consumer"
+                else f"Group {group_id} not found."
+            )
             entry["authorized_operations"] = OPERATIONS_NOT_REQUESTED
         out.append(entry)
     return ctx.response(throttle_time_ms=0, groups=out)

@@ -1,6 +1,6 @@
 """ListConfigResources (74; v0 was ListClientMetricsResources): the config resources that exist,
 as Kafka 4.4 lists them. v0: the CLIENT_METRICS subscriptions. v1: the types asked for (none:
-all Kafka supports): GROUP (no group configs on this broker: none), CLIENT_METRICS,
+all Kafka supports): GROUP (the groups with configs of their own), CLIENT_METRICS,
 BROKER_LOGGER and BROKER (this node), TOPIC (every topic); a type Kafka does not list is
 UNSUPPORTED_VERSION for the whole request."""
 
@@ -39,6 +39,10 @@ async def handle(ctx: RequestContext, req: ListConfigResourcesRequest) -> ListCo
     node = str(ctx.broker.node_id)
     out: list[dict] = []
     # Kafka's order: groups, client metrics, broker loggers, brokers, topics
+    if GROUP in wanted:  # the groups with configs of their own (broker/group_configs.py)
+        out += [
+            dict(resource_name=name, resource_type=GROUP) for name in sorted(ctx.broker.group_configs.groups)
+        ]
     if CLIENT_METRICS in wanted:
         out += [dict(resource_name=name, resource_type=CLIENT_METRICS) for name in subscriptions]
     if BROKER_LOGGER in wanted:

@@ -1,5 +1,5 @@
-"""ListGroups (16): every live group; v4+ filters by state (case-insensitive), v5+ by type
-(all groups here are "classic")."""
+"""ListGroups (16): every live group, classic and KIP-848 consumer groups; v4+ filters by state
+(case-insensitive), v5+ by type ("classic", "consumer"; share and streams groups are not served)."""
 
 from __future__ import annotations
 

@@ -2,7 +2,8 @@
 also accepts "simple" commits (generation -1, empty member id). committed_leader_epoch (v6+)
 and metadata are stored and returned by OffsetFetch. v10 names topics by id: an id this broker
 does not know answers UNKNOWN_TOPIC_ID (a classic group reads the member epoch field as its
-generation, as Kafka 4.4 does)."""
+generation, as Kafka 4.4 does). A KIP-848 consumer group's members commit with their member
+epoch (v9+; coordinator/groups.py checks it, per partition for an older epoch)."""
 
 from __future__ import annotations
 

@@ -2,7 +2,9 @@
 (v2+) means every partition the group has committed. With require_stable (v7+) a partition with
 transactional offsets still pending answers UNSTABLE_OFFSET_COMMIT; committed_leader_epoch v5+.
 v10 names topics by id: an id this broker does not know answers UNKNOWN_TOPIC_ID, and the
-all-topics answer leaves out topics that no longer exist (they have no id to name them by)."""
+all-topics answer leaves out topics that no longer exist (they have no id to name them by).
+v9+ groups name the fetching member of a KIP-848 consumer group (member id and epoch; an admin
+sends none): an unknown member or another epoch is the group's error, with no topics."""
 
 from __future__ import annotations
 
@@ -25,6 +27,11 @@ if TYPE_CHECKING:
     from minibroker.broker.context import RequestContext
 
 API_KEY = 9
+
+#: A KIP-848 consumer group's refusal of a member's fetch (v9+): answered as Kafka's groupError
+_MEMBER_ERRORS = frozenset(
+    {ErrorCode.unknown_member_id, ErrorCode.stale_member_epoch, ErrorCode.illegal_generation}
+)
 
 
 class _Named:
@@ -53,11 +60,12 @@ def _fetch_by_id(
     group_id: str,
     topics: Iterable[OffsetFetchRequestTopics] | None,
     require_stable: bool,
+    member: tuple[str | None, int] = (None, -1),
 ) -> tuple[int, list[dict]]:
     """v10: topics by id in and out."""
     names = ctx.broker.logs.topic_names
     if topics is None:
-        error, out = _fetch(ctx, group_id, None, require_stable)
+        error, out = _fetch(ctx, group_id, None, require_stable, member)
         ids = {info.name: info.topic_id for info in ctx.broker.logs.topics.values()}
         return error, [dict(t, topic_id=ids[t["name"]]) for t in out if t["name"] in ids]
     named = []
@@ -66,7 +74,9 @@ def _fetch_by_id(
         named.append(
             _Named(names.get(topic_id, "") if topic_id is not None else "", topic_id, t.partition_indexes)
         )
-    error, out = _fetch(ctx, group_id, [n for n in named if n.name], require_stable)
+    error, out = _fetch(ctx, group_id, [n for n in named if n.name], require_stable, member)
+    if error in _MEMBER_ERRORS:
+        return error, []
     by_name = {entry["name"]: entry for entry in out}
     answer = []
     for n in named:
@@ -89,6 +99,7 @@ def _fetch(
     group_id: str,
     topics: Iterable[Any] | None,  # OffsetFetchRequestTopic(s) up to v9, _Named at v10
     require_stable: bool,
+    member: tuple[str | None, int] = (None, -1),  # v9+: the member id and epoch, if any
 ) -> tuple[int, list[dict]]:
     # authorization (Kafka: DESCRIBE on the group; DESCRIBE on each topic, whose offsets are
     # otherwise TOPIC_AUTHORIZATION_FAILED, or left out when all topics were asked for)
@@ -114,7 +125,9 @@ def _fetch(
         wanted = None
     else:
         wanted = [(t.name, p) for t in topics for p in t.partition_indexes]
-    error, rows = ctx.broker.groups.fetch_offsets(group_id, wanted, require_stable)
+    error, rows = ctx.broker.groups.fetch_offsets(group_id, wanted, require_stable, *member)
+    if error in _MEMBER_ERRORS:  # a KIP-848 member's fetch refused: the group's error, no topics
+        return error, []
     by_topic: dict[str, list[dict]] = {}
     for topic, partition, offset, leader_epoch, metadata, part_error in rows:
         if not ctx.allowed(Op.DESCRIBE, Res.TOPIC, topic):
@@ -142,7 +155,8 @@ async def handle(ctx: RequestContext, req: OffsetFetchRequest) -> OffsetFetchRes
         out = []
         fetch = _fetch_by_id if ctx.api_version >= 10 else _fetch
         for g in field(req, "groups", ()):
-            error, topics = fetch(ctx, g.group_id, g.topics, require_stable)
+            member = (field(g, "member_id", None), field(g, "member_epoch", -1))
+            error, topics = fetch(ctx, g.group_id, g.topics, require_stable, member)
             out.append(dict(group_id=g.group_id, topics=topics, error_code=error))
         return ctx.response(throttle_time_ms=0, groups=out)
     error, topics = _fetch(ctx, field(req, "group_id", ""), field(req, "topics", None), require_stable)

@@ -128,5 +128,6 @@ async def _stage(
         field(req, "member_id", "") if v3 else "",
         field(req, "group_instance_id", None) if v3 else None,
         offsets,
+        api_version=ctx.api_version,
     )
     return await broker.coordinators.run(broker.groups, stage)

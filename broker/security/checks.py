@@ -12,7 +12,7 @@ from minibroker.protocol.errors import ErrorCode
 if TYPE_CHECKING:
     from minibroker.broker.context import RequestContext
 
-_CONFIG_TOPIC, _CONFIG_BROKER, _CONFIG_CLIENT_METRICS = 2, 4, 16  # ConfigResource.Type
+_CONFIG_TOPIC, _CONFIG_BROKER, _CONFIG_CLIENT_METRICS, _CONFIG_GROUP = 2, 4, 16, 32  # ConfigResource.Type
 
 
 class ConfigResource(Protocol):
@@ -28,7 +28,7 @@ class ConfigResource(Protocol):
 def config_resource_denial(
     ctx: RequestContext, resource_type: int, name: str, operation: int
 ) -> ErrorCode | None:
-    """Kafka: DESCRIBE_CONFIGS/ALTER_CONFIGS on the topic, or on the cluster for a broker; the
+    """Kafka: DESCRIBE_CONFIGS/ALTER_CONFIGS on the topic or group, or on the cluster for a broker; the
     error to answer, or None when allowed."""
     if resource_type in (_CONFIG_BROKER, _CONFIG_CLIENT_METRICS):
         return (
@@ -38,6 +38,8 @@ def config_resource_denial(
         )
     if resource_type == _CONFIG_TOPIC:
         return None if ctx.allowed(operation, Res.TOPIC, name) else ErrorCode.topic_authorization_failed
+    if resource_type == _CONFIG_GROUP:
+        return None if ctx.allowed(operation, Res.GROUP, name) else ErrorCode.group_authorization_failed
     return None  # other resource types are refused by the handler itself
 
 

@@ -37,7 +37,7 @@ STEP_DEADLINE = 20.0  # per worker: start, join, make progress, reach the kill p
 
 
 class Worker:
-    def __init__(self, broker, src, dst, group, txn_id, log_dir, n, pause):
+    def __init__(self, broker, src, dst, group, txn_id, log_dir, n, pause, *extra: str):
         self.name = f"worker{n}"
         self.stderr = open(log_dir / f"{self.name}.stderr", "wb")
         self.proc = subprocess.Popen(
@@ -53,6 +53,7 @@ class Worker:
                 "20",
                 "--pause",
                 str(pause),
+                *extra,
             ],
             cwd=str(REPO_ROOT),
             stdout=subprocess.PIPE,

@@ -18,6 +18,7 @@ With --pause S the worker waits S seconds after PRODUCED and after OFFSETS, givi
 window to kill it inside an open transaction. SIGTERM stops it cleanly between transactions.
 
 Usage: python tests/support/eos_worker.py BOOTSTRAP INPUT OUTPUT GROUP TXN_ID [--batch N] [--pause S]
+       [--group-protocol classic|consumer]
 """
 
 from __future__ import annotations
@@ -47,7 +48,16 @@ def main(argv=None) -> int:
     ap.add_argument("--batch", type=int, default=20)
     ap.add_argument("--pause", type=float, default=0.0)
     ap.add_argument("--session-timeout-ms", type=int, default=1500)
+    # "consumer": a KIP-848 group member (the broker sets its session timeout and heartbeats)
+    ap.add_argument("--group-protocol", choices=("classic", "consumer"), default="classic")
     args = ap.parse_args(argv)
+    if args.group_protocol == "classic":
+        membership = {
+            "session.timeout.ms": args.session_timeout_ms,
+            "heartbeat.interval.ms": max(100, args.session_timeout_ms // 5),
+        }
+    else:  # librdkafka refuses the classic-only settings in this mode
+        membership = {"group.protocol": "consumer"}
 
     stopping = False
 
@@ -64,8 +74,7 @@ def main(argv=None) -> int:
             "isolation.level": "read_committed",
             "enable.auto.commit": False,
             "auto.offset.reset": "earliest",
-            "session.timeout.ms": args.session_timeout_ms,
-            "heartbeat.interval.ms": max(100, args.session_timeout_ms // 5),
+            **membership,
             # also the JoinGroup rebalance timeout: deliberately longer than the test's per-step
             # deadlines, so a dead member must be expired by its session timeout, not this
             "max.poll.interval.ms": 60000,

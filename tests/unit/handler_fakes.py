@@ -36,6 +36,7 @@ class FakeBroker:
     dynamic_configs: Any = None
     quotas: Any = field(default_factory=lambda: SimpleNamespace(active=False))  # no client quotas
     features: Any = None
+    group_configs: Any = None
     faults: Any = field(default_factory=Faults)  # none armed
     coordinators: Any = field(default_factory=lambda: CoordinatorRuntime(durability=None))
 

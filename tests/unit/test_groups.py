@@ -728,8 +728,10 @@ def test_commit_to_unknown_group_with_member_id_is_rejected(gc):
     assert commit(gc, "new", "someone", None, -1, [("t", 0, 1, -1, "")]) == {("t", 0): E.unknown_member_id}
     assert "new" not in gc.groups
     topics = [("t", 0, 1, -1, "")]
-    assert stage(gc, 1, 0, "new", 3, "m", None, topics) == {("t", 0): E.unknown_member_id}
-    assert stage(gc, 1, 0, "new", 3, "", None, topics) == {("t", 0): E.unknown_member_id}
+    # Kafka 4.4: a generation >= 0 for a group it does not know (GROUP_ID_NOT_FOUND from v6)
+    assert stage(gc, 1, 0, "new", 3, "m", None, topics) == {("t", 0): E.illegal_generation}
+    assert stage(gc, 1, 0, "new", 3, "", None, topics, api_version=6) == {("t", 0): E.group_id_not_found}
+    assert stage(gc, 1, 0, "new", -1, "m", None, topics) == {("t", 0): E.unknown_member_id}
 
 
 def test_txn_offset_sequences_continue_per_producer_and_epoch(gc, store, clock):
