@@ -54,6 +54,7 @@ from minibroker.coordinator.group_metadata import (
 )
 from minibroker.coordinator.group_metadata_manager import ClassicGroupTombstone, GroupRecord
 from minibroker.coordinator.metadata_hash import group_hash, topic_hash
+from minibroker.coordinator.reconciliation import FencedMemberEpoch
 from minibroker.coordinator.runtime import Operation, Write
 from minibroker.protocol.errors import ErrorCode
 
@@ -116,7 +117,7 @@ class ConsumerSide(Protocol):
         updated: ConsumerGroupMember,
         *,
         owned: Mapping[uuid.UUID, Collection[int]] | None,
-        records: list[ConsumerGroupRecord],
+        records: list[GroupRecord],
         classic: bool = False,
     ) -> ConsumerGroupMember:
         """A heartbeat's work once the member's new fields are known: its metadata record if it
@@ -126,7 +127,7 @@ class ConsumerSide(Protocol):
 
     def fence_members(
         self, group: ConsumerGroup, members: Collection[ConsumerGroupMember]
-    ) -> list[ConsumerGroupRecord]: ...
+    ) -> Sequence[GroupRecord]: ...
 
     def schedule_session_timeout(
         self, group_id: str, member_id: str, timeout_ms: int | None = None
@@ -549,7 +550,7 @@ class ClassicMembers:
             )
             answer.complete(JoinResult(E.member_id_required, member_id))
             return
-        records: list[ConsumerGroupRecord] = []
+        records: list[GroupRecord] = []
         if instance_id is None:
             member = group.members.get(member_id) or new_member(member_id)
         else:
@@ -600,14 +601,21 @@ class ClassicMembers:
             log.info(
                 "member joins the consumer group using the classic protocol", group=group_id, member=member_id
             )
-        reconciled = consumer.update_member(
-            group,
-            member,
-            updated,
-            owned=_by_id(consumer.topics, subscription.owned),
-            records=records,
-            classic=True,
-        )
+        try:
+            reconciled = consumer.update_member(
+                group,
+                member,
+                updated,
+                owned=_by_id(consumer.topics, subscription.owned),
+                records=records,
+                classic=True,
+            )
+        except Exception as exc:  # noqa: BLE001 - a refusal answers its code, anything else is raised
+            code = _refusal_code(exc)
+            if code is None:
+                raise
+            answer.complete(JoinResult(code, ""))
+            return
         result = JoinResult(
             E.none, reconciled.member_id, reconciled.member_epoch, PROTOCOL_TYPE, request.protocols[0][0], ""
         )
@@ -797,6 +805,18 @@ class ClassicMembers:
         handle = self._timers.pop((kind, group_id, member_id), None)
         if handle is not None:
             handle.cancel()
+
+
+def _refusal_code(exc: Exception) -> int | None:
+    """The error code the consumer group coordinator refused a member's change with (Kafka's
+    ApiException), None for another exception."""
+    from minibroker.coordinator.consumer_groups import Refused  # it imports this module
+
+    if isinstance(exc, Refused):
+        return exc.code
+    if isinstance(exc, FencedMemberEpoch):
+        return int(E.fenced_member_epoch)
+    return None
 
 
 def _is_full(group: ConsumerGroup, member_id: str, instance_id: str | None, max_size: int) -> bool:
