@@ -24,7 +24,7 @@ from __future__ import annotations
 import base64
 import struct
 import uuid
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Protocol
 
@@ -54,6 +54,7 @@ from minibroker.coordinator.group_metadata import (
 )
 from minibroker.coordinator.group_metadata_manager import ClassicGroupTombstone, GroupRecord
 from minibroker.coordinator.metadata_hash import group_hash, topic_hash
+from minibroker.coordinator.reconciliation import FencedMemberEpoch
 from minibroker.coordinator.runtime import Operation, Write
 from minibroker.protocol.errors import ErrorCode
 
@@ -125,8 +126,8 @@ class ConsumerSide(Protocol):
         ...
 
     def fence_members(
-        self, group: ConsumerGroup, members: Iterable[ConsumerGroupMember]
-    ) -> list[GroupRecord]: ...
+        self, group: ConsumerGroup, members: Collection[ConsumerGroupMember]
+    ) -> Sequence[GroupRecord]: ...
 
     def schedule_session_timeout(
         self, group_id: str, member_id: str, timeout_ms: int | None = None
@@ -600,14 +601,21 @@ class ClassicMembers:
             log.info(
                 "member joins the consumer group using the classic protocol", group=group_id, member=member_id
             )
-        reconciled = consumer.update_member(
-            group,
-            member,
-            updated,
-            owned=_by_id(consumer.topics, subscription.owned),
-            records=records,
-            classic=True,
-        )
+        try:
+            reconciled = consumer.update_member(
+                group,
+                member,
+                updated,
+                owned=_by_id(consumer.topics, subscription.owned),
+                records=records,
+                classic=True,
+            )
+        except Exception as exc:  # noqa: BLE001 - a refusal answers its code, anything else is raised
+            code = _refusal_code(exc)
+            if code is None:
+                raise
+            answer.complete(JoinResult(code, ""))
+            return
         result = JoinResult(
             E.none, reconciled.member_id, reconciled.member_epoch, PROTOCOL_TYPE, request.protocols[0][0], ""
         )
@@ -797,6 +805,18 @@ class ClassicMembers:
         handle = self._timers.pop((kind, group_id, member_id), None)
         if handle is not None:
             handle.cancel()
+
+
+def _refusal_code(exc: Exception) -> int | None:
+    """The error code the consumer group coordinator refused a member's change with (Kafka's
+    ApiException), None for another exception."""
+    from minibroker.coordinator.consumer_groups import Refused  # it imports this module
+
+    if isinstance(exc, Refused):
+        return exc.code
+    if isinstance(exc, FencedMemberEpoch):
+        return int(E.fenced_member_epoch)
+    return None
 
 
 def _is_full(group: ConsumerGroup, member_id: str, instance_id: str | None, max_size: int) -> bool:

@@ -85,7 +85,6 @@ class GroupCoordinator:
         self.faults = faults if faults is not None else Faults()
         self.manager = manager  # the groups, their offsets and __consumer_offsets
         self.groups = manager.groups  # the one cache of groups, shared with the manager
-        self.membership = GroupMembership(settings, manager=manager, clock=clock, scheduler=scheduler)
         # KIP-848 consumer groups (ConsumerGroupHeartbeat), on the same shard and groups cache
         self.consumer = ConsumerGroupCoordinator(
             settings,
@@ -93,6 +92,10 @@ class GroupCoordinator:
             group_configs=group_configs if group_configs is not None else NO_GROUP_CONFIGS,
             clock=clock,
             scheduler=scheduler,
+        )
+        # classic members of consumer groups are reconciled by the consumer group coordinator
+        self.membership = GroupMembership(
+            settings, manager=manager, clock=clock, scheduler=scheduler, consumer=self.consumer
         )
         manager.on_unwritable = self._partition_given_up
 

@@ -43,9 +43,10 @@ class ClassicMember:
             enable_auto_commit=False,
             auto_offset_reset="earliest",
             fetch_max_wait_ms=100,
-            heartbeat_interval_ms=300,
-            session_timeout_ms=6000,
-            request_timeout_ms=10_000,
+            heartbeat_interval_ms=500,
+            session_timeout_ms=10_000,
+            max_poll_interval_ms=15_000,
+            request_timeout_ms=15_000,
         )
         self.consumer.subscribe([topic])
         self.done: list[tuple[int, int, str]] = []

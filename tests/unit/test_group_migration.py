@@ -50,7 +50,7 @@ from minibroker.coordinator.group_settings import GroupSettings
 from minibroker.coordinator.runtime import Deferred
 from minibroker.protocol.errors import ErrorCode as E
 
-from tests.unit.coordinator_fakes import MemoryOffsetsStore
+from tests.unit.coordinator_fakes import MemoryOffsetsStore, run_now
 from tests.unit.test_groups import FakeScheduler
 
 T1, T2 = uuid.UUID(int=0x11), uuid.UUID(int=0x22)
@@ -536,3 +536,70 @@ def test_sync_timer_fences_a_member_that_joined_but_never_syncs():
     m.join(group, join_request("kp"))
     m.consumer.clock.advance(20_000)
     assert m.consumer.fenced == [["kp"]]
+
+
+# ------------------------------------------------------- through the group coordinator (WP4's)
+def test_upgrade_classic_rejoin_and_downgrade_through_the_coordinator():
+    """A classic member alone; a consumer-protocol member joins (upgrade); the classic member is
+    told to rejoin and syncs its share; the consumer member gets the rest once released; it
+    leaves (downgrade) and the classic group rebalances to give the classic member everything."""
+    import tests.unit.test_groups as classic
+    from tests.unit.test_consumer_group_heartbeat import Harness, assigned
+
+    h = Harness({"group.initial.rebalance.delay.ms": 0, "group.min.session.timeout.ms": 100}, {"t": 4})
+    gc, t = h.gc, h.catalog.id_of("t")
+    kp = classic.join_new(gc, h.clock, session=1000, rebalance=2000)
+    h.clock.advance(classic.INITIAL_JOIN_MS)
+    kp_id, generation = kp.value.member_id, kp.value.generation_id
+    everything = encode_assignment(0, [("t", [0, 1, 2, 3])])
+    assert classic.sync(gc, kp_id, generation, {kp_id: everything}).value.error == E.none
+    # the upgrade: the classic member keeps its partitions at its generation
+    java = h.join(subscribed_topic_names=("t",))
+    group = h.group()
+    assert "g" not in gc.manager.groups
+    assert group.members[kp_id].classic is not None
+    assert group.members[kp_id].assigned == {t: dict.fromkeys(range(4), generation)}
+    assert java.member_epoch == generation + 1 and assigned(java) == set()
+    # the classic member must rejoin for the new target; its sync gives its share
+    assert gc.heartbeat("g", kp_id, None, generation).response == E.rebalance_in_progress
+    rejoin = classic.join(gc, member_id=kp_id, session=1000, rebalance=2000).value
+    # (its first JoinGroup sets the member's regex from null to "": a bump, as in Kafka)
+    epoch = h.member(kp_id).member_epoch
+    assert (rejoin.error, rejoin.generation_id, rejoin.leader_id, rejoin.members) == (E.none, epoch, "", [])
+    assert (rejoin.protocol_type, rejoin.protocol_name) == ("consumer", "range") and epoch > generation
+    synced = classic.sync(gc, kp_id, epoch, ptype="consumer", pname="range").value
+    kept = set(parse_assignment(synced.assignment)[0][0][1])
+    assert synced.error == E.none and len(kept) == 2
+    assert gc.heartbeat("g", kp_id, None, epoch).response == E.none
+    released = h.poll(java)
+    assert assigned(released) == {0, 1, 2, 3} - kept
+    # the consumer member leaves: the group is classic again and rebalances
+    assert h.heartbeat(member=java.member_id, epoch=-1).error_code == 0
+    assert "g" not in gc.manager.consumer_groups
+    back = gc.manager.groups["g"]
+    h.clock.advance(0)
+    downgraded = back.generation_id
+    assert back.is_state(GroupState.PREPARING_REBALANCE) and downgraded == group.group_epoch
+    assert gc.heartbeat("g", kp_id, None, downgraded).response == E.rebalance_in_progress
+    again = classic.join(gc, member_id=kp_id, session=1000, rebalance=2000).value
+    assert (again.error, again.leader_id, again.generation_id) == (E.none, kp_id, downgraded + 1)
+
+
+def test_classic_join_of_an_empty_consumer_group_makes_it_classic_keeping_its_offsets():
+    import tests.unit.test_groups as classic
+    from tests.unit.test_consumer_group_heartbeat import Harness
+
+    h = Harness({"group.initial.rebalance.delay.ms": 0, "group.min.session.timeout.ms": 100})
+    gc = h.gc
+    member = h.join()
+    committed = run_now(
+        gc, gc.commit_offsets("g", member.member_id, None, member.member_epoch, [("t", 0, 7, -1, "")], 9)
+    )
+    assert committed == {("t", 0): E.none}
+    assert h.heartbeat(member=member.member_id, epoch=-1).error_code == 0
+    assert h.group().is_empty()
+    box = classic.join_new(gc, h.clock, session=1000, rebalance=2000)
+    h.clock.advance(classic.INITIAL_JOIN_MS)
+    assert box.value.error == E.none and box.value.generation_id == 1
+    assert "g" not in gc.manager.consumer_groups
+    assert gc.manager.groups["g"].offsets[("t", 0)].offset == 7
