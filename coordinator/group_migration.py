@@ -343,6 +343,9 @@ def upgrade(coordinator: ConsumerSide, classic: Group) -> list[GroupRecord]:
             "cannot upgrade the classic group: it is larger than group.consumer.max.size", group=group_id
         )
         raise MigrationRefused(f"{refused} the group size exceeds the consumer group maximum size.")
+    # as Kafka's convertToConsumerGroup: its JoinGroup/SyncGroup requests in flight are told to
+    # rejoin before the members' protocol is read, so even when that refuses the upgrade
+    _answer_pending(classic, E.rebalance_in_progress)
     generation = classic.generation_id
     members: list[tuple[ConsumerGroupMember, dict[uuid.UUID, frozenset[int]]]] = []
     subscribed: set[str] = set()
@@ -387,7 +390,7 @@ def upgrade(coordinator: ConsumerSide, classic: Group) -> list[GroupRecord]:
             "cannot upgrade the classic group: malformed consumer protocol", group=group_id, error=str(exc)
         )
         raise MigrationRefused(f"{refused} the embedded consumer protocol is malformed.") from None
-    # its JoinGroup/SyncGroup requests in flight are told to rejoin; its timers stop
+    # its timers stop (its requests in flight were answered above)
     classic.stop(E.rebalance_in_progress)
     records: list[GroupRecord] = [ClassicGroupTombstone(group_id)]
     records += [CgMember(group_id, m.member_id, m.metadata_value()) for m, _ in members]
@@ -405,6 +408,18 @@ def upgrade(coordinator: ConsumerSide, classic: Group) -> list[GroupRecord]:
         members=len(members),
     )
     return records
+
+
+def _answer_pending(classic: Group, error: int) -> None:
+    """Answer the classic group's waiting JoinGroup/SyncGroup requests with `error`, its timers
+    left running (Kafka's completeAllJoinFutures and completeAllSyncFutures)."""
+    for member in classic.members.values():
+        if member.join_answer is not None:
+            join_cb, member.join_answer = member.join_answer, None
+            join_cb.complete(JoinResult(error, member.member_id))
+        if member.sync_answer is not None:
+            sync_cb, member.sync_answer = member.sync_answer, None
+            sync_cb.complete(SyncResult(error))
 
 
 # ===============================================================================================

@@ -251,14 +251,31 @@ def test_upgrade_refusals(settings, group, reason):
     with pytest.raises(MigrationRefused) as refused:
         upgrade(FakeConsumer(settings), group)
     assert str(refused.value) == f"Cannot upgrade classic group g to consumer group because {reason}"
-    assert not waiting.done  # nothing changed
+    if "custom assignor" in reason:
+        # found while converting: as in Kafka, the pending JoinGroup was answered first
+        assert waiting.result() == JoinResult(E.rebalance_in_progress, "m1")
+    else:
+        assert not waiting.done  # refused before converting: nothing changed
 
 
-def test_upgrade_of_a_malformed_subscription_is_refused():
+def test_upgrade_of_a_malformed_subscription_is_refused_after_answering_pending_requests():
+    """Kafka's convertToConsumerGroup completes the pending JoinGroup/SyncGroup with
+    REBALANCE_IN_PROGRESS before it reads the members' protocol; a refusal then leaves the
+    classic group (and its timers) as they were otherwise."""
     group = classic_group()
     group.members["m1"].protocols = [("range", b"\x00")]
+    joining, syncing = Deferred(), Deferred()
+    group.members["m1"].join_answer = joining
+    group.members["m2"].sync_answer = syncing
+    timer = SimpleNamespace(cancelled=False)
+    timer.cancel = lambda: setattr(timer, "cancelled", True)
+    group.members["m2"].heartbeat_timer = timer
     with pytest.raises(MigrationRefused, match="the embedded consumer protocol is malformed"):
         upgrade(FakeConsumer(), group)
+    assert joining.result() == JoinResult(E.rebalance_in_progress, "m1")
+    assert syncing.result().error == E.rebalance_in_progress
+    assert not group.members["m1"].awaiting_join and not group.members["m2"].awaiting_sync
+    assert group.members["m2"].heartbeat_timer is timer and not timer.cancelled
 
 
 # ---------------------------------------------------------------------------------- downgrade
