@@ -401,13 +401,15 @@ class ConsumerGroupCoordinator:
         records: list[GroupRecord],
         classic: bool = False,
         topic_filter: TopicFilter | None = None,
+        downgrade: bool = False,
     ) -> ConsumerGroupMember:
         """A member's change once its new fields are known (Kafka's consumerGroupHeartbeat and
         classicGroupJoinToConsumerGroup share it): its metadata record, its regex, the group
         epoch bump, the target assignment and the member's reconciliation. Appends the records
         and returns the reconciled member; a regex resolution it needs is scheduled. `classic`:
         a classic member's JoinGroup (a regex change bumps the epoch, the preferred assignor is
-        not looked at). Raises Refused or FencedMemberEpoch."""
+        not looked at); `downgrade`: the group becomes classic (no new target, and no
+        reconciliation if the target is stale). Raises Refused or FencedMemberEpoch."""
         owned_partitions = None if owned is None else tuple((t, tuple(sorted(p))) for t, p in owned.items())
         reconciled, _, to_resolve = self._update_member(
             group,
@@ -417,6 +419,7 @@ class ConsumerGroupCoordinator:
             records=records,
             classic=classic,
             now=self.clock.wall_ms(),
+            downgrade=downgrade,
         )
         if to_resolve:
             self._schedule_regex_resolution(group.group_id, to_resolve, topic_filter)
@@ -432,6 +435,7 @@ class ConsumerGroupCoordinator:
         records: list[GroupRecord],
         classic: bool,
         now: int,
+        downgrade: bool = False,
     ) -> tuple[ConsumerGroupMember, bool | None, frozenset[str] | None]:
         """Steps 6-11 of Kafka's heartbeat: (the reconciled member, what to do with its
         rebalance timer, the group's regexes to resolve)."""
@@ -453,9 +457,15 @@ class ConsumerGroupCoordinator:
             group_epoch, subscription_type = self._update_subscription_metadata(
                 group, bump, member, updated, records, now
             )
-        target_epoch, target = self._maybe_update_target(
-            group, group_epoch, member, updated, subscription_type, records, now
-        )
+        if downgrade and group.assignment_epoch < group_epoch:
+            return updated, None, to_resolve  # the classic group's rebalance assigns
+        if downgrade:
+            target_epoch = group.assignment_epoch
+            target: Mapping[UUID, frozenset[int]] = group.target_of(updated.member_id, updated.instance_id)
+        else:
+            target_epoch, target = self._maybe_update_target(
+                group, group_epoch, member, updated, subscription_type, records, now
+            )
         reconciled, rebalance_timer = self._maybe_reconcile(
             group, updated, target_epoch, target, subscription_changed, owned, records
         )

@@ -119,10 +119,12 @@ class ConsumerSide(Protocol):
         owned: Mapping[uuid.UUID, Collection[int]] | None,
         records: list[GroupRecord],
         classic: bool = False,
+        downgrade: bool = False,
     ) -> ConsumerGroupMember:
         """A heartbeat's work once the member's new fields are known: its metadata record if it
         changed, regexes, the group epoch bump, the target assignment and the member's
-        reconciliation; appends the records and returns the reconciled member."""
+        reconciliation; appends the records and returns the reconciled member. `downgrade`: no
+        new target, and no reconciliation when the target is stale."""
         ...
 
     def fence_members(
@@ -343,6 +345,9 @@ def upgrade(coordinator: ConsumerSide, classic: Group) -> list[GroupRecord]:
             "cannot upgrade the classic group: it is larger than group.consumer.max.size", group=group_id
         )
         raise MigrationRefused(f"{refused} the group size exceeds the consumer group maximum size.")
+    # as Kafka's convertToConsumerGroup: its JoinGroup/SyncGroup requests in flight are told to
+    # rejoin before the members' protocol is read, so even when that refuses the upgrade
+    _answer_pending(classic, E.rebalance_in_progress)
     generation = classic.generation_id
     members: list[tuple[ConsumerGroupMember, dict[uuid.UUID, frozenset[int]]]] = []
     subscribed: set[str] = set()
@@ -387,7 +392,7 @@ def upgrade(coordinator: ConsumerSide, classic: Group) -> list[GroupRecord]:
             "cannot upgrade the classic group: malformed consumer protocol", group=group_id, error=str(exc)
         )
         raise MigrationRefused(f"{refused} the embedded consumer protocol is malformed.") from None
-    # its JoinGroup/SyncGroup requests in flight are told to rejoin; its timers stop
+    # its timers stop (its requests in flight were answered above)
     classic.stop(E.rebalance_in_progress)
     records: list[GroupRecord] = [ClassicGroupTombstone(group_id)]
     records += [CgMember(group_id, m.member_id, m.metadata_value()) for m, _ in members]
@@ -405,6 +410,18 @@ def upgrade(coordinator: ConsumerSide, classic: Group) -> list[GroupRecord]:
         members=len(members),
     )
     return records
+
+
+def _answer_pending(classic: Group, error: int) -> None:
+    """Answer the classic group's waiting JoinGroup/SyncGroup requests with `error`, its timers
+    left running (Kafka's completeAllJoinFutures and completeAllSyncFutures)."""
+    for member in classic.members.values():
+        if member.join_answer is not None:
+            join_cb, member.join_answer = member.join_answer, None
+            join_cb.complete(JoinResult(error, member.member_id))
+        if member.sync_answer is not None:
+            sync_cb, member.sync_answer = member.sync_answer, None
+            sync_cb.complete(SyncResult(error))
 
 
 # ===============================================================================================
@@ -443,12 +460,67 @@ def maybe_downgrade(
     return records
 
 
+def downgrade_with_replaced_member(
+    coordinator: ConsumerSide, group: ConsumerGroup, replaced: ConsumerGroupMember | None
+) -> bool:
+    """Whether a classic static member replacing `replaced` turns the group classic: it was the
+    last consumer-protocol member and the policy and group.max.size allow it (Kafka's
+    validateOnlineDowngradeWithReplacedMember)."""
+    if (
+        replaced is None
+        or replaced.uses_classic_protocol
+        or group.num_classic_members() != len(group.members) - 1
+    ):
+        return False
+    if not downgrade_enabled(coordinator.settings):
+        log.info(
+            "cannot downgrade the consumer group to a classic group: online downgrade is disabled",
+            group=group.group_id,
+        )
+        return False
+    if len(group.members) > coordinator.settings.max_size:
+        log.info(
+            "cannot downgrade the consumer group to a classic group: it is larger than group.max.size",
+            group=group.group_id,
+        )
+        return False
+    return True
+
+
+def downgrade_records(
+    coordinator: ConsumerSide,
+    group: ConsumerGroup,
+    replaced: ConsumerGroupMember,
+    joining: ConsumerGroupMember,
+) -> list[GroupRecord]:
+    """The records turning the group classic with `joining` in place of `replaced` (Kafka's
+    convertToClassicGroup with a joining member): the consumer group's tombstones (the joining
+    member's id for the replaced one's), then the classic group's metadata, the joining member
+    last, with the replaced member's target."""
+    old, new = replaced.member_id, joining.member_id
+    tombstones: list[GroupRecord] = [
+        r._replace(member_id=new)
+        if isinstance(r, CgCurrent | CgTarget | CgMember) and r.member_id == old
+        else r
+        for r in group.tombstones()
+    ]
+    members = [
+        m for m in group.members.values() if m.instance_id is None or m.instance_id != joining.instance_id
+    ]
+    classic = _classic_group(coordinator, group, [*members, joining], {new: old})
+    assignments = {m.member_id: m.assignment for m in classic.members.values()}
+    return [*tombstones, coordinator.manager.group_record(classic, assignments)]
+
+
 def _classic_group(
-    coordinator: ConsumerSide, group: ConsumerGroup, members: Sequence[ConsumerGroupMember]
+    coordinator: ConsumerSide,
+    group: ConsumerGroup,
+    members: Sequence[ConsumerGroupMember],
+    replaced: Mapping[str, str] | None = None,
 ) -> Group:
     """The classic group the consumer group's classic members make (Kafka's
     ClassicGroup.fromConsumerGroup): generation = the group epoch, each member's assignment its
-    target's."""
+    target's (`replaced`: a joining static member's id -> the id whose target it takes over)."""
     classic = Group(group.group_id, GroupState.STABLE, coordinator.clock.wall_ms())
     classic.generation_id = group.group_epoch
     for m in members:
@@ -469,16 +541,17 @@ def _classic_group(
     names = _topic_ids(coordinator.topics)
     for member in classic.members.values():
         metadata = member.metadata(classic.protocol_name)
+        owner = (replaced or {}).get(member.member_id, member.member_id)
         member.assignment = encode_assignment(
-            protocol_version(metadata), _by_name(names, group.target.get(member.member_id, {}))
+            protocol_version(metadata), _by_name(names, group.target.get(owner, {}))
         )
     return classic
 
 
-def _rebalance_downgraded(coordinator: ConsumerSide, group_id: str, reason: str) -> Operation[None]:
+def _rebalance_downgraded(coordinator: ConsumerSide, group_id: str, reason: str | None) -> Operation[None]:
     """After a downgrade's records are written and replayed: the classic group's members get
-    their session timers and the group rebalances (Kafka's convertToClassicGroup, then
-    prepareRebalance)."""
+    their session timers and, with a reason, the group rebalances (Kafka's
+    convertToClassicGroup, then prepareRebalance)."""
     from minibroker.coordinator.group_join import GroupMembership  # group_join dispatches here
 
     classic = coordinator.manager.groups.get(group_id)
@@ -495,7 +568,8 @@ def _rebalance_downgraded(coordinator: ConsumerSide, group_id: str, reason: str)
         consumer=coordinator,
     )
     membership.start_sessions([classic])
-    membership.prepare_rebalance(classic, reason)
+    if reason is not None:
+        membership.prepare_rebalance(classic, reason)
     log.info(
         "converted the consumer group to a classic group", group=group_id, generation=classic.generation_id
     )
@@ -536,11 +610,9 @@ class ClassicMembers:
         unknown = request.member_id == ""
         member_id = _new_member_id() if unknown else request.member_id
         instance_id = request.group_instance_id
-        if _is_full(group, member_id, instance_id, consumer.settings.consumer_max_size):
-            answer.complete(JoinResult(E.group_max_size_reached, ""))
-            return
-        if not supports_classic_protocols(group, request.protocol_type, request.protocol_names()):
-            answer.complete(JoinResult(E.inconsistent_group_protocol, ""))
+        refused = _join_refusal(group, request, member_id, consumer.settings.consumer_max_size)
+        if refused is not None:
+            answer.complete(JoinResult(refused, ""))
             return
         if instance_id is None and unknown and request.require_known_member_id:
             log.info(
@@ -551,10 +623,11 @@ class ClassicMembers:
             answer.complete(JoinResult(E.member_id_required, member_id))
             return
         records: list[GroupRecord] = []
+        replaced = group.static_member(instance_id)  # before this join replaces it
         if instance_id is None:
             member = group.members.get(member_id) or new_member(member_id)
         else:
-            existing = group.static_member(instance_id)
+            existing = replaced
             if unknown and existing is not None:
                 # a static member back with a new member id replaces its previous incarnation,
                 # keeping its assignment (Kafka's getOrMaybeSubscribeStaticConsumerGroupMember)
@@ -601,6 +674,8 @@ class ClassicMembers:
             log.info(
                 "member joins the consumer group using the classic protocol", group=group_id, member=member_id
             )
+        # a static member replacing the last consumer-protocol member turns the group classic
+        downgrade = downgrade_with_replaced_member(consumer, group, replaced)
         try:
             reconciled = consumer.update_member(
                 group,
@@ -609,6 +684,7 @@ class ClassicMembers:
                 owned=_by_id(consumer.topics, subscription.owned),
                 records=records,
                 classic=True,
+                downgrade=downgrade,
             )
         except Exception as exc:  # noqa: BLE001 - a refusal answers its code, anything else is raised
             code = _refusal_code(exc)
@@ -619,6 +695,10 @@ class ClassicMembers:
         result = JoinResult(
             E.none, reconciled.member_id, reconciled.member_epoch, PROTOCOL_TYPE, request.protocols[0][0], ""
         )
+        if downgrade:
+            assert replaced is not None
+            self._join_downgrading(group, replaced, reconciled, records, result, answer)
+            return
 
         def written(error: ErrorCode) -> None:
             if error != E.none:
@@ -633,6 +713,44 @@ class ClassicMembers:
                 request.rebalance_timeout_ms,
                 "the member failed to sync within timeout",
             )
+            answer.complete(result)
+
+        self.write(records, written)
+
+    def _join_downgrading(
+        self,
+        group: ConsumerGroup,
+        replaced: ConsumerGroupMember,
+        joining: ConsumerGroupMember,
+        records: list[GroupRecord],
+        result: JoinResult,
+        answer: JoinAnswer,
+    ) -> None:
+        """A classic static member replaced the last consumer-protocol member: the group
+        becomes classic, and rebalances if its assignment was stale (Kafka's
+        classicGroupJoinToConsumerGroup with a downgrade: no session nor sync timer, the classic
+        group's heartbeats instead)."""
+        consumer, group_id = self.consumer, group.group_id
+        epochs = [r.value.epoch for r in records if isinstance(r, CgEpoch) and r.value is not None]
+        reason: str | None = None
+        if group.assignment_epoch < (epochs[-1] if epochs else group.group_epoch):
+            reason = f"Downgrade group {group_id} from consumer to classic with stale assignment."
+        records += downgrade_records(consumer, group, replaced, joining)
+        log.info(
+            "converting the consumer group to a classic group: a classic static member replaces its "
+            "last consumer-protocol member",
+            group=group_id,
+            instance=joining.instance_id,
+            member=joining.member_id,
+            rebalance=reason is not None,
+        )
+
+        def written(error: ErrorCode) -> None:
+            if error != E.none:
+                answer.complete(JoinResult(error, ""))
+                return
+            self._cancel("join", group_id, joining.member_id)
+            consumer.scheduler.call_later(0, lambda: _rebalance_downgraded(consumer, group_id, reason))
             answer.complete(result)
 
         self.write(records, written)
@@ -816,6 +934,16 @@ def _refusal_code(exc: Exception) -> int | None:
         return exc.code
     if isinstance(exc, FencedMemberEpoch):
         return int(E.fenced_member_epoch)
+    return None
+
+
+def _join_refusal(group: ConsumerGroup, request: JoinRequest, member_id: str, max_size: int) -> int | None:
+    """A classic JoinGroup the group cannot take: GROUP_MAX_SIZE_REACHED, or
+    INCONSISTENT_GROUP_PROTOCOL for protocols it does not support."""
+    if _is_full(group, member_id, request.group_instance_id, max_size):
+        return E.group_max_size_reached
+    if not supports_classic_protocols(group, request.protocol_type, request.protocol_names()):
+        return E.inconsistent_group_protocol
     return None
 
 

@@ -98,7 +98,7 @@ class FakeConsumer:
         self.updates: list[tuple[ConsumerGroupMember, ConsumerGroupMember, object]] = []
         self.fenced: list[list[str]] = []
 
-    def update_member(self, group, member, updated, *, owned, records, classic=False):
+    def update_member(self, group, member, updated, *, owned, records, classic=False, downgrade=False):
         assert classic
         self.updates.append((member, updated, owned))
         reconciled = replace(
@@ -251,14 +251,31 @@ def test_upgrade_refusals(settings, group, reason):
     with pytest.raises(MigrationRefused) as refused:
         upgrade(FakeConsumer(settings), group)
     assert str(refused.value) == f"Cannot upgrade classic group g to consumer group because {reason}"
-    assert not waiting.done  # nothing changed
+    if "custom assignor" in reason:
+        # found while converting: as in Kafka, the pending JoinGroup was answered first
+        assert waiting.result() == JoinResult(E.rebalance_in_progress, "m1")
+    else:
+        assert not waiting.done  # refused before converting: nothing changed
 
 
-def test_upgrade_of_a_malformed_subscription_is_refused():
+def test_upgrade_of_a_malformed_subscription_is_refused_after_answering_pending_requests():
+    """Kafka's convertToConsumerGroup completes the pending JoinGroup/SyncGroup with
+    REBALANCE_IN_PROGRESS before it reads the members' protocol; a refusal then leaves the
+    classic group (and its timers) as they were otherwise."""
     group = classic_group()
     group.members["m1"].protocols = [("range", b"\x00")]
+    joining, syncing = Deferred(), Deferred()
+    group.members["m1"].join_answer = joining
+    group.members["m2"].sync_answer = syncing
+    timer = SimpleNamespace(cancelled=False)
+    timer.cancel = lambda: setattr(timer, "cancelled", True)
+    group.members["m2"].heartbeat_timer = timer
     with pytest.raises(MigrationRefused, match="the embedded consumer protocol is malformed"):
         upgrade(FakeConsumer(), group)
+    assert joining.result() == JoinResult(E.rebalance_in_progress, "m1")
+    assert syncing.result().error == E.rebalance_in_progress
+    assert not group.members["m1"].awaiting_join and not group.members["m2"].awaiting_sync
+    assert group.members["m2"].heartbeat_timer is timer and not timer.cancelled
 
 
 # ---------------------------------------------------------------------------------- downgrade
@@ -603,3 +620,122 @@ def test_classic_join_of_an_empty_consumer_group_makes_it_classic_keeping_its_of
     assert box.value.error == E.none and box.value.generation_id == 1
     assert "g" not in gc.manager.consumer_groups
     assert gc.manager.groups["g"].offsets[("t", 0)].offset == 7
+
+
+def _static_consumer_and_classic_members(h, **java):
+    """A consumer group of a static consumer-protocol member (instance "inst") and a classic
+    member that joined and synced; (java's answer, the classic member's id)."""
+    import tests.unit.test_groups as classic
+
+    java_answer = h.join(member="java", instance_id="inst", subscribed_topic_names=("t",), **java)
+    first = classic.join(h.gc, session=1000, rebalance=2000).value
+    assert first.error == E.member_id_required
+    joined = classic.join(h.gc, member_id=first.member_id, session=1000, rebalance=2000).value
+    assert joined.error == E.none
+    synced = classic.sync(h.gc, joined.member_id, joined.generation_id, ptype="consumer", pname="range")
+    assert synced.value.error == E.none
+    return java_answer, joined.member_id
+
+
+def test_classic_static_member_replacing_the_last_consumer_member_downgrades_and_rebalances():
+    """Kafka's validateOnlineDowngradeWithReplacedMember: the group becomes classic; the
+    replacing member's first JoinGroup sets its regex from null to "" (an epoch bump), so the
+    target is stale and the classic group rebalances."""
+    import tests.unit.test_groups as classic
+    from tests.unit.test_consumer_group_heartbeat import Harness
+
+    h = Harness({"group.initial.rebalance.delay.ms": 0, "group.min.session.timeout.ms": 100}, {"t": 4})
+    gc = h.gc
+    _, kp_id = _static_consumer_and_classic_members(h)
+    epoch = h.group().group_epoch
+    replacing = classic.join(gc, instance="inst", session=1000, rebalance=2000).value
+    assert (replacing.error, replacing.protocol_type, replacing.protocol_name) == (
+        E.none,
+        "consumer",
+        "range",
+    )
+    assert replacing.member_id not in ("", "java") and replacing.generation_id == 0  # not reconciled
+    assert "g" not in gc.manager.consumer_groups
+    back = gc.manager.groups["g"]
+    assert set(back.members) == {kp_id, replacing.member_id} and back.generation_id == epoch
+    assert back.members[replacing.member_id].group_instance_id == "inst"
+    assert not gc.membership.classic_members._timers  # no sync timer: the classic group's heartbeats instead
+    h.clock.advance(0)
+    assert back.is_state(GroupState.PREPARING_REBALANCE)
+    assert all(m.heartbeat_timer is not None for m in back.members.values())
+    # the records replay into the same classic group (a coordinator loaded from the log)
+    reloaded = h.reopened().gc.manager
+    assert "g" not in reloaded.consumer_groups and set(reloaded.groups["g"].members) == set(back.members)
+    # both members rejoin the classic group's next generation
+    assert gc.heartbeat("g", kp_id, None, epoch).response == E.rebalance_in_progress
+    boxes = [
+        classic.join(gc, member_id=kp_id, session=1000, rebalance=2000),
+        classic.join(gc, member_id=replacing.member_id, instance="inst", session=1000, rebalance=2000),
+    ]
+    assert all(b.done and b.value.error == E.none for b in boxes)
+    assert {b.value.generation_id for b in boxes} == {epoch + 1}
+
+
+def test_classic_static_member_replacing_the_last_consumer_member_with_a_current_target_downgrades_at_once():
+    """The same downgrade when the group's target is up to date (here the fake coordinator
+    bumps nothing; through the real one a consumer member's null regex becoming "" always
+    does): the member is reconciled, the group becomes classic without a rebalance, the joining
+    member taking over the replaced member's target; no session nor sync timer of the consumer
+    group for it."""
+    m = Members()
+    group = consumer_group(
+        member("java", assigned={T1: [0]}, instance_id="inst"),
+        member("kp", classic_meta(names=("range",)), {T1: [1, 2]}),
+    )
+    m.consumer.groups["g"] = group
+    result = m.join(group, join_request(instance="inst", protocols=[("range", subscription(["t1"], 2))]))
+    new_id = result.member_id
+    assert result == JoinResult(E.none, new_id, 8, "consumer", "range", "", False, [])
+    replaced, _, _ = m.consumer.updates[-1]
+    assert replaced.member_id == new_id and replaced.assigned == {T1: {0: 7}}
+    (records,) = m.writes
+    tombstones, classic = records[7:-1], records[-1]
+    assert tombstones[:6] == [
+        CgCurrent("g", new_id, None),
+        CgCurrent("g", "kp", None),
+        CgTarget("g", new_id, None),
+        CgTarget("g", "kp", None),
+        CgTargetMeta("g", None),
+        CgMember("g", new_id, None),
+    ]
+    assert isinstance(classic, GroupMetadataRecord)
+    value = classic.value
+    assert (value.generation, value.protocol, value.leader) == (7, "range", "kp")
+    members = {x.member_id: x for x in value.members}
+    assert set(members) == {"kp", new_id} and members[new_id].group_instance_id == "inst"
+    assert parse_assignment(members[new_id].assignment) == ((("t1", (0,)),), None)
+    assert members[new_id].assignment[:2] == b"\x00\x02"
+    assert new_id not in m.consumer.sessions and not m.classic._timers
+    # replayed: the classic group is stable, its members' sessions run, no rebalance
+    m.consumer.manager.replay(classic)
+    restored = m.consumer.manager.groups["g"]
+    m.consumer.groups.pop("g")
+    m.consumer.clock.bind(SimpleNamespace(write=lambda records: (), replay=lambda record: None))
+    m.consumer.clock.advance(0)
+    assert restored.is_state(GroupState.STABLE) and restored.generation_id == 7
+    assert all(x.heartbeat_timer is not None for x in restored.members.values())
+
+
+def test_no_downgrade_when_a_classic_static_member_replaces_a_consumer_member_under_upgrade_policy():
+    import tests.unit.test_groups as classic
+    from tests.unit.test_consumer_group_heartbeat import Harness
+
+    h = Harness(
+        {
+            "group.initial.rebalance.delay.ms": 0,
+            "group.min.session.timeout.ms": 100,
+            "group.consumer.migration.policy": "upgrade",
+        },
+        {"t": 4},
+    )
+    _, kp_id = _static_consumer_and_classic_members(h)
+    replacing = classic.join(h.gc, instance="inst", session=1000, rebalance=2000).value
+    assert replacing.error == E.none
+    assert "g" not in h.gc.manager.groups  # it stays a consumer group, the member replaced
+    assert set(h.group().members) == {kp_id, replacing.member_id}
+    assert h.group().static_member("inst").member_id == replacing.member_id
