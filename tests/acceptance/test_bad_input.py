@@ -124,9 +124,11 @@ def test_api_versions_advertised_ranges(bad_broker):
         23: (2, 4),
         32: (1, 4),
         60: (0, 1),
+        68: (0, 1),  # KIP-848, with group.version 1 finalized by default
+        69: (0, 1),
     }
-    # KIP-848 not served; telemetry served but, as Kafka 4.4 by default, not advertised
-    never = {68, 69, 71, 72}
+    # telemetry served but, as Kafka 4.4 by default, not advertised
+    never = {71, 72}
     for version in (0, 1, 2, 3, 4):
         with WireClient.to(bad_broker) as c:
             av = c.api_versions(version)
