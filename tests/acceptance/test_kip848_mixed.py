@@ -43,6 +43,10 @@ class ClassicMember:
             enable_auto_commit=False,
             auto_offset_reset="earliest",
             fetch_max_wait_ms=100,
+            # each record is committed on its own before the next poll(), and a member told to
+            # rejoin (REBALANCE_IN_PROGRESS on a heartbeat) stops heartbeating until that poll():
+            # a batch of 500 synchronous commits on a loaded machine outlasted the session
+            max_poll_records=20,
             heartbeat_interval_ms=500,
             session_timeout_ms=10_000,
             max_poll_interval_ms=15_000,
