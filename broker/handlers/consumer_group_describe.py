@@ -3,7 +3,10 @@ group and assignment epochs, the preferred server assignor, members with their c
 assignment, pending revocations included, and target assignment; v1 adds each member's type,
 0 classic or 1 consumer). A group that does not exist, or is a classic group, answers
 GROUP_ID_NOT_FOUND ("Group G not found." / "Group G is not a consumer group."), which the Java
-Admin takes as its cue to describe it through DescribeGroups; an empty id INVALID_GROUP_ID."""
+Admin takes as its cue to describe it through DescribeGroups; an empty id INVALID_GROUP_ID.
+With an authorizer, a group whose members' current or target assignments name a topic the
+principal may not DESCRIBE is answered TOPIC_AUTHORIZATION_FAILED with no members, as Kafka's
+KafkaApis.handleConsumerGroupDescribe does."""
 
 from __future__ import annotations
 
@@ -50,4 +53,26 @@ async def handle(ctx: RequestContext, req: ConsumerGroupDescribeRequest) -> Cons
             else OPERATIONS_NOT_REQUESTED
         )
         out.append(entry)
+    if ctx.broker.security.authorizer is not None:
+        out = [_without_unauthorized_topics(ctx, entry) for entry in out]
     return ctx.response(throttle_time_ms=0, groups=out)
+
+
+UNAUTHORIZED_TOPICS = "The group has described topic(s) that the client is not authorized to describe."
+
+
+def _without_unauthorized_topics(ctx: RequestContext, entry: dict) -> dict:
+    """The group as described, or TOPIC_AUTHORIZATION_FAILED with no members when one of its
+    members' current or target assignments names a topic the principal may not DESCRIBE."""
+    topics = {
+        tp["topic_name"]
+        for member in entry["members"]
+        for assignment in (member["assignment"], member["target_assignment"])
+        for tp in assignment["topic_partitions"]
+    }
+    if all(ctx.allowed(Op.DESCRIBE, Res.TOPIC, topic) for topic in topics):
+        return entry
+    return {
+        **_refused(entry["group_id"], ErrorCode.topic_authorization_failed),
+        "error_message": UNAUTHORIZED_TOPICS,
+    }

@@ -597,3 +597,38 @@ def test_rebalance_timeout_is_ignored_once_the_member_moved_on(h):
     assert h.member("A").state.label == "stable" and not h.cg.has_timer("rebalance", "g", "A")
     h.clock.advance(SESSION_MS // 2 + 1)
     assert "A" in h.group().members
+
+
+# --- ConsumerGroupDescribe under an authorizer ------------------------------------------------------
+async def describe_handler(broker, version=1):
+    from minibroker.broker.handlers import consumer_group_describe
+
+    cls = request_class(69, version)
+    ctx = RequestContext(broker, 69, version, 2, "client-x", "127.0.0.1:5555")
+    response = await consumer_group_describe.handle(
+        ctx, build(cls, dict(group_ids=["g"], include_authorized_operations=False))
+    )
+    encode_response(response)  # encodable at this version
+    return response.groups[0]
+
+
+@pytest.mark.parametrize("version", [0, 1])
+async def test_describe_refuses_a_group_naming_a_topic_the_principal_may_not_describe(version):
+    broker = handler_broker()
+    broker.logs = SimpleNamespace(topic_names={uuid.uuid5(uuid.NAMESPACE_URL, "topic:t"): "t"})
+    joined = await call_handler(broker, 1, member_id="m1")
+    assert joined.error_code == 0
+    described = await describe_handler(broker, version)
+    assert (described.error_code, len(described.members)) == (0, 1)
+    # Kafka's KafkaApis.handleConsumerGroupDescribe: the whole group is refused, no members
+    broker.security = Security(denied=[(Res.TOPIC, "t")])
+    refused = await describe_handler(broker, version)
+    assert (refused.error_code, refused.error_message, refused.members, refused.group_state) == (
+        E.topic_authorization_failed,
+        "The group has described topic(s) that the client is not authorized to describe.",
+        (),
+        "",
+    )
+    # a topic the principal may describe leaves the group described
+    broker.security = Security(denied=[(Res.TOPIC, "other")])
+    assert (await describe_handler(broker, version)).error_code == 0
