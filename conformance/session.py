@@ -201,6 +201,27 @@ class Session:
             p["error_code"] == 0 for p in answer["topics"][0]["partitions"]
         )
 
+    def wait_config(self, resource_type: int, name: str, key: str, want: str | None, timeout: float = 15.0):
+        """Kafka applies a config change when its metadata log reaches the broker, a moment after
+        answering it: wait (uncompared) until DescribeConfigs shows `key` at `want` (None: absent)."""
+
+        def shown():
+            answer = self.call(
+                32,
+                4,
+                {
+                    "resources": [
+                        {"resource_type": resource_type, "resource_name": name, "configuration_keys": [key]}
+                    ],
+                    "include_synonyms": False,
+                    "include_documentation": False,
+                },
+            )
+            values = {c["name"]: c["value"] for c in answer["results"][0]["configs"]}
+            return values.get(key) == want
+
+        self.wait_until(shown, f"{key}={want} on {name!r}", timeout)
+
     def wait_until(self, predicate, what: str, timeout: float = 30.0, interval: float = 0.1):
         deadline = time.monotonic() + timeout
         while True:

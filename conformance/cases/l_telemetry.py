@@ -68,6 +68,7 @@ def client_metrics_configs(s):
         "conf-sub",
         {"metrics": "org.apache.kafka.producer., org.apache.kafka.consumer.", "interval.ms": "1000"},
     )
+    s.wait_config(CLIENT_METRICS, "conf-sub", "interval.ms", "1000")
     _alter(s, "append-match", "conf-sub", {"match": "client_id=conf-.*"}, op=2)
     _alter(s, "append-interval", "conf-sub", {"interval.ms": "5"}, op=2)
     for v in versions(DESCRIBE_CONFIGS):
@@ -92,6 +93,7 @@ def client_metrics_configs(s):
             "validate_only": False,
         },
     )
+    s.wait_config(CLIENT_METRICS, "conf-sub", "interval.ms", "2000")
     _describe(s, "after-replace", "conf-sub")
     _alter(s, "delete-all", "conf-sub", {"metrics": None, "interval.ms": None, "match": None}, op=1)
     s.check("list-after-delete", LIST_CONFIG_RESOURCES, 0, {})

@@ -4,8 +4,6 @@ background.threads), Kafka's refusals (per-broker names at cluster level, securi
 without a listener prefix, non-dynamic names), and the sources DescribeConfigs reports, among them
 the cluster-wide min.insync.replicas Kafka's format writes."""
 
-import time
-
 from conformance.cases import case
 
 DESCRIBE_CONFIGS, ALTER_CONFIGS, INCREMENTAL = 32, 33, 44
@@ -45,36 +43,14 @@ def _describe(s, label, resource_type, name, keys):
     )
 
 
-def _settled(s, resource_type, name, key, want, timeout=15.0):
-    """Kafka applies a dynamic config when its metadata log reaches the broker, a moment after
-    answering the change: wait (uncompared) until DescribeConfigs shows it, on both brokers."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        answer = s.call(
-            DESCRIBE_CONFIGS,
-            4,
-            {
-                "resources": [
-                    {"resource_type": resource_type, "resource_name": name, "configuration_keys": [key]}
-                ],
-                "include_synonyms": False,
-                "include_documentation": False,
-            },
-        )
-        values = {c["name"]: c["value"] for c in answer["results"][0]["configs"]}
-        if values.get(key) == want:
-            return
-        time.sleep(0.1)
-
-
 @case("dynamic-configs/broker")
 def broker_configs(s):
     kerberos = {"sasl.kerberos.min.time.before.relogin": "58000", "background.threads": "7"}
     _alter(s, "librdkafka-0081", "1", kerberos)
-    _settled(s, BROKER, "1", "background.threads", "7")
+    s.wait_config(BROKER, "1", "background.threads", "7")
     _describe(s, "after-set", BROKER, "1", [*kerberos, "log.retention.bytes"])
     _alter(s, "cluster-default", "", {"log.cleaner.threads": "1", "num.io.threads": "8"})
-    _settled(s, BROKER, "", "num.io.threads", "8")
+    s.wait_config(BROKER, "", "num.io.threads", "8")
     _describe(s, "cluster-defaults", BROKER, "", None)
     for label, name, configs in [
         ("not-a-number", "1", {"background.threads": "many"}),
@@ -90,7 +66,7 @@ def broker_configs(s):
         _alter(s, f"refused/{label}", name, configs, validate_only=label == "validate-only")
     _alter(s, "delete", "1", {k: None for k in kerberos}, op=1)
     _alter(s, "delete-cluster", "", {"log.cleaner.threads": None, "num.io.threads": None}, op=1)
-    _settled(s, BROKER, "1", "background.threads", "10")
+    s.wait_config(BROKER, "1", "background.threads", "10")
     _describe(s, "after-delete", BROKER, "1", [*kerberos])
 
 
@@ -100,7 +76,7 @@ def min_insync_replicas(s):
     _describe(s, "topic", TOPIC, "dyn-misr", ["min.insync.replicas", "compression.type"])
     _describe(s, "cluster-default", BROKER, "", ["min.insync.replicas"])
     _alter(s, "cluster-compression", "", {"compression.type": "gzip"})
-    _settled(s, TOPIC, "dyn-misr", "compression.type", "gzip")
+    s.wait_config(TOPIC, "dyn-misr", "compression.type", "gzip")
     _describe(s, "topic-after", TOPIC, "dyn-misr", ["min.insync.replicas", "compression.type"])
     _alter(s, "cluster-compression-delete", "", {"compression.type": None}, op=1)
-    _settled(s, TOPIC, "dyn-misr", "compression.type", "producer")
+    s.wait_config(TOPIC, "dyn-misr", "compression.type", "producer")

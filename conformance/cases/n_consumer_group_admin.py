@@ -5,7 +5,6 @@ TxnOffsetCommit) against a group joined through ConsumerGroupHeartbeat with fixe
 ConsumerGroupDescribe, DescribeGroups and ListGroups on consumer groups; DeleteGroups and
 OffsetDelete."""
 
-import time
 import uuid
 
 from conformance.cases import case
@@ -48,26 +47,6 @@ def _alter_group_config(s, label, name, configs, *, op=SET, validate_only=False,
     )
 
 
-def _settled(s, name, key, want, timeout=15.0):
-    """Kafka applies a group config when its metadata log reaches the broker, a moment after
-    answering the change: wait (uncompared) until DescribeConfigs shows it, on both brokers."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        answer = s.call(
-            DESCRIBE_CONFIGS,
-            4,
-            {
-                "resources": [{"resource_type": GROUP, "resource_name": name, "configuration_keys": [key]}],
-                "include_synonyms": False,
-                "include_documentation": False,
-            },
-        )
-        values = {c["name"]: c["value"] for c in answer["results"][0]["configs"]}
-        if values.get(key) == want:
-            return
-        time.sleep(0.1)
-
-
 @case("consumer-group-admin/group-configs")
 def group_configs(s):
     # a group that exists nowhere: every config at its default, with the broker's synonyms
@@ -80,10 +59,10 @@ def group_configs(s):
     _alter_group_config(
         s, "set", "gcfg-a", {"consumer.session.timeout.ms": "50000", "consumer.heartbeat.interval.ms": "6000"}
     )
-    _settled(s, "gcfg-a", "consumer.heartbeat.interval.ms", "6000")
+    s.wait_config(GROUP, "gcfg-a", "consumer.heartbeat.interval.ms", "6000")
     _describe_group_config(s, "after-set", "gcfg-a")
     _alter_group_config(s, "delete", "gcfg-a", {"consumer.heartbeat.interval.ms": None}, op=DELETE)
-    _settled(s, "gcfg-a", "consumer.heartbeat.interval.ms", "5000")
+    s.wait_config(GROUP, "gcfg-a", "consumer.heartbeat.interval.ms", "5000")
     _describe_group_config(
         s, "after-delete", "gcfg-a", ["consumer.session.timeout.ms", "consumer.heartbeat.interval.ms"]
     )
@@ -111,7 +90,7 @@ def group_configs(s):
     )
     _alter_group_config(s, "empty-group-name", "", {"consumer.session.timeout.ms": "55000"})
     _alter_group_config(s, "v0/set", "gcfg-d", {"consumer.assignment.interval.ms": "0"}, v=0)
-    _settled(s, "gcfg-d", "consumer.assignment.interval.ms", "0")
+    s.wait_config(GROUP, "gcfg-d", "consumer.assignment.interval.ms", "0")
     _describe_group_config(s, "v0/after-set", "gcfg-d", ["consumer.assignment.interval.ms"])
     # AlterConfigs replaces the whole set
     for v in (0, 1, 2):
@@ -130,7 +109,7 @@ def group_configs(s):
                 "validate_only": False,
             },
         )
-    _settled(s, "gcfg-d", "consumer.session.timeout.ms", "46002")
+    s.wait_config(GROUP, "gcfg-d", "consumer.session.timeout.ms", "46002")
     _describe_group_config(
         s, "alter-configs/after", "gcfg-d", ["consumer.session.timeout.ms", "consumer.assignment.interval.ms"]
     )
@@ -306,7 +285,7 @@ def offsets_and_describe(s):
     tid = topic_id(s, "cga-t")
     # the target assignment at once (Kafka's default assignment interval is 1 s)
     _alter_group_config(s, "assignment-interval", group, {"consumer.assignment.interval.ms": "0"})
-    _settled(s, group, "consumer.assignment.interval.ms", "0")
+    s.wait_config(GROUP, group, "consumer.assignment.interval.ms", "0")
     s.call(FIND_COORDINATOR, 4, {"key_type": 0, "coordinator_keys": [group]})
     epoch = _joined(s, group, member, [0, 1])
     # OffsetCommit v9 (names) / v10 (ids) with the member epoch
