@@ -96,6 +96,7 @@ def client_metrics_configs(s):
     s.wait_config(CLIENT_METRICS, "conf-sub", "interval.ms", "2000")
     _describe(s, "after-replace", "conf-sub")
     _alter(s, "delete-all", "conf-sub", {"metrics": None, "interval.ms": None, "match": None}, op=1)
+    s.wait_config(CLIENT_METRICS, "conf-sub", "interval.ms", "300000")
     s.check("list-after-delete", LIST_CONFIG_RESOURCES, 0, {})
 
 
@@ -130,6 +131,7 @@ def subscriptions_and_pushes(s):
         "tel-sub",
         {"metrics": "org.apache.kafka.", "interval.ms": "100", "match": "client_id=tel-.*"},
     )
+    s.wait_config(CLIENT_METRICS, "tel-sub", "interval.ms", "100")
     sub = s.check("get/matching", GET, 0, {"client_instance_id": None}, conn="client", client_id="tel-1")
     instance = uuid.UUID(sub["client_instance_id"])
 
