@@ -1637,6 +1637,55 @@ if TYPE_CHECKING:
         | AddPartitionsToTxnTopicV2
         | AddPartitionsToTxnTopicV3
     )
+    from kio.schema.alter_share_group_offsets.v0.request import (
+        AlterShareGroupOffsetsRequest as AlterShareGroupOffsetsRequestV0,
+    )
+    from kio.schema.alter_share_group_offsets.v0.response import (
+        AlterShareGroupOffsetsResponse as AlterShareGroupOffsetsResponseV0,
+    )
+    from kio.schema.delete_share_group_offsets.v0.request import (
+        DeleteShareGroupOffsetsRequest as DeleteShareGroupOffsetsRequestV0,
+    )
+    from kio.schema.delete_share_group_offsets.v0.response import (
+        DeleteShareGroupOffsetsResponse as DeleteShareGroupOffsetsResponseV0,
+    )
+    from kio.schema.describe_share_group_offsets.v0.request import (
+        DescribeShareGroupOffsetsRequest as DescribeShareGroupOffsetsRequestV0,
+    )
+    from kio.schema.describe_share_group_offsets.v0.response import (
+        DescribeShareGroupOffsetsResponse as DescribeShareGroupOffsetsResponseV0,
+    )
+    from kio.schema.describe_share_group_offsets.v1.request import (
+        DescribeShareGroupOffsetsRequest as DescribeShareGroupOffsetsRequestV1,
+    )
+    from kio.schema.describe_share_group_offsets.v1.response import (
+        DescribeShareGroupOffsetsResponse as DescribeShareGroupOffsetsResponseV1,
+    )
+    from kio.schema.share_acknowledge.v1.request import ShareAcknowledgeRequest as ShareAcknowledgeRequestV1
+    from kio.schema.share_acknowledge.v1.response import (
+        ShareAcknowledgeResponse as ShareAcknowledgeResponseV1,
+    )
+    from kio.schema.share_acknowledge.v2.request import ShareAcknowledgeRequest as ShareAcknowledgeRequestV2
+    from kio.schema.share_acknowledge.v2.response import (
+        ShareAcknowledgeResponse as ShareAcknowledgeResponseV2,
+    )
+    from kio.schema.share_fetch.v1.request import ShareFetchRequest as ShareFetchRequestV1
+    from kio.schema.share_fetch.v1.response import ShareFetchResponse as ShareFetchResponseV1
+    from kio.schema.share_fetch.v2.request import ShareFetchRequest as ShareFetchRequestV2
+    from kio.schema.share_fetch.v2.response import ShareFetchResponse as ShareFetchResponseV2
+    from kio.schema.share_group_describe.v1.request import (
+        ShareGroupDescribeRequest as ShareGroupDescribeRequestV1,
+    )
+    from kio.schema.share_group_describe.v1.response import (
+        ShareGroupDescribeResponse as ShareGroupDescribeResponseV1,
+    )
+    from kio.schema.share_group_heartbeat.v1.request import (
+        ShareGroupHeartbeatRequest as ShareGroupHeartbeatRequestV1,
+    )
+    from kio.schema.share_group_heartbeat.v1.response import (
+        ShareGroupHeartbeatResponse as ShareGroupHeartbeatResponseV1,
+    )
+
     AddOffsetsToTxnRequest = (
         AddOffsetsToTxnRequestV0
         | AddOffsetsToTxnRequestV1
@@ -1893,3 +1942,19 @@ if TYPE_CHECKING:
     ConsumerGroupHeartbeatResponse = ConsumerGroupHeartbeatResponseV0 | ConsumerGroupHeartbeatResponseV1
     ConsumerGroupDescribeRequest = ConsumerGroupDescribeRequestV0 | ConsumerGroupDescribeRequestV1
     ConsumerGroupDescribeResponse = ConsumerGroupDescribeResponseV0 | ConsumerGroupDescribeResponseV1
+    ShareGroupHeartbeatRequest = ShareGroupHeartbeatRequestV1
+    ShareGroupHeartbeatResponse = ShareGroupHeartbeatResponseV1
+    ShareGroupDescribeRequest = ShareGroupDescribeRequestV1
+    ShareGroupDescribeResponse = ShareGroupDescribeResponseV1
+    ShareFetchRequest = ShareFetchRequestV1 | ShareFetchRequestV2
+    ShareFetchResponse = ShareFetchResponseV1 | ShareFetchResponseV2
+    ShareAcknowledgeRequest = ShareAcknowledgeRequestV1 | ShareAcknowledgeRequestV2
+    ShareAcknowledgeResponse = ShareAcknowledgeResponseV1 | ShareAcknowledgeResponseV2
+    DescribeShareGroupOffsetsRequest = DescribeShareGroupOffsetsRequestV0 | DescribeShareGroupOffsetsRequestV1
+    DescribeShareGroupOffsetsResponse = (
+        DescribeShareGroupOffsetsResponseV0 | DescribeShareGroupOffsetsResponseV1
+    )
+    AlterShareGroupOffsetsRequest = AlterShareGroupOffsetsRequestV0
+    AlterShareGroupOffsetsResponse = AlterShareGroupOffsetsResponseV0
+    DeleteShareGroupOffsetsRequest = DeleteShareGroupOffsetsRequestV0
+    DeleteShareGroupOffsetsResponse = DeleteShareGroupOffsetsResponseV0

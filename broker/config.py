@@ -359,6 +359,33 @@ PROPERTIES: dict[str, Property] = {
             _positive,
             "> 0",
         ),
+        # KIP-932 share groups: the share coordinator's topic (coordinator/share_coordinator.py)
+        Property(
+            "share.coordinator.state.topic.num.partitions",
+            "int",
+            1,
+            "Partitions of __share_group_state (Kafka: 50).",
+            _positive,
+            "> 0",
+        ),
+        Property(
+            "share.coordinator.state.topic.segment.bytes",
+            "int",
+            1048576,
+            "segment.bytes of __share_group_state (Kafka: 104857600; smaller here so compaction keeps "
+            "it small).",
+            lambda v: v >= 14,
+            ">= 14",
+        ),
+        Property(
+            "share.coordinator.snapshot.update.records.per.snapshot",
+            "int",
+            500,
+            "A share-partition's state is written whole (a ShareSnapshot) after this many "
+            "ShareUpdate records.",
+            lambda v: v >= 0,
+            ">= 0",
+        ),
         Property(
             "offsets.retention.minutes",
             "int",

@@ -21,10 +21,13 @@ if TYPE_CHECKING:
     from minibroker.broker.quotas import ClientQuotas
     from minibroker.broker.security.sasl import Session
     from minibroker.broker.security.service import Security
+    from minibroker.broker.share_partitions import SharePartitionManager
+    from minibroker.broker.share_sessions import ShareSessionCache
     from minibroker.broker.waiters import DataWaiters
     from minibroker.common.clock import Clock
     from minibroker.common.faults import Faults
     from minibroker.coordinator.groups import GroupCoordinator
+    from minibroker.coordinator.share_coordinator import ShareCoordinator
     from minibroker.coordinator.transactions import TransactionCoordinator
     from minibroker.storage.log import PartitionLog
     from minibroker.storage.log_manager import LogManager
@@ -55,6 +58,9 @@ class HandlerServices(Protocol):
     features: FeatureStore
     group_configs: GroupConfigs  # GROUP config resources (KIP-848 per-group settings)
     faults: Faults  # the named crash points (common/faults.py): Produce's produce.after_append
+    share_coordinator: ShareCoordinator  # KIP-932 share-partition state (__share_group_state)
+    share_partitions: SharePartitionManager  # the in-flight records of share groups
+    share_sessions: ShareSessionCache  # ShareFetch share sessions
 
     def get_log(self, topic: str, partition: int) -> PartitionLog | None: ...
 

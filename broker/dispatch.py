@@ -104,8 +104,15 @@ HANDLERS = _table(
     (72, "push_telemetry", 0, 0),
     (74, "list_config_resources", 0, 1),
     (75, "describe_topic_partitions", 0, 0),
+    (76, "share_group_heartbeat", 1, 1),  # advertised with share.version >= 1 (FEATURE_GATED)
+    (77, "share_group_describe", 1, 1),
+    (78, "share_fetch", 1, 2),
+    (79, "share_acknowledge", 1, 2),
     (80, "add_raft_voter", 0, 1),
     (81, "remove_raft_voter", 0, 0),
+    (90, "describe_share_group_offsets", 0, 1),
+    (91, "alter_share_group_offsets", 0, 0),
+    (92, "delete_share_group_offsets", 0, 0),
     (94, "unregister_controller", 0, 0),
 )
 
@@ -114,11 +121,13 @@ HANDLERS = _table(
 #: lists them only with a telemetry exporter configured, yet answers them either way.
 UNADVERTISED_TELEMETRY = frozenset({71, 72})
 
-#: Served and advertised only while a feature is finalized at a level (Kafka leaves the KIP-848
-#: keys out of ApiVersions below group.version 1): api key -> (feature, minimum level).
+#: Served always but advertised only while a feature is finalized at a level (Kafka leaves the
+#: KIP-848 keys out of ApiVersions below group.version 1; the share keys, which Kafka lists at
+#: every level, stay out until share.version is finalized here): api key -> (feature, level).
 FEATURE_GATED: dict[int, tuple[str, int]] = {
     68: ("group.version", 1),
     69: ("group.version", 1),
+    **{key: ("share.version", 1) for key in (76, 77, 78, 79, 90, 91, 92)},
 }
 
 

@@ -66,7 +66,7 @@ class FeatureRange(NamedTuple):
 
 SUPPORTED: Mapping[str, FeatureRange] = {
     "group.version": FeatureRange(0, 1, 1),  # 1: KIP-848 consumer groups
-    "share.version": FeatureRange(0, 0, 0),
+    "share.version": FeatureRange(0, 1, 0),  # 1: KIP-932 share groups (issue 26: not yet finalized)
     "streams.version": FeatureRange(0, 0, 0),
     "transaction.version": FeatureRange(0, 2, 2),
 }

@@ -27,6 +27,8 @@ from minibroker.broker.quotas import ClientQuotas
 from minibroker.broker.security.listeners import Listener
 from minibroker.broker.security.service import Security
 from minibroker.broker.server import Server
+from minibroker.broker.share_partitions import SharePartitionManager
+from minibroker.broker.share_sessions import ShareSessionCache
 from minibroker.broker.telemetry import ClientTelemetry
 from minibroker.broker.waiters import DataWaiters
 from minibroker.common.clock import SYSTEM_CLOCK, Clock, clock_for_mode
@@ -35,7 +37,13 @@ from minibroker.coordinator.group_metadata_manager import GroupMetadataManager
 from minibroker.coordinator.group_settings import GroupSettings
 from minibroker.coordinator.group_store import LogOffsetsStore
 from minibroker.coordinator.groups import GroupCoordinator
+from minibroker.coordinator.internal_topic import InternalTopic
 from minibroker.coordinator.producer_ids import ProducerIdManager
+from minibroker.coordinator.share_coordinator import (
+    SHARE_STATE_TOPIC,
+    ShareCoordinator,
+    ShareCoordinatorSettings,
+)
 from minibroker.coordinator.transactions import TransactionCoordinator, TransactionSettings
 from minibroker.coordinator.txn_log import LogTxnStore
 from minibroker.protocol.errors import ErrorCode
@@ -119,6 +127,35 @@ class Broker:
             group_configs=self.group_configs,
         )
         group_timer.bind(self.groups)
+        # KIP-932 share groups: the share coordinator (__share_group_state), the broker's
+        # share-partitions and ShareFetch sessions
+        self.share_coordinator = ShareCoordinator(
+            ShareCoordinatorSettings(
+                num_partitions=config["share.coordinator.state.topic.num.partitions"],
+                snapshot_update_records_per_snapshot=config[
+                    "share.coordinator.snapshot.update.records.per.snapshot"
+                ],
+            ),
+            store=InternalTopic(
+                self.logs,
+                SHARE_STATE_TOPIC,
+                config["share.coordinator.state.topic.num.partitions"],
+                "share.coordinator.state.topic.segment.bytes",
+                self.clock,
+            ),
+            clock=self.clock,
+        )
+        self.share_partitions = SharePartitionManager(
+            group_settings,
+            share_coordinator=self.share_coordinator,
+            coordinators=self.coordinators,
+            logs=self.logs,
+            group_configs=self.group_configs,
+            data_waiters=self.data_waiters,
+            clock=self.clock,
+        )
+        self.groups.share.on_member_removed = self.share_partitions.release_member
+        self.share_sessions = ShareSessionCache(group_settings.share_max_share_sessions, self.clock)
         self.txns = TransactionCoordinator(
             TransactionSettings.from_config(config),
             store=LogTxnStore(self.logs, config["transaction.state.log.num.partitions"], clock=self.clock),
@@ -198,6 +235,8 @@ class Broker:
         phase_done("log_recovery")
         self.groups.load()  # replays __consumer_offsets
         phase_done("group_load")
+        self.share_coordinator.load()  # replays __share_group_state
+        phase_done("share_state_load")
         # replays __transaction_state, completes or aborts what was open
         await self.coordinators.run(self.txns, self.txns.load())
         phase_done("transaction_load")

@@ -159,6 +159,8 @@ class GroupMetadataManager:
         # a group id names one or the other, never both (`group_type`)
         self.groups: dict[str, Group] = {}
         self.consumer_groups: dict[str, ConsumerGroup] = {}
+        # KIP-932 share groups (coordinator/share_group.py): the same id namespace
+        self.share_groups: dict[str, Any] = {}
         # producer id -> ids of groups holding its pending transactional offsets
         self._txn_groups: dict[int, set[str]] = {}
         self.loaded = False
@@ -179,11 +181,13 @@ class GroupMetadataManager:
         return partition_for(group_id, self.store.num_partitions())
 
     def group_type(self, group_id: str) -> str | None:
-        """ "classic", "consumer" or None (no such group)."""
+        """ "classic", "consumer", "share" or None (no such group)."""
         if group_id in self.groups:
             return "classic"
         if group_id in self.consumer_groups:
             return "consumer"
+        if group_id in self.share_groups:
+            return "share"
         return None
 
     def offsets_holder(self, group_id: str) -> Group | ConsumerGroup | None:

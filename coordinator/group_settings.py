@@ -31,11 +31,31 @@ class GroupSettings(NamedTuple):
     consumer_min_assignment_interval_ms: int = 0
     consumer_max_assignment_interval_ms: int = 15_000
     consumer_regex_refresh_interval_ms: int = 600_000
+    # KIP-932 share groups (group.share.*; ShareGroupConfig and GroupCoordinatorConfig of Kafka 4.4)
+    share_session_timeout_ms: int = 45_000
+    share_min_session_timeout_ms: int = 45_000
+    share_max_session_timeout_ms: int = 60_000
+    share_heartbeat_interval_ms: int = 5_000
+    share_min_heartbeat_interval_ms: int = 5_000
+    share_max_heartbeat_interval_ms: int = 15_000
+    share_max_size: int = 200
+    share_assignment_interval_ms: int = 1_000
+    share_min_assignment_interval_ms: int = 0
+    share_max_assignment_interval_ms: int = 15_000
+    share_record_lock_duration_ms: int = 30_000
+    share_min_record_lock_duration_ms: int = 15_000
+    share_max_record_lock_duration_ms: int = 60_000
+    share_delivery_count_limit: int = 5
+    share_min_delivery_count_limit: int = 2
+    share_max_delivery_count_limit: int = 10
+    share_partition_max_record_locks: int = 2_000
+    share_min_partition_max_record_locks: int = 100
+    share_max_partition_max_record_locks: int = 4_000
+    share_max_share_sessions: int = 2_000
 
     @classmethod
     def from_config(cls, config: Config) -> GroupSettings:
         """Kafka's defaults where `config` lacks a property or leaves it unset."""
-        defaults = cls()
 
         def raw(name: str) -> Any:
             try:
@@ -43,60 +63,18 @@ class GroupSettings(NamedTuple):
             except (KeyError, TypeError):
                 return None
 
-        def value(name: str, default: int) -> int:
-            found = raw(name)
-            return default if found is None else int(found)
-
-        assignors = raw("group.consumer.assignors")
-        policy = raw("group.consumer.migration.policy")
-        return cls(
-            initial_rebalance_delay_ms=value(
-                "group.initial.rebalance.delay.ms", defaults.initial_rebalance_delay_ms
-            ),
-            min_session_timeout_ms=value("group.min.session.timeout.ms", defaults.min_session_timeout_ms),
-            max_session_timeout_ms=value("group.max.session.timeout.ms", defaults.max_session_timeout_ms),
-            max_size=value("group.max.size", defaults.max_size),
-            offset_metadata_max_bytes=value("offset.metadata.max.bytes", defaults.offset_metadata_max_bytes),
-            offsets_retention_ms=value("offsets.retention.minutes", defaults.offsets_retention_ms // 60_000)
-            * 60_000,
-            consumer_session_timeout_ms=value(
-                "group.consumer.session.timeout.ms", defaults.consumer_session_timeout_ms
-            ),
-            consumer_min_session_timeout_ms=value(
-                "group.consumer.min.session.timeout.ms", defaults.consumer_min_session_timeout_ms
-            ),
-            consumer_max_session_timeout_ms=value(
-                "group.consumer.max.session.timeout.ms", defaults.consumer_max_session_timeout_ms
-            ),
-            consumer_heartbeat_interval_ms=value(
-                "group.consumer.heartbeat.interval.ms", defaults.consumer_heartbeat_interval_ms
-            ),
-            consumer_min_heartbeat_interval_ms=value(
-                "group.consumer.min.heartbeat.interval.ms", defaults.consumer_min_heartbeat_interval_ms
-            ),
-            consumer_max_heartbeat_interval_ms=value(
-                "group.consumer.max.heartbeat.interval.ms", defaults.consumer_max_heartbeat_interval_ms
-            ),
-            consumer_max_size=value("group.consumer.max.size", defaults.consumer_max_size),
-            consumer_assignors=defaults.consumer_assignors
-            if assignors is None
-            else tuple(name.strip() for name in str(assignors).split(",") if name.strip()),
-            consumer_migration_policy=defaults.consumer_migration_policy
-            if policy is None
-            else str(policy).strip().lower(),
-            consumer_assignment_interval_ms=value(
-                "group.consumer.assignment.interval.ms", defaults.consumer_assignment_interval_ms
-            ),
-            consumer_min_assignment_interval_ms=value(
-                "group.consumer.min.assignment.interval.ms", defaults.consumer_min_assignment_interval_ms
-            ),
-            consumer_max_assignment_interval_ms=value(
-                "group.consumer.max.assignment.interval.ms", defaults.consumer_max_assignment_interval_ms
-            ),
-            consumer_regex_refresh_interval_ms=value(
-                "group.consumer.regex.refresh.interval.ms", defaults.consumer_regex_refresh_interval_ms
-            ),
-        )
+        values: dict[str, Any] = {}
+        for field, prop in _INT_PROPERTIES.items():
+            found = raw(prop)
+            if found is not None:
+                values[field] = int(found)
+        if (minutes := raw("offsets.retention.minutes")) is not None:
+            values["offsets_retention_ms"] = int(minutes) * 60_000
+        if (assignors := raw("group.consumer.assignors")) is not None:
+            values["consumer_assignors"] = tuple(n.strip() for n in str(assignors).split(",") if n.strip())
+        if (policy := raw("group.consumer.migration.policy")) is not None:
+            values["consumer_migration_policy"] = str(policy).strip().lower()
+        return cls(**values)
 
     def problems(self) -> list[str]:
         """The group.consumer.* bounds that contradict each other, in Kafka's words (Kafka
@@ -146,3 +124,45 @@ class GroupSettings(NamedTuple):
             ),
         ]
         return [message for ok, message in rules if not ok]
+
+
+#: GroupSettings field -> the integer broker property it is read from (Kafka's name)
+_INT_PROPERTIES: dict[str, str] = {
+    "initial_rebalance_delay_ms": "group.initial.rebalance.delay.ms",
+    "min_session_timeout_ms": "group.min.session.timeout.ms",
+    "max_session_timeout_ms": "group.max.session.timeout.ms",
+    "max_size": "group.max.size",
+    "offset_metadata_max_bytes": "offset.metadata.max.bytes",
+    **{
+        f"{kind}_{name.replace('.', '_')}": f"group.{kind}.{name}"
+        for kind in ("consumer", "share")
+        for name in (
+            "session.timeout.ms",
+            "min.session.timeout.ms",
+            "max.session.timeout.ms",
+            "heartbeat.interval.ms",
+            "min.heartbeat.interval.ms",
+            "max.heartbeat.interval.ms",
+            "max.size",
+            "assignment.interval.ms",
+            "min.assignment.interval.ms",
+            "max.assignment.interval.ms",
+        )
+    },
+    "consumer_regex_refresh_interval_ms": "group.consumer.regex.refresh.interval.ms",
+    **{
+        f"share_{name.replace('.', '_')}": f"group.share.{name}"
+        for name in (
+            "record.lock.duration.ms",
+            "min.record.lock.duration.ms",
+            "max.record.lock.duration.ms",
+            "delivery.count.limit",
+            "min.delivery.count.limit",
+            "max.delivery.count.limit",
+            "partition.max.record.locks",
+            "min.partition.max.record.locks",
+            "max.partition.max.record.locks",
+            "max.share.sessions",
+        )
+    },
+}

@@ -58,6 +58,7 @@ from minibroker.coordinator.group_requests import JoinRequest, SyncRequest
 from minibroker.coordinator.group_settings import GroupSettings
 from minibroker.coordinator.group_store import OFFSETS_TOPIC
 from minibroker.coordinator.runtime import CoordinatorResult, Deferred, Operation, Write
+from minibroker.coordinator.share_groups import ShareGroupCoordinator
 from minibroker.protocol.errors import ErrorCode
 
 __all__ = ["GroupCoordinator", "JoinRequest", "OFFSETS_TOPIC", "SyncRequest"]
@@ -87,6 +88,14 @@ class GroupCoordinator:
         self.groups = manager.groups  # the one cache of groups, shared with the manager
         # KIP-848 consumer groups (ConsumerGroupHeartbeat), on the same shard and groups cache
         self.consumer = ConsumerGroupCoordinator(
+            settings,
+            manager=manager,
+            group_configs=group_configs if group_configs is not None else NO_GROUP_CONFIGS,
+            clock=clock,
+            scheduler=scheduler,
+        )
+        # KIP-932 share groups (ShareGroupHeartbeat), on the same shard and groups cache
+        self.share = ShareGroupCoordinator(
             settings,
             manager=manager,
             group_configs=group_configs if group_configs is not None else NO_GROUP_CONFIGS,
@@ -665,12 +674,14 @@ class GroupCoordinator:
         self.manager.load()
         self.membership.start_sessions(self.groups.values())
         self.consumer.on_loaded()  # KIP-848 members' session (and rebalance) timers
+        self.share.on_loaded()  # KIP-932 members' session timers
 
     def close(self) -> None:
         """Answer every waiting JoinGroup/SyncGroup (NOT_COORDINATOR, so clients rediscover the
         coordinator) and cancel all timers; for broker shutdown."""
         self.membership.close()
         self.consumer.close()
+        self.share.close()
 
 
 # ===============================================================================================

@@ -39,6 +39,9 @@ class FakeBroker:
     group_configs: Any = None
     faults: Any = field(default_factory=Faults)  # none armed
     coordinators: Any = field(default_factory=lambda: CoordinatorRuntime(durability=None))
+    share_coordinator: Any = None
+    share_partitions: Any = None
+    share_sessions: Any = None
 
     def get_log(self, topic: str, partition: int) -> Any:
         return self.logs.get_log(topic, partition)
