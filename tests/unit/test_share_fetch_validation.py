@@ -65,12 +65,12 @@ def test_member_id_rule(member_id: str | None, ok: bool) -> None:
 
 def test_renew_ack_problems_in_kafkas_words() -> None:
     req = SimpleNamespace(max_bytes=1, min_bytes=1, max_records=1, max_wait=timedelta(milliseconds=5))
-    assert _renew_problems(req) == (  # type: ignore[arg-type]
+    assert _renew_problems(req) == (
         "maxBytes must be set to 0, minBytes must be set to 0, "
         "maxRecords must be set to 0, maxWaitMs must be set to 0, "
     )
     quiet = SimpleNamespace(max_bytes=0, min_bytes=0, max_records=0, max_wait=timedelta(0))
-    assert _renew_problems(quiet) == ""  # type: ignore[arg-type]
+    assert _renew_problems(quiet) == ""
 
 
 @pytest.mark.parametrize(
