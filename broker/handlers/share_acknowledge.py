@@ -24,6 +24,7 @@ from minibroker.broker.security.acls import Operation as Op
 from minibroker.broker.security.acls import ResourceType as Res
 from minibroker.broker.share_sessions import FINAL_EPOCH
 from minibroker.coordinator.share_types import AckBatch, AckType, SharePartitionKey
+from minibroker.protocol.codec import field
 from minibroker.protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
@@ -183,7 +184,7 @@ async def handle(ctx: RequestContext, req: ShareAcknowledgeRequest) -> ShareAckn
     wanted = {names[t.topic_id] for t in req.topics if t.topic_id in names}
     authorized = authorized_topics(ctx, wanted)
     data, erroneous = ack_data(broker, req.topics)
-    is_renew_ack = ctx.api_version >= 2 and bool(getattr(req, "is_renew_ack", False))
+    is_renew_ack = ctx.api_version >= 2 and bool(field(req, "is_renew_ack", False))
     answers = await acknowledge(
         ctx,
         group_id,

@@ -43,7 +43,7 @@ from minibroker.broker.security.acls import ResourceType as Res
 from minibroker.broker.share_partitions import PartitionFetch
 from minibroker.broker.share_sessions import FINAL_EPOCH
 from minibroker.coordinator.share_types import AcquireMode, SharePartitionKey
-from minibroker.protocol.codec import millis
+from minibroker.protocol.codec import field, millis
 from minibroker.protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
@@ -244,7 +244,7 @@ async def _fetch(
         pids[key] = pid
     out: dict[PartitionId, PartitionFetch] = {}
     if loaded:
-        mode = AcquireMode(int(getattr(req, "share_acquire_mode", 0)))
+        mode = AcquireMode(int(field(req, "share_acquire_mode", 0)))
         fetched = await manager.fetch(
             member_id,
             loaded,
