@@ -153,20 +153,7 @@ class SharePartitionManager:
     # --- configuration -------------------------------------------------------------------------
     def share_partition_config(self, group_id: str) -> SharePartitionConfig:
         """The group's effective share.* settings: its GROUP config over the broker's."""
-        s = self.settings
-        cfg = self.group_configs.group_config(group_id)
-        return SharePartitionConfig(
-            record_lock_duration_ms=int(
-                cfg.get("share.record.lock.duration.ms", s.share_record_lock_duration_ms)
-            ),
-            delivery_count_limit=int(cfg.get("share.delivery.count.limit", s.share_delivery_count_limit)),
-            max_record_locks=int(
-                cfg.get("share.partition.max.record.locks", s.share_partition_max_record_locks)
-            ),
-            read_committed=cfg.get("share.isolation.level", "read_uncommitted") == "read_committed",
-            renew_enabled=bool(cfg.get("share.renew.acknowledge.enable", True)),
-            auto_offset_reset=str(cfg.get("share.auto.offset.reset", "latest")),
-        )
+        return self.group_configs.share_partition_config(group_id)
 
     def in_flight_records(self) -> int:
         return sum(sp.in_flight_records() for sp in self.partitions.values())

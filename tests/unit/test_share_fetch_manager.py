@@ -10,12 +10,12 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Sequence
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
 from minibroker.broker import share_partitions as module
 from minibroker.broker.coordinator_runtime import CoordinatorRuntime
+from minibroker.broker.group_configs import GroupConfigs
 from minibroker.broker.share_partitions import SharePartitionManager
 from minibroker.broker.waiters import DataWaiters
 from minibroker.common.clock import ControlledClock
@@ -200,7 +200,8 @@ class Setup:
         self.runtime = CoordinatorRuntime(durability=None, clock=self.clock)
         self.waiters = DataWaiters()
         self.waiters.log_opened("t", 0, self.plog)
-        configs = SimpleNamespace(group_config=lambda group_id: dict(group_configs or {}))
+        configs = GroupConfigs(str(tmp_path), GroupSettings())
+        configs.groups[GROUP] = {name: str(value) for name, value in (group_configs or {}).items()}
         self.manager = SharePartitionManager(
             GroupSettings(),
             share_coordinator=self.coordinator,
