@@ -314,7 +314,7 @@ class SharePartitionManager:
         return 0, None
 
     def _count_acks(self, batches: Sequence[AckBatch]) -> None:
-        names = {
+        names: dict[int, str] = {
             AckType.ACCEPT: "acknowledgements_accept",
             AckType.RELEASE: "acknowledgements_release",
             AckType.REJECT: "acknowledgements_reject",

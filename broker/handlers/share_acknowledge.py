@@ -41,6 +41,14 @@ AckAnswer = tuple[int, str | None]
 _LEADER_ERRORS = frozenset({ErrorCode.not_leader_or_follower, ErrorCode.fenced_leader_epoch})
 
 
+_ZERO = uuid.UUID(int=0)
+
+
+def request_topic_id(topic: Any) -> uuid.UUID:
+    """A request topic's id (a null id is Kafka's Uuid.ZERO: no topic has it)."""
+    return topic.topic_id if topic.topic_id is not None else _ZERO
+
+
 def share_groups_enabled(broker: HandlerServices) -> bool:
     return broker.features.level("share.version") >= 1
 
@@ -81,9 +89,10 @@ def ack_data(
     data: dict[PartitionId, list[AckBatch]] = {}
     erroneous: dict[PartitionId, AckAnswer] = {}
     for t in topics:
-        known = t.topic_id in names
+        tid = request_topic_id(t)
+        known = tid in names
         for p in t.partitions:
-            pid = (t.topic_id, p.partition_index)
+            pid = (tid, p.partition_index)
             if not known:
                 erroneous[pid] = (ErrorCode.unknown_topic_id, None)
                 continue
@@ -181,7 +190,7 @@ async def handle(ctx: RequestContext, req: ShareAcknowledgeRequest) -> ShareAckn
     if error:
         return _error(ctx, error)
     names = broker.logs.topic_names
-    wanted = {names[t.topic_id] for t in req.topics if t.topic_id in names}
+    wanted = {names[request_topic_id(t)] for t in req.topics if request_topic_id(t) in names}
     authorized = authorized_topics(ctx, wanted)
     data, erroneous = ack_data(broker, req.topics)
     is_renew_ack = ctx.api_version >= 2 and bool(field(req, "is_renew_ack", False))

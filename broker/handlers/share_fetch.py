@@ -36,6 +36,7 @@ from minibroker.broker.handlers.share_acknowledge import (
     close_session,
     lock_timeout,
     member_id_valid,
+    request_topic_id,
     share_groups_enabled,
 )
 from minibroker.broker.security.acls import Operation as Op
@@ -106,7 +107,7 @@ def _refusal(ctx: RequestContext, req: ShareFetchRequest) -> ErrorCode | None:
     if not member_id_valid(req.member_id):
         log.debug("share fetch refused: Invalid member id in the request.", client_id=ctx.client_id)
         return ErrorCode.invalid_request
-    if ctx.api_version >= 2 and req.is_renew_ack:
+    if ctx.api_version >= 2 and field(req, "is_renew_ack", False):
         problems = _renew_problems(req)
         if problems:
             log.info(
@@ -124,15 +125,19 @@ async def handle(ctx: RequestContext, req: ShareFetchRequest) -> ShareFetchRespo
         return _error(ctx, refused)
     group_id, member_id = req.group_id, req.member_id
     assert group_id is not None and member_id is not None
-    is_renew_ack = version >= 2 and bool(req.is_renew_ack)
+    is_renew_ack = version >= 2 and bool(field(req, "is_renew_ack", False))
     _ensure_wired(broker)
     names = broker.logs.topic_names
     epoch = req.share_session_epoch
     acknowledging = any(p.acknowledgement_batches for t in req.topics for p in t.partitions)
     wanted: list[tuple[PartitionId, str | None]] = [
-        ((t.topic_id, p.partition_index), names.get(t.topic_id)) for t in req.topics for p in t.partitions
+        ((request_topic_id(t), p.partition_index), names.get(request_topic_id(t)))
+        for t in req.topics
+        for p in t.partitions
     ]
-    forgotten: list[PartitionId] = [(t.topic_id, p) for t in req.forgotten_topics_data for p in t.partitions]
+    forgotten: list[PartitionId] = [
+        (request_topic_id(t), p) for t in req.forgotten_topics_data for p in t.partitions
+    ]
     context = broker.share_sessions.fetch_context(
         group_id, member_id, epoch, wanted, forgotten, acknowledging, ctx.connection_id
     )
