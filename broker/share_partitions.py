@@ -164,6 +164,7 @@ class SharePartitionManager:
         (0, it) or (the partition's error, None)."""
         sp = self.partitions.get(key)
         if sp is not None:
+            sp.config = self.share_partition_config(key.group_id)  # the group's configs may have changed
             return 0, sp
         plog = self.logs.get_log(topic, key.partition)
         if plog is None:
@@ -333,34 +334,48 @@ class SharePartitionManager:
                         counters[name] += 1
 
     # --- releasing -----------------------------------------------------------------------------
+    def _release_now(
+        self, group_id: str, member_id: str, keys: Sequence[SharePartitionKey] | None
+    ) -> list[tuple[SharePartition, Transition]]:
+        """Stage the release of the member's records in the group's share-partitions (or in
+        `keys`) at once, as Kafka starts it before letting a share-partition go."""
+        wanted = [k for k in self.partitions if k.group_id == group_id] if keys is None else list(keys)
+        staged = []
+        for key in wanted:
+            sp = self.partitions.get(key)
+            if sp is not None:
+                transition = sp.release_member(member_id)
+                if transition is not None:
+                    staged.append((sp, transition))
+        return staged
+
+    async def _persist_all(self, member_id: str, staged: list[tuple[SharePartition, Transition]]) -> None:
+        for sp, transition in staged:
+            code, _ = await self.persist(sp, transition)
+            if code:
+                log.warning(
+                    "cannot release a member's records",
+                    group_id=sp.key.group_id,
+                    member_id=member_id,
+                    partition=sp.key.partition,
+                    error=ErrorCode(code).name,
+                )
+
     async def release(
         self, group_id: str, member_id: str, keys: Sequence[SharePartitionKey] | None = None
     ) -> None:
         """Every record the member holds in the group's share-partitions (or in `keys`) back to
         AVAILABLE (ARCHIVED at the delivery limit), persisted."""
-        wanted = [k for k in self.partitions if k.group_id == group_id] if keys is None else list(keys)
-        for key in wanted:
-            sp = self.partitions.get(key)
-            if sp is None:
-                continue
-            transition = sp.release_member(member_id)
-            if transition is not None:
-                code, _ = await self.persist(sp, transition)
-                if code:
-                    log.warning(
-                        "cannot release a member's records",
-                        group_id=group_id,
-                        member_id=member_id,
-                        partition=key.partition,
-                        error=ErrorCode(code).name,
-                    )
+        await self._persist_all(member_id, self._release_now(group_id, member_id, keys))
 
     def release_member(self, group_id: str, member_id: str) -> None:
         """Release every record the member holds in the group's share-partitions (its share
-        session closed, or the group coordinator removed it); persisted in the background."""
-        if not any(k.group_id == group_id for k in self.partitions):
+        session closed, or the group coordinator removed it): staged now, persisted in the
+        background."""
+        staged = self._release_now(group_id, member_id, None)
+        if not staged:
             return
-        task = asyncio.get_running_loop().create_task(self.release(group_id, member_id))
+        task = asyncio.get_running_loop().create_task(self._persist_all(member_id, staged))
         self._background.add(task)
         task.add_done_callback(self._background.discard)
 

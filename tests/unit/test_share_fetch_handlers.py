@@ -217,5 +217,9 @@ async def test_closing_the_connection_releases_the_members_records(env: Env) -> 
     for task in tasks:
         await task
     assert env.broker.share_sessions.get("g", MEMBER) is None
-    # the group had no other session: its share-partitions are let go, loaded again when used
+    # the group had no other session: its share-partitions are let go, loaded again when used,
+    # after the release was staged (and persisted: the delivery counts survive the reload)
     assert env.s.key not in env.s.manager.partitions
+    assert [
+        (b.first_offset, b.delivery_state, b.delivery_count) for b in env.s.coordinator.writes[-1].batches
+    ][:2] == [(0, 0, 1), (1, 0, 1)]
