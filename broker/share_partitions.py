@@ -139,7 +139,8 @@ class SharePartitionManager:
         self._timer = coordinators.timer()  # acquisition-lock expiry, on the broker's clock
         self._timer.bind(share_coordinator)
         self._deadlines: dict[SharePartitionKey, tuple[int, TimerHandle]] = {}
-        self._background: set[asyncio.Task[None]] = set()  # releases under way
+        #: releases under way per group: a share-partition let go is loaded again after them
+        self._releasing: dict[str, set[asyncio.Task[None]]] = {}
         #: for metrics (broker/metrics.py)
         self.counters: dict[str, int] = {
             "lock_expiries": 0,
@@ -169,6 +170,10 @@ class SharePartitionManager:
         plog = self.logs.get_log(topic, key.partition)
         if plog is None:
             return ErrorCode.unknown_topic_or_partition, None
+        releasing = self._releasing.get(key.group_id)
+        if releasing:  # Kafka's share coordinator writes them before this read
+            await asyncio.wait(list(releasing))
+            return await self.load(key, topic)
         try:
             result = await self.coordinators.run(
                 self.share_coordinator, self.share_coordinator.read_state(key, 0)
@@ -349,6 +354,11 @@ class SharePartitionManager:
                     staged.append((sp, transition))
         return staged
 
+    async def settle(self) -> None:
+        """Wait for the releases under way (tests, shutdown)."""
+        while any(self._releasing.values()):
+            await asyncio.wait([t for tasks in self._releasing.values() for t in tasks])
+
     async def _persist_all(self, member_id: str, staged: list[tuple[SharePartition, Transition]]) -> None:
         for sp, transition in staged:
             code, _ = await self.persist(sp, transition)
@@ -376,8 +386,9 @@ class SharePartitionManager:
         if not staged:
             return
         task = asyncio.get_running_loop().create_task(self._persist_all(member_id, staged))
-        self._background.add(task)
-        task.add_done_callback(self._background.discard)
+        releasing = self._releasing.setdefault(group_id, set())
+        releasing.add(task)
+        task.add_done_callback(releasing.discard)
 
     # --- fetching ------------------------------------------------------------------------------
     def _read(self, sp: SharePartition, topic: str, max_bytes: int) -> _Read | int:

@@ -201,11 +201,10 @@ def test_fetch_acknowledge_release_and_redelivery(b: Any) -> None:
         third = m.fetch(max_wait=100)
         assert third["error_code"] == NONE
         assert not third["responses"] or acquired(third) == []
-        # acknowledging records twice: the share-partition refuses
+        # every record is done: the start offset moved past them and a late acknowledgement
+        # below it is ignored (Kafka answers it NONE)
         again = m.acknowledge([(0, 0, [ACCEPT])])
-        assert [p["error_code"] for t in again["responses"] for p in t["partitions"]] == [
-            INVALID_RECORD_STATE
-        ]
+        assert [p["error_code"] for t in again["responses"] for p in t["partitions"]] == [NONE]
     finally:
         m.close()
 

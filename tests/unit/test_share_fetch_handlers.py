@@ -213,9 +213,7 @@ async def test_the_session_limit_answers_after_max_wait(tmp_path: Any) -> None:
 async def test_closing_the_connection_releases_the_members_records(env: Env) -> None:
     await env.fetch(topics=[env.topic(0)], connection_id=42)
     env.broker.share_sessions.connection_closed(42)
-    tasks = list(env.s.manager._background)
-    for task in tasks:
-        await task
+    await env.s.manager.settle()
     assert env.broker.share_sessions.get("g", MEMBER) is None
     # the group had no other session: its share-partitions are let go, loaded again when used,
     # after the release was staged (and persisted: the delivery counts survive the reload)
