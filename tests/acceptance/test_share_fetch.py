@@ -35,8 +35,9 @@ def b():
 class Member:
     """One share group member on its own connection: heartbeats, share session, fetches."""
 
-    def __init__(self, proc: Any, group: str, topic: str) -> None:
+    def __init__(self, proc: Any, group: str, topic: str, *, manual: bool = True) -> None:
         self.proc = proc
+        self.manual = manual  # the broker's clock is the control plane's (moved by the test)
         self.group = group
         self.topic = topic
         self.member_id = str(uuid.uuid4())
@@ -73,7 +74,8 @@ class Member:
             if assignment and assignment["topic_partitions"]:
                 self.topic_id = uuid.UUID(assignment["topic_partitions"][0]["topic_id"])
                 return True
-            self.proc.clock.advance_ms(1_000)  # the assignment interval
+            if self.manual:
+                self.proc.clock.advance_ms(1_000)  # the assignment interval
             return False
 
         wait_until(assigned, timeout=30, interval=0.05, message="the share-partition assigned")
@@ -298,3 +300,27 @@ def test_session_epochs(b: Any) -> None:
         assert answer["error_code"] == INVALID_REQUEST and answer["error_message"] is None
     finally:
         m.close()
+
+
+def test_acknowledged_records_are_never_delivered_again_after_sigkill(broker_factory: Any) -> None:
+    """An acknowledgement is answered once its state is written: after a SIGKILL the accepted
+    records stay done; the ones only acquired come back, with their persisted delivery count
+    (acquisition is not persisted, as on Kafka)."""
+    proc = broker_factory({**SETTINGS, "group.share.assignment.interval.ms": 0})
+    topic, group = setup_group(proc, 10)
+    m = Member(proc, group, topic, manual=False)
+    try:
+        m.join()
+        assert acquired(m.fetch()) == [(0, 9, 1)]
+        answer = m.fetch([(0, 4, [ACCEPT]), (5, 6, [RELEASE])], max_wait=0)
+        assert partition(answer)["acknowledge_error_code"] == NONE
+    finally:
+        m.close()
+    proc.restart(kill=True)
+    again = Member(proc, group, topic, manual=False)
+    try:
+        again.join()
+        # 5-6 were released (delivery count 1 written), 7-9 only acquired (nothing written)
+        assert acquired(again.fetch()) == [(5, 6, 2), (7, 9, 1)]
+    finally:
+        again.close()
