@@ -93,6 +93,9 @@ _READ_UNINITIALIZED = "Read operation on uninitialized share partition not allow
 class ShareCoordinatorSettings(NamedTuple):
     num_partitions: int = 50  # share.coordinator.state.topic.num.partitions
     snapshot_update_records_per_snapshot: int = 500  # share.coordinator.snapshot.update.records.per.snapshot
+    cold_partition_snapshot_interval_ms: int = (
+        300_000  # share.coordinator.cold.partition.snapshot.interval.ms
+    )
 
 
 class ShareCoordinator:
@@ -107,6 +110,11 @@ class ShareCoordinator:
         self._leader_epochs: dict[SharePartitionKey, int] = {}
         self._state_epochs: dict[SharePartitionKey, int] = {}
         self._updates: dict[SharePartitionKey, int] = {}
+        # where the records are, for pruning (Kafka's ShareCoordinatorOffsetsManager): per
+        # __share_group_state partition, the offset of each live key's latest snapshot, and the
+        # offset after the last tombstone that left a partition with no live key
+        self._snapshot_offsets: dict[int, dict[SharePartitionKey, int]] = {}
+        self._emptied_at: dict[int, int] = {}
 
     def partition_for(self, key: SharePartitionKey) -> int:
         """The __share_group_state partition of a share-partition (Kafka's SharePartitionKey
@@ -123,9 +131,23 @@ class ShareCoordinator:
             by_partition.setdefault(self.partition_for(record.key), []).append(encode(record))
         written = []
         for partition, batch in by_partition.items():
-            plog, _ = self.store.append_batch(partition, InternalBatch(batch))
+            plog, base = self.store.append_batch(partition, InternalBatch(batch))
             written.append(plog)
+            placed = (r for r in records if self.partition_for(r.key) == partition)
+            for i, record in enumerate(placed):
+                self._placed(partition, base + i, record)
         return written
+
+    def _placed(self, partition: int, offset: int, record: ShareStateRecord) -> None:
+        """Bookkeeping of the log (not share state: a record written is in the log whether or
+        not it is replayed): a snapshot is where its key's history starts, a tombstone ends it."""
+        if not isinstance(record, ShareSnapshot):
+            return
+        live = self._snapshot_offsets.setdefault(partition, {})
+        if record.value is not None:
+            live[record.key] = offset
+        elif live.pop(record.key, None) is not None and not live:
+            self._emptied_at[partition] = offset + 1
 
     def replay(self, record: ShareStateRecord) -> None:
         """Apply one record (Kafka's handleShareSnapshot / handleShareUpdate)."""
@@ -213,6 +235,7 @@ class ShareCoordinator:
                         continue
                     if record is None:
                         continue
+                    self._placed(partition, offset, record)
                     self.replay(record)
                     count += 1
         log.info(
@@ -399,6 +422,51 @@ class ShareCoordinator:
             current.state_epoch,
             current.delivery_complete_count,
         )
+
+    def snapshot_cold_partitions(self) -> Operation[int]:
+        """Kafka's snapshotColdPartitions (a duty every
+        share.coordinator.cold.partition.snapshot.interval.ms): a fresh snapshot (the merged
+        state, snapshot epoch + 1, write timestamp now) of every share-partition whose last
+        snapshot is at least that old, so an idle share-partition does not keep the records
+        before it from being pruned. Returns how many were written."""
+        if all(v.create_timestamp != v.write_timestamp for v in self._offsets.values()):
+            return 0  # every one was snapshotted cold already (Kafka's shortcut)
+        now = self.clock.wall_ms()
+        interval = self.settings.cold_partition_snapshot_interval_ms
+        records: list[ShareStateRecord] = [
+            ShareSnapshot(key, value._replace(snapshot_epoch=value.snapshot_epoch + 1, write_timestamp=now))
+            for key, value in self._offsets.items()
+            if now - value.write_timestamp >= interval
+        ]
+        if not records:
+            return 0
+        failed = yield from self._append_all(records, "cold snapshot")
+        return 0 if failed else len(records)
+
+    def last_redundant_offset(self, partition: int) -> int | None:
+        """The offset below which a __share_group_state partition holds nothing a load needs
+        (Kafka's lastRedundantOffset): its live keys' oldest latest snapshot; None if none."""
+        live = self._snapshot_offsets.get(partition)
+        offset = min(live.values()) if live else self._emptied_at.get(partition)
+        return offset if offset is not None and offset > 0 else None
+
+    def prune(self) -> int:
+        """Delete the records no load needs (Kafka's performRecordPruning: DeleteRecords up to
+        the last redundant offset; the log's retention then drops the segments below it). A
+        duty every share.coordinator.state.topic.prune.interval.ms. Returns how many partitions'
+        log start offsets moved."""
+        moved = 0
+        for partition in range(self.store.num_partitions()):
+            offset = self.last_redundant_offset(partition)
+            plog = self.store.partition_log(partition, create=False) if offset is not None else None
+            if plog is None or offset is None:
+                continue
+            try:
+                if plog.maybe_increment_log_start_offset(min(offset, plog.high_watermark)):
+                    moved += 1
+            except Exception as exc:  # noqa: BLE001 - retried by the next run
+                log.warning("could not prune __share_group_state", partition=partition, error=repr(exc))
+        return moved
 
     def keys_of_group(self, group_id: str) -> list[SharePartitionKey]:
         """The share-partitions with state of one group."""

@@ -466,3 +466,54 @@ def test_load_skips_a_damaged_record(world):
     world.write(key, [(1, 1, ARCHIVED, 1)])
     expected = dict(world.sc.states)
     assert world.reopen().states == expected
+
+
+# --- cold snapshots and pruning --------------------------------------------------------------
+def test_cold_partitions_are_snapshotted_again(world):
+    warm, cold = world.key(0), world.key(1)
+    world.init(cold, 0, 0)
+    world.write(cold, [(0, 3, ACKNOWLEDGED, 1)], start=0, dcc=4)
+    created = world.clock.wall_ms()
+    world.clock.advance(200_000)
+    world.init(warm, 0, 0)
+    world.clock.advance(100_000)
+    assert world.run(world.sc.snapshot_cold_partitions()) == 1
+    last = world.records(world.sc.partition_for(cold))[-1]
+    # the merged state, snapshot epoch + 1, created when it was, written now
+    assert last == ShareSnapshot(
+        cold, ShareSnapshotValue(1, 0, 0, 0, 4, created, world.clock.wall_ms(), _b((0, 3, 2, 1)))
+    )
+    assert world.sc.states[cold] == PartitionState(0, 0, 0, 4, _b((0, 3, 2, 1)))
+    # the next run finds the warm one cold too; then everything was snapshotted cold: nothing
+    world.clock.advance(200_000)
+    assert world.run(world.sc.snapshot_cold_partitions()) == 1
+    assert world.run(world.sc.snapshot_cold_partitions()) == 0
+
+
+def test_prune_deletes_records_before_the_oldest_live_snapshot(tmp_path):
+    w = World(tmp_path / "data", per_snapshot=2)
+    sc = w.sc
+    # two keys of one __share_group_state partition
+    keys = [k for k in (w.key(p, group=f"g{i}") for i in range(40) for p in range(3))]
+    a = keys[0]
+    b = next(k for k in keys[1:] if sc.partition_for(k) == sc.partition_for(a))
+    partition = sc.partition_for(a)
+    w.init(a, 0, 0)  # offset 0
+    w.init(b, 0, 0)  # offset 1
+    assert sc.last_redundant_offset(partition) is None  # offset 0: nothing before it
+    for i in range(3):  # a: updates at 2, 3, then its snapshot at 4
+        w.write(a, [(i, i, ACKNOWLEDGED, 1)], start=0)
+    assert sc.last_redundant_offset(partition) == 1  # b's snapshot at 1 is the oldest needed
+    for i in range(3):  # b: 5, 6, snapshot at 7
+        w.write(b, [(i, i, ARCHIVED, 1)], start=0)
+    assert sc.last_redundant_offset(partition) == 4
+    plog = sc.store.partition_log(partition, create=False)
+    assert sc.prune() >= 1 and plog.log_start_offset == 4
+    expected = {a: sc.states[a], b: sc.states[b]}
+    loaded = w.reopen()
+    assert {k: v for k, v in loaded.states.items() if k in expected} == expected
+    assert loaded.last_redundant_offset(partition) == 4
+    # once every key of the partition is deleted, everything up to the last tombstone goes
+    w.run(loaded.delete_state([a, b]))  # tombstones at 8 and 9
+    assert loaded.last_redundant_offset(partition) == 10
+    w.logs.close()
