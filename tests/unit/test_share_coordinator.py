@@ -8,9 +8,12 @@ Expected combiner results and partitions were computed with Kafka 4.4.0's own cl
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 
 import pytest
+from minibroker.broker.coordinator_runtime import CoordinatorRuntime
+from minibroker.broker.durability import Durability
 from minibroker.common.clock import ManualClock
 from minibroker.coordinator.internal_topic import InternalBatch, InternalTopic
 from minibroker.coordinator.runtime import Write
@@ -335,6 +338,32 @@ def test_writes_wait_for_the_flush_policy(world):
     logs = world.sc.write(step.records)
     assert [plog.topic for plog in logs] == [SHARE_STATE_TOPIC]
     assert [plog.partition for plog in logs] == [world.sc.partition_for(key)]
+
+
+@pytest.mark.parametrize("flush_messages, waits", [(None, False), (1, True)])
+def test_the_runtime_answers_after_the_fsync_the_flush_policy_asks_for(tmp_path, flush_messages, waits):
+    """Through the broker's coordinator runtime: Kafka's default flush policy leaves the
+    records in the page cache; log.flush.interval.messages=1 fsyncs each write before its
+    operation answers."""
+    clock = ManualClock()
+    config = {} if flush_messages is None else {"log.flush.interval.messages": flush_messages}
+    durability = Durability()
+    logs = LogManager(str(tmp_path), config, clock=clock, flusher=durability)
+    logs.open()
+    key = SharePartitionKey("g", logs.create_topic("t", 1).topic_id, 0)
+    sc = coordinator_on(logs, clock)
+
+    async def acknowledge() -> tuple[int, int]:
+        runtime = CoordinatorRuntime(durability, clock)
+        assert await runtime.run(sc, sc.initialize_state(key, 0, 0)) == 0
+        request = WriteStateRequest(key, 0, 0, 0, 1, (StateBatch(0, 0, ACKNOWLEDGED, 1),))
+        return await runtime.run(sc, sc.write_state(request)), durability.rounds
+
+    error, rounds = asyncio.run(acknowledge())
+    assert error == 0 and sc.states[key].batches == (StateBatch(0, 0, ACKNOWLEDGED, 1),)
+    assert (rounds >= 2) if waits else (rounds == 0), rounds
+    durability.close()
+    logs.close()
 
 
 def test_snapshot_every_n_updates(tmp_path):
