@@ -93,9 +93,8 @@ _READ_UNINITIALIZED = "Read operation on uninitialized share partition not allow
 class ShareCoordinatorSettings(NamedTuple):
     num_partitions: int = 50  # share.coordinator.state.topic.num.partitions
     snapshot_update_records_per_snapshot: int = 500  # share.coordinator.snapshot.update.records.per.snapshot
-    cold_partition_snapshot_interval_ms: int = (
-        300_000  # share.coordinator.cold.partition.snapshot.interval.ms
-    )
+    # share.coordinator.cold.partition.snapshot.interval.ms
+    cold_partition_snapshot_interval_ms: int = 300_000
 
 
 class ShareCoordinator:
@@ -126,15 +125,14 @@ class ShareCoordinator:
         """Append an operation's records, one batch per __share_group_state partition (all
         records of a key go to its partition, in order); the logs written, for the driver to
         fsync where their flush policy asks. Raises on a storage failure."""
-        by_partition: dict[int, list[tuple[bytes, bytes | None]]] = {}
+        by_partition: dict[int, list[ShareStateRecord]] = {}
         for record in records:
-            by_partition.setdefault(self.partition_for(record.key), []).append(encode(record))
+            by_partition.setdefault(self.partition_for(record.key), []).append(record)
         written = []
         for partition, batch in by_partition.items():
-            plog, base = self.store.append_batch(partition, InternalBatch(batch))
+            plog, base = self.store.append_batch(partition, InternalBatch([encode(r) for r in batch]))
             written.append(plog)
-            placed = (r for r in records if self.partition_for(r.key) == partition)
-            for i, record in enumerate(placed):
+            for i, record in enumerate(batch):
                 self._placed(partition, base + i, record)
         return written
 
