@@ -541,7 +541,7 @@ class ShareCoordinator:
 
     @staticmethod
     def _invalid(key: SharePartitionKey, what: str, message: str) -> ErrorCode:
-        log.error("invalid share-state request", operation=what, key=_coordinator_key(key), reason=message)
+        log.debug("invalid share-state request", operation=what, key=_coordinator_key(key), reason=message)
         return ErrorCode.invalid_request
 
     def _check_topic(self, key: SharePartitionKey, what: str) -> ErrorCode | None:
@@ -552,7 +552,7 @@ class ShareCoordinator:
         info = logs.topics.get(name) if name is not None else None
         if info is not None and key.partition < info.num_partitions:
             return None
-        log.error(
+        log.debug(
             "topic or partition not found when serving share state",
             operation=what,
             topic_id=str(key.topic_id),
