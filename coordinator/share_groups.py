@@ -99,6 +99,9 @@ class ShareHeartbeatAnswer(NamedTuple):
     #: offset -1) and then report with `partitions_initialized`: only then are they assignable
     initialize: Mapping[uuid.UUID, frozenset[int]] = {}
     state_epoch: int = 0  # the state epoch to initialize them with (the group epoch)
+    #: topics of `initialize` whose new partitions start at offset 0, not -1: the group already
+    #: had state for the topic (partitions added to it; Kafka's alreadyKnownTopics)
+    from_start: frozenset[uuid.UUID] = frozenset()
 
 
 class Refused(Exception):
@@ -114,6 +117,7 @@ class _Plan(NamedTuple):
     records: list[ShareGroupRecord]
     before: ShareGroupMember
     initialize: dict[uuid.UUID, frozenset[int]]
+    from_start: frozenset[uuid.UUID]
     state_epoch: int
     send_assignment: bool
 
@@ -242,6 +246,7 @@ class ShareGroupCoordinator:
             assignment=assignment,
             initialize=plan.initialize,
             state_epoch=plan.state_epoch,
+            from_start=plan.from_start,
         )
 
     def _heartbeat(self, request: ShareHeartbeat) -> _Plan:
@@ -312,11 +317,13 @@ class ShareGroupCoordinator:
         )
         reconciled = self._maybe_reconcile(group, updated, target_epoch, target, bump, records)
         del reconciled  # the answer reads the member as replayed
+        known = frozenset(group.initialized) | frozenset(group.initializing)
         initialize = self._initialize_request(group, names, records, now)
         return _Plan(
             records=records,
             before=member,
             initialize=initialize,
+            from_start=frozenset(t for t in initialize if t in known),
             state_epoch=group_epoch,
             send_assignment=joining or request.subscribed_topic_names is not None,
         )
@@ -507,6 +514,31 @@ class ShareGroupCoordinator:
                 initializing[topic_id] = init._replace(partitions=left)
         value = group.state_value(initializing, initialized, group.deleting)
         yield from self._write(group_id, [SgStatePartitions(group_id, value)])
+
+    def on_topics_changed(self, created: Iterable[str], changed: Iterable[str]) -> None:
+        """Topics were created, or changed partition counts or were deleted: groups subscribed
+        to one refresh their metadata at their next heartbeat (a new hash bumps the epoch; new
+        partitions are initialized and assigned)."""
+        touched = set(created) | set(changed)
+        for group in self.groups.values():
+            if not touched.isdisjoint(group.subscribed_names):
+                group.metadata_refresh_deadline_ms = 0  # Kafka's requestMetadataRefresh
+                group.metadata_refresh_epoch = -1
+
+    def topics_deleted(self, topic_ids: Iterable[uuid.UUID]) -> Operation[None]:
+        """Deleted topics leave every share group's record 15 (Kafka's
+        maybeCleanupShareGroupState); their share state is the share coordinator's to delete."""
+        gone = set(topic_ids)
+        for group_id, group in list(self.groups.items()):
+            if gone.isdisjoint(group.initializing) and gone.isdisjoint(group.initialized):
+                if gone.isdisjoint(group.deleting):
+                    continue
+            value = group.state_value(
+                {t: v for t, v in group.initializing.items() if t not in gone},
+                {t: v for t, v in group.initialized.items() if t not in gone},
+                {t: n for t, n in group.deleting.items() if t not in gone},
+            )
+            yield from self._write(group_id, [SgStatePartitions(group_id, value)])
 
     def initialized_partitions(self, group_id: str) -> dict[uuid.UUID, frozenset[int]]:
         """The group's share-partitions with share state (record 15's initialized topics)."""

@@ -456,3 +456,38 @@ def test_classic_join_and_offset_commit_on_a_share_group_id_are_refused(h):
     assert joined.value.error == E.inconsistent_group_protocol and joined.value.member_id == ""
     assert commit(h.gc, "s", "", None, -1, [("t", 0, 5, -1, None)]) == {("t", 0): E.group_id_not_found}
     assert h.gc.manager.group_type("s") == "share" and "s" not in h.gc.manager.groups
+
+
+# --- topic changes ----------------------------------------------------------------------------
+def test_new_partitions_are_initialized_from_the_start_and_then_assigned(h):
+    a = h.join("A")
+    (a,) = settle(h, a)
+    assert h.partitions("A") == {(tid(h), p) for p in range(3)}
+    h.catalog.grow("t", 5)
+    h.sc.on_topics_changed(created=(), changed=("t",))
+    b = h.poll(a)
+    # the new metadata hash bumps the epoch; the new partitions need state first, from offset 0
+    assert b.initialize == {tid(h): frozenset({3, 4})} and b.from_start == frozenset({tid(h)})
+    (b,) = settle(h, b)
+    assert h.partitions("A") == {(tid(h), p) for p in range(5)}
+
+
+def test_a_topic_created_after_the_subscription_is_picked_up(h):
+    a = h.join("A", topics=("t", "later"))
+    (a,) = settle(h, a)
+    later = h.catalog.create("later", 1)
+    h.sc.on_topics_changed(created=("later",), changed=())
+    b = h.poll(a)
+    assert b.initialize == {later: frozenset({0})} and b.from_start == frozenset()
+    settle(h, b)
+    assert (later, 0) in h.partitions("A")
+
+
+def test_a_deleted_topic_leaves_the_share_state_metadata(h):
+    a = h.join("A")
+    settle(h, a)
+    topic_id = tid(h)
+    h.catalog.delete("t")
+    run_now(h.gc, h.sc.topics_deleted([topic_id]))
+    assert h.sc.initialized_partitions("g") == {}
+    assert h.reopened().sc.initialized_partitions("g") == {}
