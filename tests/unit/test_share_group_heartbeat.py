@@ -450,11 +450,13 @@ def test_a_reload_rebuilds_the_same_groups_and_restarts_the_sessions():
     assert other.heartbeat("A", a.member_epoch, topics=None).error_code == 0
 
 
-def test_classic_join_and_offset_commit_on_a_share_group_id_are_refused(h):
+def test_classic_join_and_offset_apis_on_a_share_group_id_are_refused(h):
     h.join("A", group="s")
     joined = join(h.gc, group="s", session=10_000)
     assert joined.value.error == E.inconsistent_group_protocol and joined.value.member_id == ""
     assert commit(h.gc, "s", "", None, -1, [("t", 0, 5, -1, None)]) == {("t", 0): E.group_id_not_found}
+    assert h.gc.fetch_offsets("s", [("t", 0)]) == (E.group_id_not_found, [])
+    assert run_now(h.gc, h.gc.delete_offsets("s", [("t", 0)])) == (E.group_id_not_found, {})
     assert h.gc.manager.group_type("s") == "share" and "s" not in h.gc.manager.groups
 
 
