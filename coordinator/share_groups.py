@@ -515,6 +515,21 @@ class ShareGroupCoordinator:
         value = group.state_value(initializing, initialized, group.deleting)
         yield from self._write(group_id, [SgStatePartitions(group_id, value)])
 
+    def partitions_uninitialized(self, group_id: str, topics: TopicPartitions) -> Operation[None]:
+        """Initializing these share-partitions failed in the share coordinator: they leave the
+        initializing topics (record 15), so the next heartbeat asks for them again at once
+        (Kafka's uninitializeShareGroupState) instead of after the retry interval."""
+        group = self.groups.get(group_id)
+        if group is None or not group.initializing or not topics:
+            return
+        initializing: dict[uuid.UUID, InitValue] = {}
+        for topic_id, init in group.initializing.items():
+            left = init.partitions - frozenset(topics.get(topic_id, ()))
+            if left:
+                initializing[topic_id] = init._replace(partitions=left)
+        value = group.state_value(initializing, group.initialized, group.deleting)
+        yield from self._write(group_id, [SgStatePartitions(group_id, value)])
+
     def on_topics_changed(self, created: Iterable[str], changed: Iterable[str]) -> None:
         """Topics were created, or changed partition counts or were deleted: groups subscribed
         to one refresh their metadata at their next heartbeat (a new hash bumps the epoch; new

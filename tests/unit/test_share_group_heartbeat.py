@@ -186,6 +186,14 @@ def test_initialization_is_asked_again_after_the_retry_interval():
     }
 
 
+def test_a_failed_initialization_is_asked_again_at_once(h):
+    a = h.heartbeat("A", 0, initialize=False)
+    run_now(h.gc, h.sc.partitions_uninitialized("g", {tid(h): frozenset({0, 2})}))
+    assert h.group().initializing[tid(h)].partitions == frozenset({1})
+    again = h.heartbeat("A", a.member_epoch, topics=None, initialize=False)
+    assert again.initialize == {tid(h): frozenset({0, 2})}
+
+
 def test_the_records_of_a_join_in_kafkas_order(h):
     h.heartbeat("A", 0, initialize=False)
     kinds = [type(r) for r in h.records()]
