@@ -12,6 +12,7 @@ import uuid
 
 import pytest
 from minibroker.coordinator.consumer_groups import ConsumerHeartbeat
+from minibroker.coordinator.group_store import LogOffsetsStore
 from minibroker.coordinator.share_group_records import (
     SgCurrent,
     SgEpoch,
@@ -31,7 +32,7 @@ from tests.unit.coordinator_fakes import (
     group_coordinator,
     run_now,
 )
-from tests.unit.test_groups import FakeScheduler, join
+from tests.unit.test_groups import FakeScheduler, _logs, join
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -501,3 +502,34 @@ def test_a_deleted_topic_leaves_the_share_state_metadata(h):
     run_now(h.gc, h.sc.topics_deleted([topic_id]))
     assert h.sc.initialized_partitions("g") == {}
     assert h.reopened().sc.initialized_partitions("g") == {}
+
+
+def test_the_records_survive_a_restart_through_the_storage_engine(tmp_path):
+    logs = _logs(tmp_path)
+    logs.create_topic("t", 3, {})
+    clock = FakeScheduler()
+
+    def coordinator(logs):
+        gc = group_coordinator(
+            dict(CONFIG), store=LogOffsetsStore(logs, 1, clock=clock), topics=logs, scheduler=clock
+        )
+        gc.share.on_member_removed = lambda g, m: None
+        return gc
+
+    gc = coordinator(logs)
+    request = ShareHeartbeat("g", "A", 0, None, ("t",), "client", "/127.0.0.1")
+    first = run_now(gc, gc.share.heartbeat(request))
+    run_now(gc, gc.share.partitions_initialized("g", first.initialize))
+    second = run_now(gc, gc.share.heartbeat(request._replace(member_epoch=first.member_epoch)))
+    assert second.assignment is not None and {p for _, ps in second.assignment for p in ps} == {0, 1, 2}
+    before = gc.manager.share_groups["g"]
+    logs.close()
+
+    logs = _logs(tmp_path)
+    gc2 = coordinator(logs)
+    gc2.load()
+    after = gc2.manager.share_groups["g"]
+    assert after.members == before.members and after.target == before.target
+    assert (after.group_epoch, after.assignment_epoch) == (before.group_epoch, before.assignment_epoch)
+    assert gc2.share.initialized_partitions("g") == {logs.topics["t"].topic_id: frozenset({0, 1, 2})}
+    logs.close()
