@@ -315,8 +315,8 @@ class ShareGroupCoordinator:
         target_epoch, target = self._maybe_update_target(
             group, group_epoch, updated, subscription_type, records, now
         )
-        reconciled = self._maybe_reconcile(group, updated, target_epoch, target, bump, records)
-        del reconciled  # the answer reads the member as replayed
+        # the answer reads the member as its records replay
+        self._maybe_reconcile(group, updated, target_epoch, target, bump, records)
         known = frozenset(group.initialized) | frozenset(group.initializing)
         initialize = self._initialize_request(group, names, records, now)
         return _Plan(
