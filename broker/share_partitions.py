@@ -409,9 +409,9 @@ class SharePartitionManager:
         return _Read(plog, data, result.aborted or ())
 
     def acquirable(self, sp: SharePartition) -> bool:
-        """Kafka's canAcquireRecords: records to redeliver, or room under the record locks."""
-        nxt = sp.next_fetch_offset()
-        if nxt <= sp.end_offset and sp.in_flight_records():
+        """Kafka's canAcquireRecords: records to deliver again below the end, or room under
+        share.partition.max.record.locks."""
+        if sp.next_fetch_offset() != sp.end_offset + 1:
             return True
         return sp.in_flight_records() < sp.config.max_record_locks
 
