@@ -176,7 +176,7 @@ class SharePartitionManager:
             return await self.load(key, topic)
         try:
             result = await self.coordinators.run(
-                self.share_coordinator, self.share_coordinator.read_state(key, 0)
+                self.share_coordinator, self.share_coordinator.read_state(key, plog.leader_epoch)
             )
         except Exception:  # noqa: BLE001 - the partition's answer, the broker goes on
             log.exception(
@@ -395,7 +395,8 @@ class SharePartitionManager:
         """The log from the share-partition's next fetch offset (to the HW, or the LSO for
         read_committed): the bytes, or an error code."""
         plog = self.logs.get_log(topic, sp.key.partition)
-        if plog is None:
+        if plog is None:  # deleted: the share-partition goes too (Kafka's partition listener)
+            self._forget(sp.key)
             return ErrorCode.unknown_topic_or_partition
         committed = sp.config.read_committed
         offset = sp.next_fetch_offset()
