@@ -42,7 +42,7 @@ from minibroker.coordinator.share_types import (
 from minibroker.protocol.errors import ErrorCode
 from minibroker.protocol.records.batch import iter_batches
 from minibroker.storage.errors import KafkaStorageError
-from minibroker.storage.file_slice import slice_bytes
+from minibroker.storage.file_slice import FileSlice, slice_bytes
 
 if TYPE_CHECKING:
     from minibroker.broker.coordinator_runtime import CoordinatorRuntime
@@ -107,8 +107,8 @@ class PartitionFetch(NamedTuple):
 
 
 class _Read(NamedTuple):
-    plog: PartitionLog
-    data: bytes
+    chunks: list[FileSlice]  # whole log batches, not read yet
+    size: int
     aborted: Sequence[tuple[int, int]]
 
 
@@ -404,10 +404,9 @@ class SharePartitionManager:
             result = plog.read(offset, max_bytes, 1 if committed else 0)
         except KafkaStorageError as exc:
             if exc.error_code == ErrorCode.offset_out_of_range:
-                return _Read(plog, b"", ())  # Kafka answers NONE with no records
+                return _Read([], 0, ())  # Kafka answers NONE with no records
             return exc.error_code
-        data = b"".join(slice_bytes(chunk) for chunk in result.chunks)
-        return _Read(plog, data, result.aborted or ())
+        return _Read(result.chunks, sum(c.length for c in result.chunks), result.aborted or ())
 
     def acquirable(self, sp: SharePartition) -> bool:
         """Kafka's canAcquireRecords: records to deliver again below the end, or room under
@@ -451,7 +450,7 @@ class SharePartitionManager:
                     if isinstance(read, int):
                         error = True
                     else:
-                        total += len(read.data)
+                        total += read.size
             remaining = deadline - clock.monotonic()
             if (ready and (total >= min_bytes or error)) or remaining <= 0 or self.data_waiters.closed:
                 return self._acquire(member_id, reads, max_records, batch_size, mode)
@@ -472,12 +471,12 @@ class SharePartitionManager:
             if isinstance(read, int):
                 out[sp.key] = PartitionFetch(read)
                 continue
-            if not read.data or budget <= 0:
+            if not read.size or budget <= 0:
                 out[sp.key] = PartitionFetch()
                 continue
             views: list[LogBatch] = []
             positions: list[int] = []
-            data = read.data
+            data = b"".join(slice_bytes(chunk) for chunk in read.chunks)
             for pos, h in iter_batches(data):
                 positions.append(pos)
                 views.append(
