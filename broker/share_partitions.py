@@ -265,6 +265,9 @@ class SharePartitionManager:
         return self.partitions.get(sp.key) is sp
 
     def _arm(self, sp: SharePartition) -> None:
+        """One timer per share-partition, at its earliest acquisition-lock deadline."""
+        if not self._current(sp):  # let go: its timer was cancelled, its key may be another's
+            return
         key = sp.key
         deadline = sp.next_lock_deadline()
         armed = self._deadlines.get(key)
@@ -273,7 +276,7 @@ class SharePartitionManager:
                 return
             armed[1].cancel()
             del self._deadlines[key]
-        if deadline is None or not self._current(sp):
+        if deadline is None:
             return
         delay = max(deadline - self.clock.wall_ms(), 0)
         handle = self._timer.call_later(delay, lambda: self._expire_op(sp))
@@ -281,11 +284,9 @@ class SharePartitionManager:
 
     def _expire_op(self, sp: SharePartition) -> Generator[Any, None, None]:
         key = sp.key
-        armed = self._deadlines.get(key)
-        if armed is not None:
-            del self._deadlines[key]
         if not self._current(sp):
             return
+        self._deadlines.pop(key, None)
         before = sp.in_flight_records()
         transition = sp.expire_locks(self.clock.wall_ms())
         if transition is None:
