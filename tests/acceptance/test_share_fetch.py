@@ -324,3 +324,29 @@ def test_acknowledged_records_are_never_delivered_again_after_sigkill(broker_fac
         assert acquired(again.fetch()) == [(5, 6, 2), (7, 9, 1)]
     finally:
         again.close()
+
+
+def test_two_members_share_a_partition_without_overlap(b: Any) -> None:
+    """Members fetching the same partition in turn, MaxRecords at a time, acknowledging what
+    they got: every record is delivered once, to one of them."""
+    topic, group = setup_group(b, 100)
+    members = [Member(b, group, topic), Member(b, group, topic)]
+    try:
+        for m in members:
+            m.join()
+        delivered: list[int] = []
+        for _ in range(40):
+            for m in members:
+                answer = m.fetch(max_records=10, max_wait=50)
+                got = acquired(answer) if answer["responses"] else []
+                for first, last, count in got:
+                    assert count == 1
+                    delivered.extend(range(first, last + 1))
+                if got:
+                    m.acknowledge([(first, last, [ACCEPT]) for first, last, _ in got])
+            if len(delivered) >= 100:
+                break
+        assert sorted(delivered) == list(range(100))
+    finally:
+        for m in members:
+            m.close()
