@@ -674,6 +674,10 @@ class SharePartition:
                 _ACQUIRED,
                 True,
             )
+        # Not in Kafka: a start offset past a prefix of archived aborted records moves at once (Kafka
+        # waits for the next write, and stalls when aborted records alone fill
+        # share.partition.max.record.locks)
+        self._maybe_update_cached_state_and_offsets()
         out: list[AcquiredRange] = []
         for r in acquired:
             first = r.first_offset

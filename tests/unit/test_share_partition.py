@@ -513,6 +513,23 @@ def test_load_with_gaps_delivers_the_holes() -> None:
     assert (sp.start_offset, sp.in_flight_records()) == (30, 5)
 
 
+def test_load_with_a_hole_after_a_terminal_prefix() -> None:
+    state = PartitionState(
+        state_epoch=0,
+        leader_epoch=0,
+        start_offset=0,
+        batches=(StateBatch(0, 4, ACKNOWLEDGED, 1), StateBatch(10, 14, AVAILABLE, 1)),
+    )
+    sp = partition(state)
+    assert (sp.start_offset, sp.end_offset) == (5, 14)  # not past the hole 5..9
+    assert sp.next_fetch_offset() == 5
+    assert acquire(sp, M1, log((5, 5), (10, 5)), fetch_offset=5) == [(5, 9, 1), (10, 14, 2)]
+    # with a budget smaller than the hole: the hole's log batch alone
+    again = partition(state)
+    assert acquire(again, M1, log((5, 5), (10, 5)), max_records=3, fetch_offset=5) == [(5, 9, 1)]
+    assert again.next_fetch_offset() == 10
+
+
 def test_load_resolves_start_and_drops_terminal_prefix() -> None:
     fresh = partition(PartitionState(state_epoch=0, leader_epoch=0, start_offset=-1), start_offset=42)
     assert (fresh.start_offset, fresh.end_offset, fresh.next_fetch_offset()) == (42, 42, 42)
@@ -552,10 +569,18 @@ def test_read_committed_archives_aborted_records() -> None:
     sp = partition(read_committed=True)
     assert acquire(sp, M1, _transactional_log(), aborted=[(1, 0)]) == [(5, 10, 1)]
     assert sp.records()[:5] == [(o, o, ARCHIVED, 1, "") for o in range(5)]
-    assert sp.delivery_complete_count == 5
+    assert (sp.start_offset, sp.delivery_complete_count) == (5, 0)  # past the archived prefix
     # the client acknowledges the markers as GAP
     committed(ack(sp, M1, (5, 10, [GAP, ACCEPT, ACCEPT, ACCEPT, ACCEPT, GAP])))
     assert (sp.start_offset, sp.in_flight_records()) == (11, 0)
+
+
+def test_aborted_records_alone_do_not_fill_the_in_flight_limit() -> None:
+    sp = partition(read_committed=True, max_record_locks=10)
+    aborted_txn = [LogBatch(0, 9, producer_id=3, is_transactional=True)]
+    assert acquire(sp, M1, aborted_txn, aborted=[(3, 0)]) == []
+    assert (sp.start_offset, sp.in_flight_records(), sp.delivery_complete_count) == (10, 0, 0)
+    assert acquire(sp, M1, log((10, 5)), aborted=[(3, 0)]) == [(10, 14, 1)]
 
 
 def test_read_uncommitted_hands_out_everything() -> None:
@@ -572,6 +597,7 @@ def test_aborted_batch_in_the_middle_cuts_a_range() -> None:
         LogBatch(7, 9),
     ]
     assert acquire(sp, M1, batches, aborted=[(4, 3)]) == [(0, 2, 1), (6, 9, 1)]
+    assert (sp.start_offset, sp.delivery_complete_count) == (0, 3)
 
 
 # -- throttled delivery near the limit ---------------------------------------------------------------
