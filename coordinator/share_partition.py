@@ -58,12 +58,13 @@ _ACKNOWLEDGED = RecordState.ACKNOWLEDGED
 _ARCHIVED = RecordState.ARCHIVED
 
 # SharePartition.ACK_TYPE_TO_RECORD_STATE (RENEW changes no state)
-_ACK_STATE = {
-    AckType.GAP: _ARCHIVED,
-    AckType.ACCEPT: _ACKNOWLEDGED,
-    AckType.RELEASE: _AVAILABLE,
-    AckType.REJECT: _ARCHIVED,
+_ACK_STATE: dict[int, RecordState] = {
+    AckType.GAP.value: _ARCHIVED,
+    AckType.ACCEPT.value: _ACKNOWLEDGED,
+    AckType.RELEASE.value: _AVAILABLE,
+    AckType.REJECT.value: _ARCHIVED,
 }
+_RENEW = AckType.RENEW.value
 _ACK_TYPE_IDS = frozenset(int(t) for t in AckType)
 _MIN_THROTTLE_LIMIT = 2  # MINIMUM_THROTTLE_RECORDS_DELIVERY_LIMIT
 
@@ -93,17 +94,16 @@ def _coalesce(batches: Iterable[StateBatch]) -> tuple[StateBatch, ...]:
     """Adjacent ranges in the same state and delivery count as one StateBatch (a per-offset
     acknowledgement of 500 records is one row, not 500; the persisted state is the same)."""
     out: list[StateBatch] = []
+    first = last = state = count = -1
     for b in batches:
-        if out:
-            p = out[-1]
-            if (
-                p.last_offset + 1 == b.first_offset
-                and p.delivery_state == b.delivery_state
-                and (p.delivery_count == b.delivery_count)
-            ):
-                out[-1] = p._replace(last_offset=b.last_offset)
-                continue
-        out.append(b)
+        if b[0] == last + 1 and b[2] == state and b[3] == count:
+            last = b[1]
+            continue
+        if first != -1:
+            out.append(StateBatch(first, last, state, count))
+        first, last, state, count = b
+    if first != -1:
+        out.append(StateBatch(first, last, state, count))
     return tuple(out)
 
 
@@ -178,6 +178,7 @@ class SharePartition:
         self._cache: dict[int, InFlightBatch] = {}
         self._locks: list[tuple[int, int, InFlightState]] = []  # (deadline, seq, state) min-heap
         self._seq = itertools.count()
+        self._live_locks = 0  # live heap entries at its last rebuild
         self._find_next = False
         self._gap: _GapWindow | None = None
         self._dcc = 0  # deliveryCompleteCount: terminal records at or above the start offset
@@ -811,15 +812,15 @@ class SharePartition:
         s = batch.state
         if s.state is not _ACQUIRED:
             return (ErrorCode.invalid_record_state, _BATCH_NOT_ACQUIRED)
-        if ack_type == AckType.RENEW:
+        if ack_type == _RENEW:
             if not self.config.renew_enabled:
                 return (ErrorCode.invalid_record_state, _RENEW_DISABLED)
             s.clear_lock()
             self._lock(s, now_ms)
             return None
-        if not s.start_transition(_ACK_STATE[AckType(ack_type)], NO_OP, self.config.delivery_count_limit, ""):
+        if not s.start_transition(_ACK_STATE[ack_type], NO_OP, self.config.delivery_count_limit, ""):
             return (ErrorCode.invalid_record_state, _UNABLE)
-        staged.append((s, StateBatch(batch.first_offset, batch.last_offset, int(s.state), s.delivery_count)))
+        staged.append((s, StateBatch(batch.first_offset, batch.last_offset, s.state, s.delivery_count)))
         if is_terminal(s.state):
             self._dcc += batch.last_offset - batch.first_offset + 1
         return None
@@ -831,11 +832,13 @@ class SharePartition:
         types = ack.ack_types
         per_offset_ack = len(types) > 1
         max_delivery = self.config.delivery_count_limit
-        for offset, s in batch.offsets():
-            if offset < ack.first_offset or offset < self._start:
-                continue
-            if offset > ack.last_offset:
-                break
+        states = batch.offset_state
+        assert states is not None
+        first = batch.first_offset
+        for offset in range(
+            max(ack.first_offset, self._start, first), min(ack.last_offset, batch.last_offset) + 1
+        ):
+            s = states[offset - first]
             if s.state is not _ACQUIRED:
                 return (ErrorCode.invalid_record_state, _OFFSET_NOT_ACQUIRED)
             if s.rollback is not None:
@@ -843,15 +846,15 @@ class SharePartition:
             if s.member_id != member_id:
                 return (ErrorCode.invalid_record_state, _NOT_OFFSET_OWNER)
             ack_type = types[offset - ack.first_offset] if per_offset_ack else types[0]
-            if ack_type == AckType.RENEW:
+            if ack_type == _RENEW:
                 if not self.config.renew_enabled:
                     return (ErrorCode.invalid_record_state, _RENEW_DISABLED)
                 s.clear_lock()
                 self._lock(s, now_ms)
                 continue
-            if not s.start_transition(_ACK_STATE[AckType(ack_type)], NO_OP, max_delivery, ""):
+            if not s.start_transition(_ACK_STATE[ack_type], NO_OP, max_delivery, ""):
                 return (ErrorCode.invalid_record_state, _UNABLE)
-            staged.append((s, StateBatch(offset, offset, int(s.state), s.delivery_count)))
+            staged.append((s, StateBatch(offset, offset, s.state, s.delivery_count)))
             if is_terminal(s.state):
                 self._dcc += 1
         return None
@@ -884,7 +887,7 @@ class SharePartition:
                         log.warning("Unable to release acquired records for the offset", offset=offset)
                         self._rollback(staged)
                         return None
-                    staged.append((s, StateBatch(offset, offset, int(s.state), s.delivery_count)))
+                    staged.append((s, StateBatch(offset, offset, s.state, s.delivery_count)))
                     if offset >= self._start and is_terminal(s.state):
                         self._dcc += 1
                 continue
@@ -898,9 +901,7 @@ class SharePartition:
                 )
                 self._rollback(staged)
                 return None
-            staged.append(
-                (s, StateBatch(batch.first_offset, batch.last_offset, int(s.state), s.delivery_count))
-            )
+            staged.append((s, StateBatch(batch.first_offset, batch.last_offset, s.state, s.delivery_count)))
             if is_terminal(s.state):
                 self._dcc += self._in_flight_in_batch(batch.first_offset, batch.last_offset)
         if not staged:
@@ -966,7 +967,7 @@ class SharePartition:
         if not s.try_update(target, NO_OP, self.config.delivery_count_limit, ""):
             return 0
         s.clear_lock()
-        changes.append(StateBatch(first, last, int(s.state), s.delivery_count))
+        changes.append(StateBatch(first, last, s.state, s.delivery_count))
         if s.state is not _ARCHIVED:
             self._find_next = True
         if is_terminal(s.state):
@@ -1200,7 +1201,14 @@ class SharePartition:
 
     def _track(self, state: InFlightState) -> None:
         if state.deadline_ms is not None:
-            heapq.heappush(self._locks, (state.deadline_ms, next(self._seq), state))
+            locks = self._locks
+            heapq.heappush(locks, (state.deadline_ms, next(self._seq), state))
+            if len(locks) > 2 * self._live_locks + 64:
+                # spent entries (acknowledged, renewed, released) are dropped lazily at the top; a
+                # heap grown to twice its live entries is rebuilt from them (amortized O(1))
+                locks[:] = [e for e in locks if e[2].deadline_ms == e[0] and not e[2].expired]
+                heapq.heapify(locks)
+                self._live_locks = len(locks)
 
     def _split(self, batch: InFlightBatch) -> None:
         for s in batch.split():
