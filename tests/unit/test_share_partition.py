@@ -628,3 +628,55 @@ def test_throttled_batch_is_delivered_alone_and_in_part() -> None:
     # its release archives it
     transition = committed(ack(sp, M2, (0, 0, [RELEASE])))
     assert transition.request.batches == (StateBatch(0, 0, ARCHIVED, 5),)
+
+
+def test_throttled_batch_ends_the_fetch_after_others() -> None:
+    sp = partition()
+    acquire(sp, M1, log((0, 4)))
+    acquire(sp, M1, log((4, 4)))
+    committed(ack(sp, M1, (0, 3, [RELEASE])))
+    committed(ack(sp, M1, (4, 7, [RELEASE])))
+    _released_n_times(sp, 4, 4, 2)  # 4..7 delivered 3 times, AVAILABLE
+    # 0..3 (delivered once) goes, the throttled 4..7 waits for the next fetch
+    assert acquire(sp, M2, log((0, 4), (4, 4)), fetch_offset=0) == [(0, 3, 2)]
+    assert acquire(sp, M2, log((4, 4)), fetch_offset=4) == [(4, 5, 4)]
+
+
+# -- record_limit re-acquisition, partly archived acknowledgements ----------------------------------
+
+
+def test_record_limit_reacquires_part_of_a_released_batch() -> None:
+    sp = partition()
+    acquire(sp, M1, log((0, 10)))
+    committed(ack(sp, M1, (0, 9, [RELEASE])))
+    got = acquire(sp, M2, log((0, 10)), max_records=3, mode=AcquireMode.RECORD_LIMIT, fetch_offset=0)
+    assert got == [(0, 2, 2)]
+    assert sp.next_fetch_offset() == 3
+    assert acquire(sp, M1, log((0, 10)), max_records=100, mode=AcquireMode.RECORD_LIMIT, fetch_offset=3) == [
+        (3, 9, 2)
+    ]
+
+
+def test_acknowledgement_reaching_below_the_start_offset() -> None:
+    sp = partition()
+    acquire(sp, M1, log((0, 10)))
+    committed(ack(sp, M1, (0, 4, [ACCEPT])))
+    assert sp.start_offset == 5
+    # a client acknowledging the whole range again: the part below the start is skipped
+    result = ack(sp, M1, (0, 9, [REJECT]))
+    transition = committed(result)
+    assert transition.request.batches == (StateBatch(5, 9, ARCHIVED, 1),)
+    assert (sp.start_offset, sp.in_flight_records()) == (10, 0)
+
+
+def test_many_renewals_keep_one_deadline() -> None:
+    sp = partition()
+    acquire(sp, M1, log((0, 10)), now_ms=0)
+    committed(ack(sp, M1, (0, 0, [ACCEPT])))  # split per offset
+    for t in range(1, 500):
+        assert ack(sp, M1, (1, 9, [RENEW]), now_ms=t) == AckResult()
+    assert sp.next_lock_deadline() == 499 + LOCK
+    assert sp.expire_locks(498 + LOCK) is None
+    transition = committed(sp.expire_locks(499 + LOCK))
+    assert transition.request.batches == (StateBatch(1, 9, AVAILABLE, 1),)
+    assert sp.next_lock_deadline() is None
