@@ -163,8 +163,11 @@ class InFlightBatch:
         if self.offset_state is not None:
             return []
         batch = self.state
+        # a lock only for acquired records (a batch split under a staged transition has the
+        # transition's new state; Kafka copies the timer there too, and it finds nothing to do)
+        deadline = batch.deadline_ms if batch.state is _ACQUIRED else None
         self.offset_state = [
-            InFlightState(batch.state, batch.delivery_count, batch.member_id, batch.deadline_ms)
+            InFlightState(batch.state, batch.delivery_count, batch.member_id, deadline)
             for _ in range(self.last_offset - self.first_offset + 1)
         ]
         batch.clear_lock()

@@ -505,6 +505,9 @@ class SharePartition:
         first = first_offset
         if not self._keys and self._end > first:
             first = self._end
+        # Not in Kafka: never below the start offset (Kafka hands out the head of a log batch the
+        # log start offset moved into when a record below it is still in flight)
+        first = max(first, self._start)
         last = last_offset
         if max_fetch < last - first + 1:
             last = self._last_offset_of_batch_with(batches, first + max_fetch - 1)
@@ -962,6 +965,7 @@ class SharePartition:
             s.expired = True
             return 0
         if s.state is not _ACQUIRED:
+            s.clear_lock()  # the timer finds nothing to release
             return 0
         target = _ARCHIVED if last < self._start else _AVAILABLE
         if not s.try_update(target, NO_OP, self.config.delivery_count_limit, ""):

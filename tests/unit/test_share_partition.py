@@ -680,3 +680,15 @@ def test_many_renewals_keep_one_deadline() -> None:
     transition = committed(sp.expire_locks(499 + LOCK))
     assert transition.request.batches == (StateBatch(1, 9, AVAILABLE, 1),)
     assert sp.next_lock_deadline() is None
+
+
+def test_nothing_below_the_start_offset_is_acquired() -> None:
+    sp = partition(start_offset=5)
+    assert acquire(sp, M1, log((5, 1))) == [(5, 5, 1)]
+    committed(sp.on_log_start_offset(7))  # DeleteRecords into the middle of the log batch 6..13
+    assert sp.next_fetch_offset() == 7
+    assert acquire(sp, M2, log((6, 8)), fetch_offset=7) == [(7, 13, 1)]
+    # the record still held below the start offset is archived when its lock runs out
+    transition = committed(sp.expire_locks(LOCK))
+    assert transition.request.batches == (StateBatch(5, 5, ARCHIVED, 1), StateBatch(7, 13, AVAILABLE, 1))
+    assert sp.delivery_complete_count == 0
