@@ -1017,6 +1017,7 @@ class SharePartition:
                 s.complete_transition(True)
                 if s.state is _AVAILABLE:
                     self._find_next = True
+            self._archive_released_below_start(staged)
             self._maybe_update_cached_state_and_offsets()
 
         return Transition(
@@ -1029,8 +1030,34 @@ class SharePartition:
             s.complete_transition(False)
             if s.state is _AVAILABLE:
                 self._find_next = True
-            if is_terminal(RecordState(b.delivery_state)) and not is_terminal(s.state):
+            was_terminal = is_terminal(RecordState(b.delivery_state))
+            if was_terminal and not is_terminal(s.state):
                 self._dcc -= self._in_flight_in_batch(b.first_offset, b.last_offset)
+            elif not was_terminal and is_terminal(s.state):
+                # Not in Kafka: a lock that ran out under the staged change archived the records
+                # at the delivery limit; counted (Kafka's count misses them)
+                self._dcc += self._in_flight_in_batch(b.first_offset, b.last_offset)
+        self._archive_released_below_start(staged)
+
+    def _archive_released_below_start(self, staged: _Staged) -> None:
+        """Not in Kafka: records made AVAILABLE by a change staged before the log start offset
+        moved past them are archived, as a release after the move archives them (Kafka would
+        deliver them again although they are below the start offset)."""
+        for s, b in staged:
+            if s.state is not _AVAILABLE or s.rollback is not None or b.first_offset >= self._start:
+                continue
+            if b.last_offset < self._start:
+                s.archive()
+                continue
+            batch = self._floor(b.first_offset)
+            if batch is None or batch.batch_state is not s:
+                continue
+            self._split(batch)
+            for offset, state in batch.offsets():
+                if offset >= self._start:
+                    break
+                if state.state is _AVAILABLE and state.rollback is None:
+                    state.archive()
 
     def _maybe_update_cached_state_and_offsets(self) -> bool:
         """maybeUpdateCachedStateAndOffsets: the start offset moves past a prefix of terminal
