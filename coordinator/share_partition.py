@@ -985,6 +985,8 @@ class SharePartition:
         start offset to persist (Kafka writes it with the next change; earlier is harmless)."""
         if offset <= self._start:
             return None
+        if self._gap is not None and self._gap.gap_start < offset:
+            self._gap.gap_start = offset  # Not in Kafka: the hole's records below it are gone too
         if self._keys:
             removed = self._count_terminal_below(offset)
             if self._archive_records(self._start, offset, self._batches(), _AVAILABLE, False):
@@ -1077,12 +1079,14 @@ class SharePartition:
             return True
         entry = self._floor(last_acked)
         assert entry is not None
+        previous_start = self._start
         if last_acked == entry.last_offset:
             higher = self._keys[bisect.bisect_right(self._keys, last_acked)]
             if higher > self._start:
                 self._start = higher
             if self._gap_window_active() and self._gap is not None:
-                self._start = min(self._gap.gap_start, self._start)
+                # not past the hole's never delivered records (nor back below where it was)
+                self._start = max(min(self._gap.gap_start, self._start), previous_start)
             remove_through = bisect.bisect_right(self._keys, entry.first_offset)
         else:
             if last_acked + 1 > self._start:

@@ -692,3 +692,19 @@ def test_nothing_below_the_start_offset_is_acquired() -> None:
     transition = committed(sp.expire_locks(LOCK))
     assert transition.request.batches == (StateBatch(5, 5, ARCHIVED, 1), StateBatch(7, 13, AVAILABLE, 1))
     assert sp.delivery_complete_count == 0
+
+
+def test_log_start_offset_moving_into_a_hole_of_the_persisted_state() -> None:
+    state = PartitionState(
+        state_epoch=0,
+        leader_epoch=0,
+        start_offset=0,
+        batches=(StateBatch(0, 4, ACKNOWLEDGED, 1), StateBatch(10, 14, AVAILABLE, 1)),
+    )
+    sp = partition(state)
+    assert sp.start_offset == 5
+    committed(sp.on_log_start_offset(8))
+    assert sp.next_fetch_offset() == 8
+    assert acquire(sp, M1, log((5, 5), (10, 5)), fetch_offset=8) == [(8, 9, 1), (10, 14, 2)]
+    committed(ack(sp, M1, (8, 9, [ACCEPT]), (10, 14, [ACCEPT])))
+    assert (sp.start_offset, sp.in_flight_records()) == (15, 0)
