@@ -51,23 +51,11 @@ pytestmark = [
 ]
 
 
-class _Kafka:
-    """The reference Kafka as the tests see a broker: a bootstrap address and a log tail."""
+class _Reference:
+    """The reference Kafka as the tests see a broker: its bootstrap address."""
 
-    def __init__(self, kafka: ReferenceKafka):
-        self.kafka = kafka
-        self.bootstrap = f"127.0.0.1:{kafka.port}"
-
-    def log_tail(self, lines: int = 80) -> str:
-        return self.kafka.log_tail(lines)
-
-
-class _Running:
     def __init__(self, bootstrap: str):
         self.bootstrap = bootstrap
-
-    def log_tail(self, lines: int = 80) -> str:
-        return ""
 
 
 @pytest.fixture(scope="module", params=["minibroker", "kafka"])
@@ -79,12 +67,12 @@ def share_broker(request, tmp_path_factory):
         if not reference:
             pytest.skip("the reference Kafka run is opt-in: MINIBROKER_SHARE_REFERENCE=1")
         if reference != "1":  # host:port of a reference Kafka already running with SHARE_TIMINGS
-            yield _Running(reference)
+            yield _Reference(reference)
             return
         kafka = ReferenceKafka(tmp_path_factory.mktemp("kafka"), SHARE_TIMINGS)
         kafka.start()
         try:
-            yield _Kafka(kafka)
+            yield _Reference(f"127.0.0.1:{kafka.port}")
         finally:
             if request.session.testsfailed:
                 print(kafka.log_tail(80))
@@ -101,9 +89,8 @@ def run_check(broker, scenario: str, name: str, *extra: str) -> dict[str, str]:
     proc = subprocess.run(
         java_command("ShareCheck", VERSION, *args), capture_output=True, text=True, timeout=JAVA_TIMEOUT
     )
-    assert proc.returncode == 0, (
-        f"ShareCheck {args} failed:\n{proc.stdout}\n{proc.stderr[-4000:]}\n{broker.log_tail(60)}"
-    )
+    # (the broker's log tail is printed by the fixture's teardown after a failure)
+    assert proc.returncode == 0, f"ShareCheck {args} failed:\n{proc.stdout}\n{proc.stderr[-4000:]}"
     return parse_result(proc.stdout)
 
 
@@ -195,7 +182,7 @@ def _start_holder(broker, name: str, n: int) -> tuple[subprocess.Popen, int, lis
         if remaining <= 0 or proc.poll() is not None:
             proc.kill()
             out, err = proc.communicate(timeout=30)
-            raise AssertionError(f"the holder acquired nothing:\n{out}\n{err[-4000:]}\n{broker.log_tail(60)}")
+            raise AssertionError(f"the holder acquired nothing:\n{out}\n{err[-4000:]}")
         ready, _, _ = select.select([proc.stdout], [], [], min(remaining, 1.0))
         if ready:
             line = proc.stdout.readline()
