@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 import select
 import shutil
+import signal
 import subprocess
 import time
 
@@ -217,11 +218,14 @@ def test_killed_consumer_records_are_redelivered_to_the_others(share_broker):
 
 @pytest.mark.timeout(240)
 def test_hung_consumer_records_are_redelivered_after_the_lock_duration(share_broker):
-    """A consumer that stops polling (alive, connected) while holding records: they come back to
-    the others when their acquisition lock (the group's share.record.lock.duration.ms, 2 s)
-    expires, with delivery count 2."""
+    """A consumer frozen (SIGSTOP: its connection stays open, it neither heartbeats nor fetches)
+    while holding records: they come back to the others when their acquisition lock (the group's
+    share.record.lock.duration.ms, 2 s) expires, with delivery count 2. (Frozen rather than merely
+    not polling: the client's background thread could otherwise fetch the expired records again
+    itself, and the others would see them later with delivery count 3.)"""
     n, name = 200, unique_name("share-hung")
     holder, acquired_ms, held = _start_holder(share_broker, name, n)
+    holder.send_signal(signal.SIGSTOP)
     try:
         result = run_check(share_broker, "drain", name, str(n))
     finally:
