@@ -191,6 +191,26 @@ def _start_holder(broker, name: str, n: int) -> tuple[subprocess.Popen, int, lis
     return proc, int(fields["at_ms"]), fields["records"].split(",")
 
 
+def redelivered_counts(text: str) -> dict[str, list[int]]:
+    """drain's "partition:offset/deliveryCount,..." (deliveries with a count above 1) by record."""
+    out: dict[str, list[int]] = {}
+    for item in text.split(",") if text != "none" else []:
+        key, count = item.split("/")
+        out.setdefault(key, []).append(int(count))
+    return out
+
+
+def assert_held_came_back(held: list[str], redelivered: dict[str, list[int]]) -> None:
+    """Every record the holder got (delivery count 1) reached the others again, counted as a
+    redelivery (2 when nothing else happened; a count of 3 can come from the Java client alone: a
+    consumer whose assignment changes as the others join releases the records it fetched ahead
+    for the partition it loses, before its application saw them)."""
+    assert held and all(h.endswith("/1") for h in held), held
+    for h in held:
+        key = h.rsplit("/", 1)[0]
+        assert key in redelivered, (h, redelivered)
+
+
 def _stop(proc: subprocess.Popen) -> None:
     if proc.poll() is None:
         proc.kill()
@@ -200,29 +220,27 @@ def _stop(proc: subprocess.Popen) -> None:
 @pytest.mark.timeout(240)
 def test_killed_consumer_records_are_redelivered_to_the_others(share_broker):
     """SIGKILL of a consumer holding acquired records: the two others get every record, those it
-    held with delivery count 2. (Kafka releases them when the connection closes, before the lock
-    would expire.)"""
+    held again (delivery count 2, see assert_held_came_back). (Kafka releases them when the
+    connection closes, before the lock would expire.)"""
     n, name = 200, unique_name("share-kill")
     holder, _, held = _start_holder(share_broker, name, n)
-    assert held and all(h.endswith("/1") for h in held), held
     holder.kill()
     _stop(holder)
     result = run_check(share_broker, "drain", name, str(n))
-    redelivered = set(result.pop("redelivered").split(","))
+    redelivered = redelivered_counts(result.pop("redelivered"))
     result.pop("first_redelivery_ms")
     result.pop("polled")
     assert result == {"accepted": str(n), "accepted_twice": "0", "lost": "0"}
-    assert {h.replace("/1", "/2") for h in held} <= redelivered
-    assert all(r.endswith("/2") for r in redelivered), redelivered
+    assert_held_came_back(held, redelivered)
 
 
 @pytest.mark.timeout(240)
 def test_hung_consumer_records_are_redelivered_after_the_lock_duration(share_broker):
     """A consumer frozen (SIGSTOP: its connection stays open, it neither heartbeats nor fetches)
     while holding records: they come back to the others when their acquisition lock (the group's
-    share.record.lock.duration.ms, 2 s) expires, with delivery count 2. (Frozen rather than merely
-    not polling: the client's background thread could otherwise fetch the expired records again
-    itself, and the others would see them later with delivery count 3.)"""
+    share.record.lock.duration.ms, 2 s) expires, delivered again (delivery count 2 or more). (Frozen
+    rather than merely not polling: the client's background thread could otherwise fetch the
+    expired records again itself.)"""
     n, name = 200, unique_name("share-hung")
     holder, acquired_ms, held = _start_holder(share_broker, name, n)
     holder.send_signal(signal.SIGSTOP)
@@ -230,11 +248,11 @@ def test_hung_consumer_records_are_redelivered_after_the_lock_duration(share_bro
         result = run_check(share_broker, "drain", name, str(n))
     finally:
         _stop(holder)
-    redelivered = set(result.pop("redelivered").split(","))
+    redelivered = redelivered_counts(result.pop("redelivered"))
     first = int(result.pop("first_redelivery_ms"))
     result.pop("polled")
     assert result == {"accepted": str(n), "accepted_twice": "0", "lost": "0"}
-    assert {h.replace("/1", "/2") for h in held} <= redelivered
+    assert_held_came_back(held, redelivered)
     # not before the lock expired (the broker took the lock a little before the holder saw the
     # records, hence the margin)
     assert first - acquired_ms >= LOCK_MS - 250, (first, acquired_ms)
