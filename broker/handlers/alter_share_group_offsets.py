@@ -103,9 +103,9 @@ async def handle(ctx: RequestContext, req: AlterShareGroupOffsetsRequest) -> Alt
             key = SharePartitionKey(group_id, info.topic_id, p.partition_index)
             starts.append((key, p.start_offset, answers.add(topic.topic_name, p.partition_index)))
             topics[info.topic_id] = topics.get(info.topic_id, frozenset()) | {p.partition_index}
-    error, text = await broker.coordinators.run(groups, groups.share.alter_offsets(group_id, topics))
-    if error != E.none:
-        return _refused(ctx, error, text)
+    refusal, text = await broker.coordinators.run(groups, groups.share.alter_offsets(group_id, topics))
+    if refusal != E.none:
+        return _refused(ctx, refusal, text)
     await _initialize(ctx, group_id, starts)
     return ctx.response(
         throttle_time_ms=0, error_code=E.none, error_message=None, responses=list(answers.topics.values())

@@ -41,13 +41,13 @@ async def handle(ctx: RequestContext, req: DeleteShareGroupOffsetsRequest) -> De
     if not ctx.allowed(Op.DELETE, Res.GROUP, group_id):
         return _refused(ctx, E.group_authorization_failed)
     denied = []
-    authorized = []
+    authorized: list[str] = []
     for topic in req.topics:
         if ctx.allowed(Op.READ, Res.TOPIC, topic.topic_name):
             authorized.append(topic.topic_name)
         else:
-            error = E.topic_authorization_failed
-            denied.append(_topic(topic.topic_name, error, message(error)))
+            refused = E.topic_authorization_failed
+            denied.append(_topic(topic.topic_name, refused, message(refused)))
     if not group_id:
         return _refused(ctx, E.invalid_group_id)
     groups = broker.groups
@@ -65,19 +65,19 @@ async def handle(ctx: RequestContext, req: DeleteShareGroupOffsetsRequest) -> De
             chosen[info.topic_id] = name
         else:
             failed.append(_topic(name, E.unknown_topic_or_partition, NO_OFFSETS))
-    error, text = await broker.coordinators.run(groups, groups.share.delete_offsets(group_id, list(chosen)))
-    if error != E.none:
-        return _refused(ctx, error, text)
+    refusal, text = await broker.coordinators.run(groups, groups.share.delete_offsets(group_id, list(chosen)))
+    if refusal != E.none:
+        return _refused(ctx, refusal, text)
     deleted = []
     held = share.keys_of_group(group_id)
-    for topic_id, name in chosen.items():
+    for topic_id, topic_name in chosen.items():
         keys = {SharePartitionKey(group_id, topic_id, p) for p in initialized[topic_id]}
         keys.update(key for key in held if key.topic_id == topic_id)
         error = await broker.coordinators.run(share, share.delete_state(sorted(keys)))
         if error == E.none:
-            deleted.append(_topic(name, E.none, None, topic_id))
+            deleted.append(_topic(topic_name, E.none, None, topic_id))
         else:
-            failed.append(_topic(name, error, message(error), topic_id))
+            failed.append(_topic(topic_name, error, message(error), topic_id))
     return ctx.response(
         throttle_time_ms=0, error_code=E.none, error_message=None, responses=denied + deleted + failed
     )

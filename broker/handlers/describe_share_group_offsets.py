@@ -121,7 +121,9 @@ def _topic(
     out = []
     for p in partitions:
         summary = share.read_summary(SharePartitionKey(group_id, topic_id, p))
-        entry = dict(partition_index=p, start_offset=-1, leader_epoch=0, lag=-1, error_code=E.none)
+        entry: dict[str, Any] = dict(
+            partition_index=p, start_offset=-1, leader_epoch=0, lag=-1, error_code=E.none
+        )
         if summary.error_code == E.none:
             entry["start_offset"] = summary.start_offset
             entry["leader_epoch"] = summary.leader_epoch

@@ -57,6 +57,7 @@ async def handle(ctx: RequestContext, req: OffsetCommitRequest) -> OffsetCommitR
         for p in t.partitions
     ]
     groups = ctx.broker.groups
+    results: dict[tuple[str, int], int]
     if groups.group_type(req.group_id) == "share":
         results = {
             (t, p): ErrorCode.group_id_not_found
