@@ -9,6 +9,7 @@ before (its next write is refused and it loads the new state)."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from typing import TYPE_CHECKING, Any
 
@@ -122,10 +123,19 @@ async def _initialize(
     described = broker.groups.share.describe([group_id])
     group_epoch = int(described[0].get("group_epoch", 0)) if described else 0
     share = broker.share_coordinator
-    for key, start, entry in starts:
+
+    def state_epoch(key: SharePartitionKey) -> int:
         summary = share.read_summary(key)
-        state_epoch = max(group_epoch, summary.state_epoch + 1 if summary.error_code == E.none else 0)
-        error = await broker.coordinators.run(share, share.initialize_state(key, state_epoch, start))
+        return max(group_epoch, summary.state_epoch + 1 if summary.error_code == E.none else 0)
+
+    # one operation per share-partition, run together: their writes share the fsyncs
+    errors = await asyncio.gather(
+        *(
+            broker.coordinators.run(share, share.initialize_state(key, state_epoch(key), start))
+            for key, start, _ in starts
+        )
+    )
+    for (_, _, entry), error in zip(starts, errors, strict=True):
         if error != E.none:
             entry.update(error_code=error, error_message=message(error))
 

@@ -51,22 +51,25 @@ async def handle(
         elif not ctx.allowed(Op.DESCRIBE, Res.GROUP, group.group_id):
             out.append(_group(group.group_id, [], E.group_authorization_failed))
         elif group.topics is None:
-            out.append(_group(group.group_id, _all_topics(ctx, group.group_id)))
+            if ctx.broker.groups.coordinates(group.group_id):
+                out.append(_group(group.group_id, _all_topics(ctx, group.group_id)))
+            else:  # the coordinator's read operation fails (Kafka: the error and its message)
+                out.append(_group(group.group_id, [], E.not_coordinator, message(E.not_coordinator)))
         else:
             out.append(_group(group.group_id, _named_topics(ctx, group.group_id, group.topics)))
     return ctx.response(throttle_time_ms=0, groups=out)
 
 
-def _group(group_id: str, topics: list[dict[str, Any]], error: int = E.none) -> dict[str, Any]:
-    return dict(group_id=group_id, topics=topics, error_code=error, error_message=None)
+def _group(
+    group_id: str, topics: list[dict[str, Any]], error: int = E.none, text: str | None = None
+) -> dict[str, Any]:
+    return dict(group_id=group_id, topics=topics, error_code=error, error_message=text)
 
 
 def _all_topics(ctx: RequestContext, group_id: str) -> list[dict[str, Any]]:
     """Every share-partition of the group with share state, of topics that still exist and the
     principal may DESCRIBE."""
     broker = ctx.broker
-    if not broker.groups.coordinates(group_id):
-        return []
     initialized = broker.groups.share.initialized_partitions(group_id)
     names = broker.logs.topic_names
     out = []

@@ -12,6 +12,7 @@ only then are they assignable, so the member sees them on a later heartbeat, as 
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -120,24 +121,27 @@ async def initialize_share_partitions(
     share-partition, then the group coordinator learns which ones have it (only those become
     assignable; a failed one is asked for again by a later heartbeat)."""
     share = broker.share_coordinator
+    keys = [
+        SharePartitionKey(group_id, topic_id, partition)
+        for topic_id, partitions in topics.items()
+        for partition in sorted(partitions)
+    ]
+    # one operation per share-partition, run together: their writes share the fsyncs
+    errors = await asyncio.gather(
+        *(broker.coordinators.run(share, share.initialize_state(key, state_epoch, -1)) for key in keys)
+    )
     done: dict[uuid.UUID, frozenset[int]] = {}
-    for topic_id, partitions in topics.items():
-        ok = []
-        for partition in sorted(partitions):
-            key = SharePartitionKey(group_id, topic_id, partition)
-            error = await broker.coordinators.run(share, share.initialize_state(key, state_epoch, -1))
-            if error == E.none:
-                ok.append(partition)
-            else:
-                log.warning(
-                    "share-partition state not initialized",
-                    group=group_id,
-                    topic_id=str(topic_id),
-                    partition=partition,
-                    error=E(error).name,
-                )
-        if ok:
-            done[topic_id] = frozenset(ok)
+    for key, error in zip(keys, errors, strict=True):
+        if error == E.none:
+            done[key.topic_id] = done.get(key.topic_id, frozenset()) | {key.partition}
+        else:
+            log.warning(
+                "share-partition state not initialized; a later heartbeat asks again",
+                group=group_id,
+                topic_id=str(key.topic_id),
+                partition=key.partition,
+                error=E(error).name,
+            )
     if done:
         groups = broker.groups
         await broker.coordinators.run(groups, groups.share.partitions_initialized(group_id, done))
