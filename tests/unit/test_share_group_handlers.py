@@ -166,8 +166,10 @@ class FakeGroups:
         )
         self.classic_deleted: list[str] = []
 
+    given_up: frozenset[str] = frozenset()  # groups of a __consumer_offsets partition given up
+
     def coordinates(self, group_id):
-        return True
+        return group_id not in self.given_up
 
     def group_type(self, group_id):
         return "share" if group_id in self.share.groups else self.types.get(group_id)
@@ -632,3 +634,22 @@ async def test_describe_groups_and_offset_commit_answer_a_share_group_as_kafka()
         (0, E.group_id_not_found),
         (7, E.unknown_topic_or_partition),
     ]
+
+
+async def test_groups_of_a_partition_given_up_answer_not_coordinator():
+    b = make_broker()
+    b.groups.share.groups["sg"] = share_group()
+    b.groups.given_up = frozenset({"sg"})
+    r = await call(b, share_group_heartbeat, 1, **heartbeat_fields())
+    assert r.error_code == E.not_coordinator
+    r = await call(b, share_group_describe, 1, group_ids=["sg"], include_authorized_operations=False)
+    assert r.groups[0].error_code == E.not_coordinator
+    g = (await call(b, describe_share_group_offsets, 1, groups=[dict(group_id="sg", topics=None)])).groups[0]
+    assert (g.error_code, g.error_message) == (E.not_coordinator, "This is not the correct coordinator.")
+    r = await call(b, delete_share_group_offsets, 0, group_id="sg", topics=[dict(topic_name="t1")])
+    assert r.error_code == E.not_coordinator
+    r = await call(b, alter_share_group_offsets, 0, group_id="sg", topics=[])
+    assert r.error_code == E.not_coordinator
+    r = await call(b, delete_groups, 2, groups_names=["sg"])
+    assert [(g.group_id, g.error_code) for g in r.results] == [("sg", E.not_coordinator)]
+    assert b.groups.share.calls == [] and b.share_coordinator.calls == []
