@@ -3,9 +3,7 @@ also accepts "simple" commits (generation -1, empty member id). committed_leader
 and metadata are stored and returned by OffsetFetch. v10 names topics by id: an id this broker
 does not know answers UNKNOWN_TOPIC_ID (a classic group reads the member epoch field as its
 generation, as Kafka 4.4 does). A KIP-848 consumer group's members commit with their member
-epoch (v9+; coordinator/groups.py checks it, per partition for an older epoch). A KIP-932 share
-group takes no offset commits: GROUP_ID_NOT_FOUND for every partition of an existing topic
-(Kafka's ShareGroup.validateOffsetCommit, "Group G is not a consumer group.")."""
+epoch (v9+; coordinator/groups.py checks it, per partition for an older epoch)."""
 
 from __future__ import annotations
 
@@ -57,26 +55,17 @@ async def handle(ctx: RequestContext, req: OffsetCommitRequest) -> OffsetCommitR
         for p in t.partitions
     ]
     groups = ctx.broker.groups
-    results: dict[tuple[str, int], int]
-    if groups.group_type(req.group_id) == "share":
-        results = {
-            (t, p): ErrorCode.group_id_not_found
-            if groups.manager.topic_exists(t, p)
-            else ErrorCode.unknown_topic_or_partition
-            for t, p, *_ in offsets
-        }
-    else:
-        results = await ctx.broker.coordinators.run(
-            groups,
-            groups.commit_offsets(
-                req.group_id,
-                req.member_id,
-                field(req, "group_instance_id", None),
-                req.generation_id_or_member_epoch,
-                offsets,
-                ctx.api_version,
-            ),
-        )
+    results = await ctx.broker.coordinators.run(
+        groups,
+        groups.commit_offsets(
+            req.group_id,
+            req.member_id,
+            field(req, "group_instance_id", None),
+            req.generation_id_or_member_epoch,
+            offsets,
+            ctx.api_version,
+        ),
+    )
     refused = ErrorCode.group_authorization_failed if group_denied else ErrorCode.topic_authorization_failed
     results.update(
         {

@@ -1,6 +1,6 @@
 """The KIP-932 share-group handlers (broker/handlers/share_group_heartbeat.py, share_group_describe.py,
 describe_share_group_offsets.py, alter_share_group_offsets.py, delete_share_group_offsets.py and
-the share branches of list_groups.py, delete_groups.py, describe_groups.py, offset_commit.py) over
+the share branches of list_groups.py, delete_groups.py, describe_groups.py) over
 fakes of the share group coordinator and the share coordinator (the contract of
 coordinator/share_groups.py and coordinator/share_coordinator.py): Kafka 4.4's checks, messages
 and answer shapes, and the share-state flows (initialize after a heartbeat, re-initialize on
@@ -22,7 +22,6 @@ from minibroker.broker.handlers import (
     describe_groups,
     describe_share_group_offsets,
     list_groups,
-    offset_commit,
     share_group_describe,
     share_group_heartbeat,
 )
@@ -161,9 +160,7 @@ class FakeGroups:
     def __init__(self, share: FakeShareGroups, types: dict[str, str] | None = None) -> None:
         self.share = share
         self.types = types or {}
-        self.manager = SimpleNamespace(
-            share_groups=share.groups, topic_exists=lambda t, p: t == "t1" and 0 <= p < 2
-        )
+        self.manager = SimpleNamespace(share_groups=share.groups)
         self.classic_deleted: list[str] = []
 
     given_up: frozenset[str] = frozenset()  # groups of a __consumer_offsets partition given up
@@ -599,7 +596,7 @@ async def test_delete_groups_deletes_an_empty_share_groups_state_first():
     assert [c for c in b.groups.share.calls if c[0] == "delete_group"] == [("delete_group", "sg")]
 
 
-async def test_describe_groups_and_offset_commit_answer_a_share_group_as_kafka():
+async def test_describe_groups_answers_a_share_group_as_kafka():
     b = make_broker()
     b.groups.share.groups["sg"] = share_group()
     r = await call(b, describe_groups, 6, groups=["sg"], include_authorized_operations=False)
@@ -607,33 +604,6 @@ async def test_describe_groups_and_offset_commit_answer_a_share_group_as_kafka()
         E.group_id_not_found,
         "Group sg is not a classic group.",
     )
-    r = await call(
-        b,
-        offset_commit,
-        8,
-        group_id="sg",
-        generation_id_or_member_epoch=-1,
-        member_id="",
-        group_instance_id=None,
-        topics=[
-            dict(
-                name="t1",
-                partitions=[
-                    dict(
-                        partition_index=p,
-                        committed_offset=1,
-                        committed_leader_epoch=-1,
-                        committed_metadata="",
-                    )
-                    for p in (0, 7)
-                ],
-            )
-        ],
-    )
-    assert [(p.partition_index, p.error_code) for p in r.topics[0].partitions] == [
-        (0, E.group_id_not_found),
-        (7, E.unknown_topic_or_partition),
-    ]
 
 
 async def test_groups_of_a_partition_given_up_answer_not_coordinator():
