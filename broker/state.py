@@ -41,6 +41,7 @@ from minibroker.coordinator.internal_topic import InternalTopic
 from minibroker.coordinator.producer_ids import ProducerIdManager
 from minibroker.coordinator.share_coordinator import (
     SHARE_STATE_TOPIC,
+    SHARE_STATE_TOPIC_CONFIGS,
     ShareCoordinator,
     ShareCoordinatorSettings,
 )
@@ -142,6 +143,7 @@ class Broker:
                 config["share.coordinator.state.topic.num.partitions"],
                 "share.coordinator.state.topic.segment.bytes",
                 self.clock,
+                topic_configs=SHARE_STATE_TOPIC_CONFIGS,
             ),
             clock=self.clock,
         )
