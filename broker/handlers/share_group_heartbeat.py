@@ -8,7 +8,9 @@ coordinator's INVALID_REQUEST messages ("MemberId can't be empty." ...).
 After the coordinator's answer, the share-partitions it lists get their share state (Kafka's
 persisterInitialize: InitializeShareGroupState with the group epoch as state epoch and start
 offset -1, which the share-partition resolves with share.auto.offset.reset at its first fetch);
-only then are they assignable, so the member sees them on a later heartbeat, as on Kafka."""
+only then are they assignable, so the member sees them on a later heartbeat, as on Kafka. Those
+whose initialization failed are handed back (partitions_uninitialized), asked for again by the
+next heartbeat."""
 
 from __future__ import annotations
 
@@ -131,17 +133,20 @@ async def initialize_share_partitions(
         *(broker.coordinators.run(share, share.initialize_state(key, state_epoch, -1)) for key in keys)
     )
     done: dict[uuid.UUID, frozenset[int]] = {}
+    failed: dict[uuid.UUID, frozenset[int]] = {}
     for key, error in zip(keys, errors, strict=True):
-        if error == E.none:
-            done[key.topic_id] = done.get(key.topic_id, frozenset()) | {key.partition}
-        else:
+        into = done if error == E.none else failed
+        into[key.topic_id] = into.get(key.topic_id, frozenset()) | {key.partition}
+        if error != E.none:
             log.warning(
-                "share-partition state not initialized; a later heartbeat asks again",
+                "share-partition state not initialized; the next heartbeat asks again",
                 group=group_id,
                 topic_id=str(key.topic_id),
                 partition=key.partition,
                 error=E(error).name,
             )
+    groups = broker.groups
     if done:
-        groups = broker.groups
         await broker.coordinators.run(groups, groups.share.partitions_initialized(group_id, done))
+    if failed:  # Kafka's uninitializeShareGroupState: no wait for the retry interval
+        await broker.coordinators.run(groups, groups.share.partitions_uninitialized(group_id, failed))

@@ -87,6 +87,10 @@ class FakeShareGroups:
         self.calls.append(("partitions_initialized", group_id, dict(topics)))
         return CoordinatorResult(None)
 
+    def partitions_uninitialized(self, group_id, topics):
+        self.calls.append(("partitions_uninitialized", group_id, dict(topics)))
+        return CoordinatorResult(None)
+
     def describe(self, group_ids):
         return [
             dict(self.groups[g])
@@ -126,11 +130,11 @@ class FakeShareCoordinator:
     def __init__(self) -> None:
         self.summaries: dict[SharePartitionKey, StateSummary] = {}
         self.calls: list[tuple] = []
-        self.initialize_error = 0
+        self.initialize_errors: dict[SharePartitionKey, int] = {}
 
     def initialize_state(self, key, state_epoch, start_offset):
         self.calls.append(("initialize_state", key, state_epoch, start_offset))
-        return CoordinatorResult(self.initialize_error)
+        return CoordinatorResult(self.initialize_errors.get(key, 0))
 
     def delete_state(self, keys):
         self.calls.append(("delete_state", list(keys)))
@@ -316,12 +320,16 @@ async def test_heartbeat_answer_and_share_state_initialization():
 async def test_heartbeat_reports_only_partitions_whose_state_was_initialized():
     b = make_broker()
     b.groups.share.heartbeat_answer = ShareHeartbeatAnswer(
-        member_id=MEMBER, member_epoch=1, initialize={T1: frozenset({0})}, state_epoch=1
+        member_id=MEMBER, member_epoch=1, initialize={T1: frozenset({0, 1})}, state_epoch=1
     )
-    b.share_coordinator.initialize_error = E.unknown_server_error
+    b.share_coordinator.initialize_errors[SharePartitionKey("sg", T1, 0)] = E.coordinator_not_available
     r = await call(b, share_group_heartbeat, 1, **heartbeat_fields())
     assert r.error_code == 0 and r.assignment is None
-    assert [c[0] for c in b.groups.share.calls] == ["heartbeat"]  # nothing became assignable
+    # partition 1 becomes assignable; partition 0 is handed back, to be asked for again
+    assert b.groups.share.calls[1:] == [
+        ("partitions_initialized", "sg", {T1: frozenset({1})}),
+        ("partitions_uninitialized", "sg", {T1: frozenset({0})}),
+    ]
 
 
 async def test_heartbeat_leave_passes_epoch_minus_one_without_topics():
