@@ -199,19 +199,6 @@ def test_share_group_member_and_admin_apis_over_the_wire(share_broker, conn):
         },
     )
     assert commit["topics"][0]["partitions"][0]["error_code"] == GROUP_ID_NOT_FOUND
-    fetched = conn.call(
-        9,
-        8,
-        {
-            "groups": [{"group_id": group, "topics": [{"name": topic, "partition_indexes": [0]}]}],
-            "require_stable": False,
-        },
-    )
-    (g,) = fetched["groups"]
-    assert g["error_code"] == NONE  # Kafka: no offsets for a share group, and no error
-    assert [
-        (p["partition_index"], p["committed_offset"], p["error_code"]) for p in g["topics"][0]["partitions"]
-    ] == [(0, -1, NONE)]
 
     # the member leaves: Empty
     left = heartbeat(conn, group, member, -1, None)
