@@ -30,9 +30,10 @@ async def handle(ctx: RequestContext, req: DeleteGroupsRequest) -> DeleteGroupsR
     allowed = [g for g in req.groups_names if g not in denied]
     shared = [g for g in allowed if groups.group_type(g) == "share"]
     others = [g for g in allowed if g not in shared]
-    results = await ctx.broker.coordinators.run(groups, groups.delete_groups(others)) if others else {}
+    answered = await ctx.broker.coordinators.run(groups, groups.delete_groups(others)) if others else {}
     for group_id in shared:
-        results[group_id] = await delete_share_group(ctx, group_id)
+        answered[group_id] = await delete_share_group(ctx, group_id)
+    results = {g: answered[g] for g in allowed}  # in request order, share groups among the others
     results.update({g: ErrorCode.group_authorization_failed for g in denied})
     return ctx.response(
         throttle_time_ms=0,

@@ -591,12 +591,12 @@ async def test_delete_groups_deletes_an_empty_share_groups_state_first():
     b.groups.share.groups["busy"] = share_group("busy", state="Stable")
     b.groups.share.initialized["sg"] = {T1: frozenset({1})}
     b.share_coordinator.summaries[SharePartitionKey("sg", T2, 0)] = summary(3)
-    r = await call(b, delete_groups, 2, groups_names=["sg", "busy", "classic"])
-    assert {(g.group_id, g.error_code) for g in r.results} == {
+    r = await call(b, delete_groups, 2, groups_names=["classic", "sg", "busy"])
+    assert [(g.group_id, g.error_code) for g in r.results] == [
+        ("classic", E.group_id_not_found),
         ("sg", 0),
         ("busy", E.non_empty_group),
-        ("classic", E.group_id_not_found),
-    }
+    ]
     assert b.groups.classic_deleted == ["classic"]
     assert b.share_coordinator.calls == [
         ("delete_state", sorted([SharePartitionKey("sg", T1, 1), SharePartitionKey("sg", T2, 0)]))
