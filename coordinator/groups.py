@@ -27,7 +27,7 @@ of a failed log dir: its groups are unloaded and answer NOT_COORDINATOR until it
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any
 from uuid import UUID
 
@@ -669,10 +669,21 @@ class GroupCoordinator:
         duty of the coordinator runtime."""
         return (yield from self.manager.expire_offsets(now_ms))
 
-    def remove_topic_offsets(self, topic: str) -> Operation[int]:
-        """A topic was deleted: its committed offsets go too (an operation of the coordinator
-        runtime, as DeleteTopics runs it)."""
-        return (yield from self.manager.remove_topic_offsets(topic))
+    def remove_topic_offsets(self, topic: str, topic_id: UUID | None = None) -> Operation[int]:
+        """A topic was deleted: its committed offsets go too, and share groups forget its
+        share-partitions (record 15; the share coordinator deletes their state). An operation of
+        the coordinator runtime, as DeleteTopics runs it; how many offsets were removed."""
+        removed = yield from self.manager.remove_topic_offsets(topic)
+        if topic_id is not None:
+            yield from self.share.topics_deleted((topic_id,))
+        return removed
+
+    def on_topics_changed(self, created: Collection[str] = (), changed: Collection[str] = ()) -> None:
+        """Topics were created, or changed partition counts or were deleted: KIP-848 regexes are
+        resolved again, consumer and share groups subscribed to one refresh their metadata at
+        their next heartbeat (a rebalance; new share-partitions are initialized)."""
+        self.consumer.on_topics_changed(created=created, changed=changed)
+        self.share.on_topics_changed(created=created, changed=changed)
 
     # ===========================================================================================
     # Startup and shutdown

@@ -95,6 +95,7 @@ class ShareCoordinatorSettings(NamedTuple):
     snapshot_update_records_per_snapshot: int = 500  # share.coordinator.snapshot.update.records.per.snapshot
     # share.coordinator.cold.partition.snapshot.interval.ms
     cold_partition_snapshot_interval_ms: int = 300_000
+    prune_interval_ms: int = 300_000  # share.coordinator.state.topic.prune.interval.ms
 
 
 class ShareCoordinator:
