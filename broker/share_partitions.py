@@ -141,6 +141,7 @@ class SharePartitionManager:
         self._deadlines: dict[SharePartitionKey, tuple[int, TimerHandle]] = {}
         #: releases under way per group: a share-partition let go is loaded again after them
         self._releasing: dict[str, set[asyncio.Task[None]]] = {}
+        self._writes: set[asyncio.Task[tuple[int, str | None]]] = set()  # start offset moves
         #: for metrics (broker/metrics.py)
         self.counters: dict[str, int] = {
             "lock_expiries": 0,
@@ -404,10 +405,25 @@ class SharePartitionManager:
         try:
             result = plog.read(offset, max_bytes, 1 if committed else 0)
         except KafkaStorageError as exc:
-            if exc.error_code == ErrorCode.offset_out_of_range:
+            if exc.error_code != ErrorCode.offset_out_of_range:
+                return exc.error_code
+            # the log start moved past the share-partition (retention, DeleteRecords): Kafka's
+            # updateCacheAndOffsets to the earliest offset, then the log is read from there
+            if not self._log_start_moved(sp, plog.log_start_offset) or sp.next_fetch_offset() == offset:
                 return _Read([], 0, ())  # Kafka answers NONE with no records
-            return exc.error_code
+            return self._read(sp, topic, max_bytes)
         return _Read(result.chunks, sum(c.length for c in result.chunks), result.aborted or ())
+
+    def _log_start_moved(self, sp: SharePartition, offset: int) -> bool:
+        """AVAILABLE records below the log start are archived and the start offset moves there;
+        persisted in the background (Kafka writes it with the next change)."""
+        transition = sp.on_log_start_offset(offset)
+        if transition is None:
+            return False
+        task = asyncio.get_running_loop().create_task(self.persist(sp, transition))
+        self._writes.add(task)
+        task.add_done_callback(self._writes.discard)
+        return True
 
     def acquirable(self, sp: SharePartition) -> bool:
         """Kafka's canAcquireRecords: records to deliver again below the end, or room under

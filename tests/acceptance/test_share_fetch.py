@@ -350,3 +350,29 @@ def test_two_members_share_a_partition_without_overlap(b: Any) -> None:
     finally:
         for m in members:
             m.close()
+def test_a_log_start_past_the_share_partition_moves_its_start(b: Any) -> None:
+    """DeleteRecords past the next fetch offset: the fetch reads from the new log start (Kafka's
+    updateCacheAndOffsets on OFFSET_OUT_OF_RANGE); records still acquired stay the member's."""
+    topic, group = setup_group(b, 10)
+    m = Member(b, group, topic)
+    try:
+        m.join()
+        assert acquired(m.fetch()) == [(0, 9, 1)]
+        m.acknowledge([(0, 4, [ACCEPT])])
+        with WireClient.to(b) as wc:
+            for start in (10, 15):
+                batch = build_batch([(None, b"w%d" % i, None) for i in range(start, start + 5)])
+                assert wc.produce(topic, 0, batch).error_code == 0
+        deleted = m.conn.call(
+            21,
+            2,
+            {
+                "topics": [{"name": topic, "partitions": [{"partition_index": 0, "offset": 15}]}],
+                "timeout": 5000,
+            },
+        )
+        assert deleted["topics"][0]["partitions"][0]["error_code"] == NONE, deleted
+        assert acquired(m.fetch()) == [(15, 19, 1)]
+        assert m.acknowledge([(5, 9, [ACCEPT]), (15, 19, [ACCEPT])])["error_code"] == NONE
+    finally:
+        m.close()
