@@ -425,13 +425,6 @@ class SharePartitionManager:
         task.add_done_callback(self._writes.discard)
         return True
 
-    def acquirable(self, sp: SharePartition) -> bool:
-        """Kafka's canAcquireRecords: records to deliver again below the end, or room under
-        share.partition.max.record.locks."""
-        if sp.next_fetch_offset() != sp.end_offset + 1:
-            return True
-        return sp.in_flight_records() < sp.config.max_record_locks
-
     async def fetch(
         self,
         member_id: str,
@@ -454,7 +447,7 @@ class SharePartitionManager:
             ready = [
                 (sp, topic)
                 for sp, topic in wanted
-                if self.partitions.get(sp.key) is sp and self.acquirable(sp)
+                if self.partitions.get(sp.key) is sp and sp.can_acquire_records()
             ]
             reads: list[tuple[SharePartition, _Read | int]] = []
             total = 0

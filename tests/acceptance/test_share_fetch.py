@@ -350,6 +350,8 @@ def test_two_members_share_a_partition_without_overlap(b: Any) -> None:
     finally:
         for m in members:
             m.close()
+
+
 def test_a_log_start_past_the_share_partition_moves_its_start(b: Any) -> None:
     """DeleteRecords past the next fetch offset: the fetch reads from the new log start (Kafka's
     updateCacheAndOffsets on OFFSET_OUT_OF_RANGE); records still acquired stay the member's."""

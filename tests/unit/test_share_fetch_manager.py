@@ -152,6 +152,11 @@ class FakeSharePartition:
         }
         return FakeTransition(self, changes) if changes else None
 
+    def can_acquire_records(self) -> bool:
+        if self.next_fetch_offset() != self.end_offset + 1:
+            return True
+        return self.in_flight_records() < self.config.max_record_locks
+
     def next_lock_deadline(self) -> int | None:
         deadlines = [r[3] for r in self.records.values() if r[0] == RecordState.ACQUIRED and r[3] is not None]
         return min(deadlines, default=None)
