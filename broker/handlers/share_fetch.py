@@ -49,7 +49,7 @@ from minibroker.protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
     from minibroker.broker.api_types import ShareFetchRequest, ShareFetchResponse
-    from minibroker.broker.context import HandlerServices, RequestContext
+    from minibroker.broker.context import RequestContext
     from minibroker.broker.share_sessions import ShareSession
     from minibroker.coordinator.share_partition import SharePartition
 
@@ -86,14 +86,6 @@ def _renew_problems(req: ShareFetchRequest) -> str:
     return text
 
 
-def _ensure_wired(broker: HandlerServices) -> None:
-    """The session cache tells the share-partitions when a connection's session goes."""
-    sessions = broker.share_sessions
-    if sessions.on_member_leave is None:
-        sessions.on_member_leave = broker.share_partitions.release_member
-        sessions.on_group_empty = broker.share_partitions.forget_group
-
-
 def _refusal(ctx: RequestContext, req: ShareFetchRequest) -> ErrorCode | None:
     """The top-level checks before the share session (KafkaApis's order)."""
     if not share_groups_enabled(ctx.broker):
@@ -126,7 +118,6 @@ async def handle(ctx: RequestContext, req: ShareFetchRequest) -> ShareFetchRespo
     group_id, member_id = req.group_id, req.member_id
     assert group_id is not None and member_id is not None
     is_renew_ack = version >= 2 and bool(field(req, "is_renew_ack", False))
-    _ensure_wired(broker)
     names = broker.logs.topic_names
     epoch = req.share_session_epoch
     acknowledging = any(p.acknowledgement_batches for t in req.topics for p in t.partitions)

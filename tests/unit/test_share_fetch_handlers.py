@@ -39,6 +39,9 @@ class Env:
             share_sessions=ShareSessionCache(limit, ManualClock()),
             share_partitions=self.s.manager,
         )
+        sessions = self.broker.share_sessions  # wired as broker/state.py wires them
+        sessions.on_member_leave = self.s.manager.release_member
+        sessions.on_group_empty = self.s.manager.forget_group
 
     async def fetch(self, version: int = 1, connection_id: int = 1, **fields: Any) -> Any:
         values: dict[str, Any] = dict(
