@@ -1,0 +1,513 @@
+"""Shared pieces of the share-group (KIP-932) acceptance tests.
+
+The same test runs against minibroker (default) or against the reference Apache Kafka 4.4.0 the
+conformance suite starts (conformance/reference_kafka.py): `MINIBROKER_SHARE_TARGET=kafka` makes
+`share_broker_factory` start Kafka, so the expectations of every share-group test are checked on
+Kafka itself. Both get the same broker properties (SHARE_BROKER: Kafka's property names, short
+timings); minibroker also gets `share.version=1`.
+
+Helpers: group configs through IncrementalAlterConfigs on the GROUP resource (type 32), N keyed
+records produced and acknowledged, and `ShareMember`, a confluent-kafka `ShareConsumer` in a thread
+that records every delivery (with its delivery count) and every acknowledgement the broker
+confirmed (through the acknowledgement commit callback).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from conformance.wire import Connection
+from tests.support.broker import BrokerFactory
+from tests.support.helpers import wait_until
+
+#: Broker properties for fast share-group tests, valid on both brokers (Kafka's names).
+SHARE_BROKER: dict[str, object] = {
+    "offsets.topic.num.partitions": 1,
+    "share.coordinator.state.topic.num.partitions": 1,
+    "group.share.min.session.timeout.ms": 1000,
+    "group.share.session.timeout.ms": 6000,
+    "group.share.min.heartbeat.interval.ms": 100,
+    "group.share.heartbeat.interval.ms": 300,
+    "group.share.assignment.interval.ms": 0,
+    "group.share.min.record.lock.duration.ms": 1000,
+    "group.share.record.lock.duration.ms": 30000,
+}
+#: What minibroker needs on top: share groups are not finalized yet.
+MINIBROKER_ONLY: dict[str, object] = {"minibroker.features": "share.version=1"}
+
+TARGET = os.environ.get("MINIBROKER_SHARE_TARGET", "minibroker")
+WAIT = 60.0
+
+INCREMENTAL_ALTER_CONFIGS, DESCRIBE_CONFIGS, SHARE_GROUP_DESCRIBE = 44, 32, 77
+GROUP_RESOURCE = 32
+ACCEPT, RELEASE, REJECT = 1, 2, 3
+
+
+# ----------------------------------------------------------------------------- brokers
+class ReferenceBroker:
+    """The reference Kafka 4.4.0 with the interface the share tests use from minibroker's
+    BrokerProcess: bootstrap, start (again on the same data and port after a kill), kill,
+    cleanup, log_tail."""
+
+    def __init__(self, workdir: Path, overrides: dict[str, object]):
+        from conformance.reference_kafka import ReferenceKafka  # noqa: PLC0415 - needs java only here
+
+        workdir.mkdir(parents=True, exist_ok=True)
+        self.ref = ReferenceKafka(workdir, overrides)
+        self.starts = 0
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.ref.port}"
+
+    @property
+    def address(self) -> tuple[str, int]:
+        return self.ref.address
+
+    @property
+    def pid(self) -> int:
+        assert self.ref.proc is not None
+        return self.ref.proc.pid
+
+    @property
+    def running(self) -> bool:
+        return self.ref.proc is not None and self.ref.proc.poll() is None
+
+    def start(self) -> ReferenceBroker:
+        if self.starts == 0:
+            self.ref.start()
+        else:  # a restart keeps kafka-data (ReferenceKafka.start would copy a fresh one)
+            from conformance.reference_kafka import ensure_jars  # noqa: PLC0415
+            from conformance.wire import wait_until_serving  # noqa: PLC0415
+
+            out = open(self.ref.log_path, "ab")
+            self.ref.proc = subprocess.Popen(
+                self.ref._java(
+                    ensure_jars(),
+                    "kafka.Kafka",
+                    str(self.ref.workdir / "server.properties"),
+                    logs_dir=self.ref.workdir,
+                ),
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+            out.close()
+            wait_until_serving(self.ref.address, self.ref.proc, 240, self.ref.log_path)
+        self.starts += 1
+        return self
+
+    def kill(self) -> None:
+        if self.running:
+            self.ref.proc.send_signal(signal.SIGKILL)
+            self.ref.proc.wait(30)
+
+    def cleanup(self) -> int | None:
+        rc = None
+        if self.running:
+            self.ref.stop()
+            rc = 0
+        return rc
+
+    def log_tail(self, lines: int = 80) -> str:
+        return self.ref.log_tail(lines)
+
+
+class ShareBrokerFactory:
+    """Starts the brokers of one test on the target (minibroker or the reference Kafka) and tears
+    them down; `factory(overrides)` takes broker properties on top of SHARE_BROKER."""
+
+    def __init__(self, base_dir: Path, target: str = TARGET):
+        self.target = target
+        self.base_dir = base_dir
+        self.minibrokers = BrokerFactory(base_dir)
+        self.references: list[ReferenceBroker] = []
+
+    @property
+    def is_kafka(self) -> bool:
+        return self.target == "kafka"
+
+    def __call__(self, overrides: dict[str, object] | None = None, **kw):
+        props = {**SHARE_BROKER, **(overrides or {})}
+        if self.is_kafka:
+            ref = ReferenceBroker(self.base_dir / f"kafka{len(self.references)}", props)
+            self.references.append(ref)
+            return ref.start()
+        return self.minibrokers({**MINIBROKER_ONLY, **props}, **kw)
+
+    def teardown(self, failed: bool) -> None:
+        for ref in self.references:
+            if failed:
+                print(ref.log_tail(60), file=sys.stderr)
+            ref.cleanup()
+        self.minibrokers.teardown(failed)
+
+
+@pytest.fixture
+def share_broker_factory(request, tmp_path):
+    """Import this fixture into a test module (`from tests.support.share import
+    share_broker_factory  # noqa: F401`)."""
+    if TARGET == "kafka" and not _has_java():
+        pytest.skip("MINIBROKER_SHARE_TARGET=kafka needs a JDK")
+    factory = ShareBrokerFactory(tmp_path)
+    yield factory
+    node = request.node
+    failed = any(getattr(getattr(node, f"rep_{w}", None), "failed", False) for w in ("setup", "call"))
+    factory.teardown(failed)
+
+
+def _has_java() -> bool:
+    import shutil  # noqa: PLC0415
+
+    return shutil.which("java") is not None
+
+
+# ----------------------------------------------------------------------------- admin
+def create_topic(bootstrap: str, topic: str, partitions: int, configs: dict[str, str] | None = None) -> None:
+    """Create `topic` with confluent-kafka's AdminClient and wait until every partition has a
+    leader in Metadata (both brokers)."""
+    from confluent_kafka.admin import AdminClient, NewTopic  # noqa: PLC0415
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, partitions, 1, config=configs or {})])[topic].result(30)
+
+    def ready() -> bool:
+        md = admin.list_topics(topic, timeout=5)
+        t = md.topics.get(topic)
+        return bool(
+            t is not None
+            and t.error is None
+            and len(t.partitions) == partitions
+            and all(p.leader >= 0 for p in t.partitions.values())
+        )
+
+    wait_until(ready, WAIT, message=f"topic {topic} with {partitions} partitions led")
+
+
+def set_group_configs(bootstrap: str, group: str, configs: dict[str, str]) -> None:
+    """IncrementalAlterConfigs (SET) of share-group configs on the GROUP resource, then wait
+    until DescribeConfigs shows them (Kafka applies config changes asynchronously)."""
+    host, port = bootstrap.rsplit(":", 1)
+    conn = Connection((host, int(port)))
+    try:
+        answer = conn.call(
+            INCREMENTAL_ALTER_CONFIGS,
+            1,
+            {
+                "resources": [
+                    {
+                        "resource_type": GROUP_RESOURCE,
+                        "resource_name": group,
+                        "configs": [
+                            {"name": k, "config_operation": 0, "value": v} for k, v in configs.items()
+                        ],
+                    }
+                ],
+                "validate_only": False,
+            },
+        )
+        (result,) = answer["responses"]
+        assert int(result["error_code"]) == 0, result
+
+        def applied() -> bool:
+            described = conn.call(
+                DESCRIBE_CONFIGS,
+                4,
+                {
+                    "resources": [
+                        {
+                            "resource_type": GROUP_RESOURCE,
+                            "resource_name": group,
+                            "configuration_keys": list(configs),
+                        }
+                    ],
+                    "include_synonyms": False,
+                    "include_documentation": False,
+                },
+            )
+            (res,) = described["results"]
+            values = {c["name"]: c["value"] for c in res["configs"]}
+            return int(res["error_code"]) == 0 and all(values.get(k) == v for k, v in configs.items())
+
+        wait_until(applied, WAIT, message=f"group {group} configs {configs} applied")
+    finally:
+        conn.close()
+
+
+def describe_group(bootstrap: str, group: str) -> dict:
+    """ShareGroupDescribe v1 of `group` on the (single) broker: the group's entry, plain."""
+    host, port = bootstrap.rsplit(":", 1)
+    conn = Connection((host, int(port)))
+    try:
+        answer = conn.call(
+            SHARE_GROUP_DESCRIBE, 1, {"group_ids": [group], "include_authorized_operations": False}
+        )
+    finally:
+        conn.close()
+    (entry,) = answer["groups"]
+    return entry
+
+
+def assigned_members(bootstrap: str, group: str) -> dict[str, set[int]]:
+    """{member id: assigned partition numbers} of a share group (ShareGroupDescribe)."""
+    entry = describe_group(bootstrap, group)
+    if int(entry["error_code"]) != 0:
+        return {}
+    return {
+        m["member_id"]: {p for t in m["assignment"]["topic_partitions"] for p in t["partitions"]}
+        for m in entry["members"]
+    }
+
+
+# ----------------------------------------------------------------------------- records
+def record_value(i: int) -> str:
+    return f"v-{i}"
+
+
+def produce_keyed(
+    bootstrap: str, topic: str, count: int, partitions: int, start: int = 0, **producer_config
+) -> dict[str, tuple[int, int]]:
+    """Records start..start+count-1 (key `k-i`, value `v-i`), partition i % partitions, acked
+    by the broker: {value: (partition, offset)}."""
+    from confluent_kafka import Producer  # noqa: PLC0415
+
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5, **producer_config})
+    placed: dict[str, tuple[int, int]] = {}
+    errors: list[object] = []
+
+    def delivered(err, msg) -> None:
+        if err is not None:
+            errors.append(err)
+        else:
+            placed[msg.value().decode()] = (msg.partition(), msg.offset())
+
+    for i in range(start, start + count):
+        producer.produce(
+            topic,
+            key=f"k-{i}".encode(),
+            value=record_value(i).encode(),
+            partition=i % partitions,
+            on_delivery=delivered,
+        )
+        if i % 1000 == 999:
+            producer.poll(0)
+    assert producer.flush(60) == 0 and not errors, errors[:5]
+    assert len(placed) == count
+    return placed
+
+
+# ----------------------------------------------------------------------------- consumers
+class Delivery(tuple):
+    """(partition, offset, value, delivery_count, member)."""
+
+    __slots__ = ()
+
+    def __new__(cls, partition: int, offset: int, value: str, count: int | None, member: str):
+        return super().__new__(cls, (partition, offset, value, count, member))
+
+    partition = property(lambda self: self[0])
+    offset = property(lambda self: self[1])
+    value = property(lambda self: self[2])
+    count = property(lambda self: self[3])
+    member = property(lambda self: self[4])
+
+
+#: decides the acknowledgement of a delivery in explicit mode (ACCEPT, RELEASE, REJECT) or None:
+#: keep the record acquired and stop polling (the member holds it until it is stopped)
+Policy = Callable[[Delivery], "int | None"]
+
+
+class ShareMember:
+    """A confluent-kafka ShareConsumer polling in a thread.
+
+    `deliveries`: every record handed to the application. `acked`: {(partition, offset): [(member,
+    ack type)]} for acknowledgements the broker confirmed (the acknowledgement commit callback
+    without an error). `ack_errors`: the callback's errors. In explicit mode `policy` decides each
+    record's acknowledgement and the member commits synchronously after each poll; a None from
+    the policy makes the member hold the poll's records (acquired, unacknowledged) from then on."""
+
+    def __init__(
+        self,
+        bootstrap: str,
+        group: str,
+        topics: list[str],
+        name: str,
+        *,
+        policy: Policy | None = None,
+        config: dict | None = None,
+    ) -> None:
+        from confluent_kafka import ShareConsumer  # noqa: PLC0415
+
+        self.name = name
+        self.policy = policy
+        self.explicit = policy is not None
+        self.consumer = ShareConsumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": group,
+                "client.id": name,
+                "share.acknowledgement.mode": "explicit" if self.explicit else "implicit",
+                **(config or {}),
+            }
+        )
+        self.topics = topics
+        self.deliveries: list[Delivery] = []
+        self.acked: dict[tuple[int, int], list[tuple[str, int]]] = {}
+        self.ack_errors: list[str] = []
+        self.errors: list[str] = []
+        self.holding = threading.Event()
+        self._pending_types: dict[tuple[int, int], int] = {}
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+
+    def start(self) -> ShareMember:
+        self.consumer.set_acknowledgement_commit_callback(self._committed)
+        self.consumer.subscribe(self.topics)
+        self._thread.start()
+        return self
+
+    def _committed(self, offsets, exc) -> None:
+        with self._lock:
+            if exc is not None:
+                self.ack_errors.append(str(exc))
+                return
+            for tp, offs in offsets.items():
+                for off in offs:
+                    kind = self._pending_types.pop((tp.partition, off), ACCEPT)
+                    self.acked.setdefault((tp.partition, off), []).append((self.name, kind))
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            if self.holding.is_set():
+                self._stop.wait(0.05)
+                continue
+            try:
+                messages = self.consumer.poll(0.2)
+            except Exception as exc:  # noqa: BLE001 - recorded; the test asserts on errors
+                self.errors.append(repr(exc))
+                continue
+            decided = False
+            for msg in messages:
+                if msg.error():
+                    self.errors.append(str(msg.error()))
+                    continue
+                d = Delivery(
+                    msg.partition(),
+                    msg.offset(),
+                    (msg.value() or b"").decode(),
+                    msg.delivery_count(),
+                    self.name,
+                )
+                with self._lock:
+                    self.deliveries.append(d)
+                if not self.explicit:
+                    continue
+                kind = self.policy(d)
+                if kind is None:
+                    self.holding.set()
+                    continue
+                with self._lock:
+                    self._pending_types[(d.partition, d.offset)] = kind
+                self.consumer.acknowledge(msg, kind)
+                decided = True
+            if decided and not self.holding.is_set():
+                try:
+                    self.consumer.commit_sync(30)
+                except Exception as exc:  # noqa: BLE001
+                    self.errors.append(repr(exc))
+        try:
+            self.consumer.close()  # commits pending acknowledgements, leaves the group
+        except Exception as exc:  # noqa: BLE001
+            self.errors.append(f"close: {exc!r}")
+
+    def stop(self, check: bool = True) -> None:
+        self._stop.set()
+        self._thread.join(60)
+        assert not check or not self._thread.is_alive(), f"{self.name} did not close"
+
+    @property
+    def running(self) -> bool:
+        return self._thread.is_alive()
+
+    def snapshot(self) -> list[Delivery]:
+        with self._lock:
+            return list(self.deliveries)
+
+
+def accepted(members: list[ShareMember]) -> dict[tuple[int, int], list[str]]:
+    """{(partition, offset): [members]} of the ACCEPTs the broker confirmed."""
+    out: dict[tuple[int, int], list[str]] = {}
+    for m in members:
+        with m._lock:
+            for key, acks in m.acked.items():
+                out.setdefault(key, []).extend(name for name, kind in acks if kind == ACCEPT)
+    return {k: v for k, v in out.items() if v}
+
+
+def deliveries(members: list[ShareMember]) -> list[Delivery]:
+    return [d for m in members for d in m.snapshot()]
+
+
+# ----------------------------------------------------------------------------- a member in a process
+MEMBER_SCRIPT = r"""
+import json, sys
+from confluent_kafka import ShareConsumer
+bootstrap, group, topic = sys.argv[1:4]
+c = ShareConsumer({"bootstrap.servers": bootstrap, "group.id": group, "client.id": "held",
+                   "share.acknowledgement.mode": "explicit"})
+c.subscribe([topic])
+while True:
+    got = [m for m in c.poll(0.5) if not m.error()]
+    if got:
+        print(json.dumps([[m.partition(), m.offset(), m.value().decode(), m.delivery_count()] for m in got]),
+              flush=True)
+        sys.stdin.read()  # holds the records until killed or stopped
+        break
+"""
+
+
+class ProcessMember:
+    """A ShareConsumer in its own process that acquires one poll's records and holds them
+    unacknowledged, so a test can SIGKILL (connection gone) or SIGSTOP (connection kept, silent)
+    a member with records acquired."""
+
+    def __init__(self, bootstrap: str, group: str, topic: str) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", MEMBER_SCRIPT, bootstrap, group, topic],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        self.acquired_at = 0.0
+
+    def acquired(self, timeout: float = WAIT) -> list[tuple[int, int, str, int]]:
+        """The records of its first non-empty poll: [(partition, offset, value, delivery count)]."""
+        import json  # noqa: PLC0415
+        import selectors  # noqa: PLC0415
+
+        sel = selectors.DefaultSelector()
+        sel.register(self.proc.stdout, selectors.EVENT_READ)
+        assert sel.select(timeout), f"the held member got no records within {timeout}s"
+        line = self.proc.stdout.readline()
+        self.acquired_at = time.monotonic()
+        assert line, "the held member exited"
+        return [tuple(r) for r in json.loads(line)]
+
+    def signal(self, sig: int) -> None:
+        self.proc.send_signal(sig)
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait(30)
