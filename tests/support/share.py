@@ -49,7 +49,7 @@ WAIT = 60.0
 
 INCREMENTAL_ALTER_CONFIGS, DESCRIBE_CONFIGS, SHARE_GROUP_DESCRIBE = 44, 32, 77
 GROUP_RESOURCE = 32
-ACCEPT, RELEASE, REJECT = 1, 2, 3
+GAP, ACCEPT, RELEASE, REJECT = 0, 1, 2, 3
 
 
 # ----------------------------------------------------------------------------- brokers
@@ -332,7 +332,8 @@ class ShareMember:
 
     `deliveries`: every record handed to the application. `acked`: {(partition, offset): [(member,
     ack type)]} for acknowledgements the broker confirmed (the acknowledgement commit callback
-    without an error). `ack_errors`: the callback's errors. In explicit mode `policy` decides each
+    without an error; GAP for the offsets librdkafka acknowledges without handing them to the
+    application: control records). `ack_errors`: the callback's errors. In explicit mode `policy` decides each
     record's acknowledgement and the member commits synchronously after each poll; a None from
     the policy makes the member hold the poll's records (acquired, unacknowledged) from then on."""
 
@@ -367,6 +368,7 @@ class ShareMember:
         self.errors: list[str] = []
         self.holding = threading.Event()
         self._pending_types: dict[tuple[int, int], int] = {}
+        self._delivered: set[tuple[int, int]] = set()
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
@@ -384,8 +386,11 @@ class ShareMember:
                 return
             for tp, offs in offsets.items():
                 for off in offs:
-                    kind = self._pending_types.pop((tp.partition, off), ACCEPT)
-                    self.acked.setdefault((tp.partition, off), []).append((self.name, kind))
+                    key = (tp.partition, off)
+                    # offsets never handed to the application (control records) are acknowledged
+                    # by librdkafka too: as GAP
+                    kind = self._pending_types.pop(key, ACCEPT if key in self._delivered else GAP)
+                    self.acked.setdefault(key, []).append((self.name, kind))
 
     def _run(self) -> None:
         while not self._stop.is_set():
@@ -411,6 +416,7 @@ class ShareMember:
                 )
                 with self._lock:
                     self.deliveries.append(d)
+                    self._delivered.add((d.partition, d.offset))
                 if not self.explicit:
                     continue
                 kind = self.policy(d)
