@@ -153,6 +153,13 @@ class ShareBrokerFactory:
         self.minibrokers.teardown(failed)
 
 
+def keep_port(broker) -> None:
+    """Make a restart come back on the address the clients know (the reference Kafka always
+    does; minibroker starts with --port 0 unless told)."""
+    if not isinstance(broker, ReferenceBroker):
+        broker.extra_args = ["--port", str(broker.port)]
+
+
 @pytest.fixture
 def share_broker_factory(request, tmp_path):
     """Import this fixture into a test module (`from tests.support.share import
@@ -308,18 +315,19 @@ def produce_keyed(
 
 # ----------------------------------------------------------------------------- consumers
 class Delivery(tuple):
-    """(partition, offset, value, delivery_count, member)."""
+    """(partition, offset, value, delivery_count, member, time.monotonic() when polled)."""
 
     __slots__ = ()
 
-    def __new__(cls, partition: int, offset: int, value: str, count: int | None, member: str):
-        return super().__new__(cls, (partition, offset, value, count, member))
+    def __new__(cls, partition: int, offset: int, value: str, count: int | None, member: str, at: float):
+        return super().__new__(cls, (partition, offset, value, count, member, at))
 
     partition = property(lambda self: self[0])
     offset = property(lambda self: self[1])
     value = property(lambda self: self[2])
     count = property(lambda self: self[3])
     member = property(lambda self: self[4])
+    at = property(lambda self: self[5])
 
 
 #: decides the acknowledgement of a delivery in explicit mode (ACCEPT, RELEASE, REJECT) or None:
@@ -332,7 +340,8 @@ class ShareMember:
 
     `deliveries`: every record handed to the application. `acked`: {(partition, offset): [(member,
     ack type)]} for acknowledgements the broker confirmed (the acknowledgement commit callback
-    without an error; GAP for the offsets librdkafka acknowledges without handing them to the
+    without an error; `acked_at`: when first), `in_doubt` those of a commit that failed (written
+    or not); GAP for the offsets librdkafka acknowledges without handing them to the
     application: control records). `ack_errors`: the callback's errors. In explicit mode `policy` decides each
     record's acknowledgement and the member commits synchronously after each poll; a None from
     the policy makes the member hold the poll's records (acquired, unacknowledged) from then on."""
@@ -365,6 +374,8 @@ class ShareMember:
         self.deliveries: list[Delivery] = []
         self.acked: dict[tuple[int, int], list[tuple[str, int]]] = {}
         self.ack_errors: list[str] = []
+        self.in_doubt: dict[tuple[int, int], list[tuple[str, int]]] = {}
+        self.acked_at: dict[tuple[int, int], float] = {}
         self.errors: list[str] = []
         self.holding = threading.Event()
         self._pending_types: dict[tuple[int, int], int] = {}
@@ -381,16 +392,28 @@ class ShareMember:
 
     def _committed(self, offsets, exc) -> None:
         with self._lock:
+            now = time.monotonic()
             if exc is not None:
                 self.ack_errors.append(str(exc))
-                return
             for tp, offs in offsets.items():
                 for off in offs:
                     key = (tp.partition, off)
                     # offsets never handed to the application (control records) are acknowledged
                     # by librdkafka too: as GAP
                     kind = self._pending_types.pop(key, ACCEPT if key in self._delivered else GAP)
-                    self.acked.setdefault(key, []).append((self.name, kind))
+                    if exc is not None:  # written or not: the broker did not say
+                        self.in_doubt.setdefault(key, []).append((self.name, kind))
+                    else:
+                        self.acked.setdefault(key, []).append((self.name, kind))
+                        self.acked_at.setdefault(key, now)
+
+    def _unanswered(self, partitions: set[int]) -> None:
+        """The acknowledgements of `partitions` still waiting for an answer after a failed commit
+        are in doubt (a later callback may still confirm them)."""
+        with self._lock:
+            for key, kind in self._pending_types.items():
+                if key[0] in partitions:
+                    self.in_doubt.setdefault(key, []).append((self.name, kind))
 
     def _run(self) -> None:
         while not self._stop.is_set():
@@ -413,6 +436,7 @@ class ShareMember:
                     (msg.value() or b"").decode(),
                     msg.delivery_count(),
                     self.name,
+                    time.monotonic(),
                 )
                 with self._lock:
                     self.deliveries.append(d)
@@ -429,9 +453,13 @@ class ShareMember:
                 decided = True
             if decided and not self.holding.is_set():
                 try:
-                    self.consumer.commit_sync(30)
+                    failed = {
+                        tp.partition for tp, e in self.consumer.commit_sync(30).items() if e is not None
+                    }
                 except Exception as exc:  # noqa: BLE001
                     self.errors.append(repr(exc))
+                    failed = {p for p, _ in self._pending_types}
+                self._unanswered(failed)
         try:
             self.consumer.close()  # commits pending acknowledgements, leaves the group
         except Exception as exc:  # noqa: BLE001
