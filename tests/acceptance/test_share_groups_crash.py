@@ -16,14 +16,13 @@ import time
 
 import pytest
 
-from tests.support.helpers import unique_name, wait_until
+from tests.support.helpers import create_topic, unique_name, wait_until
 from tests.support.share import (
     ACCEPT,
     RELEASE,
     WAIT,
     ShareMember,
     accepted,
-    create_topic,
     deliveries,
     keep_port,
     produce_keyed,
@@ -39,7 +38,7 @@ def test_no_accepted_record_redelivered_and_none_lost_after_a_broker_sigkill(sha
     b = share_broker_factory()
     keep_port(b)
     topic, group = unique_name("share-crash"), unique_name("share-crash-g")
-    create_topic(b.bootstrap, topic, PARTS)
+    create_topic(b, topic, PARTS)
     set_group_configs(b.bootstrap, group, {"share.auto.offset.reset": "earliest"})
     placed = produce_keyed(b.bootstrap, topic, 2000, PARTS)
 

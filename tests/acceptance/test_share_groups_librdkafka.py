@@ -21,7 +21,7 @@ from collections import Counter
 
 import pytest
 
-from tests.support.helpers import unique_name, wait_until
+from tests.support.helpers import create_topic, unique_name, wait_until
 from tests.support.share import (
     ACCEPT,
     REJECT,
@@ -31,7 +31,6 @@ from tests.support.share import (
     ShareMember,
     accepted,
     assigned_members,
-    create_topic,
     deliveries,
     produce_keyed,
     record_value,
@@ -44,7 +43,7 @@ EARLIEST = {"share.auto.offset.reset": "earliest"}
 
 def _setup(broker, partitions: int, group_configs: dict[str, str] | None = None) -> tuple[str, str]:
     topic, group = unique_name("share-rd"), unique_name("share-rd-g")
-    create_topic(broker.bootstrap, topic, partitions)
+    create_topic(broker, topic, partitions)
     set_group_configs(broker.bootstrap, group, {**EARLIEST, **(group_configs or {})})
     return topic, group
 

@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support.helpers import unique_name, wait_until
+from tests.support.helpers import create_topic, unique_name, wait_until
 from tests.support.share import (
     GAP,
     WAIT,
     ShareMember,
     accepted,
-    create_topic,
     deliveries,
     set_group_configs,
     share_broker_factory,  # noqa: F401 - the fixture
@@ -63,7 +62,7 @@ def plain(bootstrap: str, topic: str, values: list[str]) -> None:
 def test_read_committed_share_group_never_gets_aborted_records(share_broker_factory):  # noqa: F811
     b = share_broker_factory()
     topic, group = unique_name("share-rc"), unique_name("share-rc-g")
-    create_topic(b.bootstrap, topic, PARTS)
+    create_topic(b, topic, PARTS)
     set_group_configs(
         b.bootstrap, group, {"share.auto.offset.reset": "earliest", "share.isolation.level": "read_committed"}
     )

@@ -65,9 +65,15 @@ class ReferenceBroker:
         self.ref = ReferenceKafka(workdir, overrides)
         self.starts = 0
 
+    host = "127.0.0.1"
+
+    @property
+    def port(self) -> int:
+        return self.ref.port
+
     @property
     def bootstrap(self) -> str:
-        return f"127.0.0.1:{self.ref.port}"
+        return f"{self.host}:{self.ref.port}"
 
     @property
     def address(self) -> tuple[str, int]:
@@ -180,27 +186,6 @@ def _has_java() -> bool:
 
 
 # ----------------------------------------------------------------------------- admin
-def create_topic(bootstrap: str, topic: str, partitions: int, configs: dict[str, str] | None = None) -> None:
-    """Create `topic` with confluent-kafka's AdminClient and wait until every partition has a
-    leader in Metadata (both brokers)."""
-    from confluent_kafka.admin import AdminClient, NewTopic  # noqa: PLC0415
-
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_topics([NewTopic(topic, partitions, 1, config=configs or {})])[topic].result(30)
-
-    def ready() -> bool:
-        md = admin.list_topics(topic, timeout=5)
-        t = md.topics.get(topic)
-        return bool(
-            t is not None
-            and t.error is None
-            and len(t.partitions) == partitions
-            and all(p.leader >= 0 for p in t.partitions.values())
-        )
-
-    wait_until(ready, WAIT, message=f"topic {topic} with {partitions} partitions led")
-
-
 def set_group_configs(bootstrap: str, group: str, configs: dict[str, str]) -> None:
     """IncrementalAlterConfigs (SET) of share-group configs on the GROUP resource, then wait
     until DescribeConfigs shows them (Kafka applies config changes asynchronously)."""
