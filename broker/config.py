@@ -17,6 +17,7 @@ reported at once.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from minibroker.broker.features import parse_features
@@ -49,6 +50,10 @@ def _positive(v: int) -> bool:
 
 def _non_negative(v: int) -> bool:
     return v >= 0
+
+
+def _between(low: int, high: int) -> Callable[[int], bool]:
+    return lambda v: low <= v <= high
 
 
 def _known_assignors(value: str) -> bool:
@@ -544,6 +549,191 @@ PROPERTIES: dict[str, Property] = {
             "(also after a topic is created, at most every 10 s).",
             lambda v: v >= 10000,
             ">= 10000",
+        ),
+        # KIP-932 share groups (coordinator/share_groups.py, broker/share_partitions.py): Kafka's
+        # GroupCoordinatorConfig and ShareGroupConfig names, defaults and ranges; the bounds between
+        # them are checked as Kafka checks them (GroupSettings.problems). A group's share.* configs
+        # (broker/group_configs.py) override the defaults within the min/max bounds.
+        Property(
+            "group.share.session.timeout.ms",
+            "int",
+            45000,
+            "A share group member that sends no heartbeat this long is removed from its group (a "
+            "group's share.session.timeout.ms overrides it).",
+            _positive,
+            "> 0",
+        ),
+        Property(
+            "group.share.min.session.timeout.ms",
+            "int",
+            45000,
+            "Smallest share.session.timeout.ms a group may set.",
+            _positive,
+            "> 0",
+        ),
+        Property(
+            "group.share.max.session.timeout.ms",
+            "int",
+            60000,
+            "Largest share.session.timeout.ms a group may set.",
+            _positive,
+            "> 0",
+        ),
+        Property(
+            "group.share.heartbeat.interval.ms",
+            "int",
+            5000,
+            "Heartbeat interval given to share group members (a group's share.heartbeat.interval.ms "
+            "overrides it).",
+            _positive,
+            "> 0",
+        ),
+        Property(
+            "group.share.min.heartbeat.interval.ms",
+            "int",
+            5000,
+            "Smallest share.heartbeat.interval.ms a group may set.",
+            _positive,
+            "> 0",
+        ),
+        Property(
+            "group.share.max.heartbeat.interval.ms",
+            "int",
+            15000,
+            "Largest share.heartbeat.interval.ms a group may set.",
+            _positive,
+            "> 0",
+        ),
+        Property(
+            "group.share.max.size",
+            "int",
+            200,
+            "Most members in one share group.",
+            _between(1, 1000),
+            "in [1, 1000]",
+        ),
+        Property(
+            "group.share.assignors",
+            "list",
+            "simple",
+            "The server-side assignor of share groups (one; built in: simple).",
+            lambda v: v == "simple",
+            "simple",
+        ),
+        Property(
+            "group.share.assignment.interval.ms",
+            "int",
+            1000,
+            "Shortest time between two target assignments of a share group (0: at each change; a "
+            "group's share.assignment.interval.ms overrides it).",
+            _non_negative,
+            ">= 0",
+        ),
+        Property(
+            "group.share.min.assignment.interval.ms",
+            "int",
+            0,
+            "Smallest share.assignment.interval.ms a group may set.",
+            _non_negative,
+            ">= 0",
+        ),
+        Property(
+            "group.share.max.assignment.interval.ms",
+            "int",
+            15000,
+            "Largest share.assignment.interval.ms a group may set.",
+            _non_negative,
+            ">= 0",
+        ),
+        Property(
+            "group.share.assignor.offload.enable",
+            "bool",
+            True,
+            "Accepted for compatibility: assignments are computed on the coordinator's loop.",
+        ),
+        Property(
+            "group.share.record.lock.duration.ms",
+            "int",
+            30000,
+            "How long a record handed to a share group member stays acquired by it before it is "
+            "available again (a group's share.record.lock.duration.ms overrides it).",
+            _between(1000, 3600000),
+            "in [1000, 3600000]",
+        ),
+        Property(
+            "group.share.min.record.lock.duration.ms",
+            "int",
+            15000,
+            "Smallest share.record.lock.duration.ms a group may set.",
+            _between(1000, 30000),
+            "in [1000, 30000]",
+        ),
+        Property(
+            "group.share.max.record.lock.duration.ms",
+            "int",
+            60000,
+            "Largest share.record.lock.duration.ms a group may set.",
+            _between(30000, 3600000),
+            "in [30000, 3600000]",
+        ),
+        Property(
+            "group.share.delivery.count.limit",
+            "int",
+            5,
+            "Deliveries of a record to a share group before it is archived (a group's "
+            "share.delivery.count.limit overrides it).",
+            _between(2, 10),
+            "in [2, 10]",
+        ),
+        Property(
+            "group.share.min.delivery.count.limit",
+            "int",
+            2,
+            "Smallest share.delivery.count.limit a group may set.",
+            _between(2, 5),
+            "in [2, 5]",
+        ),
+        Property(
+            "group.share.max.delivery.count.limit",
+            "int",
+            10,
+            "Largest share.delivery.count.limit a group may set.",
+            _between(5, 25),
+            "in [5, 25]",
+        ),
+        Property(
+            "group.share.partition.max.record.locks",
+            "int",
+            2000,
+            "Most records of one share-partition acquired at once (a group's "
+            "share.partition.max.record.locks overrides it).",
+            _between(100, 10000),
+            "in [100, 10000]",
+        ),
+        Property(
+            "group.share.min.partition.max.record.locks",
+            "int",
+            100,
+            "Smallest share.partition.max.record.locks a group may set.",
+            _between(100, 2000),
+            "in [100, 2000]",
+        ),
+        Property(
+            "group.share.max.partition.max.record.locks",
+            "int",
+            4000,
+            "Largest share.partition.max.record.locks a group may set.",
+            _between(2000, 10000),
+            "in [2000, 10000]",
+        ),
+        Property(
+            "group.share.max.share.sessions",
+            "int",
+            2000,
+            "Most share sessions (ShareFetch/ShareAcknowledge) kept at once "
+            "(SHARE_SESSION_LIMIT_REACHED beyond).",
+            _positive,
+            "> 0",
         ),
         # observability (minibroker's own; Kafka has no equivalent property)
         Property(

@@ -4,9 +4,11 @@ DescribeConfigs as Kafka 4.4's `GroupConfig` defines them (every name of its CON
 defaults, the broker property each falls back to, the validation and its messages).
 
 A config may exist for a group that does not (Kafka keeps them in its metadata log, apart from
-the groups). The consumer group coordinator reads a group's explicit settings through
-`group_config` (coordinator.collaborators.GroupConfigSource), clamped into the broker's current
-`group.consumer.*` ranges as Kafka's `GroupConfig.evaluate` does.
+the groups). The group coordinators read a group's explicit settings through `group_config`
+(coordinator.collaborators.GroupConfigSource), clamped into the broker's current
+`group.consumer.*` / `group.share.*` ranges as Kafka's `GroupConfig.evaluate` does; the
+share-partitions read a share group's effective settings (its overrides, else the broker's
+`group.share.*` properties) through `share_partition_config`, as Kafka's ShareGroupConfigProvider.
 
 The overrides live in `<data_dir>/group-configs.json` (replaced atomically, fsynced, through the
 broker's durability path, like features.json): {"groups": {group id: {name: value text}}}.
@@ -24,6 +26,7 @@ from minibroker.broker import config_descriptions as describe
 from minibroker.broker.dynamic_config import APPEND, DELETE, SET, SUBTRACT, AlterOp, _apply_ops
 from minibroker.broker.security.checks import ConfigResource
 from minibroker.coordinator.group_settings import GroupSettings
+from minibroker.coordinator.share_types import SharePartitionConfig
 from minibroker.protocol.errors import ErrorCode
 from minibroker.storage.durable_files import atomic_write
 from minibroker.storage.errors import KafkaStorageError
@@ -245,15 +248,35 @@ GROUP_CONFIGS: Mapping[str, GroupConfigDef] = {
     ),
 }
 
-#: Kafka 4.4's fixed ranges of the share and streams settings (their broker properties'
-#: defaults: minibroker serves neither kind of group): name -> (min, max)
+#: group config -> the GroupSettings fields of its (default, min, max): the broker's
+#: group.consumer.* / group.share.* properties (GroupCoordinatorConfig, ShareGroupConfig)
+_BROKER_BOUNDED: Mapping[str, tuple[str, str, str]] = {
+    f"{kind}.{name}": (
+        f"{kind}_{field}",
+        f"{kind}_min_{field}",
+        f"{kind}_max_{field}",
+    )
+    for kind, names in (
+        ("consumer", ("session.timeout.ms", "heartbeat.interval.ms", "assignment.interval.ms")),
+        (
+            "share",
+            (
+                "session.timeout.ms",
+                "heartbeat.interval.ms",
+                "assignment.interval.ms",
+                "record.lock.duration.ms",
+                "delivery.count.limit",
+                "partition.max.record.locks",
+            ),
+        ),
+    )
+    for name in names
+    for field in (name.replace(".", "_"),)
+}
+
+#: Kafka 4.4's fixed ranges of the streams settings (their broker properties' defaults:
+#: minibroker serves no streams groups): name -> (min, max)
 _FIXED_RANGES: Mapping[str, tuple[int, int]] = {
-    "share.heartbeat.interval.ms": (5000, 15000),
-    "share.session.timeout.ms": (45000, 60000),
-    "share.record.lock.duration.ms": (15000, 60000),
-    "share.delivery.count.limit": (2, 10),
-    "share.partition.max.record.locks": (100, 4000),
-    "share.assignment.interval.ms": (0, 15000),
     "streams.heartbeat.interval.ms": (5000, 15000),
     "streams.session.timeout.ms": (45000, 60000),
     "streams.num.standby.replicas": (0, 2),
@@ -353,36 +376,51 @@ class GroupConfigs:
 
     # --- GroupConfigSource ------------------------------------------------------------------------
     def group_config(self, group_id: str) -> Mapping[str, Any]:
-        """The group's explicit configs, typed; the consumer.* ones clamped into the broker's
-        current ranges (Kafka's GroupConfig.evaluate: the broker's bounds may have moved since)."""
+        """The group's explicit configs, typed; the consumer.* and share.* ones clamped into the
+        broker's current ranges (Kafka's GroupConfig.evaluate: the broker's bounds may have moved
+        since)."""
         out: dict[str, Any] = {}
         for name, text in self.groups.get(group_id, {}).items():
             value = _parse(name, text)
-            bounds = self._range(name)
-            if bounds is not None and name.startswith("consumer."):
+            bounds = self._range(name) if name in _BROKER_BOUNDED else None
+            if bounds is not None:
                 value = min(max(value, bounds[0]), bounds[1])
             out[name] = value
         return out
 
+    def share_partition_config(self, group_id: str) -> SharePartitionConfig:
+        """A share group's effective share-partition settings: its overrides (clamped as
+        `group_config`), else the broker's group.share.* properties, else Kafka's defaults
+        (ShareGroupConfigProvider)."""
+        given = self.group_config(group_id) if group_id in self.groups else {}
+        s = self.settings
+        reset = given.get("share.auto.offset.reset", GROUP_CONFIGS["share.auto.offset.reset"].default)
+        kind, colon, duration = reset.partition(":")
+        return SharePartitionConfig(
+            record_lock_duration_ms=given.get(
+                "share.record.lock.duration.ms", s.share_record_lock_duration_ms
+            ),
+            delivery_count_limit=given.get("share.delivery.count.limit", s.share_delivery_count_limit),
+            max_record_locks=given.get(
+                "share.partition.max.record.locks", s.share_partition_max_record_locks
+            ),
+            read_committed=given.get("share.isolation.level") == "read_committed",
+            renew_enabled=given.get("share.renew.acknowledge.enable", True),
+            auto_offset_reset=kind.lower() + colon + duration.strip(),
+        )
+
     # --- what the broker falls back to -----------------------------------------------------------
     def _range(self, name: str) -> tuple[int, int] | None:
-        s = self.settings
-        if name == "consumer.heartbeat.interval.ms":
-            return s.consumer_min_heartbeat_interval_ms, s.consumer_max_heartbeat_interval_ms
-        if name == "consumer.session.timeout.ms":
-            return s.consumer_min_session_timeout_ms, s.consumer_max_session_timeout_ms
-        if name == "consumer.assignment.interval.ms":
-            return s.consumer_min_assignment_interval_ms, s.consumer_max_assignment_interval_ms
+        if name in _BROKER_BOUNDED:
+            _, low, high = _BROKER_BOUNDED[name]
+            return getattr(self.settings, low), getattr(self.settings, high)
         return _FIXED_RANGES.get(name)
 
     def broker_default(self, name: str) -> str:
         """The value a group without an override gets (the broker's property, else Kafka's)."""
-        s = self.settings
-        return {
-            "consumer.session.timeout.ms": str(s.consumer_session_timeout_ms),
-            "consumer.heartbeat.interval.ms": str(s.consumer_heartbeat_interval_ms),
-            "consumer.assignment.interval.ms": str(s.consumer_assignment_interval_ms),
-        }.get(name, GROUP_CONFIGS[name].default)
+        if name in _BROKER_BOUNDED:
+            return str(getattr(self.settings, _BROKER_BOUNDED[name][0]))
+        return GROUP_CONFIGS[name].default
 
     # --- IncrementalAlterConfigs / AlterConfigs --------------------------------------------------
     def validate(self, configs: Mapping[str, str | None]) -> dict[str, Any]:

@@ -4,7 +4,10 @@ Off unless `minibroker.metrics.port` is set. Two kinds:
 - counters and a latency histogram updated as things happen (per request, per transaction state
   change): a dict lookup and an increment each, children cached per label value;
 - gauges computed only when Prometheus scrapes, by a custom collector that reads the broker's
-  state (partition logs, transaction and group coordinators): nothing on the hot path.
+  state (partition logs, transaction and group coordinators, share groups' share-partitions and
+  sessions): nothing on the hot path. The share-partitions count their lock expiries,
+  redeliveries and acknowledgements themselves (`SharePartitionManager.counters`); the collector
+  exposes them as counters.
 - what clients push (KIP-714, broker/telemetry.py): each pushed metric as a gauge
   `minibroker_client_<metric name, dots as underscores>` labelled with the client's id, instance
   id and software, plus its point attributes; the same as JSON at `GET /telemetry`.
@@ -34,7 +37,7 @@ from prometheus_client import (
     disable_created_metrics,
     generate_latest,
 )
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 
 if TYPE_CHECKING:
@@ -265,6 +268,11 @@ def _label_name(name: str) -> str:
     return re.sub(r"[^a-zA-Z0-9_]", "_", name)
 
 
+def _state_name(state: object) -> str:
+    """A group state as Kafka names it (Empty, Stable, Dead), whether an enum or a string."""
+    return str(getattr(state, "value", state))
+
+
 def _error_name(code: int) -> str:
     try:
         return ErrorCode(code).name.upper()
@@ -287,6 +295,7 @@ class _StateCollector:
         yield from self._transactions(broker, now_ms)
         yield from self._logs(broker, now_ms)
         yield from self._groups(broker)
+        yield from self._share_groups(broker)
         yield from self._client_telemetry(broker)
         startup = GaugeMetricFamily(
             "minibroker_startup_duration_seconds",
@@ -378,10 +387,11 @@ class _StateCollector:
 
     @staticmethod
     def _groups(broker: Broker) -> Iterator[Metric]:
-        """Classic and KIP-848 consumer groups alike; `type` is the group's kind ("classic" or
-        "consumer": Kafka's group-count `protocol` tag)."""
+        """Classic, KIP-848 consumer and KIP-932 share groups alike; `type` is the group's kind
+        ("classic", "consumer" or "share": Kafka's group-count `protocol` tag). Share groups have
+        no committed offsets (their share-partitions' state is the share coordinator's)."""
         members = GaugeMetricFamily(
-            "minibroker_group_members", "Members of a consumer group.", labels=["group", "type"]
+            "minibroker_group_members", "Members of a group.", labels=["group", "type"]
         )
         counts = GaugeMetricFamily(
             "minibroker_groups",
@@ -402,6 +412,16 @@ class _StateCollector:
             (group_id, "consumer", cg.state, len(cg.members), cg.offsets)
             for group_id, cg in broker.groups.manager.consumer_groups.items()
         ]
+        groups += [
+            (
+                group_id,
+                "share",
+                _state_name(getattr(sg, "state", "Empty")),
+                len(getattr(sg, "members", ())),
+                {},
+            )
+            for group_id, sg in broker.groups.manager.share_groups.items()
+        ]
         for _, kind, state, _, _ in groups:
             by_state[(kind, state)] = by_state.get((kind, state), 0) + 1
         for group_id, kind, _, size, offsets in groups:
@@ -417,3 +437,49 @@ class _StateCollector:
         yield members
         yield counts
         yield lag
+
+    @staticmethod
+    def _share_groups(broker: Broker) -> Iterator[Metric]:
+        """The share-partitions' in-flight records and what happened to the records delivered
+        (Kafka's SharePartitionMetrics and ShareGroupMetrics), and the share sessions."""
+        partitions = broker.share_partitions
+        in_flight = getattr(partitions, "in_flight_records", None)
+        yield GaugeMetricFamily(
+            "minibroker_share_in_flight_records",
+            "Records of share-partitions acquired by share group members and not yet acknowledged "
+            "(Kafka's InFlightMessageCount).",
+            value=in_flight() if callable(in_flight) else 0,
+        )
+        counters: dict[str, int] = getattr(partitions, "counters", None) or {}
+        yield CounterMetricFamily(
+            "minibroker_share_acquisition_lock_timeouts",
+            "Acquisition locks that expired before their records were acknowledged, making them "
+            "available again (Kafka's AcquisitionLockTimeoutPerSec).",
+            value=counters.get("lock_expiries", 0),
+        )
+        yield CounterMetricFamily(
+            "minibroker_share_redeliveries",
+            "Records delivered to a share group again (released, or their lock expired).",
+            value=counters.get("redeliveries", 0),
+        )
+        acks = CounterMetricFamily(
+            "minibroker_share_record_acknowledgements",
+            "Records acknowledged by share group members, per acknowledgement type (Kafka's "
+            "RecordAcknowledgementsPerSec and its ackType tag).",
+            labels=["ack_type"],
+        )
+        for ack_type in ("accept", "release", "reject", "renew"):
+            acks.add_metric([ack_type], counters.get(f"acknowledgements_{ack_type}", 0))
+        yield acks
+        sessions = broker.share_sessions
+        yield GaugeMetricFamily(
+            "minibroker_share_sessions",
+            "Share sessions (ShareFetch/ShareAcknowledge) the broker keeps, at most "
+            "group.share.max.share.sessions (Kafka's ShareSessionsCount).",
+            value=len(getattr(sessions, "sessions", None) or ()),
+        )
+        yield CounterMetricFamily(
+            "minibroker_share_session_evictions",
+            "Share sessions removed because their connection closed (Kafka's ShareSessionEvictionsPerSec).",
+            value=getattr(sessions, "evictions", 0),
+        )

@@ -631,23 +631,8 @@ class GroupMetadataManager:
                 ]
             doomed = [tp for tp in doomed if not group.has_pending_offsets(tp)]
             remove_group = len(doomed) == len(group.offsets) and not group.pending_txn_offsets
-            if not doomed and not remove_group:
-                continue
-            if not self.is_writable(self.partition_for(group.group_id)):
-                continue  # given up after a storage failure: retried once it is loaded again
             removal = OffsetsRemoval(group.group_id, tuple(doomed), group_gone=remove_group)
-            try:
-                yield Write((removal,), durable=False)
-            except Exception as exc:  # noqa: BLE001 - retried at the next check
-                log.warning("offset expiration append failed", group=group.group_id, error=str(exc))
-                continue
-            expired_total += len(doomed)
-            log.info(
-                "expired committed offsets",
-                group=group.group_id,
-                offsets=len(doomed),
-                group_removed=remove_group,
-            )
+            expired_total += yield from self._expire(group.group_id, doomed, remove_group, [removal])
         expired_total += yield from self._expire_consumer_groups(now, retention_ms)
         return expired_total
 
@@ -668,28 +653,34 @@ class GroupMetadataManager:
                 and not _has_pending(group, tp)
             ]
             remove_group = empty and len(doomed) == len(group.offsets) and not group.pending_txn_offsets
-            if not doomed and not remove_group:
-                continue
-            if not self.is_writable(self.partition_for(group.group_id)):
-                continue  # given up after a storage failure: retried once it is loaded again
-            records: list[GroupRecord] = []
-            if remove_group:
-                records = self.consumer_group_tombstones(group.group_id)
-            else:
-                records = [OffsetsRemoval(group.group_id, tuple(doomed))]
-            try:
-                yield Write(tuple(records), durable=False)
-            except Exception as exc:  # noqa: BLE001 - retried at the next check
-                log.warning("offset expiration append failed", group=group.group_id, error=str(exc))
-                continue
-            expired_total += len(doomed)
-            log.info(
-                "expired committed offsets",
-                group=group.group_id,
-                offsets=len(doomed),
-                group_removed=remove_group,
+            gid = group.group_id
+            records = (
+                self.consumer_group_tombstones(gid) if remove_group else [OffsetsRemoval(gid, tuple(doomed))]
             )
+            expired_total += yield from self._expire(gid, doomed, remove_group, records)
         return expired_total
+
+    def _expire(
+        self,
+        group_id: str,
+        doomed: Sequence[TopicPartition],
+        remove_group: bool,
+        records: Sequence[GroupRecord],
+    ) -> Operation[int]:
+        """Write one group's expiry (`records`: its offsets' tombstones, or the group's) and
+        log it; how many offsets expired (0: nothing to do, its partition given up after a
+        storage failure, or the append failed: retried at the next check)."""
+        if not doomed and not remove_group:
+            return 0
+        if not self.is_writable(self.partition_for(group_id)):
+            return 0  # given up after a storage failure: retried once it is loaded again
+        try:
+            yield Write(tuple(records), durable=False)
+        except Exception as exc:  # noqa: BLE001 - retried at the next check
+            log.warning("offset expiration append failed", group=group_id, error=str(exc))
+            return 0
+        log.info("expired committed offsets", group=group_id, offsets=len(doomed), group_removed=remove_group)
+        return len(doomed)
 
     def remove_topic_offsets(self, topic: str) -> Operation[int]:
         """A topic was deleted: drop every group's committed offsets for it (tombstones in

@@ -77,8 +77,12 @@ class GroupSettings(NamedTuple):
         return cls(**values)
 
     def problems(self) -> list[str]:
-        """The group.consumer.* bounds that contradict each other, in Kafka's words (Kafka
-        refuses to start with any: GroupCoordinatorConfig.verifyConsumerGroupConfigs)."""
+        """The group.consumer.* and group.share.* bounds that contradict each other, in Kafka's
+        words (Kafka refuses to start with any: GroupCoordinatorConfig.verifyConsumerGroupConfigs
+        and verifyShareGroupConfigs, ShareGroupConfig.validate)."""
+        return self._consumer_problems() + self._share_problems()
+
+    def _consumer_problems(self) -> list[str]:
         p = "group.consumer."
         rules = [
             (
@@ -121,6 +125,83 @@ class GroupSettings(NamedTuple):
             (
                 self.consumer_assignment_interval_ms <= self.consumer_max_assignment_interval_ms,
                 f"{p}assignment.interval.ms must be less than or equal to {p}max.assignment.interval.ms",
+            ),
+        ]
+        return [message for ok, message in rules if not ok]
+
+    def _share_problems(self) -> list[str]:
+        p = "group.share."
+        ge, le = "must be greater than or equal to", "must be less than or equal to"
+        rules = [
+            # GroupCoordinatorConfig.verifyShareGroupConfigs
+            (
+                self.share_max_heartbeat_interval_ms >= self.share_min_heartbeat_interval_ms,
+                f"{p}max.heartbeat.interval.ms {ge} {p}min.heartbeat.interval.ms",
+            ),
+            (
+                self.share_heartbeat_interval_ms >= self.share_min_heartbeat_interval_ms,
+                f"{p}heartbeat.interval.ms {ge} {p}min.heartbeat.interval.ms",
+            ),
+            (
+                self.share_heartbeat_interval_ms <= self.share_max_heartbeat_interval_ms,
+                f"{p}heartbeat.interval.ms {le} {p}max.heartbeat.interval.ms",
+            ),
+            (
+                self.share_max_session_timeout_ms >= self.share_min_session_timeout_ms,
+                f"{p}max.session.timeout.ms {ge} {p}min.session.timeout.ms",
+            ),
+            (
+                self.share_session_timeout_ms >= self.share_min_session_timeout_ms,
+                f"{p}session.timeout.ms {ge} {p}min.session.timeout.ms",
+            ),
+            (
+                self.share_session_timeout_ms <= self.share_max_session_timeout_ms,
+                f"{p}session.timeout.ms {le} {p}max.session.timeout.ms",
+            ),
+            (
+                self.share_heartbeat_interval_ms < self.share_session_timeout_ms,
+                f"{p}heartbeat.interval.ms must be less than {p}session.timeout.ms",
+            ),
+            (
+                self.share_max_assignment_interval_ms >= self.share_min_assignment_interval_ms,
+                f"{p}max.assignment.interval.ms {ge} {p}min.assignment.interval.ms",
+            ),
+            (
+                self.share_assignment_interval_ms >= self.share_min_assignment_interval_ms,
+                f"{p}assignment.interval.ms {ge} {p}min.assignment.interval.ms",
+            ),
+            (
+                self.share_assignment_interval_ms <= self.share_max_assignment_interval_ms,
+                f"{p}assignment.interval.ms {le} {p}max.assignment.interval.ms",
+            ),
+            # ShareGroupConfig.validate
+            (
+                self.share_max_delivery_count_limit >= self.share_delivery_count_limit,
+                f"{p}max.delivery.count.limit {ge} {p}delivery.count.limit",
+            ),
+            (
+                self.share_delivery_count_limit >= self.share_min_delivery_count_limit,
+                f"{p}delivery.count.limit {ge} {p}min.delivery.count.limit",
+            ),
+            (
+                self.share_max_partition_max_record_locks >= self.share_partition_max_record_locks,
+                f"{p}max.partition.max.record.locks {ge} {p}partition.max.record.locks",
+            ),
+            (
+                self.share_partition_max_record_locks >= self.share_min_partition_max_record_locks,
+                f"{p}partition.max.record.locks {ge} {p}min.partition.max.record.locks",
+            ),
+            (
+                self.share_record_lock_duration_ms >= self.share_min_record_lock_duration_ms,
+                f"{p}record.lock.duration.ms {ge} {p}min.record.lock.duration.ms",
+            ),
+            (
+                self.share_max_record_lock_duration_ms >= self.share_record_lock_duration_ms,
+                f"{p}max.record.lock.duration.ms {ge} {p}record.lock.duration.ms",
+            ),
+            (
+                self.share_max_share_sessions >= self.share_max_size,
+                f"{p}max.share.sessions {ge} {p}max.size",
             ),
         ]
         return [message for ok, message in rules if not ok]
