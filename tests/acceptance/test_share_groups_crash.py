@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from tests.support.helpers import create_topic, unique_name, wait_until
+from tests.support.helpers import create_topic, unique_name
 from tests.support.share import (
     ACCEPT,
     RELEASE,
@@ -28,6 +28,7 @@ from tests.support.share import (
     produce_keyed,
     set_group_configs,
     share_broker_factory,  # noqa: F401 - the fixture
+    wait_for,
 )
 
 PARTS = 2
@@ -53,7 +54,7 @@ def test_no_accepted_record_redelivered_and_none_lost_after_a_broker_sigkill(sha
         policy=lambda d: RELEASE if d.count == 1 else None,
         config={"max.poll.records": 20},
     ).start()
-    wait_until(releaser.holding.is_set, WAIT, message="the releaser holds redelivered records")
+    wait_for(releaser.holding.is_set, message="the releaser holds redelivered records")
     held = {d.value for d in releaser.snapshot() if d.count == 2}
     assert held, "the RELEASEd records came back to the releaser"
     # two workers accept everything else, a poll at a time
@@ -65,15 +66,13 @@ def test_no_accepted_record_redelivered_and_none_lost_after_a_broker_sigkill(sha
     ]
     members = [releaser, *workers]
     try:
-        wait_until(
+        wait_for(
             lambda: len(accepted(workers)) >= len(placed) - len(held),
-            WAIT,
             message="the workers accepted the first records",
         )
         placed.update(produce_keyed(b.bootstrap, topic, 6000, PARTS, start=2000))
-        wait_until(
+        wait_for(
             lambda: len(accepted(workers)) >= len(placed) - len(held) - 5000,
-            WAIT,
             message="the workers accepting the second records",
         )
         b.kill()
@@ -81,9 +80,9 @@ def test_no_accepted_record_redelivered_and_none_lost_after_a_broker_sigkill(sha
         crashed_with = len(accepted(workers))
         assert crashed_with < len(placed) - len(held), "the workers accepted everything before the crash"
         b.start()
-        wait_until(
+        wait_for(
             lambda: set(accepted(workers)) | _in_doubt(workers) >= set(placed.values()),
-            WAIT * 2,
+            timeout=WAIT * 2,
             message="every record accepted after the restart",
         )
         assert len(accepted(workers)) > crashed_with

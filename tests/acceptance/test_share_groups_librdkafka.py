@@ -21,12 +21,11 @@ from collections import Counter
 
 import pytest
 
-from tests.support.helpers import create_topic, unique_name, wait_until
+from tests.support.helpers import create_topic, unique_name
 from tests.support.share import (
     ACCEPT,
     REJECT,
     RELEASE,
-    WAIT,
     ProcessMember,
     ShareMember,
     accepted,
@@ -34,11 +33,14 @@ from tests.support.share import (
     deliveries,
     produce_keyed,
     record_value,
+    request_versions,
     set_group_configs,
     share_broker_factory,  # noqa: F401 - the fixture
+    wait_for,
 )
 
 EARLIEST = {"share.auto.offset.reset": "earliest"}
+SHARE_APIS = ("ShareGroupHeartbeat", "ShareFetch", "ShareAcknowledge")
 
 
 def _setup(broker, partitions: int, group_configs: dict[str, str] | None = None) -> tuple[str, str]:
@@ -61,18 +63,17 @@ def test_three_members_share_two_partitions_and_accept_each_record_once(share_br
     members = [ShareMember(b.bootstrap, group, [topic], f"c{i}").start() for i in range(3)]
     try:
         # the simple assignor shares the two partitions among the three members: each gets one or two
-        wait_until(
+        wait_for(
             lambda: (
                 (a := assigned_members(b.bootstrap, group))
                 and len(a) == 3
                 and all(a.values())
                 and set().union(*a.values()) == {0, 1}
             ),
-            WAIT,
             message="three members, each assigned a partition, both partitions assigned",
         )
         placed = produce_keyed(b.bootstrap, topic, 10_000, 2)
-        wait_until(lambda: len(accepted(members)) >= len(placed), WAIT, message="every record accepted")
+        wait_for(lambda: len(accepted(members)) >= len(placed), message="every record accepted")
     finally:
         _stop(members)
     assert not [e for m in members for e in m.errors + m.ack_errors]
@@ -90,7 +91,7 @@ def test_three_members_share_two_partitions_and_accept_each_record_once(share_br
 
 @pytest.mark.timeout(180)
 def test_release_redelivers_with_delivery_count_two_and_reject_archives(share_broker_factory):  # noqa: F811
-    b = share_broker_factory()
+    b = share_broker_factory(minibroker={"minibroker.request.log.enable": True})
     topic, group = _setup(b, 1)
     placed = produce_keyed(b.bootstrap, topic, 20, 1)
     released, rejected = record_value(3), record_value(5)
@@ -102,10 +103,10 @@ def test_release_redelivers_with_delivery_count_two_and_reject_archives(share_br
 
     member = ShareMember(b.bootstrap, group, [topic], "explicit", policy=policy).start()
     try:
-        wait_until(lambda: len(accepted([member])) == 19, WAIT, message="19 records accepted")
+        wait_for(lambda: len(accepted([member])) == 19, message="19 records accepted")
         # a record after the rest: delivered only once nothing before it is available again
         placed.update(produce_keyed(b.bootstrap, topic, 1, 1, start=20))
-        wait_until(lambda: len(accepted([member])) == 20, WAIT, message="the last record accepted")
+        wait_for(lambda: len(accepted([member])) == 20, message="the last record accepted")
     finally:
         _stop([member])
     assert not member.errors and not member.ack_errors, member.errors + member.ack_errors
@@ -119,6 +120,10 @@ def test_release_redelivers_with_delivery_count_two_and_reject_archives(share_br
     kinds = {member.acked[placed[v]][-1][1] for v in (released, rejected)}
     assert kinds == {ACCEPT, REJECT}
     assert [k for _, k in member.acked[placed[released]]] == [RELEASE, ACCEPT]
+    if not share_broker_factory.is_kafka:  # librdkafka 2.16 speaks v1 of the share APIs
+        versions = request_versions(b, "explicit")
+        assert {"ShareGroupHeartbeat", "ShareFetch"} <= set(versions), versions
+        assert all(versions[api] == {1} for api in SHARE_APIS if api in versions), versions
 
 
 @pytest.mark.timeout(180)
@@ -131,9 +136,9 @@ def test_delivery_count_limit_reached_archives_the_record(share_broker_factory):
         b.bootstrap, group, [topic], "limit", policy=lambda d: RELEASE if d.value == poison else ACCEPT
     ).start()
     try:
-        wait_until(lambda: len(accepted([member])) == 9, WAIT, message="the other 9 records accepted")
+        wait_for(lambda: len(accepted([member])) == 9, message="the other 9 records accepted")
         placed.update(produce_keyed(b.bootstrap, topic, 1, 1, start=10))
-        wait_until(lambda: len(accepted([member])) == 10, WAIT, message="the last record accepted")
+        wait_for(lambda: len(accepted([member])) == 10, message="the last record accepted")
     finally:
         _stop([member])
     assert not member.errors and not member.ack_errors, member.errors + member.ack_errors
@@ -152,16 +157,14 @@ def test_records_of_a_closed_member_go_to_another(share_broker_factory):  # noqa
     placed = produce_keyed(b.bootstrap, topic, 30, 1)
     holder = ShareMember(b.bootstrap, group, [topic], "holder", policy=lambda d: None).start()
     try:
-        wait_until(holder.holding.is_set, WAIT, message="the holder acquired records")
+        wait_for(holder.holding.is_set, message="the holder acquired records")
         held = {d.value for d in holder.snapshot()}
         assert held
         other = ShareMember(b.bootstrap, group, [topic], "other").start()
         # the holder leaves with its records acquired
         closed_at = time.monotonic()
         holder.stop()
-        wait_until(
-            lambda: len(accepted([other])) == len(placed), WAIT, message="the other accepted every record"
-        )
+        wait_for(lambda: len(accepted([other])) == len(placed), message="the other accepted every record")
         late = time.monotonic() - closed_at
     finally:
         _stop([holder, other])
@@ -191,11 +194,9 @@ def test_records_of_a_dead_member_are_redelivered_to_the_others(share_broker_fac
         assert held and {r[3] for r in records} == {1}
         dead.signal(signal.SIGKILL if how == "sigkill" else signal.SIGSTOP)
         other = ShareMember(b.bootstrap, group, [topic], "other").start()
-        wait_until(
-            lambda: held <= {d.value for d in other.snapshot()}, WAIT, message="the held records redelivered"
-        )
+        wait_for(lambda: held <= {d.value for d in other.snapshot()}, message="the held records redelivered")
         back_after = time.monotonic() - dead.acquired_at
-        wait_until(lambda: len(accepted([other])) == len(placed), WAIT, message="every record accepted")
+        wait_for(lambda: len(accepted([other])) == len(placed), message="every record accepted")
     finally:
         if how == "sigstop":
             dead.signal(signal.SIGCONT)

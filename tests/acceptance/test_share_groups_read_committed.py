@@ -10,15 +10,15 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support.helpers import create_topic, unique_name, wait_until
+from tests.support.helpers import create_topic, unique_name
 from tests.support.share import (
     GAP,
-    WAIT,
     ShareMember,
     accepted,
     deliveries,
     set_group_configs,
     share_broker_factory,  # noqa: F401 - the fixture
+    wait_for,
 )
 
 PARTS = 2
@@ -88,16 +88,13 @@ def test_read_committed_share_group_never_gets_aborted_records(share_broker_fact
 
     members = [ShareMember(b.bootstrap, group, [topic], f"rc{i}").start() for i in range(2)]
     try:
-        wait_until(
-            lambda: len(accepted(members)) >= len(expected), WAIT, message="every committed record accepted"
-        )
+        wait_for(lambda: len(accepted(members)) >= len(expected), message="every committed record accepted")
         seen = {d.value for d in deliveries(members)}
         assert not seen & set(pending), "records of an open transaction delivered"
         txns.commit()
         expected += pending
-        wait_until(
+        wait_for(
             lambda: len(accepted(members)) >= len(expected),
-            WAIT,
             message="the records of the committed transaction accepted",
         )
     finally:

@@ -46,6 +46,8 @@ MINIBROKER_ONLY: dict[str, object] = {"minibroker.features": "share.version=1"}
 
 TARGET = os.environ.get("MINIBROKER_SHARE_TARGET", "minibroker")
 WAIT = 60.0
+#: the ShareMembers of the running test (their errors explain a wait that timed out)
+_MEMBERS: list[ShareMember] = []
 
 INCREMENTAL_ALTER_CONFIGS, DESCRIBE_CONFIGS, SHARE_GROUP_DESCRIBE = 44, 32, 77
 GROUP_RESOURCE = 32
@@ -143,13 +145,16 @@ class ShareBrokerFactory:
     def is_kafka(self) -> bool:
         return self.target == "kafka"
 
-    def __call__(self, overrides: dict[str, object] | None = None, **kw):
+    def __call__(
+        self, overrides: dict[str, object] | None = None, *, minibroker: dict[str, object] | None = None, **kw
+    ):
+        """`minibroker`: properties only minibroker gets (its own, e.g. the request log)."""
         props = {**SHARE_BROKER, **(overrides or {})}
         if self.is_kafka:
             ref = ReferenceBroker(self.base_dir / f"kafka{len(self.references)}", props)
             self.references.append(ref)
             return ref.start()
-        return self.minibrokers({**MINIBROKER_ONLY, **props}, **kw)
+        return self.minibrokers({**MINIBROKER_ONLY, **props, **(minibroker or {})}, **kw)
 
     def teardown(self, failed: bool) -> None:
         for ref in self.references:
@@ -157,6 +162,23 @@ class ShareBrokerFactory:
                 print(ref.log_tail(60), file=sys.stderr)
             ref.cleanup()
         self.minibrokers.teardown(failed)
+
+
+def request_versions(broker, client_id: str) -> dict[str, set[int]]:
+    """{api name: versions} of the requests `client_id` sent, from minibroker's request log
+    (`minibroker.request.log.enable`); empty on the reference Kafka."""
+    import json  # noqa: PLC0415
+
+    out: dict[str, set[int]] = {}
+    if isinstance(broker, ReferenceBroker):
+        return out
+    for line in broker.log_text().splitlines():
+        if '"event": "request"' not in line or client_id not in line:
+            continue
+        entry = json.loads(line)
+        if entry.get("client_id") == client_id:
+            out.setdefault(entry["api"], set()).add(entry["api_version"])
+    return out
 
 
 def keep_port(broker) -> None:
@@ -173,7 +195,9 @@ def share_broker_factory(request, tmp_path):
     if TARGET == "kafka" and not _has_java():
         pytest.skip("MINIBROKER_SHARE_TARGET=kafka needs a JDK")
     factory = ShareBrokerFactory(tmp_path)
+    _MEMBERS.clear()
     yield factory
+    _MEMBERS.clear()
     node = request.node
     failed = any(getattr(getattr(node, f"rep_{w}", None), "failed", False) for w in ("setup", "call"))
     factory.teardown(failed)
@@ -368,6 +392,7 @@ class ShareMember:
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        _MEMBERS.append(self)
 
     def start(self) -> ShareMember:
         self.consumer.set_acknowledgement_commit_callback(self._committed)
@@ -462,6 +487,16 @@ class ShareMember:
     def snapshot(self) -> list[Delivery]:
         with self._lock:
             return list(self.deliveries)
+
+
+def wait_for(predicate, message: str, timeout: float = WAIT):
+    """wait_until, and on a timeout the errors the test's members saw (client and
+    acknowledgement errors), which usually say why."""
+    try:
+        return wait_until(predicate, timeout, message=message)
+    except AssertionError as exc:
+        seen = {m.name: (m.errors + m.ack_errors)[-5:] for m in _MEMBERS if m.errors or m.ack_errors}
+        raise AssertionError(f"{exc}; the members' last errors: {seen or 'none'}") from None
 
 
 def accepted(members: list[ShareMember]) -> dict[tuple[int, int], list[str]]:
