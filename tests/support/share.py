@@ -292,20 +292,20 @@ def record_value(i: int) -> str:
 
 def produce_keyed(
     bootstrap: str, topic: str, count: int, partitions: int, start: int = 0, **producer_config
-) -> dict[str, tuple[int, int]]:
+) -> dict[str, tuple[str, int, int]]:
     """Records start..start+count-1 (key `k-i`, value `v-i`), partition i % partitions, acked
-    by the broker: {value: (partition, offset)}."""
+    by the broker: {value: (topic, partition, offset)}."""
     from confluent_kafka import Producer  # noqa: PLC0415
 
     producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5, **producer_config})
-    placed: dict[str, tuple[int, int]] = {}
+    placed: dict[str, tuple[str, int, int]] = {}
     errors: list[object] = []
 
     def delivered(err, msg) -> None:
         if err is not None:
             errors.append(err)
         else:
-            placed[msg.value().decode()] = (msg.partition(), msg.offset())
+            placed[msg.value().decode()] = (msg.topic(), msg.partition(), msg.offset())
 
     for i in range(start, start + count):
         producer.produce(
@@ -324,12 +324,14 @@ def produce_keyed(
 
 # ----------------------------------------------------------------------------- consumers
 class Delivery(tuple):
-    """(partition, offset, value, delivery_count, member, time.monotonic() when polled)."""
+    """(partition, offset, value, delivery_count, member, time.monotonic() when polled, topic)."""
 
     __slots__ = ()
 
-    def __new__(cls, partition: int, offset: int, value: str, count: int | None, member: str, at: float):
-        return super().__new__(cls, (partition, offset, value, count, member, at))
+    def __new__(
+        cls, partition: int, offset: int, value: str, count: int | None, member: str, at: float, topic: str
+    ):
+        return super().__new__(cls, (partition, offset, value, count, member, at, topic))
 
     partition = property(lambda self: self[0])
     offset = property(lambda self: self[1])
@@ -337,6 +339,12 @@ class Delivery(tuple):
     count = property(lambda self: self[3])
     member = property(lambda self: self[4])
     at = property(lambda self: self[5])
+    topic = property(lambda self: self[6])
+
+    @property
+    def key(self) -> tuple[str, int, int]:
+        """(topic, partition, offset): what acknowledgements are kept by."""
+        return self[6], self[0], self[1]
 
 
 #: decides the acknowledgement of a delivery in explicit mode (ACCEPT, RELEASE, REJECT) or None:
@@ -347,7 +355,7 @@ Policy = Callable[[Delivery], "int | None"]
 class ShareMember:
     """A confluent-kafka ShareConsumer polling in a thread.
 
-    `deliveries`: every record handed to the application. `acked`: {(partition, offset): [(member,
+    `deliveries`: every record handed to the application. `acked`: {(topic, partition, offset): [(member,
     ack type)]} for acknowledgements the broker confirmed (the acknowledgement commit callback
     without an error; `acked_at`: when first), `in_doubt` those of a commit that failed (written
     or not); GAP for the offsets librdkafka acknowledges without handing them to the
@@ -381,14 +389,14 @@ class ShareMember:
         )
         self.topics = topics
         self.deliveries: list[Delivery] = []
-        self.acked: dict[tuple[int, int], list[tuple[str, int]]] = {}
+        self.acked: dict[tuple[str, int, int], list[tuple[str, int]]] = {}
         self.ack_errors: list[str] = []
-        self.in_doubt: dict[tuple[int, int], list[tuple[str, int]]] = {}
-        self.acked_at: dict[tuple[int, int], float] = {}
+        self.in_doubt: dict[tuple[str, int, int], list[tuple[str, int]]] = {}
+        self.acked_at: dict[tuple[str, int, int], float] = {}
         self.errors: list[str] = []
         self.holding = threading.Event()
-        self._pending_types: dict[tuple[int, int], int] = {}
-        self._delivered: set[tuple[int, int]] = set()
+        self._pending_types: dict[tuple[str, int, int], int] = {}
+        self._delivered: set[tuple[str, int, int]] = set()
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
@@ -407,7 +415,7 @@ class ShareMember:
                 self.ack_errors.append(str(exc))
             for tp, offs in offsets.items():
                 for off in offs:
-                    key = (tp.partition, off)
+                    key = (tp.topic, tp.partition, off)
                     # offsets never handed to the application (control records) are acknowledged
                     # by librdkafka too: as GAP
                     kind = self._pending_types.pop(key, ACCEPT if key in self._delivered else GAP)
@@ -417,12 +425,12 @@ class ShareMember:
                         self.acked.setdefault(key, []).append((self.name, kind))
                         self.acked_at.setdefault(key, now)
 
-    def _unanswered(self, partitions: set[int]) -> None:
+    def _unanswered(self, partitions: set[tuple[str, int]]) -> None:
         """The acknowledgements of `partitions` still waiting for an answer after a failed commit
         are in doubt (a later callback may still confirm them)."""
         with self._lock:
             for key, kind in self._pending_types.items():
-                if key[0] in partitions:
+                if key[:2] in partitions:
                     self.in_doubt.setdefault(key, []).append((self.name, kind))
 
     def _run(self) -> None:
@@ -447,10 +455,11 @@ class ShareMember:
                     msg.delivery_count(),
                     self.name,
                     time.monotonic(),
+                    msg.topic(),
                 )
                 with self._lock:
                     self.deliveries.append(d)
-                    self._delivered.add((d.partition, d.offset))
+                    self._delivered.add(d.key)
                 if not self.explicit:
                     continue
                 kind = self.policy(d)
@@ -458,17 +467,19 @@ class ShareMember:
                     self.holding.set()
                     continue
                 with self._lock:
-                    self._pending_types[(d.partition, d.offset)] = kind
+                    self._pending_types[d.key] = kind
                 self.consumer.acknowledge(msg, kind)
                 decided = True
             if decided and not self.holding.is_set():
                 try:
                     failed = {
-                        tp.partition for tp, e in self.consumer.commit_sync(30).items() if e is not None
+                        (tp.topic, tp.partition)
+                        for tp, e in self.consumer.commit_sync(30).items()
+                        if e is not None
                     }
                 except Exception as exc:  # noqa: BLE001
                     self.errors.append(repr(exc))
-                    failed = {p for p, _ in self._pending_types}
+                    failed = {key[:2] for key in self._pending_types}
                 self._unanswered(failed)
         try:
             self.consumer.close()  # commits pending acknowledgements, leaves the group
@@ -499,9 +510,9 @@ def wait_for(predicate, message: str, timeout: float = WAIT):
         raise AssertionError(f"{exc}; the members' last errors: {seen or 'none'}") from None
 
 
-def accepted(members: list[ShareMember]) -> dict[tuple[int, int], list[str]]:
-    """{(partition, offset): [members]} of the ACCEPTs the broker confirmed."""
-    out: dict[tuple[int, int], list[str]] = {}
+def accepted(members: list[ShareMember]) -> dict[tuple[str, int, int], list[str]]:
+    """{(topic, partition, offset): [members]} of the ACCEPTs the broker confirmed."""
+    out: dict[tuple[str, int, int], list[str]] = {}
     for m in members:
         with m._lock:
             for key, acks in m.acked.items():
