@@ -7,11 +7,14 @@ count 2, not 3; one acquired once comes back with 1).
 
 librdkafka's ShareConsumer in explicit mode, committing synchronously after each poll, so the test
 knows which acknowledgements the broker confirmed (and which were in flight at the crash: written
-or not, the broker did not say). MINIBROKER_SHARE_TARGET=kafka runs it on the reference Kafka.
+or not, the broker did not say). The crash comes when a worker stops at a trigger record, its
+poll's records acquired and unacknowledged, so it is always in the middle of the run however fast
+the broker is. MINIBROKER_SHARE_TARGET=kafka runs it on the reference Kafka.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 
 import pytest
@@ -26,6 +29,7 @@ from tests.support.share import (
     deliveries,
     keep_port,
     produce_keyed,
+    record_value,
     set_group_configs,
     share_broker_factory,  # noqa: F401 - the fixture
     wait_for,
@@ -59,16 +63,22 @@ def test_no_accepted_record_redelivered_and_none_lost_after_a_broker_sigkill(sha
     wait_for(releaser.holding.is_set, message="the releaser holds redelivered records")
     held = {d.value for d in releaser.snapshot() if d.count == 2}
     assert held == set(side_records), "the RELEASEd records came back to the releaser in one poll"
-    # two workers subscribed to both topics accept every record they get, a poll at a time
+    # two workers subscribed to both topics accept every record they get, a poll at a time; a
+    # worker that meets one of the trigger records (one per partition, in the second lot) stops
+    # there, its poll's records acquired and not acknowledged, until the broker is back
     placed = produce_keyed(b.bootstrap, topic, 2000, PARTS)
+    triggers = {record_value(5000), record_value(5001)}
+    reached, resume = threading.Event(), threading.Event()
+
+    def policy(d):
+        if d.value in triggers and not resume.is_set():
+            reached.set()
+            resume.wait(WAIT * 3)
+        return ACCEPT
+
     workers = [
         ShareMember(
-            b.bootstrap,
-            group,
-            [topic, side],
-            f"w{i}",
-            policy=lambda d: ACCEPT,
-            config={"max.poll.records": 10},
+            b.bootstrap, group, [topic, side], f"w{i}", policy=policy, config={"max.poll.records": 10}
         ).start()
         for i in range(2)
     ]
@@ -78,15 +88,13 @@ def test_no_accepted_record_redelivered_and_none_lost_after_a_broker_sigkill(sha
             lambda: len(accepted(workers)) >= len(placed), message="the workers accepted the first records"
         )
         placed.update(produce_keyed(b.bootstrap, topic, 6000, PARTS, start=2000))
-        wait_for(
-            lambda: len(accepted(workers)) >= len(placed) - 5000,
-            message="the workers accepting the second records",
-        )
+        wait_for(reached.is_set, message="a worker at a trigger record")
         b.kill()
         crashed_at = time.monotonic()
         crashed_with = len(accepted(workers))
         assert crashed_with < len(placed), "the workers accepted everything before the crash"
         b.start()
+        resume.set()
         everything = set(placed.values()) | set(side_records.values())
         wait_for(
             lambda: set(accepted(workers)) | _in_doubt(workers) >= everything,
@@ -95,6 +103,7 @@ def test_no_accepted_record_redelivered_and_none_lost_after_a_broker_sigkill(sha
         )
         assert len(accepted(workers)) > crashed_with
     finally:
+        resume.set()
         for m in members:
             m.stop(check=False)
     assert not [m.name for m in members if m.running], "members did not close"
