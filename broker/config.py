@@ -377,10 +377,27 @@ PROPERTIES: dict[str, Property] = {
             "share.coordinator.state.topic.segment.bytes",
             "int",
             1048576,
-            "segment.bytes of __share_group_state (Kafka: 104857600; smaller here so compaction keeps "
-            "it small).",
+            "segment.bytes of __share_group_state (Kafka: 104857600; smaller here so pruning keeps it "
+            "small: the topic is not compacted).",
             lambda v: v >= 14,
             ">= 14",
+        ),
+        Property(
+            "share.coordinator.cold.partition.snapshot.interval.ms",
+            "int",
+            300000,
+            "How often share-partitions whose state was not snapshotted for this long get a fresh "
+            "ShareSnapshot, so pruning can delete the records before it.",
+            _positive,
+            "> 0",
+        ),
+        Property(
+            "share.coordinator.state.topic.prune.interval.ms",
+            "int",
+            300000,
+            "How often the records of __share_group_state no load needs any more are deleted.",
+            _positive,
+            "> 0",
         ),
         Property(
             "share.coordinator.snapshot.update.records.per.snapshot",

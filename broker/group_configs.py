@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NamedTuple
 
@@ -31,7 +32,7 @@ from minibroker.protocol.errors import ErrorCode
 from minibroker.storage.durable_files import atomic_write
 from minibroker.storage.errors import KafkaStorageError
 
-__all__ = ["GROUP", "GROUP_CONFIGS", "GroupConfigs", "GroupConfigDef"]
+__all__ = ["GROUP", "GROUP_CONFIGS", "GroupConfigs", "GroupConfigDef", "parse_duration_ms"]
 
 log = structlog.get_logger("minibroker.broker.group_configs")
 
@@ -326,15 +327,51 @@ def _parse(name: str, text: str | None) -> Any:
         raise _error(
             f"Invalid value {text} for configuration {name}: String must be one of: {', '.join(spec.one_of)}"
         )
-    if name == "share.auto.offset.reset" and not (
-        raw.lower() in ("earliest", "latest") or raw.lower().startswith("by_duration:")
-    ):
+    if name == "share.auto.offset.reset" and not _valid_share_reset(raw):
         raise _error(
-            f"Invalid value {text} for configuration {name}: "
-            "Invalid value for share.auto.offset.reset, valid values are earliest, latest, "
-            "by_duration:PnDTnHnMn.nS."
+            f"Invalid value {raw} for configuration {name}: Invalid value `{raw}` for configuration "
+            f"{name}. The value must be either 'earliest', 'latest' or of the format "
+            "'by_duration:<PnDTnHnMn.nS>'."
         )
     return raw
+
+
+def _valid_share_reset(value: str) -> bool:
+    """Kafka's ShareGroupAutoOffsetResetStrategy.fromString accepts it: earliest, latest or
+    by_duration:<a non-negative ISO-8601 duration>, case-sensitive (AutoOffsetResetStrategy)."""
+    if value in ("earliest", "latest"):
+        return True
+    if not value.startswith("by_duration:"):
+        return False
+    duration = parse_duration_ms(value[len("by_duration:") :])
+    return duration is not None and duration >= 0
+
+
+_DURATION = re.compile(
+    r"([-+]?)P(?:([-+]?[0-9]+)D)?(T(?:([-+]?[0-9]+)H)?(?:([-+]?[0-9]+)M)?"
+    r"(?:([-+]?[0-9]+)(?:[.,]([0-9]{0,9}))?S)?)?",
+    re.IGNORECASE,
+)
+
+
+def parse_duration_ms(text: str) -> int | None:
+    """Java's Duration.parse (PnDTnHnMn.nS, each part signed, seconds with up to 9 decimals) in
+    milliseconds (truncated towards zero); None if `text` is not one."""
+    m = _DURATION.fullmatch(text)
+    if m is None:
+        return None
+    sign, days, time, hours, minutes, seconds, fraction = m.groups()
+    if days is None and hours is None and minutes is None and seconds is None:
+        return None  # "P", "PT": at least one part (Java: DateTimeParseException)
+    if time is not None and hours is None and minutes is None and seconds is None:
+        return None  # "P1DT": a T needs a time part
+    nanos = ((int(days or 0) * 24 + int(hours or 0)) * 60 + int(minutes or 0)) * 60 * 10**9
+    nanos += int(seconds or 0) * 10**9
+    if fraction:
+        part = int(fraction.ljust(9, "0"))
+        nanos += -part if seconds.startswith("-") else part
+    nanos = -nanos if sign == "-" else nanos
+    return nanos // 10**6 if nanos >= 0 else -(-nanos // 10**6)
 
 
 class GroupConfigs:
@@ -357,7 +394,11 @@ class GroupConfigs:
             with open(self.path, "rb") as f:
                 data = json.loads(f.read().decode("utf-8"))
             return {
-                str(group): {str(k): str(v) for k, v in configs.items() if k in GROUP_CONFIGS}
+                str(group): {
+                    str(k): str(v)
+                    for k, v in configs.items()
+                    if k in GROUP_CONFIGS and self._readable(group, k, v)
+                }
                 for group, configs in data["groups"].items()
             }
         except FileNotFoundError:
@@ -369,6 +410,16 @@ class GroupConfigs:
                 error=str(exc),
             )
             return {}
+
+    def _readable(self, group: str, name: str, value: object) -> bool:
+        """Whether a stored value is one this broker accepts (an older minibroker was more
+        lenient with share.auto.offset.reset); one it refuses is left out, with a warning."""
+        try:
+            _parse(name, str(value))
+        except KafkaStorageError as exc:
+            log.warning("group config ignored: invalid value", group=group, config=name, error=exc.message)
+            return False
+        return True
 
     def _save(self) -> None:
         data = {"groups": {g: c for g, c in sorted(self.groups.items()) if c}}
@@ -394,8 +445,6 @@ class GroupConfigs:
         (ShareGroupConfigProvider)."""
         given = self.group_config(group_id) if group_id in self.groups else {}
         s = self.settings
-        reset = given.get("share.auto.offset.reset", GROUP_CONFIGS["share.auto.offset.reset"].default)
-        kind, colon, duration = reset.partition(":")
         return SharePartitionConfig(
             record_lock_duration_ms=given.get(
                 "share.record.lock.duration.ms", s.share_record_lock_duration_ms
@@ -406,7 +455,9 @@ class GroupConfigs:
             ),
             read_committed=given.get("share.isolation.level") == "read_committed",
             renew_enabled=given.get("share.renew.acknowledge.enable", True),
-            auto_offset_reset=kind.lower() + colon + duration.strip(),
+            auto_offset_reset=given.get(
+                "share.auto.offset.reset", GROUP_CONFIGS["share.auto.offset.reset"].default
+            ),
         )
 
     # --- what the broker falls back to -----------------------------------------------------------

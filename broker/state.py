@@ -41,6 +41,7 @@ from minibroker.coordinator.internal_topic import InternalTopic
 from minibroker.coordinator.producer_ids import ProducerIdManager
 from minibroker.coordinator.share_coordinator import (
     SHARE_STATE_TOPIC,
+    SHARE_STATE_TOPIC_CONFIGS,
     ShareCoordinator,
     ShareCoordinatorSettings,
 )
@@ -135,6 +136,10 @@ class Broker:
                 snapshot_update_records_per_snapshot=config[
                     "share.coordinator.snapshot.update.records.per.snapshot"
                 ],
+                cold_partition_snapshot_interval_ms=config[
+                    "share.coordinator.cold.partition.snapshot.interval.ms"
+                ],
+                prune_interval_ms=config["share.coordinator.state.topic.prune.interval.ms"],
             ),
             store=InternalTopic(
                 self.logs,
@@ -142,6 +147,7 @@ class Broker:
                 config["share.coordinator.state.topic.num.partitions"],
                 "share.coordinator.state.topic.segment.bytes",
                 self.clock,
+                topic_configs=SHARE_STATE_TOPIC_CONFIGS,
             ),
             clock=self.clock,
         )
@@ -373,6 +379,15 @@ class Broker:
             "txn-remove-expired",
             lambda: runtime.run(txns, txns.remove_expired_transactional_ids()),
         )
+        # __share_group_state: idle share-partitions snapshotted again, then the records no
+        # load needs any more deleted (Kafka's snapshotColdPartitions and performRecordPruning)
+        share = self.share_coordinator
+        runtime.every(
+            share.settings.cold_partition_snapshot_interval_ms,
+            "share-cold-snapshots",
+            lambda: runtime.run(share, share.snapshot_cold_partitions()),
+        )
+        runtime.every(share.settings.prune_interval_ms, "share-state-prune", share.prune)
 
     # --- shared helpers for handlers ------------------------------------------------------------
     def get_log(self, topic: str, partition: int) -> PartitionLog | None:
@@ -390,7 +405,7 @@ class Broker:
             self.logs.create_topic(name, self.config["num.partitions"], {})
         except KafkaStorageError as exc:
             return exc.error_code
-        self.groups.consumer.on_topics_changed(created=(name,), changed=())  # KIP-848 regexes
+        self.groups.on_topics_changed(created=(name,))  # KIP-848 regexes, share groups
         log.info("topic auto-created", topic=name, partitions=self.config["num.partitions"])
         return ErrorCode.none
 

@@ -316,6 +316,8 @@ class ConsumerGroupCoordinator:
         group = self.groups.get(group_id)
         if group is not None:
             return group
+        if group_id in self.manager.share_groups:  # one id namespace (KIP-932)
+            raise Refused(E.group_id_not_found, f"Group {group_id} is not a consumer group.")
         classic = self.manager.groups.get(group_id)
         if classic is None:
             if not create:
@@ -333,7 +335,7 @@ class ConsumerGroupCoordinator:
         group = self.groups.get(group_id)
         if group is not None:
             return group
-        if group_id in self.manager.groups:
+        if group_id in self.manager.groups or group_id in self.manager.share_groups:
             raise Refused(E.group_id_not_found, f"Group {group_id} is not a consumer group.")
         raise Refused(E.group_id_not_found, f"Group {group_id} not found.")
 

@@ -181,6 +181,9 @@ class GroupMembership:
         ):
             answer.complete(JoinResult(E.invalid_session_timeout, member_id))
             return
+        if request.group_id in self.manager.share_groups:  # Kafka's classicGroupJoin (KIP-932)
+            answer.complete(JoinResult(E.inconsistent_group_protocol, ""))
+            return
         consumer_group = self.manager.consumer_groups.get(request.group_id)
         if consumer_group is None:
             self._join_classic(request, answer)

@@ -27,7 +27,13 @@ from typing import Any, NamedTuple, TypeVar
 
 import structlog
 from minibroker.common.clock import Clock
-from minibroker.coordinator import consumer_group, consumer_group_records, group_records
+from minibroker.coordinator import (
+    consumer_group,
+    consumer_group_records,
+    group_records,
+    share_group,
+    share_group_records,
+)
 from minibroker.coordinator.collaborators import OffsetsStore, TopicCatalog
 from minibroker.coordinator.consumer_group import ConsumerGroup
 from minibroker.coordinator.consumer_group_records import ConsumerGroupRecord
@@ -36,6 +42,8 @@ from minibroker.coordinator.group_settings import GroupSettings
 from minibroker.coordinator.internal_topic import InternalBatch, StoredBatch
 from minibroker.coordinator.partitioning import partition_for
 from minibroker.coordinator.runtime import Operation, Write
+from minibroker.coordinator.share_group import ShareGroup
+from minibroker.coordinator.share_group_records import ShareGroupRecord
 from minibroker.protocol.errors import ErrorCode
 from minibroker.storage.errors import KafkaStorageError
 
@@ -130,9 +138,26 @@ _CONSUMER_RECORD_TYPES: frozenset[type] = frozenset(
     }
 )
 
+#: The record classes of share_group_records (KIP-932, types 10-15; batched as the above).
+_SHARE_RECORD_TYPES: frozenset[type] = frozenset(
+    {
+        share_group_records.SgMember,
+        share_group_records.SgEpoch,
+        share_group_records.SgTargetMeta,
+        share_group_records.SgTarget,
+        share_group_records.SgCurrent,
+        share_group_records.SgStatePartitions,
+    }
+)
+
 #: What the group coordinator hands the coordinator runtime to write and replay.
 GroupRecord = (
-    OffsetsRecord | OffsetsRemoval | GroupMetadataRecord | ClassicGroupTombstone | ConsumerGroupRecord
+    OffsetsRecord
+    | OffsetsRemoval
+    | GroupMetadataRecord
+    | ClassicGroupTombstone
+    | ConsumerGroupRecord
+    | ShareGroupRecord
 )
 #: ... and what a load replays besides.
 LoadedRecord = GroupRecord | TxnMarker
@@ -160,7 +185,7 @@ class GroupMetadataManager:
         self.groups: dict[str, Group] = {}
         self.consumer_groups: dict[str, ConsumerGroup] = {}
         # KIP-932 share groups (coordinator/share_group.py): the same id namespace
-        self.share_groups: dict[str, Any] = {}
+        self.share_groups: dict[str, ShareGroup] = {}
         # producer id -> ids of groups holding its pending transactional offsets
         self._txn_groups: dict[int, set[str]] = {}
         self.loaded = False
@@ -269,6 +294,8 @@ class GroupMetadataManager:
         for group_id in [gid for gid in self.consumer_groups if self.partition_for(gid) == partition]:
             del self.consumer_groups[group_id]
             gone_ids.add(group_id)
+        for group_id in [gid for gid in self.share_groups if self.partition_for(gid) == partition]:
+            del self.share_groups[group_id]
         for producer_id in list(self._txn_groups):
             ids = self._txn_groups[producer_id]
             ids -= gone_ids
@@ -335,13 +362,16 @@ class GroupMetadataManager:
         pending: list[tuple[bytes, bytes | None]] = []
         pending_group: str | None = None
         for record in records:
-            if isinstance(record, ClassicGroupTombstone) or type(record) in _CONSUMER_RECORD_TYPES:
+            share = type(record) in _SHARE_RECORD_TYPES
+            if isinstance(record, ClassicGroupTombstone) or share or type(record) in _CONSUMER_RECORD_TYPES:
                 if pending and pending_group != record.group_id:
                     self._append(pending_group or "", InternalBatch(pending))
                     pending = []
                 pending_group = record.group_id
                 if isinstance(record, ClassicGroupTombstone):
                     pending.append((group_records.encode_group_key(record.group_id), None))
+                elif share:
+                    pending.append(share_group_records.encode(record))  # type: ignore[arg-type]
                 else:
                     pending.append(consumer_group_records.encode(record))  # type: ignore[arg-type]
                 continue
@@ -400,8 +430,11 @@ class GroupMetadataManager:
         if isinstance(record, ClassicGroupTombstone):
             self._drop_classic(record.group_id)
             return
+        if type(record) in _SHARE_RECORD_TYPES:
+            self._replay_share(record)  # type: ignore[arg-type]
+            return
         if not isinstance(record, OffsetsRecord):
-            self._replay_consumer(record)
+            self._replay_consumer(record)  # type: ignore[arg-type]
             return
         group = self.offsets_holder(record.group_id) or self.add_group(record.group_id)
         if not record.transactional:
@@ -476,6 +509,28 @@ class GroupMetadataManager:
             holder.offsets.update(before.offsets)
             for producer_id, offsets in before.pending_txn_offsets.items():
                 holder.pending_txn_offsets.setdefault(producer_id, {}).update(offsets)
+
+    def _replay_share(self, record: ShareGroupRecord) -> None:
+        """A share group record (types 10-15) through `share_group.replay`. Share groups share
+        the id namespace: a record for an id held by a classic or consumer group is skipped (Kafka
+        fails the load with an IllegalStateException), as is one out of order for its group."""
+        group_id = record.group_id
+        if group_id in self.groups or group_id in self.consumer_groups:
+            log.warning(
+                "skipping a share group record for a group of another type",
+                group=group_id,
+                record=type(record).__name__,
+            )
+            return
+        try:
+            share_group.replay(self.share_groups, record, self._now_ms())
+        except consumer_group.IllegalGroupState as exc:
+            log.warning(
+                "skipping a share group record out of order for its group",
+                group=group_id,
+                record=type(record).__name__,
+                reason=str(exc),
+            )
 
     def fetch_offsets(
         self, group_id: str, partitions: Iterable[TopicPartition] | None, require_stable: bool = False
@@ -715,6 +770,7 @@ class GroupMetadataManager:
             "group coordinator loaded",
             groups=len(self.groups),
             consumer_groups=len(self.consumer_groups),
+            share_groups=len(self.share_groups),
             records=records,
             pending_txns=len(self._txn_groups),
             ms=round((self.clock.monotonic() - started) * 1000, 1),
@@ -732,7 +788,7 @@ class GroupMetadataManager:
             count += len(batch.records)
             for record in _loaded_records(batch, skipped):
                 self.replay(record)
-        if skipped:  # share and streams groups' records (Kafka's types 9-15, 17+): not served here
+        if skipped:  # streams groups' records (Kafka's types 9, 17+): not served here
             log.debug(
                 "skipped __consumer_offsets records of record types this broker does not serve",
                 partition=partition,
@@ -829,7 +885,7 @@ def _loaded_records(batch: StoredBatch, skipped: dict[int, int]) -> Iterator[Loa
                 yield cg_record
             continue
         if record_type > 2:
-            skipped[record_type] = skipped.get(record_type, 0) + 1
+            yield from _share_record(record_type, key, value, record_offset, skipped)
             continue
         parsed = _decoded(group_records.decode_key, key, "__consumer_offsets key", record_offset)
         if isinstance(parsed, group_records.OffsetKey):
@@ -859,6 +915,23 @@ def _loaded_records(batch: StoredBatch, skipped: dict[int, int]) -> Iterator[Loa
             group_value = _decoded(group_records.decode_group_value, value, "group value", record_offset)
             if group_value is not None:
                 yield GroupMetadataRecord(parsed.group, group_value)
+
+
+def _share_record(
+    record_type: int, key: bytes, value: bytes | None, record_offset: int, skipped: dict[int, int]
+) -> Iterator[ShareGroupRecord]:
+    """The share group record (types 10-15) of a stored record; none if it is unreadable, or
+    of another type this broker does not serve (counted in `skipped`)."""
+    if record_type not in share_group_records.RECORD_TYPES:
+        skipped[record_type] = skipped.get(record_type, 0) + 1
+        return
+    try:
+        record = share_group_records.decode(key, value)
+    except (ValueError, UnicodeDecodeError) as exc:
+        log.warning("skipping unreadable share group record", offset=record_offset, error=str(exc))
+        return
+    if record is not None:
+        yield record
 
 
 def _decoded(decode: Callable[[bytes], T], data: bytes, what: str, record_offset: int) -> T | None:

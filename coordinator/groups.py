@@ -27,7 +27,7 @@ of a failed log dir: its groups are unloaded and answer NOT_COORDINATOR until it
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any
 from uuid import UUID
 
@@ -230,6 +230,8 @@ class GroupCoordinator:
         offsets = list(offsets)
         if not self.coordinates(group_id):
             return {(t, p): E.not_coordinator for t, p, *_ in offsets}
+        if self.manager.group_type(group_id) == "share":  # ShareGroup.validateOffsetCommit
+            return {(t, p): E.group_id_not_found for t, p, *_ in offsets}
         if self.manager.group_type(group_id) == "consumer":
             return (
                 yield from self._commit_consumer_offsets(
@@ -374,6 +376,8 @@ class GroupCoordinator:
         if not self.coordinates(group_id):
             # per requested partition too: OffsetFetch v0-1 has no group-level error code
             return E.not_coordinator, [(t, p, -1, -1, "", E.not_coordinator) for t, p in partitions or ()]
+        if self.manager.group_type(group_id) == "share":  # ShareGroup.validateOffsetFetch
+            return E.group_id_not_found, []
         if self.manager.group_type(group_id) == "consumer":
             try:
                 consumer_fetch_check(self.manager.consumer_groups[group_id], member_id, member_epoch)
@@ -391,6 +395,8 @@ class GroupCoordinator:
             return E.invalid_group_id, {}
         if not self.coordinates(group_id):
             return E.not_coordinator, {}
+        if self.manager.group_type(group_id) == "share":  # ShareGroup.validateOffsetDelete
+            return E.group_id_not_found, {}
         if self.manager.group_type(group_id) == "consumer":
             return (
                 yield from self._delete_consumer_offsets(self.manager.consumer_groups[group_id], partitions)
@@ -463,6 +469,8 @@ class GroupCoordinator:
             return {(t, p): E.invalid_group_id for t, p, *_ in offsets}
         if not self.coordinates(group_id):
             return {(t, p): E.not_coordinator for t, p, *_ in offsets}
+        if self.manager.group_type(group_id) == "share":  # ShareGroup.validateOffsetCommit
+            return {(t, p): E.group_id_not_found for t, p, *_ in offsets}
         if self.manager.group_type(group_id) == "consumer":
             return (
                 yield from self._commit_consumer_offsets(
@@ -542,7 +550,7 @@ class GroupCoordinator:
         return out
 
     def group_type(self, group_id: str) -> str | None:
-        """ "classic", "consumer" or None (no such group)."""
+        """ "classic", "consumer", "share" or None (no such group)."""
         return self.manager.group_type(group_id)
 
     def describe_group(self, group_id: str) -> tuple[int, dict[str, Any]]:
@@ -661,10 +669,21 @@ class GroupCoordinator:
         duty of the coordinator runtime."""
         return (yield from self.manager.expire_offsets(now_ms))
 
-    def remove_topic_offsets(self, topic: str) -> Operation[int]:
-        """A topic was deleted: its committed offsets go too (an operation of the coordinator
-        runtime, as DeleteTopics runs it)."""
-        return (yield from self.manager.remove_topic_offsets(topic))
+    def remove_topic_offsets(self, topic: str, topic_id: UUID | None = None) -> Operation[int]:
+        """A topic was deleted: its committed offsets go too, and share groups forget its
+        share-partitions (record 15; the share coordinator deletes their state). An operation of
+        the coordinator runtime, as DeleteTopics runs it; how many offsets were removed."""
+        removed = yield from self.manager.remove_topic_offsets(topic)
+        if topic_id is not None:
+            yield from self.share.topics_deleted((topic_id,))
+        return removed
+
+    def on_topics_changed(self, created: Collection[str] = (), changed: Collection[str] = ()) -> None:
+        """Topics were created, or changed partition counts or were deleted: KIP-848 regexes are
+        resolved again, consumer and share groups subscribed to one refresh their metadata at
+        their next heartbeat (a rebalance; new share-partitions are initialized)."""
+        self.consumer.on_topics_changed(created=created, changed=changed)
+        self.share.on_topics_changed(created=created, changed=changed)
 
     # ===========================================================================================
     # Startup and shutdown

@@ -10,7 +10,7 @@ write with `cleanup.policy=compact` and the segment size of its broker property.
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -73,8 +73,12 @@ class InternalTopic:
         configured_partitions: int,
         segment_bytes_property: str,
         clock: Clock,
+        *,
+        topic_configs: Mapping[str, str] | None = None,
     ) -> None:
         self.logs = logs
+        # the topic's configs at creation (segment.bytes added): compacted unless told otherwise
+        self.topic_configs = dict(topic_configs or {"cleanup.policy": "compact"})
         self.clock = clock  # the appended batches' timestamps
         self.name = name
         self.configured_partitions = configured_partitions
@@ -93,7 +97,7 @@ class InternalTopic:
             self.logs.create_topic(
                 self.name,
                 self.configured_partitions,
-                {"cleanup.policy": "compact", "segment.bytes": str(segment_bytes or INTERNAL_SEGMENT_BYTES)},
+                {**self.topic_configs, "segment.bytes": str(segment_bytes or INTERNAL_SEGMENT_BYTES)},
             )
         return self.logs.get_log(self.name, partition)
 

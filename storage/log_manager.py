@@ -45,6 +45,7 @@ from minibroker.storage.checkpoint import (
     write_offset_checkpoint,
 )
 from minibroker.storage.config import (
+    INTERNAL_SEGMENT_BYTES,
     LogConfig,
     LogManagerSettings,
     broker_value,
@@ -72,7 +73,7 @@ __all__ = [
 
 log = structlog.get_logger(__name__)
 
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 RECOVERY_POINT_FILE = "recovery-point-offset-checkpoint"
 LOG_START_OFFSET_FILE = "log-start-offset-checkpoint"
@@ -307,6 +308,13 @@ class LogManager:
 
     def _internal_topic_configs(self, name: str) -> dict[str, str]:
         settings = self.settings
+        if name == "__share_group_state":  # never compacted: its updates are pruned by its coordinator
+            size = broker_value(self.config, "share.coordinator.state.topic.segment.bytes")
+            return {
+                "cleanup.policy": "delete",
+                "retention.ms": "-1",
+                "segment.bytes": str(size or INTERNAL_SEGMENT_BYTES),
+            }
         size = (
             settings.offsets_segment_bytes
             if name == "__consumer_offsets"

@@ -55,7 +55,7 @@ def _grow(broker: HandlerServices, t: CreatePartitionsTopic, validate_only: bool
         broker.logs.create_partitions(t.name, t.count)
     except KafkaStorageError as exc:
         return dict(name=t.name, error_code=exc.error_code, error_message=exc.message)
-    broker.groups.consumer.on_topics_changed(created=(), changed=(t.name,))  # KIP-848 groups rebalance
+    broker.groups.on_topics_changed(changed=(t.name,))  # consumer and share groups rebalance
     return dict(name=t.name, error_code=ErrorCode.none)
 
 

@@ -129,7 +129,7 @@ def _create(broker: HandlerServices, t: CreatableTopic, validate_only: bool) -> 
         else:
             info = broker.logs.create_topic(t.name, partitions, configs)
             overrides, topic_id = info.configs, info.topic_id
-            broker.groups.consumer.on_topics_changed(created=(t.name,), changed=())  # KIP-848 regexes
+            broker.groups.on_topics_changed(created=(t.name,))  # KIP-848 regexes, share groups
     except KafkaStorageError as exc:
         return _error(t.name, exc.error_code, exc.message)
     return dict(

@@ -45,8 +45,11 @@ async def _delete(ctx: RequestContext, name: str | None, topic_id: uuid.UUID | N
     except KafkaStorageError as exc:
         return dict(name=name, topic_id=info.topic_id, error_code=exc.error_code, error_message=exc.message)
     # tombstones for its committed offsets, as Kafka does (an operation of the coordinator runtime)
-    await broker.coordinators.run(broker.groups, broker.groups.remove_topic_offsets(name))
-    broker.groups.consumer.on_topics_changed(created=(), changed=(name,))  # KIP-848 groups rebalance
+    await broker.coordinators.run(broker.groups, broker.groups.remove_topic_offsets(name, info.topic_id))
+    # and its share-partitions' state (__share_group_state tombstones)
+    share = broker.share_coordinator
+    await broker.coordinators.run(share, share.delete_topics((info.topic_id,)))
+    broker.groups.on_topics_changed(changed=(name,))  # consumer and share groups rebalance
     broker.data_waiters.notify_all()  # fetches waiting on it answer now (unknown partition)
     return dict(name=name, topic_id=info.topic_id, error_code=ErrorCode.none)
 

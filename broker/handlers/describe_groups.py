@@ -55,7 +55,7 @@ async def handle(ctx: RequestContext, req: DescribeGroupsRequest) -> DescribeGro
             entry["error_code"] = ErrorCode.group_id_not_found
             entry["error_message"] = (
                 f"Group {group_id} is not a classic group."
-                if coordinator.group_type(group_id) == "consumer"
+                if coordinator.group_type(group_id) in ("consumer", "share")
                 else f"Group {group_id} not found."
             )
             entry["authorized_operations"] = OPERATIONS_NOT_REQUESTED

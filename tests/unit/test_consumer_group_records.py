@@ -289,12 +289,13 @@ def test_load_replays_the_records_and_skips_other_types_quietly(store, clock):
     _join(manager, member="m1")
     _join(manager, member="m2", epoch=2)
     _offset(manager, "cg", ("t", 0))
-    # share/streams groups' records (types 9-15, 17+) as a Kafka data directory may hold them
-    store.append(0, InternalBatch([(b"\x00\x0b\x00\x01s", b"\x00\x00\x00"), (b"\x00\x11\x00\x01s", None)]))
+    # streams groups' records (types 9, 17+) as a Kafka data directory may hold them (share
+    # groups' 10-15 are served: coordinator/share_group_records.py)
+    store.append(0, InternalBatch([(b"\x00\x09\x00\x01s", b"\x00\x00\x00"), (b"\x00\x11\x00\x01s", None)]))
     with structlog.testing.capture_logs() as logs:
         again = _reloaded(store, clock)
     assert not [e for e in logs if e["log_level"] in ("warning", "error")]
-    assert [e["records_by_type"] for e in logs if "records_by_type" in e] == [{11: 1, 17: 1}]
+    assert [e["records_by_type"] for e in logs if "records_by_type" in e] == [{9: 1, 17: 1}]
     group = again.consumer_groups["cg"]
     assert group.group_epoch == 2 and set(group.members) == {"m1", "m2"}
     assert again.fetch_offsets("cg", None) == (E.none, [("t", 0, 10, -1, "", E.none)])

@@ -4,9 +4,11 @@ their effective settings (ShareGroupConfigProvider: the group's override, else t
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from minibroker.broker.dynamic_config import DELETE, SET
-from minibroker.broker.group_configs import GroupConfigs
+from minibroker.broker.group_configs import GroupConfigs, parse_duration_ms
 from minibroker.coordinator.group_settings import GroupSettings
 from minibroker.coordinator.share_types import SharePartitionConfig
 from minibroker.protocol.errors import ErrorCode as E
@@ -31,6 +33,11 @@ FAST = GroupSettings(
     share_min_partition_max_record_locks=120,
     share_max_assignment_interval_ms=5000,
 )
+
+
+@pytest.fixture
+def store_dir(tmp_path) -> str:
+    return str(tmp_path)
 
 
 def alter(store, configs: dict, group="g") -> None:
@@ -119,7 +126,7 @@ def test_share_partition_config_is_the_override_else_the_broker_property(tmp_pat
             "share.partition.max.record.locks": "200",
             "share.isolation.level": "read_committed",
             "share.renew.acknowledge.enable": "false",
-            "share.auto.offset.reset": "Earliest",
+            "share.auto.offset.reset": "earliest",
         },
     )
     assert store.share_partition_config("g") == SharePartitionConfig(
@@ -131,9 +138,9 @@ def test_share_partition_config_is_the_override_else_the_broker_property(tmp_pat
         auto_offset_reset="earliest",
     )
     assert store.share_partition_config("another") == broker_defaults  # per group
-    alter(store, {"share.auto.offset.reset": "BY_DURATION:PT1H", "share.isolation.level": "read_uncommitted"})
+    alter(store, {"share.auto.offset.reset": "by_duration:pt1h", "share.isolation.level": "read_uncommitted"})
     config = store.share_partition_config("g")
-    assert (config.auto_offset_reset, config.read_committed) == ("by_duration:PT1H", False)
+    assert (config.auto_offset_reset, config.read_committed) == ("by_duration:pt1h", False)
     # a deleted override falls back to the broker's property again
     alter(store, {"share.record.lock.duration.ms": None, "share.delivery.count.limit": None})
     config = store.share_partition_config("g")
@@ -166,3 +173,64 @@ def test_describe_shows_the_broker_property_a_share_config_falls_back_to(tmp_pat
     ]
     locks = entries["share.partition.max.record.locks"]
     assert (locks["value"], locks["config_source"]) == ("150", DEFAULT)
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["earliest", "latest", "by_duration:PT1H", "by_duration:P1DT2H3M4.5S", "by_duration:pt0s", " latest "],
+)
+def test_share_auto_offset_reset_accepts_what_kafka_accepts(store_dir, value):
+    store = GroupConfigs(store_dir, GroupSettings())
+    alter(store, {"share.auto.offset.reset": value})
+    assert store.share_partition_config("g").auto_offset_reset == value.strip()
+
+
+@pytest.mark.parametrize(
+    "value",
+    # case-sensitive, as Kafka's AutoOffsetResetStrategy.fromString; no "none" for share groups;
+    # by_duration needs a non-negative ISO-8601 duration
+    ["Earliest", "LATEST", "none", "by_duration", "by_duration:", "BY_DURATION:PT1H", "by_duration:1h"]
+    + ["by_duration:-PT1S", "by_duration:PT-1S", "by_duration:P", "by_duration:P1DT", "soon"],
+)
+def test_share_auto_offset_reset_refuses_what_kafka_refuses(store_dir, value):
+    store = GroupConfigs(store_dir, GroupSettings())
+    assert refused(store, {"share.auto.offset.reset": value}) == (
+        E.invalid_config,
+        f"Invalid value {value} for configuration share.auto.offset.reset: Invalid value `{value}` for "
+        "configuration share.auto.offset.reset. The value must be either 'earliest', 'latest' or of the "
+        "format 'by_duration:<PnDTnHnMn.nS>'.",
+    )
+
+
+def test_a_stored_value_this_broker_refuses_is_left_out(tmp_path):
+    (tmp_path / "group-configs.json").write_text(
+        json.dumps(
+            {"groups": {"g": {"share.auto.offset.reset": "Earliest", "share.delivery.count.limit": "4"}}}
+        )
+    )
+    store = GroupConfigs(str(tmp_path), GroupSettings())
+    assert store.group_config("g") == {"share.delivery.count.limit": 4}
+    assert store.share_partition_config("g").auto_offset_reset == "latest"
+
+
+@pytest.mark.parametrize(
+    ("text", "ms"),
+    [
+        ("PT1H", 3_600_000),
+        ("P1D", 86_400_000),
+        ("PT0.5S", 500),
+        ("PT1,5S", 1500),
+        ("P2DT3H4M5.006S", 183_845_006),
+        ("-PT1S", -1000),
+        ("PT-1.5S", -1500),
+        ("PT+3S", 3000),
+        ("pt1m", 60_000),
+        ("P", None),
+        ("PT", None),
+        ("P1DT", None),
+        ("1H", None),
+        ("PT1.0000000001S", None),
+    ],
+)
+def test_durations_parse_as_javas_duration(text, ms):
+    assert parse_duration_ms(text) == ms
