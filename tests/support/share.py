@@ -548,10 +548,14 @@ class ProcessMember:
     a member with records acquired."""
 
     def __init__(self, bootstrap: str, group: str, topic: str) -> None:
+        import tempfile  # noqa: PLC0415
+
+        self.stderr = tempfile.TemporaryFile()  # librdkafka's log: why it failed, if it did
         self.proc = subprocess.Popen(
             [sys.executable, "-c", MEMBER_SCRIPT, bootstrap, group, topic],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
+            stderr=self.stderr,
             text=True,
         )
         self.acquired_at = 0.0
@@ -566,7 +570,12 @@ class ProcessMember:
         assert sel.select(timeout), f"the held member got no records within {timeout}s"
         line = self.proc.stdout.readline()
         self.acquired_at = time.monotonic()
-        assert line, "the held member exited"
+        if not line:
+            self.proc.wait(10)
+            self.stderr.seek(0)
+            raise AssertionError(
+                f"the held member exited: {self.stderr.read()[-1500:].decode(errors='replace')}"
+            )
         return [tuple(r) for r in json.loads(line)]
 
     def signal(self, sig: int) -> None:
@@ -576,3 +585,4 @@ class ProcessMember:
         if self.proc.poll() is None:
             self.proc.kill()
         self.proc.wait(30)
+        self.stderr.close()
