@@ -254,7 +254,10 @@ def run_broker(
                 out[n] = {
                     key: statistics.median(f[key] for f in figures)
                     for key in ("records_per_s", "cpu_us_per_record", "consume_ms")
-                } | {"runs": [round(f["records_per_s"]) for f in figures]}
+                } | {
+                    "runs": [round(f["records_per_s"]) for f in figures],
+                    "records_per_member": [f["per_member"] for f in figures],
+                }
     finally:
         broker.stop(kill=True)
     return out
