@@ -14,6 +14,7 @@ reading the slice in pieces of at most _SLICE_READ bytes, so memory stays flat.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import os
 import struct
 from collections.abc import Iterator
@@ -42,6 +43,7 @@ _SLICE_READ = 1 << 20
 # as the framing around them (one writev beats a write plus a sendfile for a few kB).
 SENDFILE_MIN = 32 << 10
 _BYTES_LIKE = (bytes, bytearray, memoryview)
+_CONNECTION_IDS = itertools.count(1)  # RequestContext.connection_id
 
 
 class ClosingConnection(Exception):
@@ -64,6 +66,7 @@ class Connection:
         self.session = session
         self.budget = budget
         self.peer = peer_text(writer.get_extra_info("peername"))
+        self.id = next(_CONNECTION_IDS)
         self.busy = False  # a request is being served (not idleness, however long)
         self._stopping = False
         self.max_frame = settings.max_request_bytes
@@ -159,6 +162,7 @@ class Connection:
             pass
         finally:
             self.writer.transport.abort() if self.writer.transport.is_closing() else self.writer.close()
+            self.broker.share_sessions.connection_closed(self.id)  # its share session goes (KIP-932)
 
     async def _serve(self, frame: bytes | memoryview) -> None:
         try:
@@ -180,7 +184,14 @@ class Connection:
         except DecodeError as exc:
             raise ClosingConnection(f"malformed api key {key} v{version} request body: {exc}") from None
         ctx = RequestContext(
-            self.broker, key, version, header.correlation_id, header.client_id, self.peer, self.session
+            self.broker,
+            key,
+            version,
+            header.correlation_id,
+            header.client_id,
+            self.peer,
+            self.session,
+            self.id,
         )
         observe = self.broker.request_observer  # request log / metrics; None when both are off
         started = self.clock.monotonic() if observe is not None else 0.0

@@ -102,6 +102,7 @@ class RequestContext:
     client_id: str | None
     peer: str
     session: Session | None = None  # listener, principal, authentication state (None in unit tests)
+    connection_id: int = 0  # the client connection's (a share session remembers the one opening it)
 
     def response(self, **fields: Any) -> Any:
         """Build this request's response entity from plain values (see protocol.codec.build)."""

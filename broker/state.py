@@ -162,6 +162,9 @@ class Broker:
         )
         self.groups.share.on_member_removed = self.share_partitions.release_member
         self.share_sessions = ShareSessionCache(group_settings.share_max_share_sessions, self.clock)
+        # a session's connection closed: its member's records released; a group's last: unloaded
+        self.share_sessions.on_member_leave = self.share_partitions.release_member
+        self.share_sessions.on_group_empty = self.share_partitions.forget_group
         self.txns = TransactionCoordinator(
             TransactionSettings.from_config(config),
             store=LogTxnStore(self.logs, config["transaction.state.log.num.partitions"], clock=self.clock),

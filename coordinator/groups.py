@@ -376,8 +376,10 @@ class GroupCoordinator:
         if not self.coordinates(group_id):
             # per requested partition too: OffsetFetch v0-1 has no group-level error code
             return E.not_coordinator, [(t, p, -1, -1, "", E.not_coordinator) for t, p in partitions or ()]
-        if self.manager.group_type(group_id) == "share":  # ShareGroup.validateOffsetFetch
-            return E.group_id_not_found, []
+        if self.manager.group_type(group_id) == "share":
+            # ShareGroup.validateOffsetFetch refuses, and OffsetMetadataManager answers that as
+            # no group error and no committed offsets (offset -1 per partition asked for)
+            return E.none, [(t, p, -1, -1, "", E.none) for t, p in partitions or ()]
         if self.manager.group_type(group_id) == "consumer":
             try:
                 consumer_fetch_check(self.manager.consumer_groups[group_id], member_id, member_epoch)

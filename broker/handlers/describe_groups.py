@@ -1,7 +1,8 @@
 """DescribeGroups (15): state, protocol and members of each group. Member metadata is only
 shown for Stable groups; assignments (the last one synced) always (as Kafka does). An unknown
 group is reported in state Dead (v0-5) or with GROUP_ID_NOT_FOUND (v6, KIP-1043); so is a
-KIP-848 consumer group ("Group G is not a classic group.": ConsumerGroupDescribe describes it)."""
+KIP-848 consumer group or a KIP-932 share group ("Group G is not a classic group.":
+ConsumerGroupDescribe / ShareGroupDescribe describe them)."""
 
 from __future__ import annotations
 

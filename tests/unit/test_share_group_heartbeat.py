@@ -464,7 +464,8 @@ def test_classic_join_and_offset_apis_on_a_share_group_id_are_refused(h):
     joined = join(h.gc, group="s", session=10_000)
     assert joined.value.error == E.inconsistent_group_protocol and joined.value.member_id == ""
     assert commit(h.gc, "s", "", None, -1, [("t", 0, 5, -1, None)]) == {("t", 0): E.group_id_not_found}
-    assert h.gc.fetch_offsets("s", [("t", 0)]) == (E.group_id_not_found, [])
+    assert h.gc.fetch_offsets("s", [("t", 0)]) == (E.none, [("t", 0, -1, -1, "", E.none)])
+    assert h.gc.fetch_offsets("s", None) == (E.none, [])
     assert run_now(h.gc, h.gc.delete_offsets("s", [("t", 0)])) == (E.group_id_not_found, {})
     assert h.gc.manager.group_type("s") == "share" and "s" not in h.gc.manager.groups
 

@@ -6,14 +6,12 @@ import java.util.concurrent.*;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 import org.apache.kafka.clients.admin.Admin;
-import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.ConsumerGroupDescription;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.consumer.*;
 import org.apache.kafka.clients.producer.*;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.StringDeserializer;
-import org.apache.kafka.common.serialization.StringSerializer;
 
 /**
  * KIP-848 consumer groups seen by the Java consumer with group.protocol=consumer, driven by
@@ -45,19 +43,9 @@ public final class Kip848Check {
         }
     }
 
-    private Admin admin() {
-        Properties p = new Properties();
-        p.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
-        return Admin.create(p);
-    }
+    private Admin admin() { return Clients.admin(bootstrap); }
 
-    private KafkaProducer<String, String> producer() {
-        Properties p = new Properties();
-        p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
-        p.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
-        p.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
-        return new KafkaProducer<>(p);
-    }
+    private KafkaProducer<String, String> producer() { return Clients.producer(bootstrap); }
 
     private KafkaConsumer<String, String> consumer(String group) {
         Properties p = new Properties();
@@ -75,7 +63,7 @@ public final class Kip848Check {
 
     private static void send(KafkaProducer<String, String> producer, String topic, int partitions, int from, int n)
             throws Exception {
-        for (int i = from; i < from + n; i++) producer.send(new ProducerRecord<>(topic, i % partitions, null, "r" + i)).get();
+        Clients.send(producer, topic, partitions, from, n);
     }
 
     private final List<Member> started = new CopyOnWriteArrayList<>();
