@@ -96,9 +96,12 @@ $(VENV)/.bench-installed: pyproject.toml storage/_record_walk.c | $(STAMP)
 BENCH_ARGS ?= --curves partitions,connections,producers,data,groups
 # then consumer groups, classic against consumer protocol (bench/consumer_groups.py, about 2 minutes)
 CONSUMER_GROUPS_ARGS ?=
+# then share groups, consume throughput and broker CPU per record (bench/share_groups.py)
+SHARE_GROUPS_ARGS ?=
 bench: $(VENV)/.bench-installed jvm
 	$(BIN)/python -m bench $(BENCH_ARGS)
 	$(BIN)/python -m bench.consumer_groups $(CONSUMER_GROUPS_ARGS)
+	$(BIN)/python -m bench.share_groups $(SHARE_GROUPS_ARGS)
 
 clean:
 	rm -rf $(VENV) data *.egg-info build dist storage/_record_walk*.so
