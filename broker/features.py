@@ -10,8 +10,11 @@ finalized here only where everything it switches on in clients is served:
 - `group.version` 0-1, finalized at 1 as Kafka 4.4 does: 1 serves KIP-848 consumer groups
   (ConsumerGroupHeartbeat and ConsumerGroupDescribe, advertised only at 1; a data directory
   made before keeps the 0 it holds until upgraded).
-- `share.version`, `streams.version`: supported 0-0 (KIP-932 share groups and KIP-1071 streams
-  groups are not served), never finalized.
+- `share.version` 0-1, finalized at 1: KIP-932 share groups (ShareGroupHeartbeat/Describe,
+  ShareFetch, ShareAcknowledge, Describe/Alter/DeleteShareGroupOffsets, advertised only at 1; a
+  data directory made before keeps the 0 it holds until upgraded). Kafka 4.4 finalizes 2, which
+  adds the share groups' dead-letter queue (KIP-1191), not served here.
+- `streams.version`: supported 0-0 (KIP-1071 streams groups are not served), never finalized.
 - `metadata.version`, `kraft.version` and `eligible.leader.replicas.version` are not reported:
   they describe a KRaft metadata log and replication this one-process broker does not have, and
   no client changes its requests by them.
@@ -66,7 +69,7 @@ class FeatureRange(NamedTuple):
 
 SUPPORTED: Mapping[str, FeatureRange] = {
     "group.version": FeatureRange(0, 1, 1),  # 1: KIP-848 consumer groups
-    "share.version": FeatureRange(0, 1, 0),  # 1: KIP-932 share groups (issue 26: not yet finalized)
+    "share.version": FeatureRange(0, 1, 1),  # 1: KIP-932 share groups
     "streams.version": FeatureRange(0, 0, 0),
     "transaction.version": FeatureRange(0, 2, 2),
 }

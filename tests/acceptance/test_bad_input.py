@@ -126,6 +126,13 @@ def test_api_versions_advertised_ranges(bad_broker):
         60: (0, 1),
         68: (0, 1),  # KIP-848, with group.version 1 finalized by default
         69: (0, 1),
+        76: (1, 1),  # KIP-932, with share.version 1 finalized by default
+        77: (1, 1),
+        78: (1, 2),
+        79: (1, 2),
+        90: (0, 1),
+        91: (0, 0),
+        92: (0, 0),
     }
     # telemetry served but, as Kafka 4.4 by default, not advertised
     never = {71, 72}

@@ -48,10 +48,14 @@ def update(broker, version: int, name: str, level: int, upgrade_type: int = 1, v
 
 def test_api_versions_finalizes_transaction_version_2(broker):
     got = features(broker)
-    assert got["finalized"] == {"group.version": (1, 1), "transaction.version": (2, 2)}
+    assert got["finalized"] == {
+        "group.version": (1, 1),
+        "share.version": (1, 1),
+        "transaction.version": (2, 2),
+    }
     assert got["supported"] == {
         "group.version": (0, 1),
-        "share.version": (0, 0),
+        "share.version": (0, 1),
         "streams.version": (0, 0),
         "transaction.version": (0, 2),
     }
@@ -82,7 +86,11 @@ def test_update_features_validation_as_kafka(broker):
         {"feature": "transaction.version", "error_code": 0, "error_message": "NONE"}
     ]
     assert features(broker) == {**features(broker), "epoch": epoch}
-    assert features(broker)["finalized"] == {"group.version": (1, 1), "transaction.version": (2, 2)}
+    assert features(broker)["finalized"] == {
+        "group.version": (1, 1),
+        "share.version": (1, 1),
+        "transaction.version": (2, 2),
+    }
     # v2 answers the top level only; a level of 0 removes the feature from the finalized list
     assert update(broker, 2, "transaction.version", 0, 2) == {
         "throttle_time": 0,
@@ -90,9 +98,16 @@ def test_update_features_validation_as_kafka(broker):
         "error_message": None,
     }
     after = features(broker)
-    assert after["finalized"] == {"group.version": (1, 1)} and after["epoch"] == epoch + 1
+    assert (
+        after["finalized"] == {"group.version": (1, 1), "share.version": (1, 1)}
+        and after["epoch"] == epoch + 1
+    )
     assert update(broker, 0, "transaction.version", 2)["error_code"] == 0  # v0: an upgrade
-    assert features(broker)["finalized"] == {"group.version": (1, 1), "transaction.version": (2, 2)}
+    assert features(broker)["finalized"] == {
+        "group.version": (1, 1),
+        "share.version": (1, 1),
+        "transaction.version": (2, 2),
+    }
 
 
 @pytest.mark.skipif(shutil.which("java") is None, reason="needs a JDK (make test installs one)")
@@ -101,9 +116,17 @@ def test_kafka_features_cli_downgrade_survives_sigkill(kafka_tool, broker):  # n
     described = kafka_tool(*cli, "describe")
     assert "Feature: transaction.version" in described and "FinalizedVersionLevel: 2" in described
     kafka_tool(*cli, "downgrade", "--feature", "transaction.version=1")
-    assert features(broker)["finalized"] == {"group.version": (1, 1), "transaction.version": (1, 1)}
+    assert features(broker)["finalized"] == {
+        "group.version": (1, 1),
+        "share.version": (1, 1),
+        "transaction.version": (1, 1),
+    }
     broker.restart(kill=True)
-    assert features(broker)["finalized"] == {"group.version": (1, 1), "transaction.version": (1, 1)}
+    assert features(broker)["finalized"] == {
+        "group.version": (1, 1),
+        "share.version": (1, 1),
+        "transaction.version": (1, 1),
+    }
     cli = (*cli[:2], broker.bootstrap)  # the port may change
     kafka_tool(*cli, "upgrade", "--feature", "transaction.version=2")
     line = next(x for x in kafka_tool(*cli, "describe").splitlines() if "transaction.version" in x)
@@ -112,12 +135,20 @@ def test_kafka_features_cli_downgrade_survives_sigkill(kafka_tool, broker):  # n
 
 def test_startup_property_sets_levels(broker_factory):
     broker = broker_factory({"minibroker.features": "transaction.version=1"})
-    assert features(broker)["finalized"] == {"group.version": (1, 1), "transaction.version": (1, 1)}
+    assert features(broker)["finalized"] == {
+        "group.version": (1, 1),
+        "share.version": (1, 1),
+        "transaction.version": (1, 1),
+    }
     # without the property the level the data directory holds stays
     broker.restart(overrides={"minibroker.features": ""})
-    assert features(broker)["finalized"] == {"group.version": (1, 1), "transaction.version": (1, 1)}
+    assert features(broker)["finalized"] == {
+        "group.version": (1, 1),
+        "share.version": (1, 1),
+        "transaction.version": (1, 1),
+    }
     broker.restart(overrides={"minibroker.features": "transaction.version=0"})
-    assert features(broker)["finalized"] == {"group.version": (1, 1)}
+    assert features(broker)["finalized"] == {"group.version": (1, 1), "share.version": (1, 1)}
 
 
 def test_startup_property_refuses_unknown_levels(broker_factory):
