@@ -282,7 +282,7 @@ def test_delete_group_removes_the_share_state_of_all_its_partitions(share_broker
 
 
 def test_share_apis_answer_unsupported_version_below_share_version_1(broker_factory):
-    broker = broker_factory()
+    broker = broker_factory({"minibroker.features": "share.version=0"})
     c = Connection(broker.address)
     try:
         answer = heartbeat(c, "g", str(uuid.uuid4()), 0, ["t"])
