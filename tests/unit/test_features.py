@@ -34,6 +34,7 @@ def test_defaults_overrides_and_persistence(tmp_path):
     assert store.transaction_version() == 2 and store.epoch == 1
     assert store.finalized() == [
         dict(name="group.version", min_version_level=1, max_version_level=1),
+        dict(name="share.version", min_version_level=1, max_version_level=1),
         dict(name="transaction.version", min_version_level=2, max_version_level=2),
     ]
     assert json.loads((tmp_path / "features.json").read_text())["levels"]["transaction.version"] == 2
@@ -71,4 +72,7 @@ def test_update_rules(tmp_path):
     assert store.update([FeatureUpdate(tv, 1, UPGRADE)], False) == (ErrorCode.none, None)  # same level
     assert len(writes) == 1
     assert store.update([FeatureUpdate(tv, 0, SAFE_DOWNGRADE)], False) == (ErrorCode.none, None)
-    assert store.finalized() == [dict(name="group.version", min_version_level=1, max_version_level=1)]
+    assert store.finalized() == [
+        dict(name="group.version", min_version_level=1, max_version_level=1),
+        dict(name="share.version", min_version_level=1, max_version_level=1),
+    ]
