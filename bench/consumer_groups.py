@@ -41,6 +41,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench.report import broker_columns_table
+
 PARTITIONS = 100
 DEADLINE_S = 60.0
 HERE = Path(__file__).resolve().parent
@@ -249,28 +251,18 @@ def markdown(results: dict) -> str:
     head = ["group members", "protocol"]
     for b in brokers:
         head += [f"{b}: time to a stable group (ms)", f"{b}: broker CPU (ms)"]
-    lines = [
+    intro = (
         f"Consumer groups {results['date']}, {results['cpus']} CPUs, a {PARTITIONS}-partition topic, "
-        f"one broker per column, median of {results['runs']} group(s) per cell.",
-        "",
-        "| " + " | ".join(head) + " |",
-        "|" + "---|" * len(head),
-    ]
-    skipped: dict[str, int] = {}  # reason -> footnote number
-    for row in results["rows"]:
-        cells = [f"{row['members']:,}", row["protocol"]]
-        for b in brokers:
-            point = row[b]
-            if "skipped" in point:
-                note = skipped.setdefault(point["skipped"], len(skipped) + 1)
-                cells += [f"skipped ({note})", "-"]
-            else:
-                cells += [f"{point['stable_ms']:,.0f}", f"{point['cpu_ms']:,.0f}"]
-        lines.append("| " + " | ".join(cells) + " |")
-    if skipped:
-        lines.append("")
-        lines += [f"({note}) {reason}" for reason, note in skipped.items()]
-    return "\n".join(lines) + "\n"
+        f"one broker per column, median of {results['runs']} group(s) per cell."
+    )
+    return broker_columns_table(
+        intro,
+        head,
+        results["rows"],
+        brokers,
+        lambda row: [f"{row['members']:,}", row["protocol"]],
+        lambda point: [f"{point['stable_ms']:,.0f}", f"{point['cpu_ms']:,.0f}"],
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -36,6 +36,8 @@ import time
 import uuid
 from pathlib import Path
 
+from bench.report import broker_columns_table
+
 DEADLINE_S = 300.0
 VALUE_BYTES = 100
 HERE = Path(__file__).resolve().parent
@@ -268,29 +270,19 @@ def markdown(results: dict) -> str:
     head = ["share consumers"]
     for b in brokers:
         head += [f"{b}: records/s", f"{b}: broker CPU per record (µs)"]
-    lines = [
+    intro = (
         f"Share groups {results['date']}, {results['cpus']} CPUs, {results['records']:,} records of "
         f"{VALUE_BYTES} bytes on {results['partitions']} partitions, implicit acknowledgement, one broker "
-        f"per column, median of {results['runs']} run(s) per cell.",
-        "",
-        "| " + " | ".join(head) + " |",
-        "|" + "---|" * len(head),
-    ]
-    skipped: dict[str, int] = {}
-    for row in results["rows"]:
-        cells = [str(row["members"])]
-        for b in brokers:
-            point = row[b]
-            if "skipped" in point:
-                note = skipped.setdefault(point["skipped"], len(skipped) + 1)
-                cells += [f"skipped ({note})", "-"]
-            else:
-                cells += [f"{point['records_per_s']:,.0f}", f"{point['cpu_us_per_record']:,.1f}"]
-        lines.append("| " + " | ".join(cells) + " |")
-    if skipped:
-        lines.append("")
-        lines += [f"({note}) {reason}" for reason, note in skipped.items()]
-    return "\n".join(lines) + "\n"
+        f"per column, median of {results['runs']} run(s) per cell."
+    )
+    return broker_columns_table(
+        intro,
+        head,
+        results["rows"],
+        brokers,
+        lambda row: [str(row["members"])],
+        lambda point: [f"{point['records_per_s']:,.0f}", f"{point['cpu_us_per_record']:,.1f}"],
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
