@@ -98,8 +98,8 @@ class _Answers:
 async def handle(ctx: RequestContext, req: AlterShareGroupOffsetsRequest) -> AlterShareGroupOffsetsResponse:
     broker = ctx.broker
     group_id = req.group_id
-    if (refusal := group_refusal(ctx, Op.READ, group_id)) is not None:
-        return refused(ctx, refusal)
+    if (early := group_refusal(ctx, Op.READ, group_id)) is not None:
+        return refused(ctx, early)
     answers = _Answers(broker.logs.topics)
     authorized = []
     for topic in req.topics:
@@ -113,8 +113,8 @@ async def handle(ctx: RequestContext, req: AlterShareGroupOffsetsRequest) -> Alt
                 answers.add(topic.topic_name, p.partition_index, error)
         else:
             authorized.append(topic)
-    if (refusal := coordinator_refusal(ctx, group_id)) is not None:
-        return refused(ctx, refusal)
+    if (early := coordinator_refusal(ctx, group_id)) is not None:
+        return refused(ctx, early)
     groups = broker.groups
     # GroupMetadataManager.alterShareGroupOffsets: partitions the topic does not have are refused
     starts: list[tuple[SharePartitionKey, int, dict[str, Any]]] = []  # answered once initialized

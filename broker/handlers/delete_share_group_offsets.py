@@ -41,8 +41,8 @@ def _topic(name: str, error: int, text: str | None, topic_id: uuid.UUID = ZERO_U
 async def handle(ctx: RequestContext, req: DeleteShareGroupOffsetsRequest) -> DeleteShareGroupOffsetsResponse:
     broker = ctx.broker
     group_id = req.group_id
-    if (refusal := group_refusal(ctx, Op.DELETE, group_id)) is not None:
-        return refused(ctx, refusal)
+    if (early := group_refusal(ctx, Op.DELETE, group_id)) is not None:
+        return refused(ctx, early)
     denied = []
     authorized: list[str] = []
     for topic in req.topics:
@@ -51,8 +51,8 @@ async def handle(ctx: RequestContext, req: DeleteShareGroupOffsetsRequest) -> De
         else:
             denial = E.topic_authorization_failed
             denied.append(_topic(topic.topic_name, denial, message(denial)))
-    if (refusal := coordinator_refusal(ctx, group_id)) is not None:
-        return refused(ctx, refusal)
+    if (early := coordinator_refusal(ctx, group_id)) is not None:
+        return refused(ctx, early)
     groups = broker.groups
     share = broker.share_coordinator
     initialized = groups.share.initialized_partitions(group_id)
