@@ -42,7 +42,7 @@ import time
 from pathlib import Path
 
 from bench import group_probe
-from bench.report import broker_columns_table
+from bench.report import broker_columns_table, write_results
 
 PARTITIONS = 100
 DEADLINE_S = 60.0
@@ -289,11 +289,7 @@ def main(argv: list[str] | None = None) -> int:
         "runs": args.runs,
         "rows": rows,
     }
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "consumer-groups.json").write_text(json.dumps(results, indent=2) + "\n")
-    (out / "consumer-groups.md").write_text(markdown(results))
-    print(markdown(results))
+    write_results(args.out, "consumer-groups", results, markdown)
     return 0
 
 

@@ -4,7 +4,9 @@ rate, worse for a time, a size or a CPU cost)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 #: (key, label, number format)
 FIGURES = [
@@ -115,3 +117,14 @@ def broker_columns_table(
         lines.append("")
         lines += [f"({note}) {reason}" for reason, note in skipped.items()]
     return "\n".join(lines) + "\n"
+
+
+def write_results(out_dir: str, name: str, results: dict, markdown: Callable[[dict], str]) -> None:
+    """A group bench's `<name>.json` and `<name>.md` in `out_dir` (created if missing); the table
+    printed too."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{name}.json").write_text(json.dumps(results, indent=2) + "\n")
+    table = markdown(results)
+    (out / f"{name}.md").write_text(table)
+    print(table)

@@ -37,7 +37,7 @@ import uuid
 from pathlib import Path
 
 from bench import group_probe
-from bench.report import broker_columns_table
+from bench.report import broker_columns_table, write_results
 
 DEADLINE_S = 300.0
 VALUE_BYTES = 100
@@ -308,11 +308,7 @@ def main(argv: list[str] | None = None) -> int:
         "runs": args.runs,
         "rows": rows,
     }
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "share-groups.json").write_text(json.dumps(results, indent=2) + "\n")
-    (out / "share-groups.md").write_text(markdown(results))
-    print(markdown(results))
+    write_results(args.out, "share-groups", results, markdown)
     return 0
 
 
