@@ -41,6 +41,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench import group_probe
+from bench.report import broker_columns_table, write_results
+
 PARTITIONS = 100
 DEADLINE_S = 60.0
 HERE = Path(__file__).resolve().parent
@@ -53,8 +56,6 @@ CONSUMER_PROTOCOL_CONFIG = {
 #: minibroker's KIP-848 keys until group.version 1 is its default
 MINIBROKER_CONSUMER_CONFIG = {"minibroker.features": "group.version=1"}
 CLASSIC_MEMBER_CONFIG = {"heartbeat.interval.ms": 100, "session.timeout.ms": 30000}
-#: errors a fresh broker answers while its __consumer_offsets is being created
-_TRANSIENT = {14, 15, 16}  # COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR
 
 
 # -- the members (child process) --------------------------------------------------------------
@@ -118,15 +119,10 @@ def kip848_unavailable(address: tuple[str, int], timeout_s: float = 60.0) -> str
 
     conn = Connection(address)
     try:
-        versions = conn.call(18, 3, {"client_software_name": "bench", "client_software_version": "1"})
-        if 68 not in {k["api_key"] for k in versions["api_keys"]}:
+        if not group_probe.advertises(conn, 68):
             return "the broker does not advertise ConsumerGroupHeartbeat (68) in ApiVersions"
         deadline = time.monotonic() + timeout_s
-        while True:  # Kafka creates __consumer_offsets on the first FindCoordinator
-            found = conn.call(10, 1, {"key": "bench-probe", "key_type": 0})
-            if int(found["error_code"]) == 0 or time.monotonic() > deadline:
-                break
-            time.sleep(0.2)
+        group_probe.find_coordinator(conn, "bench-probe", deadline)
         join = {
             "group_id": "bench-probe",
             "member_id": "",
@@ -138,20 +134,9 @@ def kip848_unavailable(address: tuple[str, int], timeout_s: float = 60.0) -> str
             "server_assignor": None,
             "topic_partitions": [],
         }
-        while True:
-            answer = conn.call(68, 0, join)
-            code = int(answer["error_code"])
-            if code not in _TRANSIENT or time.monotonic() > deadline:
-                break
-            time.sleep(0.2)
-        if code:
-            from minibroker.protocol.errors import ErrorCode  # noqa: PLC0415
-
-            try:
-                name = ErrorCode(code).name.upper()
-            except ValueError:
-                name = str(code)
-            return f"ConsumerGroupHeartbeat answered {name}: {answer['error_message'] or 'no message'}"
+        answer = group_probe.heartbeat(conn, 68, 0, join, deadline)
+        if refused := group_probe.refusal("ConsumerGroupHeartbeat", answer):
+            return refused
         leave = {**join, "member_id": answer["member_id"], "member_epoch": -1, "subscribed_topic_names": None}
         conn.call(68, 0, leave)
         return None
@@ -249,28 +234,18 @@ def markdown(results: dict) -> str:
     head = ["group members", "protocol"]
     for b in brokers:
         head += [f"{b}: time to a stable group (ms)", f"{b}: broker CPU (ms)"]
-    lines = [
+    intro = (
         f"Consumer groups {results['date']}, {results['cpus']} CPUs, a {PARTITIONS}-partition topic, "
-        f"one broker per column, median of {results['runs']} group(s) per cell.",
-        "",
-        "| " + " | ".join(head) + " |",
-        "|" + "---|" * len(head),
-    ]
-    skipped: dict[str, int] = {}  # reason -> footnote number
-    for row in results["rows"]:
-        cells = [f"{row['members']:,}", row["protocol"]]
-        for b in brokers:
-            point = row[b]
-            if "skipped" in point:
-                note = skipped.setdefault(point["skipped"], len(skipped) + 1)
-                cells += [f"skipped ({note})", "-"]
-            else:
-                cells += [f"{point['stable_ms']:,.0f}", f"{point['cpu_ms']:,.0f}"]
-        lines.append("| " + " | ".join(cells) + " |")
-    if skipped:
-        lines.append("")
-        lines += [f"({note}) {reason}" for reason, note in skipped.items()]
-    return "\n".join(lines) + "\n"
+        f"one broker per column, median of {results['runs']} group(s) per cell."
+    )
+    return broker_columns_table(
+        intro,
+        head,
+        results["rows"],
+        brokers,
+        lambda row: [f"{row['members']:,}", row["protocol"]],
+        lambda point: [f"{point['stable_ms']:,.0f}", f"{point['cpu_ms']:,.0f}"],
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -314,11 +289,7 @@ def main(argv: list[str] | None = None) -> int:
         "runs": args.runs,
         "rows": rows,
     }
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "consumer-groups.json").write_text(json.dumps(results, indent=2) + "\n")
-    (out / "consumer-groups.md").write_text(markdown(results))
-    print(markdown(results))
+    write_results(args.out, "consumer-groups", results, markdown)
     return 0
 
 

@@ -4,6 +4,10 @@ rate, worse for a time, a size or a CPU cost)."""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
 #: (key, label, number format)
 FIGURES = [
     ("startup_ms", "process start to first Metadata answer (ms)", "{:,.0f}"),
@@ -84,3 +88,43 @@ def markdown(results: dict) -> str:
         if curve.get("plot"):
             lines += ["", f"![{name}]({curve['plot']})"]
     return "\n".join(lines) + "\n"
+
+
+def broker_columns_table(
+    intro: str,
+    head: list[str],
+    rows: Sequence[dict],
+    brokers: Sequence[str],
+    row_cells: Callable[[dict], list[str]],
+    figure_cells: Callable[[dict], list[str]],
+) -> str:
+    """A bench's Markdown table with two figures per broker (bench/consumer_groups.py,
+    bench/share_groups.py): `intro`, then a line per row, its own cells then each broker's two
+    figures, "skipped (n)" where that broker skipped the point, the reasons as footnotes below."""
+    lines = [intro, "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    skipped: dict[str, int] = {}  # reason -> footnote number
+    for row in rows:
+        cells = row_cells(row)
+        for b in brokers:
+            point = row[b]
+            if "skipped" in point:
+                note = skipped.setdefault(point["skipped"], len(skipped) + 1)
+                cells += [f"skipped ({note})", "-"]
+            else:
+                cells += figure_cells(point)
+        lines.append("| " + " | ".join(cells) + " |")
+    if skipped:
+        lines.append("")
+        lines += [f"({note}) {reason}" for reason, note in skipped.items()]
+    return "\n".join(lines) + "\n"
+
+
+def write_results(out_dir: str, name: str, results: dict, markdown: Callable[[dict], str]) -> None:
+    """A group bench's `<name>.json` and `<name>.md` in `out_dir` (created if missing); the table
+    printed too."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{name}.json").write_text(json.dumps(results, indent=2) + "\n")
+    table = markdown(results)
+    (out / f"{name}.md").write_text(table)
+    print(table)

@@ -36,6 +36,9 @@ import time
 import uuid
 from pathlib import Path
 
+from bench import group_probe
+from bench.report import broker_columns_table, write_results
+
 DEADLINE_S = 300.0
 VALUE_BYTES = 100
 HERE = Path(__file__).resolve().parent
@@ -49,8 +52,6 @@ SHARE_CONFIG = {
 }
 #: minibroker's share groups until share.version 1 is its default
 MINIBROKER_SHARE_CONFIG = {"minibroker.features": "share.version=1"}
-#: errors a fresh broker answers while its internal topics are being created
-_TRANSIENT = {14, 15, 16}  # COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR
 
 
 # -- the members (child process) --------------------------------------------------------------
@@ -122,8 +123,7 @@ def share_unavailable(address: tuple[str, int], timeout_s: float = 60.0) -> str 
 
     conn = Connection(address)
     try:
-        versions = conn.call(18, 3, {"client_software_name": "bench", "client_software_version": "1"})
-        if 76 not in {k["api_key"] for k in versions["api_keys"]}:
+        if not group_probe.advertises(conn, 76):
             return "the broker does not advertise ShareGroupHeartbeat (76) in ApiVersions"
         join = {
             "group_id": "bench-share-probe",
@@ -133,25 +133,10 @@ def share_unavailable(address: tuple[str, int], timeout_s: float = 60.0) -> str 
             "subscribed_topic_names": ["bench-share-probe"],
         }
         deadline = time.monotonic() + timeout_s
-        while True:  # Kafka creates __consumer_offsets on the first FindCoordinator
-            found = conn.call(10, 1, {"key": join["group_id"], "key_type": 0})
-            if int(found["error_code"]) == 0 or time.monotonic() > deadline:
-                break
-            time.sleep(0.2)
-        while True:
-            answer = conn.call(76, 1, join)
-            code = int(answer["error_code"])
-            if code not in _TRANSIENT or time.monotonic() > deadline:
-                break
-            time.sleep(0.2)
-        if code:
-            from minibroker.protocol.errors import ErrorCode  # noqa: PLC0415
-
-            try:
-                name = ErrorCode(code).name.upper()
-            except ValueError:
-                name = str(code)
-            return f"ShareGroupHeartbeat answered {name}: {answer['error_message'] or 'no message'}"
+        group_probe.find_coordinator(conn, join["group_id"], deadline)
+        answer = group_probe.heartbeat(conn, 76, 1, join, deadline)
+        if refused := group_probe.refusal("ShareGroupHeartbeat", answer):
+            return refused
         conn.call(76, 1, {**join, "member_epoch": -1, "subscribed_topic_names": None})
         return None
     finally:
@@ -268,29 +253,19 @@ def markdown(results: dict) -> str:
     head = ["share consumers"]
     for b in brokers:
         head += [f"{b}: records/s", f"{b}: broker CPU per record (µs)"]
-    lines = [
+    intro = (
         f"Share groups {results['date']}, {results['cpus']} CPUs, {results['records']:,} records of "
         f"{VALUE_BYTES} bytes on {results['partitions']} partitions, implicit acknowledgement, one broker "
-        f"per column, median of {results['runs']} run(s) per cell.",
-        "",
-        "| " + " | ".join(head) + " |",
-        "|" + "---|" * len(head),
-    ]
-    skipped: dict[str, int] = {}
-    for row in results["rows"]:
-        cells = [str(row["members"])]
-        for b in brokers:
-            point = row[b]
-            if "skipped" in point:
-                note = skipped.setdefault(point["skipped"], len(skipped) + 1)
-                cells += [f"skipped ({note})", "-"]
-            else:
-                cells += [f"{point['records_per_s']:,.0f}", f"{point['cpu_us_per_record']:,.1f}"]
-        lines.append("| " + " | ".join(cells) + " |")
-    if skipped:
-        lines.append("")
-        lines += [f"({note}) {reason}" for reason, note in skipped.items()]
-    return "\n".join(lines) + "\n"
+        f"per column, median of {results['runs']} run(s) per cell."
+    )
+    return broker_columns_table(
+        intro,
+        head,
+        results["rows"],
+        brokers,
+        lambda row: [str(row["members"])],
+        lambda point: [f"{point['records_per_s']:,.0f}", f"{point['cpu_us_per_record']:,.1f}"],
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -333,11 +308,7 @@ def main(argv: list[str] | None = None) -> int:
         "runs": args.runs,
         "rows": rows,
     }
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "share-groups.json").write_text(json.dumps(results, indent=2) + "\n")
-    (out / "share-groups.md").write_text(markdown(results))
-    print(markdown(results))
+    write_results(args.out, "share-groups", results, markdown)
     return 0
 
 

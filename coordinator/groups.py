@@ -599,16 +599,7 @@ class GroupCoordinator:
         NOT_COORDINATOR for a group of a partition given up."""
         out: list[dict[str, Any]] = []
         for group_id in group_ids:
-            entry: dict[str, Any] = dict(
-                error_code=E.none,
-                error_message=None,
-                group_id=group_id,
-                group_state="",
-                group_epoch=0,
-                assignment_epoch=0,
-                assignor_name="",
-                members=[],
-            )
+            entry = described_group(group_id)
             if not group_id:
                 entry["error_code"] = E.invalid_group_id
             elif not self.coordinates(group_id):
@@ -813,3 +804,20 @@ def consumer_fetch_check(group: ConsumerGroup, member_id: str | None, member_epo
             f"The received member epoch {member_epoch} does not match the expected member epoch "
             f"{member.member_epoch}.",
         )
+
+
+def described_group(
+    group_id: str, error_code: int = E.none, error_message: str | None = None
+) -> dict[str, Any]:
+    """A group of ConsumerGroupDescribe or ShareGroupDescribe with nothing described: the answer
+    of a group refused (with its error), or the start of one described."""
+    return dict(
+        error_code=error_code,
+        error_message=error_message,
+        group_id=group_id,
+        group_state="",
+        group_epoch=0,
+        assignment_epoch=0,
+        assignor_name="",
+        members=[],
+    )

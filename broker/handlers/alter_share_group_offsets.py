@@ -49,6 +49,34 @@ def message(error: int) -> str | None:
     return MESSAGES.get(ErrorCode(error))
 
 
+def refused(ctx: RequestContext, error: int, text: str | None = None) -> Any:
+    """AlterShareGroupOffsets' or DeleteShareGroupOffsets' group-level error: no topics, the
+    coordinator's text or Kafka's default message."""
+    return ctx.response(
+        throttle_time_ms=0, error_code=error, error_message=text or message(error), responses=[]
+    )
+
+
+def group_refusal(ctx: RequestContext, operation: int, group_id: str) -> int | None:
+    """The checks before the topics': UNSUPPORTED_VERSION below share.version 1, then
+    GROUP_AUTHORIZATION_FAILED without `operation` on the group; None when both pass."""
+    if ctx.broker.features.level("share.version") < 1:
+        return E.unsupported_version
+    if not ctx.allowed(operation, Res.GROUP, group_id):
+        return E.group_authorization_failed
+    return None
+
+
+def coordinator_refusal(ctx: RequestContext, group_id: str) -> int | None:
+    """The checks after the topics': INVALID_GROUP_ID for an empty id, NOT_COORDINATOR for a
+    group this node does not coordinate; None when both pass."""
+    if not group_id:
+        return E.invalid_group_id
+    if not ctx.broker.groups.coordinates(group_id):
+        return E.not_coordinator
+    return None
+
+
 class _Answers:
     """The response's topics by name, in request order (Kafka's AlterShareGroupOffsetsResponse
     Builder); a topic's id is the one it has here (the zero id for an unknown topic)."""
@@ -70,10 +98,8 @@ class _Answers:
 async def handle(ctx: RequestContext, req: AlterShareGroupOffsetsRequest) -> AlterShareGroupOffsetsResponse:
     broker = ctx.broker
     group_id = req.group_id
-    if broker.features.level("share.version") < 1:
-        return _refused(ctx, E.unsupported_version)
-    if not ctx.allowed(Op.READ, Res.GROUP, group_id):
-        return _refused(ctx, E.group_authorization_failed)
+    if (early := group_refusal(ctx, Op.READ, group_id)) is not None:
+        return refused(ctx, early)
     answers = _Answers(broker.logs.topics)
     authorized = []
     for topic in req.topics:
@@ -87,11 +113,9 @@ async def handle(ctx: RequestContext, req: AlterShareGroupOffsetsRequest) -> Alt
                 answers.add(topic.topic_name, p.partition_index, error)
         else:
             authorized.append(topic)
-    if not group_id:
-        return _refused(ctx, E.invalid_group_id)
+    if (early := coordinator_refusal(ctx, group_id)) is not None:
+        return refused(ctx, early)
     groups = broker.groups
-    if not groups.coordinates(group_id):
-        return _refused(ctx, E.not_coordinator)
     # GroupMetadataManager.alterShareGroupOffsets: partitions the topic does not have are refused
     starts: list[tuple[SharePartitionKey, int, dict[str, Any]]] = []  # answered once initialized
     topics: dict[uuid.UUID, frozenset[int]] = {}
@@ -106,7 +130,7 @@ async def handle(ctx: RequestContext, req: AlterShareGroupOffsetsRequest) -> Alt
             topics[info.topic_id] = topics.get(info.topic_id, frozenset()) | {p.partition_index}
     refusal, text = await broker.coordinators.run(groups, groups.share.alter_offsets(group_id, topics))
     if refusal != E.none:
-        return _refused(ctx, refusal, text)
+        return refused(ctx, refusal, text)
     await _initialize(ctx, group_id, starts)
     return ctx.response(
         throttle_time_ms=0, error_code=E.none, error_message=None, responses=list(answers.topics.values())
@@ -138,9 +162,3 @@ async def _initialize(
     for (_, _, entry), error in zip(starts, errors, strict=True):
         if error != E.none:
             entry.update(error_code=error, error_message=message(error))
-
-
-def _refused(ctx: RequestContext, error: int, text: str | None = None) -> AlterShareGroupOffsetsResponse:
-    return ctx.response(
-        throttle_time_ms=0, error_code=error, error_message=text or message(error), responses=[]
-    )

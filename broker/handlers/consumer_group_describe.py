@@ -10,11 +10,12 @@ KafkaApis.handleConsumerGroupDescribe does."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from minibroker.broker.security.acls import Operation as Op
 from minibroker.broker.security.acls import ResourceType as Res
 from minibroker.broker.security.authorizer import OPERATIONS_NOT_REQUESTED
+from minibroker.coordinator.groups import described_group
 from minibroker.protocol.codec import field
 from minibroker.protocol.errors import ErrorCode
 
@@ -25,18 +26,9 @@ if TYPE_CHECKING:
 API_KEY = 69
 
 
-def _refused(group_id: str, error: ErrorCode) -> dict:
-    return dict(
-        error_code=error,
-        error_message=None,
-        group_id=group_id,
-        group_state="",
-        group_epoch=0,
-        assignment_epoch=0,
-        assignor_name="",
-        members=[],
-        authorized_operations=OPERATIONS_NOT_REQUESTED,
-    )
+def refused(group_id: str, error: int, message: str | None = None) -> dict[str, Any]:
+    """A group ConsumerGroupDescribe or ShareGroupDescribe refuses: its error, nothing described."""
+    return {**described_group(group_id, error, message), "authorized_operations": OPERATIONS_NOT_REQUESTED}
 
 
 async def handle(ctx: RequestContext, req: ConsumerGroupDescribeRequest) -> ConsumerGroupDescribeResponse:
@@ -44,7 +36,7 @@ async def handle(ctx: RequestContext, req: ConsumerGroupDescribeRequest) -> Cons
     # authorization (Kafka: DESCRIBE on each group; the refused ones are answered first)
     denied = [g for g in req.group_ids if not ctx.allowed(Op.DESCRIBE, Res.GROUP, g)]
     allowed = [g for g in req.group_ids if g not in denied]
-    out = [_refused(g, ErrorCode.group_authorization_failed) for g in denied]
+    out = [refused(g, ErrorCode.group_authorization_failed) for g in denied]
     for entry in ctx.broker.groups.describe_consumer_groups(allowed, ctx.broker.logs.topic_names):
         described = entry["error_code"] == ErrorCode.none
         entry["authorized_operations"] = (
@@ -70,9 +62,14 @@ def _without_unauthorized_topics(ctx: RequestContext, entry: dict) -> dict:
         for assignment in (member["assignment"], member["target_assignment"])
         for tp in assignment["topic_partitions"]
     }
+    return unless_topics_unauthorized(ctx, entry, topics)
+
+
+def unless_topics_unauthorized(
+    ctx: RequestContext, entry: dict[str, Any], topics: set[str]
+) -> dict[str, Any]:
+    """The group as described, or TOPIC_AUTHORIZATION_FAILED with no members when one of the
+    topics its assignments name may not be DESCRIBEd by the principal (KafkaApis)."""
     if all(ctx.allowed(Op.DESCRIBE, Res.TOPIC, topic) for topic in topics):
         return entry
-    return {
-        **_refused(entry["group_id"], ErrorCode.topic_authorization_failed),
-        "error_message": UNAUTHORIZED_TOPICS,
-    }
+    return refused(entry["group_id"], ErrorCode.topic_authorization_failed, UNAUTHORIZED_TOPICS)

@@ -18,60 +18,65 @@ from minibroker.protocol.errors import ErrorCode
 if TYPE_CHECKING:
     from minibroker.broker.api_types import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
     from minibroker.broker.context import RequestContext
+    from minibroker.coordinator.share_groups import ShareHeartbeatAnswer
 
 API_KEY = 68
 
 E = ErrorCode
 
 
-class _Invalid(Exception):
+class Invalid(Exception):
+    """A heartbeat (ConsumerGroupHeartbeat or ShareGroupHeartbeat) refused before the coordinator
+    sees it: its error code and Kafka's message."""
+
     def __init__(self, code: int, message: str) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
 
 
-def _blank(value: str | None) -> bool:
+def blank(value: str | None) -> bool:
     """Kafka's throwIfEmptyString test: non-null and empty once trimmed."""
     return value is not None and not value.strip()
 
 
 def validate(req: Any, api_version: int, assignors: Collection[str]) -> None:
-    """Kafka's throwIfConsumerGroupHeartbeatRequestIsInvalid, in its order; raises _Invalid."""
+    """Kafka's throwIfConsumerGroupHeartbeatRequestIsInvalid, in its order; raises Invalid."""
     epoch = req.member_epoch
-    if (api_version >= 1 or epoch > 0 or epoch == -1) and _blank(req.member_id):
-        raise _Invalid(E.invalid_request, "MemberId can't be empty.")
-    if _blank(req.group_id):
-        raise _Invalid(E.invalid_request, "GroupId can't be empty.")
-    if _blank(req.instance_id):
-        raise _Invalid(E.invalid_request, "InstanceId can't be empty.")
-    if _blank(req.rack_id):
-        raise _Invalid(E.invalid_request, "RackId can't be empty.")
+    if (api_version >= 1 or epoch > 0 or epoch == -1) and blank(req.member_id):
+        raise Invalid(E.invalid_request, "MemberId can't be empty.")
+    if blank(req.group_id):
+        raise Invalid(E.invalid_request, "GroupId can't be empty.")
+    if blank(req.instance_id):
+        raise Invalid(E.invalid_request, "InstanceId can't be empty.")
+    if blank(req.rack_id):
+        raise Invalid(E.invalid_request, "RackId can't be empty.")
     if epoch == 0:
         if millis(req.rebalance_timeout) == -1:
-            raise _Invalid(E.invalid_request, "RebalanceTimeoutMs must be provided in first request.")
+            raise Invalid(E.invalid_request, "RebalanceTimeoutMs must be provided in first request.")
         if req.topic_partitions is None or len(req.topic_partitions) > 0:
-            raise _Invalid(E.invalid_request, "TopicPartitions must be empty when (re-)joining.")
+            raise Invalid(E.invalid_request, "TopicPartitions must be empty when (re-)joining.")
         if req.subscribed_topic_names is None and field(req, "subscribed_topic_regex", None) is None:
-            raise _Invalid(
+            raise Invalid(
                 E.invalid_request,
                 "Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when (re-)joining.",
             )
     elif epoch == -2:
         if req.instance_id is None:
-            raise _Invalid(E.invalid_request, "InstanceId can't be null.")
+            raise Invalid(E.invalid_request, "InstanceId can't be null.")
     elif epoch < -2:
-        raise _Invalid(E.invalid_request, "MemberEpoch is invalid.")
+        raise Invalid(E.invalid_request, "MemberEpoch is invalid.")
     if req.server_assignor is not None and req.server_assignor not in assignors:
         # Kafka joins the names of a HashSet: its iteration order
         supported = ", ".join(java_hash_order(dict.fromkeys(assignors), hash_string))
-        raise _Invalid(
+        raise Invalid(
             E.unsupported_assignor,
             f"ServerAssignor {req.server_assignor} is not supported. Supported assignors: {supported}.",
         )
 
 
-def _answer(ctx: RequestContext, answer: HeartbeatAnswer) -> ConsumerGroupHeartbeatResponse:
+def heartbeat_response(ctx: RequestContext, answer: HeartbeatAnswer | ShareHeartbeatAnswer) -> Any:
+    """The ConsumerGroupHeartbeat or ShareGroupHeartbeat response of the coordinator's answer."""
     assignment = None
     if answer.assignment is not None:
         assignment = dict(
@@ -100,20 +105,22 @@ async def handle(ctx: RequestContext, req: ConsumerGroupHeartbeatRequest) -> Con
     broker = ctx.broker
     # the consumer rebalance protocol needs group.version 1 (Kafka answers UNSUPPORTED_VERSION)
     if broker.features.level("group.version") < 1:
-        return _answer(ctx, HeartbeatAnswer(error_code=E.unsupported_version))
+        return heartbeat_response(ctx, HeartbeatAnswer(error_code=E.unsupported_version))
     # authorization (Kafka: READ on the group, then DESCRIBE on every subscribed topic)
     if not ctx.allowed(Op.READ, Res.GROUP, req.group_id):
-        return _answer(ctx, HeartbeatAnswer(error_code=E.group_authorization_failed))
+        return heartbeat_response(ctx, HeartbeatAnswer(error_code=E.group_authorization_failed))
     names = req.subscribed_topic_names
     if names and not all(ctx.allowed(Op.DESCRIBE, Res.TOPIC, name) for name in set(names)):
-        return _answer(ctx, HeartbeatAnswer(error_code=E.topic_authorization_failed))
+        return heartbeat_response(ctx, HeartbeatAnswer(error_code=E.topic_authorization_failed))
     groups = broker.groups
     try:
         validate(req, ctx.api_version, groups.settings.consumer_assignors)
-    except _Invalid as invalid:
-        return _answer(ctx, HeartbeatAnswer(error_code=invalid.code, error_message=invalid.message))
+    except Invalid as invalid:
+        return heartbeat_response(
+            ctx, HeartbeatAnswer(error_code=invalid.code, error_message=invalid.message)
+        )
     if not groups.coordinates(req.group_id):
-        return _answer(ctx, HeartbeatAnswer(error_code=E.not_coordinator))
+        return heartbeat_response(ctx, HeartbeatAnswer(error_code=E.not_coordinator))
     owned = req.topic_partitions
     request = ConsumerHeartbeat(
         api_version=ctx.api_version,
@@ -134,4 +141,4 @@ async def handle(ctx: RequestContext, req: ConsumerGroupHeartbeatRequest) -> Con
         topic_filter=_topic_filter(ctx),
     )
     answer = await broker.coordinators.run(groups, groups.consumer.heartbeat(request))
-    return _answer(ctx, answer)
+    return heartbeat_response(ctx, answer)

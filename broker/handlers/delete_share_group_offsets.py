@@ -12,7 +12,12 @@ from __future__ import annotations
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from minibroker.broker.handlers.alter_share_group_offsets import message
+from minibroker.broker.handlers.alter_share_group_offsets import (
+    coordinator_refusal,
+    group_refusal,
+    message,
+    refused,
+)
 from minibroker.broker.security.acls import Operation as Op
 from minibroker.broker.security.acls import ResourceType as Res
 from minibroker.coordinator.share_types import SharePartitionKey
@@ -36,23 +41,19 @@ def _topic(name: str, error: int, text: str | None, topic_id: uuid.UUID = ZERO_U
 async def handle(ctx: RequestContext, req: DeleteShareGroupOffsetsRequest) -> DeleteShareGroupOffsetsResponse:
     broker = ctx.broker
     group_id = req.group_id
-    if broker.features.level("share.version") < 1:
-        return _refused(ctx, E.unsupported_version)
-    if not ctx.allowed(Op.DELETE, Res.GROUP, group_id):
-        return _refused(ctx, E.group_authorization_failed)
+    if (early := group_refusal(ctx, Op.DELETE, group_id)) is not None:
+        return refused(ctx, early)
     denied = []
     authorized: list[str] = []
     for topic in req.topics:
         if ctx.allowed(Op.READ, Res.TOPIC, topic.topic_name):
             authorized.append(topic.topic_name)
         else:
-            refused = E.topic_authorization_failed
-            denied.append(_topic(topic.topic_name, refused, message(refused)))
-    if not group_id:
-        return _refused(ctx, E.invalid_group_id)
+            denial = E.topic_authorization_failed
+            denied.append(_topic(topic.topic_name, denial, message(denial)))
+    if (early := coordinator_refusal(ctx, group_id)) is not None:
+        return refused(ctx, early)
     groups = broker.groups
-    if not groups.coordinates(group_id):
-        return _refused(ctx, E.not_coordinator)
     share = broker.share_coordinator
     initialized = groups.share.initialized_partitions(group_id)
     failed = []
@@ -67,7 +68,7 @@ async def handle(ctx: RequestContext, req: DeleteShareGroupOffsetsRequest) -> De
             failed.append(_topic(name, E.unknown_topic_or_partition, NO_OFFSETS))
     refusal, text = await broker.coordinators.run(groups, groups.share.delete_offsets(group_id, list(chosen)))
     if refusal != E.none:
-        return _refused(ctx, refusal, text)
+        return refused(ctx, refusal, text)
     deleted = []
     held = share.keys_of_group(group_id)
     for topic_id, topic_name in chosen.items():
@@ -80,10 +81,4 @@ async def handle(ctx: RequestContext, req: DeleteShareGroupOffsetsRequest) -> De
             failed.append(_topic(topic_name, error, message(error), topic_id))
     return ctx.response(
         throttle_time_ms=0, error_code=E.none, error_message=None, responses=denied + deleted + failed
-    )
-
-
-def _refused(ctx: RequestContext, error: int, text: str | None = None) -> DeleteShareGroupOffsetsResponse:
-    return ctx.response(
-        throttle_time_ms=0, error_code=error, error_message=text or message(error), responses=[]
     )

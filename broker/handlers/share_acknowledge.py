@@ -38,7 +38,7 @@ PartitionId = tuple[uuid.UUID, int]
 #: one partition's acknowledgement answer: (error code, error message)
 AckAnswer = tuple[int, str | None]
 
-_LEADER_ERRORS = frozenset({ErrorCode.not_leader_or_follower, ErrorCode.fenced_leader_epoch})
+LEADER_ERRORS = frozenset({ErrorCode.not_leader_or_follower, ErrorCode.fenced_leader_epoch})
 
 
 _ZERO = uuid.UUID(int=0)
@@ -160,8 +160,9 @@ def lock_timeout(broker: HandlerServices, group_id: str) -> timedelta:
     )
 
 
-def _error(ctx: RequestContext, error: ErrorCode) -> ShareAcknowledgeResponse:
-    """ShareAcknowledgeRequest.getErrorResponse: the code alone."""
+def error_response(ctx: RequestContext, error: ErrorCode) -> Any:
+    """ShareFetchRequest/ShareAcknowledgeRequest.getErrorResponse: the code alone, no partitions,
+    lock timeout 0."""
     return ctx.response(
         throttle_time_ms=0,
         error_code=error,
@@ -172,23 +173,44 @@ def _error(ctx: RequestContext, error: ErrorCode) -> ShareAcknowledgeResponse:
     )
 
 
+def share_response(
+    ctx: RequestContext, group_id: str, responses: list[dict[str, Any]], leader_error: bool
+) -> Any:
+    """A ShareFetch or ShareAcknowledge answer: the group's lock timeout, the topics, and this
+    node's endpoint when a partition answers a leader error (the client then looks it up)."""
+    return ctx.response(
+        throttle_time_ms=0,
+        error_code=ErrorCode.none,
+        error_message=None,
+        acquisition_lock_timeout=lock_timeout(ctx.broker, group_id),
+        responses=responses,
+        node_endpoints=leader_endpoints(ctx) if leader_error else [],
+    )
+
+
+def leader_endpoints(ctx: RequestContext) -> list[dict[str, Any]]:
+    """NodeEndpoints: this node, the leader of every partition it answers for."""
+    host, port = ctx.advertised
+    return [{"node_id": ctx.broker.node_id, "host": host, "port": port, "rack": None}]
+
+
 async def handle(ctx: RequestContext, req: ShareAcknowledgeRequest) -> ShareAcknowledgeResponse:
     broker = ctx.broker
     if not share_groups_enabled(broker):
-        return _error(ctx, ErrorCode.unsupported_version)
+        return error_response(ctx, ErrorCode.unsupported_version)
     group_id = req.group_id
     if group_id is None:  # Kafka: "Invalid group id in the request." (not sent)
-        return _error(ctx, ErrorCode.invalid_request)
+        return error_response(ctx, ErrorCode.invalid_request)
     if not ctx.allowed(Op.READ, Res.GROUP, group_id):
-        return _error(ctx, ErrorCode.group_authorization_failed)
+        return error_response(ctx, ErrorCode.group_authorization_failed)
     member_id = req.member_id
     if not member_id_valid(member_id):  # Kafka: "Invalid member id in the request." (not sent)
-        return _error(ctx, ErrorCode.invalid_request)
+        return error_response(ctx, ErrorCode.invalid_request)
     assert member_id is not None
     epoch = req.share_session_epoch
     error = broker.share_sessions.acknowledge_context(group_id, member_id, epoch)
     if error:
-        return _error(ctx, error)
+        return error_response(ctx, error)
     names = broker.logs.topic_names
     wanted = {names[request_topic_id(t)] for t in req.topics if request_topic_id(t) in names}
     authorized = authorized_topics(ctx, wanted)
@@ -206,14 +228,8 @@ async def handle(ctx: RequestContext, req: ShareAcknowledgeRequest) -> ShareAckn
     )
     if epoch == FINAL_EPOCH:
         await close_session(ctx, group_id, member_id)
-    return ctx.response(
-        throttle_time_ms=0,
-        error_code=ErrorCode.none,
-        error_message=None,
-        acquisition_lock_timeout=lock_timeout(broker, group_id),
-        responses=_topics(ctx, answers),
-        node_endpoints=_endpoints(ctx, answers),
-    )
+    leader_error = any(code in LEADER_ERRORS for code, _ in answers.values())
+    return share_response(ctx, group_id, _topics(ctx, answers), leader_error)
 
 
 def _topics(ctx: RequestContext, answers: dict[PartitionId, AckAnswer]) -> list[dict[str, Any]]:
@@ -222,7 +238,7 @@ def _topics(ctx: RequestContext, answers: dict[PartitionId, AckAnswer]) -> list[
     by_topic: dict[uuid.UUID, list[dict[str, Any]]] = {}
     for (topic_id, partition), (code, message) in answers.items():
         leader = {"leader_id": 0, "leader_epoch": 0}
-        if code in _LEADER_ERRORS:
+        if code in LEADER_ERRORS:
             plog = broker.get_log(names.get(topic_id, ""), partition)
             leader = {"leader_id": broker.node_id, "leader_epoch": plog.leader_epoch if plog else -1}
         by_topic.setdefault(topic_id, []).append(
@@ -234,10 +250,3 @@ def _topics(ctx: RequestContext, answers: dict[PartitionId, AckAnswer]) -> list[
             }
         )
     return [{"topic_id": topic_id, "partitions": parts} for topic_id, parts in by_topic.items()]
-
-
-def _endpoints(ctx: RequestContext, answers: dict[PartitionId, AckAnswer]) -> list[dict[str, Any]]:
-    if not any(code in _LEADER_ERRORS for code, _ in answers.values()):
-        return []
-    host, port = ctx.advertised
-    return [{"node_id": ctx.broker.node_id, "host": host, "port": port, "rack": None}]

@@ -23,21 +23,22 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 import structlog
 from minibroker.broker.handlers.share_acknowledge import (
+    LEADER_ERRORS,
     AckAnswer,
     PartitionId,
     ack_data,
     acknowledge,
     authorized_topics,
     close_session,
-    lock_timeout,
+    error_response,
     member_id_valid,
     request_topic_id,
     share_groups_enabled,
+    share_response,
 )
 from minibroker.broker.security.acls import Operation as Op
 from minibroker.broker.security.acls import ResourceType as Res
@@ -56,20 +57,6 @@ if TYPE_CHECKING:
 API_KEY = 78
 
 log = structlog.get_logger("broker.share_fetch")
-
-_LEADER_ERRORS = frozenset({ErrorCode.not_leader_or_follower, ErrorCode.fenced_leader_epoch})
-
-
-def _error(ctx: RequestContext, error: ErrorCode) -> ShareFetchResponse:
-    """ShareFetchRequest.getErrorResponse: the code alone, no partitions, lock timeout 0."""
-    return ctx.response(
-        throttle_time_ms=0,
-        error_code=error,
-        error_message=None,
-        acquisition_lock_timeout=timedelta(0),
-        responses=[],
-        node_endpoints=[],
-    )
 
 
 def _renew_problems(req: ShareFetchRequest) -> str:
@@ -114,7 +101,7 @@ async def handle(ctx: RequestContext, req: ShareFetchRequest) -> ShareFetchRespo
     version = ctx.api_version
     refused = _refusal(ctx, req)
     if refused is not None:
-        return _error(ctx, refused)
+        return error_response(ctx, refused)
     group_id, member_id = req.group_id, req.member_id
     assert group_id is not None and member_id is not None
     is_renew_ack = version >= 2 and bool(field(req, "is_renew_ack", False))
@@ -135,9 +122,9 @@ async def handle(ctx: RequestContext, req: ShareFetchRequest) -> ShareFetchRespo
     if context.error == ErrorCode.share_session_limit_reached:
         # Kafka parks the request for MaxWaitMs (an idle timer task), then answers the error
         await asyncio.sleep(max(millis(req.max_wait), 0) / 1000)
-        return _error(ctx, context.error)
+        return error_response(ctx, context.error)
     if context.error:
-        return _error(ctx, context.error)
+        return error_response(ctx, context.error)
     session = context.session
     expected_epoch = session.epoch if session is not None else None
 
@@ -177,19 +164,13 @@ async def handle(ctx: RequestContext, req: ShareFetchRequest) -> ShareFetchRespo
         assert session is not None
         if session.epoch != expected_epoch or broker.share_sessions.get(group_id, member_id) is not session:
             log.debug("share session moved on while its fetch waited", group_id=group_id, member_id=member_id)
-            return _error(ctx, ErrorCode.invalid_share_session_epoch)
+            return error_response(ctx, ErrorCode.invalid_share_session_epoch)
         answers = _incremental(session, answers)
 
     if epoch == FINAL_EPOCH:
         await close_session(ctx, group_id, member_id)
-    return ctx.response(
-        throttle_time_ms=0,
-        error_code=ErrorCode.none,
-        error_message=None,
-        acquisition_lock_timeout=lock_timeout(broker, group_id),
-        responses=_topics(ctx, answers, acks),
-        node_endpoints=_endpoints(ctx, answers),
-    )
+    leader_error = any(out.error_code in LEADER_ERRORS for out in answers.values())
+    return share_response(ctx, group_id, _topics(ctx, answers, acks), leader_error)
 
 
 def _incremental(
@@ -278,7 +259,7 @@ def _topics(
     for (topic_id, partition), out in answers.items():
         ack_code, ack_message = acks.pop((topic_id, partition), (0, None))
         leader = {"leader_id": 0, "leader_epoch": 0}
-        if out.error_code in _LEADER_ERRORS:
+        if out.error_code in LEADER_ERRORS:
             plog = broker.get_log(names.get(topic_id, ""), partition)
             leader = {"leader_id": broker.node_id, "leader_epoch": plog.leader_epoch if plog else -1}
         by_topic.setdefault(topic_id, []).append(
@@ -313,10 +294,3 @@ def _topics(
             }
         )
     return [{"topic_id": topic_id, "partitions": parts} for topic_id, parts in by_topic.items()]
-
-
-def _endpoints(ctx: RequestContext, answers: dict[PartitionId, PartitionFetch]) -> list[dict[str, Any]]:
-    if not any(out.error_code in _LEADER_ERRORS for out in answers.values()):
-        return []
-    host, port = ctx.advertised
-    return [{"node_id": ctx.broker.node_id, "host": host, "port": port, "rack": None}]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from minibroker.broker.handlers.consumer_group_describe import UNAUTHORIZED_TOPICS
+from minibroker.broker.handlers.consumer_group_describe import refused, unless_topics_unauthorized
 from minibroker.broker.security.acls import Operation as Op
 from minibroker.broker.security.acls import ResourceType as Res
 from minibroker.broker.security.authorizer import OPERATIONS_NOT_REQUESTED
@@ -29,24 +29,10 @@ if TYPE_CHECKING:
 API_KEY = 77
 
 
-def _refused(group_id: str, error: int) -> dict[str, Any]:
-    return dict(
-        error_code=error,
-        error_message=None,
-        group_id=group_id,
-        group_state="",
-        group_epoch=0,
-        assignment_epoch=0,
-        assignor_name="",
-        members=[],
-        authorized_operations=OPERATIONS_NOT_REQUESTED,
-    )
-
-
 async def handle(ctx: RequestContext, req: ShareGroupDescribeRequest) -> ShareGroupDescribeResponse:
     broker = ctx.broker
     if broker.features.level("share.version") < 1:
-        out = [_refused(g, ErrorCode.unsupported_version) for g in req.group_ids]
+        out = [refused(g, ErrorCode.unsupported_version) for g in req.group_ids]
         return ctx.response(throttle_time_ms=0, groups=out)
     include_ops = bool(field(req, "include_authorized_operations", False))
     out = []
@@ -55,9 +41,9 @@ async def handle(ctx: RequestContext, req: ShareGroupDescribeRequest) -> ShareGr
         if ctx.allowed(Op.DESCRIBE, Res.GROUP, group_id):
             allowed.append(group_id)
         else:
-            out.append(_refused(group_id, ErrorCode.group_authorization_failed))
+            out.append(refused(group_id, ErrorCode.group_authorization_failed))
     # GroupCoordinatorService.shareGroupDescribe: empty ids first, then the coordinator's answers
-    out.extend(_refused("", ErrorCode.invalid_group_id) for g in allowed if not g)
+    out.extend(refused("", ErrorCode.invalid_group_id) for g in allowed if not g)
     groups = broker.groups
     named = [g for g in allowed if g]
     not_coordinated = {g for g in named if not groups.coordinates(g)}
@@ -65,7 +51,7 @@ async def handle(ctx: RequestContext, req: ShareGroupDescribeRequest) -> ShareGr
     answers = iter(described)
     for group_id in named:
         if group_id in not_coordinated:
-            out.append(_refused(group_id, ErrorCode.not_coordinator))
+            out.append(refused(group_id, ErrorCode.not_coordinator))
             continue
         entry = _named(dict(next(answers)), broker.logs.topic_names)
         if include_ops and entry["error_code"] == ErrorCode.none:
@@ -101,9 +87,4 @@ def _without_unauthorized_topics(ctx: RequestContext, entry: dict[str, Any]) -> 
     topics = {
         tp["topic_name"] for member in entry["members"] for tp in member["assignment"]["topic_partitions"]
     }
-    if all(ctx.allowed(Op.DESCRIBE, Res.TOPIC, topic) for topic in topics):
-        return entry
-    return {
-        **_refused(entry["group_id"], ErrorCode.topic_authorization_failed),
-        "error_message": UNAUTHORIZED_TOPICS,
-    }
+    return unless_topics_unauthorized(ctx, entry, topics)

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import structlog
+from minibroker.broker.handlers.consumer_group_heartbeat import Invalid, blank, heartbeat_response
 from minibroker.broker.handlers.join_group import client_host
 from minibroker.broker.security.acls import Operation as Op
 from minibroker.broker.security.acls import ResourceType as Res
@@ -42,62 +43,42 @@ log = structlog.get_logger("minibroker.broker.share_groups")
 MAX_MEMBER_ID_LENGTH = 36
 
 
-def _blank(value: str | None) -> bool:
-    """Kafka's throwIfEmptyString test: non-null and empty once trimmed."""
-    return value is not None and not value.strip()
-
-
-def invalid(req: Any) -> str | None:
-    """GroupCoordinatorService.throwIfShareGroupHeartbeatRequestIsInvalid: its message, or None."""
-    if _blank(req.member_id):
-        return "MemberId can't be empty."
-    if _blank(req.group_id):
-        return "GroupId can't be empty."
-    if _blank(req.rack_id):
-        return "RackId can't be empty."
+def validate(req: Any) -> None:
+    """GroupCoordinatorService.throwIfShareGroupHeartbeatRequestIsInvalid; raises Invalid."""
+    if blank(req.member_id):
+        raise Invalid(E.invalid_request, "MemberId can't be empty.")
+    if blank(req.group_id):
+        raise Invalid(E.invalid_request, "GroupId can't be empty.")
+    if blank(req.rack_id):
+        raise Invalid(E.invalid_request, "RackId can't be empty.")
     if req.member_epoch == 0:
         if not req.subscribed_topic_names:
-            return "SubscribedTopicNames must be set in first request."
+            raise Invalid(E.invalid_request, "SubscribedTopicNames must be set in first request.")
     elif req.member_epoch < -1:
-        return "MemberEpoch is invalid."
-    return None
-
-
-def _answer(ctx: RequestContext, answer: ShareHeartbeatAnswer) -> ShareGroupHeartbeatResponse:
-    assignment = None
-    if answer.assignment is not None:
-        assignment = dict(
-            topic_partitions=[dict(topic_id=t, partitions=list(parts)) for t, parts in answer.assignment]
-        )
-    return ctx.response(
-        throttle_time_ms=0,
-        error_code=answer.error_code,
-        error_message=answer.error_message,
-        member_id=answer.member_id,
-        member_epoch=answer.member_epoch,
-        heartbeat_interval_ms=answer.heartbeat_interval_ms,
-        assignment=assignment,
-    )
+        raise Invalid(E.invalid_request, "MemberEpoch is invalid.")
 
 
 async def handle(ctx: RequestContext, req: ShareGroupHeartbeatRequest) -> ShareGroupHeartbeatResponse:
     broker = ctx.broker
     if broker.features.level("share.version") < 1:
-        return _answer(ctx, ShareHeartbeatAnswer(error_code=E.unsupported_version))
+        return heartbeat_response(ctx, ShareHeartbeatAnswer(error_code=E.unsupported_version))
     if not ctx.allowed(Op.READ, Res.GROUP, req.group_id):
-        return _answer(ctx, ShareHeartbeatAnswer(error_code=E.group_authorization_failed))
+        return heartbeat_response(ctx, ShareHeartbeatAnswer(error_code=E.group_authorization_failed))
     member_id = req.member_id
     if not member_id or len(member_id) > MAX_MEMBER_ID_LENGTH:
-        return _answer(ctx, ShareHeartbeatAnswer(error_code=E.invalid_request))
+        return heartbeat_response(ctx, ShareHeartbeatAnswer(error_code=E.invalid_request))
     names = req.subscribed_topic_names
     if names and not all(ctx.allowed(Op.DESCRIBE, Res.TOPIC, name) for name in set(names)):
-        return _answer(ctx, ShareHeartbeatAnswer(error_code=E.topic_authorization_failed))
-    message = invalid(req)
-    if message is not None:
-        return _answer(ctx, ShareHeartbeatAnswer(error_code=E.invalid_request, error_message=message))
+        return heartbeat_response(ctx, ShareHeartbeatAnswer(error_code=E.topic_authorization_failed))
+    try:
+        validate(req)
+    except Invalid as invalid:
+        return heartbeat_response(
+            ctx, ShareHeartbeatAnswer(error_code=invalid.code, error_message=invalid.message)
+        )
     groups = broker.groups
     if not groups.coordinates(req.group_id):
-        return _answer(ctx, ShareHeartbeatAnswer(error_code=E.not_coordinator))
+        return heartbeat_response(ctx, ShareHeartbeatAnswer(error_code=E.not_coordinator))
     request = ShareHeartbeat(
         group_id=req.group_id,
         member_id=member_id,
@@ -110,7 +91,7 @@ async def handle(ctx: RequestContext, req: ShareGroupHeartbeatRequest) -> ShareG
     answer = await broker.coordinators.run(groups, groups.share.heartbeat(request))
     if answer.initialize:
         await initialize_share_partitions(broker, req.group_id, answer.initialize, answer.state_epoch)
-    return _answer(ctx, answer)
+    return heartbeat_response(ctx, answer)
 
 
 async def initialize_share_partitions(

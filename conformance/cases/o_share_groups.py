@@ -18,6 +18,7 @@ brought to share.version 1 with UpdateFeatures when below (Kafka 4.4 finalizes 2
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable, Iterator
 
 from conformance.cases import case
 from conformance.cases.c_data import PRODUCE, batch, produce_req, topic_id
@@ -345,18 +346,35 @@ def fetch_and_acknowledge(s):
         leave(s, f"v{v}/leave", group, m)
 
 
+def refusal_rounds(s, name: str) -> Iterator[tuple[int, str, str, tuple[uuid.UUID, int]]]:
+    """The set-up of the refusal cases: share groups on, a topic of one partition, then for v1 and
+    v2 a member of the group (v, group, member id, the partition) assigned the partition, so that
+    the share-partition is initialized (a fetch of one that is not answers nothing on Kafka while
+    its asynchronous load fails, an error on minibroker)."""
+    enable(s)
+    topic, group = f"sg-{name}-t", f"sg-{name}"
+    s.create_topic(topic, 1)
+    tp = (topic_id(s, topic), 0)
+    for v in (1, 2):
+        m = member(f"{name}-{v}")
+        join_until_assigned(s, group, m, topic, f"v{v}/join")
+        yield v, group, m, tp
+
+
+def check_refusals(
+    s, v: int, group: str, m: str, refusals: dict[str, dict], call: Callable[..., dict]
+) -> None:
+    """Each refusal {label: the request's group, member_id (the member's by default), epoch and
+    the rest}: `call(label, group, member_id, epoch, **rest)`, then its top-level message."""
+    for label, kw in refusals.items():
+        kw = dict(kw)
+        answer = call(f"v{v}/{label}", kw.pop("group", group), kw.pop("member_id", m), kw.pop("epoch"), **kw)
+        top_message(s, f"v{v}/{label}/message", answer)
+
+
 @case("share_groups/fetch-refusals")
 def fetch_refusals(s):
-    enable(s)
-    topic, group = "sg-frefuse-t", "sg-frefuse"
-    s.create_topic(topic, 1)
-    tid = topic_id(s, topic)
-    tp = (tid, 0)
-    for v in (1, 2):
-        m = member(f"frefuse-{v}")
-        # a member of the group, so that the share-partition is initialized (a fetch of one that is
-        # not answers nothing on Kafka while its asynchronous load fails, an error on minibroker)
-        join_until_assigned(s, group, m, topic, f"v{v}/join")
+    for v, group, m, tp in refusal_rounds(s, "frefuse"):
         refusals = {
             "null-group": dict(group=None, epoch=0, parts=[tp]),
             "empty-member": dict(member_id="", epoch=0, parts=[tp]),
@@ -366,19 +384,11 @@ def fetch_refusals(s):
                 member_id=member(f"frefuse-unknown-{v}"), epoch=0, parts=[(uuid.uuid4(), 0)]
             ),
         }
-        for label, kw in refusals.items():
-            kw = dict(kw)
-            answer = share_fetch(
-                s,
-                f"v{v}/{label}",
-                v,
-                kw.pop("group", group),
-                kw.pop("member_id", m),
-                kw.pop("epoch"),
-                kw.pop("parts", ()),
-                **kw,
-            )
-            top_message(s, f"v{v}/{label}/message", answer)
+
+        def fetch(label, group_id, member_id, epoch, parts=(), *, v=v, **kw):
+            return share_fetch(s, label, v, group_id, member_id, epoch, parts, **kw)
+
+        check_refusals(s, v, group, m, refusals, fetch)
         # a session, then acknowledgement batches Kafka refuses per partition
         share_fetch(s, f"v{v}/open", v, group, m, 0, [tp])
         bad = {
@@ -406,32 +416,18 @@ def fetch_refusals(s):
 
 @case("share_groups/acknowledge-refusals")
 def acknowledge_refusals(s):
-    enable(s)
-    topic, group = "sg-arefuse-t", "sg-arefuse"
-    s.create_topic(topic, 1)
-    tid = topic_id(s, topic)
-    tp = (tid, 0)
-    for v in (1, 2):
-        m = member(f"arefuse-{v}")
-        join_until_assigned(s, group, m, topic, f"v{v}/join")  # the share-partition initialized
+    for v, group, m, tp in refusal_rounds(s, "arefuse"):
         refusals = {
             "null-group": dict(group=None, epoch=1),
             "empty-member": dict(member_id="", epoch=1),
             "initial-epoch": dict(epoch=0),
             "no-session": dict(epoch=2),
         }
-        for label, kw in refusals.items():
-            kw = dict(kw)
-            answer = share_ack(
-                s,
-                f"v{v}/{label}",
-                v,
-                kw.pop("group", group),
-                kw.pop("member_id", m),
-                kw.pop("epoch"),
-                {tp: [(0, 0, [ACCEPT])]},
-            )
-            top_message(s, f"v{v}/{label}/message", answer)
+
+        def acknowledge(label, group_id, member_id, epoch, *, v=v, tp=tp):
+            return share_ack(s, label, v, group_id, member_id, epoch, {tp: [(0, 0, [ACCEPT])]})
+
+        check_refusals(s, v, group, m, refusals, acknowledge)
         share_fetch(s, f"v{v}/open", v, group, m, 0, [tp])
         answer = share_ack(s, f"v{v}/wrong-epoch", v, group, m, 5, {tp: [(0, 0, [ACCEPT])]})
         top_message(s, f"v{v}/wrong-epoch/message", answer)

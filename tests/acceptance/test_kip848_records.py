@@ -32,6 +32,7 @@ from minibroker.storage.log_manager import LogManager
 from minibroker.storage.segment import ScanStop, scan_batches
 
 from conformance.reference_kafka import ReferenceKafka, tools_jars
+from tests.support.java import dump_log_segments
 from tests.unit.test_consumer_group_records import RECORDS
 
 pytestmark = [
@@ -142,29 +143,11 @@ def test_kafka_dump_log_reads_what_minibroker_writes(tmp_path):
     assert list(_loaded_records(next(iter(store.batches(0))), {})) == written  # what a load replays
     logs.close()
 
-    segments = glob.glob(str(Path(tmp_path) / "__consumer_offsets-0" / "*.log"))
-    done = subprocess.run(
-        [
-            "java",
-            "-Xmx256m",
-            "-cp",
-            f"{tools_jars()}/*",
-            "org.apache.kafka.tools.DumpLogSegments",
-            "--offsets-decoder",
-            "--files",
-            *segments,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    lines = [line for line in done.stdout.splitlines() if line.startswith("| offset:")]
-    assert len(lines) == len(written), done.stdout[-3000:]
+    stdout, lines = dump_log_segments(Path(tmp_path) / "__consumer_offsets-0", "--offsets-decoder")
+    assert len(lines) == len(written), stdout[-3000:]
     assert not [line for line in lines if "payload: {" not in line and "payload: <DELETE>" not in line]
-    assert "Exception" not in done.stdout + done.stderr and "error" not in done.stdout.lower()
     for record_type in (3, 4, 5, 6, 7, 8, 16, 2):
-        assert f'key: {{"type":"{record_type}"' in done.stdout, record_type
-    assert '"metadataHash":-123456789' in done.stdout
-    assert '"assignmentEpochs":[3]' in done.stdout
-    assert '"classicMemberMetadata":{"sessionTimeoutMs":10000' in done.stdout
+        assert f'key: {{"type":"{record_type}"' in stdout, record_type
+    assert '"metadataHash":-123456789' in stdout
+    assert '"assignmentEpochs":[3]' in stdout
+    assert '"classicMemberMetadata":{"sessionTimeoutMs":10000' in stdout

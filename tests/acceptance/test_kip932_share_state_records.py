@@ -6,10 +6,8 @@ gives the same state back."""
 from __future__ import annotations
 
 import base64
-import glob
 import json
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -24,7 +22,7 @@ from minibroker.coordinator.share_coordinator import (
 from minibroker.coordinator.share_types import SharePartitionKey, StateBatch, WriteStateRequest
 from minibroker.storage.log_manager import LogManager
 
-from conformance.reference_kafka import tools_jars
+from tests.support.java import dump_log_segments
 from tests.unit.coordinator_fakes import run_now
 
 pytestmark = [
@@ -66,26 +64,10 @@ def test_kafka_dump_log_reads_what_the_share_coordinator_writes(tmp_path):
     expected = dict(sc.states)
     logs.close()
 
-    segments = glob.glob(str(Path(tmp_path) / f"{SHARE_STATE_TOPIC}-0" / "*.log"))
-    done = subprocess.run(
-        [
-            "java",
-            "-Xmx256m",
-            "-cp",
-            f"{tools_jars()}/*",
-            "org.apache.kafka.tools.DumpLogSegments",
-            "--share-group-state-decoder",
-            "--files",
-            *segments,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
+    stdout, lines = dump_log_segments(
+        Path(tmp_path) / f"{SHARE_STATE_TOPIC}-0", "--share-group-state-decoder"
     )
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert "Exception" not in done.stdout + done.stderr and "error" not in done.stdout.lower()
-    lines = [line for line in done.stdout.splitlines() if line.startswith("| offset:")]
-    assert len(lines) == 6, done.stdout[-3000:]
+    assert len(lines) == 6, stdout[-3000:]
     decoded = [_record(line) for line in lines]
     assert [(key["type"], value is None) for key, value in decoded] == [
         ("0", False),

@@ -8,7 +8,9 @@ member's records; session epochs are checked as Kafka 4.4 checks them."""
 
 from __future__ import annotations
 
+import contextlib
 import uuid
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -147,6 +149,19 @@ def record_offsets(answer: dict) -> list[tuple[int, int]]:
     return [(batch.base_offset, batch.base_offset + batch.last_offset_delta) for batch in iter_batches(data)]
 
 
+@contextlib.contextmanager
+def joined_members(proc: Any, group: str, topic: str, count: int = 2) -> Iterator[list[Member]]:
+    """`count` members of the group on their own connections, joined in turn; closed at the end."""
+    members = [Member(proc, group, topic) for _ in range(count)]
+    try:
+        for m in members:
+            m.join()
+        yield members
+    finally:
+        for m in members:
+            m.close()
+
+
 def setup_group(proc: Any, records: int, **group_configs: str) -> tuple[str, str]:
     """A topic of one partition with `records` records in batches of 5, and a group reading it
     from the earliest offset."""
@@ -213,10 +228,7 @@ def test_fetch_acknowledge_release_and_redelivery(b: Any) -> None:
 
 def test_acquisition_locks_expire_on_the_manual_clock(b: Any) -> None:
     topic, group = setup_group(b, 5, **{"share.record.lock.duration.ms": str(LOCK_MS)})
-    m1, m2 = Member(b, group, topic), Member(b, group, topic)
-    try:
-        m1.join()
-        m2.join()
+    with joined_members(b, group, topic) as (m1, m2):
         assert acquired(m1.fetch()) == [(0, 4, 1)]
         empty = m2.fetch(max_wait=100)
         assert not empty["responses"] or acquired(empty) == []
@@ -225,17 +237,11 @@ def test_acquisition_locks_expire_on_the_manual_clock(b: Any) -> None:
         # m1's lock is gone: its acknowledgement is refused
         late = m1.acknowledge([(0, 4, [ACCEPT])])
         assert [p["error_code"] for t in late["responses"] for p in t["partitions"]] == [INVALID_RECORD_STATE]
-    finally:
-        m1.close()
-        m2.close()
 
 
 def test_closing_the_connection_releases_the_members_records(b: Any) -> None:
     topic, group = setup_group(b, 5)
-    m1, m2 = Member(b, group, topic), Member(b, group, topic)
-    try:
-        m1.join()
-        m2.join()
+    with joined_members(b, group, topic) as (m1, m2):
         assert acquired(m1.fetch()) == [(0, 4, 1)]
         m1.close()
         got: list = []
@@ -247,16 +253,11 @@ def test_closing_the_connection_releases_the_members_records(b: Any) -> None:
 
         wait_until(redelivered, timeout=15, message="m1's records released")
         assert got == [(0, 4, 2)]
-    finally:
-        m2.close()
 
 
 def test_closing_the_session_with_epoch_minus_one_releases(b: Any) -> None:
     topic, group = setup_group(b, 5)
-    m1, m2 = Member(b, group, topic), Member(b, group, topic)
-    try:
-        m1.join()
-        m2.join()
+    with joined_members(b, group, topic) as (m1, m2):
         assert acquired(m1.fetch()) == [(0, 4, 1)]
         closing = m1.fetch([(0, 1, [ACCEPT])], epoch=-1)
         assert closing["error_code"] == NONE
@@ -265,9 +266,6 @@ def test_closing_the_session_with_epoch_minus_one_releases(b: Any) -> None:
         assert acquired(m2.fetch()) == [(2, 4, 2)]
         # the session is gone
         assert m1.fetch(epoch=1)["error_code"] == SHARE_SESSION_NOT_FOUND
-    finally:
-        m1.close()
-        m2.close()
 
 
 def test_session_epochs(b: Any) -> None:
@@ -332,10 +330,7 @@ def test_two_members_share_a_partition_without_overlap(b: Any) -> None:
     """Members fetching the same partition in turn, MaxRecords at a time, acknowledging what
     they got: every record is delivered once, to one of them."""
     topic, group = setup_group(b, 100)
-    members = [Member(b, group, topic), Member(b, group, topic)]
-    try:
-        for m in members:
-            m.join()
+    with joined_members(b, group, topic) as members:
         delivered: list[int] = []
         for _ in range(40):
             for m in members:
@@ -349,9 +344,6 @@ def test_two_members_share_a_partition_without_overlap(b: Any) -> None:
             if len(delivered) >= 100:
                 break
         assert sorted(delivered) == list(range(100))
-    finally:
-        for m in members:
-            m.close()
 
 
 def test_a_log_start_past_the_share_partition_moves_its_start(b: Any) -> None:

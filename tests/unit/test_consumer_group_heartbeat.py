@@ -14,7 +14,7 @@ import pytest
 from minibroker.broker.context import RequestContext
 from minibroker.broker.coordinator_runtime import CoordinatorRuntime
 from minibroker.broker.handlers import consumer_group_heartbeat
-from minibroker.broker.handlers.consumer_group_heartbeat import _Invalid, validate
+from minibroker.broker.handlers.consumer_group_heartbeat import Invalid, validate
 from minibroker.broker.security.acls import ResourceType as Res
 from minibroker.common.clock import SYSTEM_CLOCK
 from minibroker.coordinator.consumer_groups import REGEX_MIN_REFRESH_MS, ConsumerHeartbeat, HeartbeatAnswer
@@ -475,7 +475,7 @@ def request(version=1, **fields):
     ],
 )
 def test_invalid_requests(fields, version, message):
-    with pytest.raises(_Invalid) as info:
+    with pytest.raises(Invalid) as info:
         validate(request(version, **fields), version, ("uniform", "range"))
     assert (info.value.code, info.value.message) == (E.invalid_request, message)
 
@@ -488,7 +488,7 @@ def test_valid_requests_pass():
 
 
 def test_unsupported_assignor():
-    with pytest.raises(_Invalid) as info:
+    with pytest.raises(Invalid) as info:
         validate(request(server_assignor="sticky"), 1, ("uniform", "range"))
     assert (info.value.code, info.value.message) == (
         E.unsupported_assignor,

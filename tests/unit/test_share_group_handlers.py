@@ -28,6 +28,7 @@ from minibroker.broker.handlers import (
 from minibroker.broker.security.acls import Operation as Op
 from minibroker.broker.security.acls import ResourceType as Res
 from minibroker.broker.security.authorizer import OPERATIONS_NOT_REQUESTED, all_operations
+from minibroker.coordinator.groups import described_group
 from minibroker.coordinator.runtime import CoordinatorResult
 from minibroker.coordinator.share_groups import ShareHeartbeatAnswer
 from minibroker.coordinator.share_types import SharePartitionKey, StateSummary
@@ -95,16 +96,7 @@ class FakeShareGroups:
         return [
             dict(self.groups[g])
             if g in self.groups
-            else dict(
-                error_code=E.group_id_not_found,
-                error_message=f"Group {g} not found.",
-                group_id=g,
-                group_state="",
-                group_epoch=0,
-                assignment_epoch=0,
-                assignor_name="",
-                members=[],
-            )
+            else described_group(g, E.group_id_not_found, f"Group {g} not found.")
             for g in group_ids
         ]
 

@@ -45,6 +45,13 @@ def partition(state: PartitionState | None = None, start_offset: int = 0, **conf
     )
 
 
+def persisted(
+    start_offset: int, *batches: StateBatch, state_epoch: int = 0, leader_epoch: int = 0
+) -> PartitionState:
+    """A share-partition's persisted state as ReadShareGroupState answers it."""
+    return PartitionState(state_epoch, leader_epoch, start_offset, batches=batches)
+
+
 def log(*spans: tuple[int, int]) -> list[LogBatch]:
     """Log batches (base offset, record count)."""
     return [LogBatch(base, base + count - 1) for base, count in spans]
@@ -490,11 +497,12 @@ def test_records_gone_from_the_log_are_archived_on_fetch() -> None:
 
 
 def test_load_with_gaps_delivers_the_holes() -> None:
-    state = PartitionState(
+    state = persisted(
+        10,
+        StateBatch(15, 19, ACKNOWLEDGED, 1),
+        StateBatch(25, 29, AVAILABLE, 2),
         state_epoch=3,
         leader_epoch=1,
-        start_offset=10,
-        batches=(StateBatch(15, 19, ACKNOWLEDGED, 1), StateBatch(25, 29, AVAILABLE, 2)),
     )
     sp = partition(state, start_offset=99)
     assert (sp.start_offset, sp.end_offset, sp.delivery_complete_count) == (10, 29, 5)
@@ -514,12 +522,7 @@ def test_load_with_gaps_delivers_the_holes() -> None:
 
 
 def test_load_with_a_hole_after_a_terminal_prefix() -> None:
-    state = PartitionState(
-        state_epoch=0,
-        leader_epoch=0,
-        start_offset=0,
-        batches=(StateBatch(0, 4, ACKNOWLEDGED, 1), StateBatch(10, 14, AVAILABLE, 1)),
-    )
+    state = persisted(0, StateBatch(0, 4, ACKNOWLEDGED, 1), StateBatch(10, 14, AVAILABLE, 1))
     sp = partition(state)
     assert (sp.start_offset, sp.end_offset) == (5, 14)  # not past the hole 5..9
     assert sp.next_fetch_offset() == 5
@@ -533,12 +536,7 @@ def test_load_with_a_hole_after_a_terminal_prefix() -> None:
 def test_load_resolves_start_and_drops_terminal_prefix() -> None:
     fresh = partition(PartitionState(state_epoch=0, leader_epoch=0, start_offset=-1), start_offset=42)
     assert (fresh.start_offset, fresh.end_offset, fresh.next_fetch_offset()) == (42, 42, 42)
-    state = PartitionState(
-        state_epoch=0,
-        leader_epoch=0,
-        start_offset=0,
-        batches=(StateBatch(0, 4, ARCHIVED, 5), StateBatch(5, 9, AVAILABLE, 1)),
-    )
+    state = persisted(0, StateBatch(0, 4, ARCHIVED, 5), StateBatch(5, 9, AVAILABLE, 1))
     sp = partition(state)
     assert (sp.start_offset, sp.end_offset, sp.delivery_complete_count) == (5, 9, 0)
     assert sp.next_fetch_offset() == 5
@@ -546,9 +544,7 @@ def test_load_resolves_start_and_drops_terminal_prefix() -> None:
 
 
 def test_load_refuses_batches_below_the_start_offset() -> None:
-    state = PartitionState(
-        state_epoch=0, leader_epoch=0, start_offset=10, batches=(StateBatch(5, 12, AVAILABLE, 1),)
-    )
+    state = persisted(10, StateBatch(5, 12, AVAILABLE, 1))
     with pytest.raises(ValueError, match="Failed to initialize the share partition"):
         partition(state)
 
@@ -695,12 +691,7 @@ def test_nothing_below_the_start_offset_is_acquired() -> None:
 
 
 def test_log_start_offset_moving_into_a_hole_of_the_persisted_state() -> None:
-    state = PartitionState(
-        state_epoch=0,
-        leader_epoch=0,
-        start_offset=0,
-        batches=(StateBatch(0, 4, ACKNOWLEDGED, 1), StateBatch(10, 14, AVAILABLE, 1)),
-    )
+    state = persisted(0, StateBatch(0, 4, ACKNOWLEDGED, 1), StateBatch(10, 14, AVAILABLE, 1))
     sp = partition(state)
     assert sp.start_offset == 5
     committed(sp.on_log_start_offset(8))
