@@ -31,7 +31,7 @@ from minibroker.coordinator.collaborators import GroupConfigSource, Scheduler, T
 from minibroker.coordinator.group_metadata_manager import GroupMetadataManager, storage_error_for_group
 from minibroker.coordinator.group_settings import GroupSettings
 from minibroker.coordinator.java_order import hash_string, java_hash_order
-from minibroker.coordinator.metadata_hash import group_hash, topic_hash
+from minibroker.coordinator.modern_groups import ModernGroupCoordinator
 from minibroker.coordinator.runtime import Operation, Write
 from minibroker.coordinator.share_assignor import simple_assign
 from minibroker.coordinator.share_group import (
@@ -122,7 +122,9 @@ class _Plan(NamedTuple):
     send_assignment: bool
 
 
-class ShareGroupCoordinator:
+class ShareGroupCoordinator(ModernGroupCoordinator):
+    KIND = "share"
+
     def __init__(
         self,
         settings: GroupSettings,
@@ -143,28 +145,6 @@ class ShareGroupCoordinator:
         #: releases the records it holds)
         self.on_member_removed: Callable[[str, str], None] | None = None
         self._timers: dict[tuple[str, str], TimerHandle] = {}  # (group, member): session timer
-
-    # =========================================================================================
-    # Settings (the group's share.* config, else the broker's group.share.*)
-    # =========================================================================================
-    def _group_setting(self, group_id: str, name: str, default: int) -> int:
-        value = self.group_configs.group_config(group_id).get(name)
-        return default if value is None else int(value)
-
-    def session_timeout_ms(self, group_id: str) -> int:
-        return self._group_setting(
-            group_id, "share.session.timeout.ms", self.settings.share_session_timeout_ms
-        )
-
-    def heartbeat_interval_ms(self, group_id: str) -> int:
-        return self._group_setting(
-            group_id, "share.heartbeat.interval.ms", self.settings.share_heartbeat_interval_ms
-        )
-
-    def assignment_interval_ms(self, group_id: str) -> int:
-        return self._group_setting(
-            group_id, "share.assignment.interval.ms", self.settings.share_assignment_interval_ms
-        )
 
     @property
     def initialize_retry_interval_ms(self) -> int:
@@ -328,16 +308,6 @@ class ShareGroupCoordinator:
             send_assignment=joining or request.subscribed_topic_names is not None,
         )
 
-    def _metadata_hash(self, names: Iterable[str]) -> int:
-        """KIP-1101's hash over the subscribed topics that exist."""
-        hashes: dict[str, int] = {}
-        catalog = self.topics.topics
-        for name in names:
-            shape = catalog.get(name)
-            if shape is not None:
-                hashes[name] = topic_hash(shape.topic_id, name, shape.num_partitions)
-        return group_hash(hashes)
-
     def _topic_ids(self, names: Iterable[str]) -> frozenset[uuid.UUID]:
         catalog = self.topics.topics
         return frozenset(shape.topic_id for name in names if (shape := catalog.get(name)) is not None)
@@ -416,13 +386,6 @@ class ShareGroupCoordinator:
             members=len(members),
         )
         return group_epoch, _normalized(result.get(updated.member_id, {}))
-
-    def _can_assign(self, group: ShareGroup, now: int) -> bool:
-        """Kafka's canComputeNextTargetAssignment."""
-        if group.assignment_timestamp_ms == 0:
-            return True
-        interval = self.assignment_interval_ms(group.group_id)
-        return interval == 0 or now >= group.assignment_timestamp_ms + interval
 
     def _maybe_reconcile(
         self,
@@ -721,12 +684,6 @@ class ShareGroupCoordinator:
             log.info("share group loaded", group=group_id, members=len(group.members))
             for member_id in group.members:
                 self._schedule_session_timeout(group_id, member_id)
-
-    def close(self) -> None:
-        """Cancel the timers."""
-        for handle in self._timers.values():
-            handle.cancel()
-        self._timers.clear()
 
 
 def _check_epoch(member: ShareGroupMember, epoch: int) -> None:
