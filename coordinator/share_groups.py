@@ -459,6 +459,13 @@ class ShareGroupCoordinator(ModernGroupCoordinator):
         )
         return {t: v.partitions for t, v in change.items()}
 
+    def _init_values(self, topics: TopicPartitions) -> dict[uuid.UUID, InitValue]:
+        """The topics' partitions as initialized now, with their names ("<UNKNOWN>" for a topic
+        that no longer exists)."""
+        names = self._topic_names()
+        now = self.clock.wall_ms()
+        return {t: InitValue(names.get(t, "<UNKNOWN>"), frozenset(ps), now) for t, ps in topics.items()}
+
     def partitions_initialized(self, group_id: str, topics: TopicPartitions) -> Operation[None]:
         """The share coordinator has state for these share-partitions: make them assignable
         (record 15) and let the next assignment include them (Kafka's
@@ -466,15 +473,8 @@ class ShareGroupCoordinator(ModernGroupCoordinator):
         group = self.groups.get(group_id)
         if group is None or not topics:
             return
-        names = self._topic_names()
-        now = self.clock.wall_ms()
-        enriched = {t: InitValue(names.get(t, "<UNKNOWN>"), frozenset(ps), now) for t, ps in topics.items()}
-        initialized = _combine(group.initialized, enriched)
-        initializing: dict[uuid.UUID, InitValue] = {}
-        for topic_id, init in group.initializing.items():
-            left = init.partitions - frozenset(topics.get(topic_id, ()))
-            if left:
-                initializing[topic_id] = init._replace(partitions=left)
+        initialized = _combine(group.initialized, self._init_values(topics))
+        initializing = _without(group.initializing, topics)
         value = group.state_value(initializing, initialized, group.deleting)
         yield from self._write(group_id, [SgStatePartitions(group_id, value)])
 
@@ -485,11 +485,7 @@ class ShareGroupCoordinator(ModernGroupCoordinator):
         group = self.groups.get(group_id)
         if group is None or not group.initializing or not topics:
             return
-        initializing: dict[uuid.UUID, InitValue] = {}
-        for topic_id, init in group.initializing.items():
-            left = init.partitions - frozenset(topics.get(topic_id, ()))
-            if left:
-                initializing[topic_id] = init._replace(partitions=left)
+        initializing = _without(group.initializing, topics)
         value = group.state_value(initializing, group.initialized, group.deleting)
         yield from self._write(group_id, [SgStatePartitions(group_id, value)])
 
@@ -604,15 +600,9 @@ class ShareGroupCoordinator(ModernGroupCoordinator):
             return exc.code, exc.message
         if not topics:
             return 0, None
-        names = self._topic_names()
-        now = self.clock.wall_ms()
-        given = {t: InitValue(names.get(t, "<UNKNOWN>"), frozenset(ps), now) for t, ps in topics.items()}
+        given = self._init_values(topics)
         initialized = _combine(group.initialized, given)
-        initializing: dict[uuid.UUID, InitValue] = {}
-        for topic_id, init in group.initializing.items():
-            left = init.partitions - frozenset(topics.get(topic_id, ()))
-            if left:
-                initializing[topic_id] = init._replace(partitions=left)
+        initializing = _without(group.initializing, topics)
         deleting = {t: n for t, n in group.deleting.items() if t not in given}
         value = group.state_value(initializing, initialized, deleting)
         error = yield from self._write(group_id, [SgStatePartitions(group_id, value)])
@@ -722,6 +712,18 @@ def _combine(
             partitions.update(new.partitions)
             name, timestamp = new.name, new.timestamp_ms
         out[topic_id] = InitValue(name, frozenset(partitions), timestamp)
+    return out
+
+
+def _without(
+    initializing: Mapping[uuid.UUID, InitValue], topics: TopicPartitions
+) -> dict[uuid.UUID, InitValue]:
+    """The initializing topics less the given partitions (a topic left with none drops out)."""
+    out: dict[uuid.UUID, InitValue] = {}
+    for topic_id, init in initializing.items():
+        left = init.partitions - frozenset(topics.get(topic_id, ()))
+        if left:
+            out[topic_id] = init._replace(partitions=left)
     return out
 
 
