@@ -331,10 +331,19 @@ def encode(record: ConsumerGroupRecord) -> tuple[bytes, bytes | None]:
     """(key, value) bytes of a record as Kafka writes it; value None for a tombstone."""
     if isinstance(record, CgPartitionMetadataTombstone):
         return _key(4, record.group_id), None
+    return _encode_record(_WRITERS, record, "consumer group")
+
+
+def _encode_record(
+    writers: dict[type, tuple[int, Callable[[_Writer, Any], None]]], record: Any, kind: str
+) -> tuple[bytes, bytes | None]:
+    """(key, value) bytes of a group record (a NamedTuple of key fields then its value, None for
+    a tombstone) by `writers`, record class -> (record type, its value writer); `kind` names
+    the records in the TypeError for another class."""
     try:
-        record_type, write_value = _WRITERS[type(record)]
+        record_type, write_value = writers[type(record)]
     except KeyError:
-        raise TypeError(f"not a consumer group record: {record!r}") from None
+        raise TypeError(f"not a {kind} record: {record!r}") from None
     # the key fields are all but the last (the value)
     key = _key(record_type, *record[:-1])
     if record.value is None:
@@ -405,6 +414,23 @@ def _end(r: RecordReader) -> None:
         raise ValueError("trailing bytes after the record's fields")
 
 
+def _value_reader(value: bytes, record_type: int) -> RecordReader:
+    """A reader of a flexible record value past its version, which must be 0."""
+    r = RecordReader(value, flexible=True)
+    version = r.i16()
+    if version != 0:
+        raise ValueError(f"unsupported value version {version} of record type {record_type}")
+    return r
+
+
+def _read_value(value: bytes, record_type: int, read_value: Callable[[RecordReader], Any]) -> Any:
+    """A flexible record value (version 0) read by `read_value`, to its end."""
+    r = _value_reader(value, record_type)
+    parsed = read_value(r)
+    _end(r)
+    return parsed
+
+
 def decode(key: bytes, value: bytes | None) -> ConsumerGroupRecord | None:
     """The record for a key of type 3-8 or 16 and its value (None = tombstone); None for a key
     of another type. Raises ValueError on a malformed key or value.
@@ -430,12 +456,7 @@ def decode(key: bytes, value: bytes | None) -> ConsumerGroupRecord | None:
     if value is None:
         tombstone: ConsumerGroupRecord = cls(*fields, None)
         return tombstone
-    r = RecordReader(value, flexible=True)
-    version = r.i16()
-    if version != 0:
-        raise ValueError(f"unsupported value version {version} of record type {record_type}")
-    parsed = read_value(r)
-    _end(r)
+    parsed = _read_value(value, record_type, read_value)
     record: ConsumerGroupRecord = cls(*fields, parsed)
     return record
 

@@ -55,7 +55,7 @@ from minibroker.coordinator.group_metadata_manager import (
 )
 from minibroker.coordinator.group_settings import GroupSettings
 from minibroker.coordinator.java_order import hash_string, hash_uuid, java_hash_order
-from minibroker.coordinator.metadata_hash import group_hash, topic_hash
+from minibroker.coordinator.modern_groups import ModernGroupCoordinator
 from minibroker.coordinator.reconciliation import FencedMemberEpoch, next_member
 from minibroker.coordinator.runtime import Operation, Write
 from minibroker.protocol.errors import ErrorCode
@@ -185,7 +185,9 @@ def _non_empty(regex: str | None) -> str | None:
     return regex if regex else None
 
 
-class ConsumerGroupCoordinator:
+class ConsumerGroupCoordinator(ModernGroupCoordinator):
+    KIND = "consumer"
+
     def __init__(
         self,
         settings: GroupSettings,
@@ -210,28 +212,6 @@ class ConsumerGroupCoordinator:
         self.default_assignor = settings.consumer_assignors[0] if settings.consumer_assignors else "uniform"
         self._timers: dict[tuple[str, str, str], TimerHandle] = {}  # (kind, group, member)
         self._regex_scheduled: set[str] = set()  # groups whose regex resolution is pending
-
-    # =========================================================================================
-    # Settings (a group's own config, else the broker's)
-    # =========================================================================================
-    def _group_setting(self, group_id: str, name: str, default: int) -> int:
-        value = self.group_configs.group_config(group_id).get(name)
-        return default if value is None else int(value)
-
-    def session_timeout_ms(self, group_id: str) -> int:
-        return self._group_setting(
-            group_id, "consumer.session.timeout.ms", self.settings.consumer_session_timeout_ms
-        )
-
-    def heartbeat_interval_ms(self, group_id: str) -> int:
-        return self._group_setting(
-            group_id, "consumer.heartbeat.interval.ms", self.settings.consumer_heartbeat_interval_ms
-        )
-
-    def assignment_interval_ms(self, group_id: str) -> int:
-        return self._group_setting(
-            group_id, "consumer.assignment.interval.ms", self.settings.consumer_assignment_interval_ms
-        )
 
     # =========================================================================================
     # ConsumerGroupHeartbeat
@@ -638,16 +618,6 @@ class ConsumerGroupCoordinator:
             return "HOMOGENEOUS"
         return "HETEROGENEOUS"
 
-    def _metadata_hash(self, names: Iterable[str]) -> int:
-        """KIP-1101's hash over the subscribed topics that exist."""
-        hashes: dict[str, int] = {}
-        catalog = self.topics.topics
-        for name in names:
-            shape = catalog.get(name)
-            if shape is not None:
-                hashes[name] = topic_hash(shape.topic_id, name, shape.num_partitions)
-        return group_hash(hashes)
-
     @staticmethod
     def _metadata_expired(group: ConsumerGroup, now: int) -> bool:
         return now >= group.metadata_refresh_deadline_ms or group.group_epoch < group.metadata_refresh_epoch
@@ -921,13 +891,6 @@ class ConsumerGroupCoordinator:
         )
         return group_epoch, _normalized(result.get(new.member_id, {}))
 
-    def _can_assign(self, group: ConsumerGroup, now: int) -> bool:
-        """Whether group.consumer.assignment.interval.ms has passed since the last assignment."""
-        if group.assignment_timestamp_ms == 0:
-            return True
-        interval = self.assignment_interval_ms(group.group_id)
-        return interval == 0 or now >= group.assignment_timestamp_ms + interval
-
     # --- reconciliation ------------------------------------------------------------------------
     def _maybe_reconcile(
         self,
@@ -1174,12 +1137,6 @@ class ConsumerGroupCoordinator:
                     self._schedule_rebalance_timeout(
                         group_id, member_id, member.member_epoch, member.rebalance_timeout_ms
                     )
-
-    def close(self) -> None:
-        """Cancel every timer (broker shutdown)."""
-        for handle in self._timers.values():
-            handle.cancel()
-        self._timers.clear()
 
 
 _REFUSALS = (Refused, FencedMemberEpoch, group_migration.MigrationRefused)

@@ -29,9 +29,10 @@ from typing import Any, NamedTuple
 from uuid import UUID
 
 from minibroker.coordinator.consumer_group_records import (
+    _encode_record,
     _end,
     _i32s,
-    _key,
+    _read_value,
     _required,
     _strings,
     _uuid,
@@ -230,16 +231,7 @@ _WRITERS: dict[type, tuple[int, Callable[[_Writer, Any], None]]] = {
 
 def encode(record: ShareGroupRecord) -> tuple[bytes, bytes | None]:
     """(key, value) bytes of a record as Kafka writes it; value None for a tombstone."""
-    try:
-        record_type, write_value = _WRITERS[type(record)]
-    except KeyError:
-        raise TypeError(f"not a share group record: {record!r}") from None
-    key = _key(record_type, *record[:-1])  # the key fields are all but the last (the value)
-    if record.value is None:
-        return key, None
-    w = _Writer()
-    write_value(w, record.value)
-    return key, bytes(w.out)
+    return _encode_record(_WRITERS, record, "share group")
 
 
 # --- reading ---------------------------------------------------------------------------------
@@ -342,11 +334,6 @@ def decode(key: bytes, value: bytes | None) -> ShareGroupRecord | None:
     if value is None:
         tombstone: ShareGroupRecord = cls(*fields, None)
         return tombstone
-    r = RecordReader(value, flexible=True)
-    version = r.i16()
-    if version != 0:
-        raise ValueError(f"unsupported value version {version} of record type {record_type}")
-    parsed = read_value(r)
-    _end(r)
+    parsed = _read_value(value, record_type, read_value)
     record: ShareGroupRecord = cls(*fields, parsed)
     return record

@@ -31,7 +31,7 @@ from minibroker.coordinator.collaborators import GroupConfigSource, Scheduler, T
 from minibroker.coordinator.group_metadata_manager import GroupMetadataManager, storage_error_for_group
 from minibroker.coordinator.group_settings import GroupSettings
 from minibroker.coordinator.java_order import hash_string, java_hash_order
-from minibroker.coordinator.metadata_hash import group_hash, topic_hash
+from minibroker.coordinator.modern_groups import ModernGroupCoordinator
 from minibroker.coordinator.runtime import Operation, Write
 from minibroker.coordinator.share_assignor import simple_assign
 from minibroker.coordinator.share_group import (
@@ -122,7 +122,9 @@ class _Plan(NamedTuple):
     send_assignment: bool
 
 
-class ShareGroupCoordinator:
+class ShareGroupCoordinator(ModernGroupCoordinator):
+    KIND = "share"
+
     def __init__(
         self,
         settings: GroupSettings,
@@ -143,28 +145,6 @@ class ShareGroupCoordinator:
         #: releases the records it holds)
         self.on_member_removed: Callable[[str, str], None] | None = None
         self._timers: dict[tuple[str, str], TimerHandle] = {}  # (group, member): session timer
-
-    # =========================================================================================
-    # Settings (the group's share.* config, else the broker's group.share.*)
-    # =========================================================================================
-    def _group_setting(self, group_id: str, name: str, default: int) -> int:
-        value = self.group_configs.group_config(group_id).get(name)
-        return default if value is None else int(value)
-
-    def session_timeout_ms(self, group_id: str) -> int:
-        return self._group_setting(
-            group_id, "share.session.timeout.ms", self.settings.share_session_timeout_ms
-        )
-
-    def heartbeat_interval_ms(self, group_id: str) -> int:
-        return self._group_setting(
-            group_id, "share.heartbeat.interval.ms", self.settings.share_heartbeat_interval_ms
-        )
-
-    def assignment_interval_ms(self, group_id: str) -> int:
-        return self._group_setting(
-            group_id, "share.assignment.interval.ms", self.settings.share_assignment_interval_ms
-        )
 
     @property
     def initialize_retry_interval_ms(self) -> int:
@@ -328,16 +308,6 @@ class ShareGroupCoordinator:
             send_assignment=joining or request.subscribed_topic_names is not None,
         )
 
-    def _metadata_hash(self, names: Iterable[str]) -> int:
-        """KIP-1101's hash over the subscribed topics that exist."""
-        hashes: dict[str, int] = {}
-        catalog = self.topics.topics
-        for name in names:
-            shape = catalog.get(name)
-            if shape is not None:
-                hashes[name] = topic_hash(shape.topic_id, name, shape.num_partitions)
-        return group_hash(hashes)
-
     def _topic_ids(self, names: Iterable[str]) -> frozenset[uuid.UUID]:
         catalog = self.topics.topics
         return frozenset(shape.topic_id for name in names if (shape := catalog.get(name)) is not None)
@@ -417,13 +387,6 @@ class ShareGroupCoordinator:
         )
         return group_epoch, _normalized(result.get(updated.member_id, {}))
 
-    def _can_assign(self, group: ShareGroup, now: int) -> bool:
-        """Kafka's canComputeNextTargetAssignment."""
-        if group.assignment_timestamp_ms == 0:
-            return True
-        interval = self.assignment_interval_ms(group.group_id)
-        return interval == 0 or now >= group.assignment_timestamp_ms + interval
-
     def _maybe_reconcile(
         self,
         group: ShareGroup,
@@ -496,6 +459,13 @@ class ShareGroupCoordinator:
         )
         return {t: v.partitions for t, v in change.items()}
 
+    def _init_values(self, topics: TopicPartitions) -> dict[uuid.UUID, InitValue]:
+        """The topics' partitions as initialized now, with their names ("<UNKNOWN>" for a topic
+        that no longer exists)."""
+        names = self._topic_names()
+        now = self.clock.wall_ms()
+        return {t: InitValue(names.get(t, "<UNKNOWN>"), frozenset(ps), now) for t, ps in topics.items()}
+
     def partitions_initialized(self, group_id: str, topics: TopicPartitions) -> Operation[None]:
         """The share coordinator has state for these share-partitions: make them assignable
         (record 15) and let the next assignment include them (Kafka's
@@ -503,15 +473,8 @@ class ShareGroupCoordinator:
         group = self.groups.get(group_id)
         if group is None or not topics:
             return
-        names = self._topic_names()
-        now = self.clock.wall_ms()
-        enriched = {t: InitValue(names.get(t, "<UNKNOWN>"), frozenset(ps), now) for t, ps in topics.items()}
-        initialized = _combine(group.initialized, enriched)
-        initializing: dict[uuid.UUID, InitValue] = {}
-        for topic_id, init in group.initializing.items():
-            left = init.partitions - frozenset(topics.get(topic_id, ()))
-            if left:
-                initializing[topic_id] = init._replace(partitions=left)
+        initialized = _combine(group.initialized, self._init_values(topics))
+        initializing = _without(group.initializing, topics)
         value = group.state_value(initializing, initialized, group.deleting)
         yield from self._write(group_id, [SgStatePartitions(group_id, value)])
 
@@ -522,11 +485,7 @@ class ShareGroupCoordinator:
         group = self.groups.get(group_id)
         if group is None or not group.initializing or not topics:
             return
-        initializing: dict[uuid.UUID, InitValue] = {}
-        for topic_id, init in group.initializing.items():
-            left = init.partitions - frozenset(topics.get(topic_id, ()))
-            if left:
-                initializing[topic_id] = init._replace(partitions=left)
+        initializing = _without(group.initializing, topics)
         value = group.state_value(initializing, group.initialized, group.deleting)
         yield from self._write(group_id, [SgStatePartitions(group_id, value)])
 
@@ -641,15 +600,9 @@ class ShareGroupCoordinator:
             return exc.code, exc.message
         if not topics:
             return 0, None
-        names = self._topic_names()
-        now = self.clock.wall_ms()
-        given = {t: InitValue(names.get(t, "<UNKNOWN>"), frozenset(ps), now) for t, ps in topics.items()}
+        given = self._init_values(topics)
         initialized = _combine(group.initialized, given)
-        initializing: dict[uuid.UUID, InitValue] = {}
-        for topic_id, init in group.initializing.items():
-            left = init.partitions - frozenset(topics.get(topic_id, ()))
-            if left:
-                initializing[topic_id] = init._replace(partitions=left)
+        initializing = _without(group.initializing, topics)
         deleting = {t: n for t, n in group.deleting.items() if t not in given}
         value = group.state_value(initializing, initialized, deleting)
         error = yield from self._write(group_id, [SgStatePartitions(group_id, value)])
@@ -722,12 +675,6 @@ class ShareGroupCoordinator:
             for member_id in group.members:
                 self._schedule_session_timeout(group_id, member_id)
 
-    def close(self) -> None:
-        """Cancel the timers."""
-        for handle in self._timers.values():
-            handle.cancel()
-        self._timers.clear()
-
 
 def _check_epoch(member: ShareGroupMember, epoch: int) -> None:
     """Kafka's throwIfShareGroupMemberEpochIsInvalid."""
@@ -765,6 +712,18 @@ def _combine(
             partitions.update(new.partitions)
             name, timestamp = new.name, new.timestamp_ms
         out[topic_id] = InitValue(name, frozenset(partitions), timestamp)
+    return out
+
+
+def _without(
+    initializing: Mapping[uuid.UUID, InitValue], topics: TopicPartitions
+) -> dict[uuid.UUID, InitValue]:
+    """The initializing topics less the given partitions (a topic left with none drops out)."""
+    out: dict[uuid.UUID, InitValue] = {}
+    for topic_id, init in initializing.items():
+        left = init.partitions - frozenset(topics.get(topic_id, ()))
+        if left:
+            out[topic_id] = init._replace(partitions=left)
     return out
 
 

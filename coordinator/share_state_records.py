@@ -23,6 +23,7 @@ import struct
 from typing import NamedTuple
 from uuid import UUID
 
+from minibroker.coordinator.consumer_group_records import _end, _value_reader
 from minibroker.coordinator.record_reader import RecordReader
 from minibroker.coordinator.share_types import SharePartitionKey, StateBatch
 from minibroker.protocol.varint import write_uvarint
@@ -132,11 +133,6 @@ def encode(record: ShareStateRecord) -> tuple[bytes, bytes | None]:
 
 
 # --- reading ---------------------------------------------------------------------------------
-def _end(r: RecordReader) -> None:
-    if r.pos != len(r.buf):
-        raise ValueError("trailing bytes after the record's fields")
-
-
 def _read_batches(r: RecordReader) -> tuple[StateBatch, ...]:
     batches = []
     for _ in range(r.array_len()):
@@ -172,10 +168,7 @@ def decode(key: bytes, value: bytes | None) -> ShareStateRecord | None:
     spk = SharePartitionKey(group_id, topic_id, partition)
     if value is None:
         return ShareSnapshot(spk, None) if record_type == SHARE_SNAPSHOT else ShareUpdate(spk, None)
-    r = RecordReader(value, flexible=True)
-    version = r.i16()
-    if version != 0:
-        raise ValueError(f"unsupported value version {version} of record type {record_type}")
+    r = _value_reader(value, record_type)
     if record_type == SHARE_SNAPSHOT:
         snapshot_epoch, state_epoch, leader_epoch = r.i32(), r.i32(), r.i32()
         start_offset, create_ts, write_ts = r.i64(), r.i64(), r.i64()
